@@ -1,0 +1,115 @@
+"""Trace bundles on disk: written under a temporary name, renamed when complete, never overwritten.
+
+Layout::
+
+    <name>/manifest.json        schema version, case, shapes, device, versions, ncu settings
+    <name>/kernels.parquet      one row per kernel launch (fuseprof.schema.KERNEL_COLUMNS)
+    <name>/timings.parquet      one row per variant and shape (fuseprof.schema.TIMING_COLUMNS)
+    <name>/raw/                 artifacts as captured: profiler_trace.json.gz, ncu_raw.csv.gz, ncu.log
+
+No pickle anywhere: JSON and Parquet only, so a bundle from someone else is safe to open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pandas as pd
+
+from fuseprof.errors import BundleError
+from fuseprof.schema import SCHEMA_VERSION, conform_kernels, conform_timings
+
+MANIFEST = "manifest.json"
+KERNELS = "kernels.parquet"
+TIMINGS = "timings.parquet"
+RAW = "raw"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-").lower() or "bundle"
+
+
+def _free_path(path: Path) -> Path:
+    candidate, n = path, 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}-{n}")
+        n += 1
+    return candidate
+
+
+class BundleWriter:
+    """Collects a bundle in ``.<name>.partial-<pid>``; ``commit()`` renames it into place."""
+
+    def __init__(self, out_dir: Path, name: str) -> None:
+        self.out_dir = out_dir
+        self.name = slug(name)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.path = out_dir / f".{self.name}.partial-{os.getpid()}"
+        if self.path.exists():
+            shutil.rmtree(self.path)
+        (self.path / RAW).mkdir(parents=True)
+
+    def raw(self, filename: str) -> Path:
+        return self.path / RAW / filename
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        body = {"schema_version": SCHEMA_VERSION, **manifest}
+        (self.path / MANIFEST).write_text(json.dumps(body, indent=2, sort_keys=False, default=str) + "\n")
+
+    def write_kernels(self, kernels: pd.DataFrame) -> None:
+        conform_kernels(kernels).drop(columns=["bundle"]).to_parquet(self.path / KERNELS, index=False)
+
+    def write_timings(self, timings: pd.DataFrame) -> None:
+        conform_timings(timings).drop(columns=["bundle"]).to_parquet(self.path / TIMINGS, index=False)
+
+    def commit(self) -> Path:
+        if not (self.path / MANIFEST).exists():
+            raise BundleError(f"{self.path}: refusing to commit a bundle without a manifest")
+        final = _free_path(self.out_dir / self.name)
+        os.rename(self.path, final)
+        return final
+
+    def abort(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self) -> BundleWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc_type is not None:
+            self.abort()
+
+
+def is_bundle(path: Path) -> bool:
+    return (path / MANIFEST).is_file()
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise BundleError(f"{path}: not a fuseprof bundle (no {MANIFEST})") from None
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"{path / MANIFEST}: damaged JSON ({exc.msg} at line {exc.lineno})") from None
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        raise BundleError(
+            f"{path}: bundle schema {manifest.get('schema_version')!r}, this fuseprof reads {SCHEMA_VERSION}"
+        )
+    return manifest
+
+
+def find_bundles(root: Path) -> list[Path]:
+    """``root`` itself if it is a bundle, else the bundles directly under it, sorted by name."""
+    if not root.exists():
+        raise BundleError(f"{root}: no such file or directory")
+    if is_bundle(root):
+        return [root]
+    if not root.is_dir():
+        raise BundleError(f"{root}: not a bundle directory")
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and is_bundle(p))

@@ -1,0 +1,36 @@
+"""Each variant against the float64 reference, before anything is timed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def as_tuple(value: Any) -> tuple[torch.Tensor, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def compare(outputs: Any, references: Any, tolerance: float) -> dict[str, Any]:
+    """max |out − ref| and ‖out − ref‖/‖ref‖ over all outputs; NaN or Inf fails outright."""
+    outs, refs = as_tuple(outputs), as_tuple(references)
+    if len(outs) != len(refs):
+        return {"max_abs_err": float("nan"), "rel_err": float("nan"), "tolerance": tolerance, "correct": False,
+                "problem": f"{len(outs)} outputs, reference has {len(refs)}"}
+    max_abs, rel, problem = 0.0, 0.0, None
+    for i, (out, ref) in enumerate(zip(outs, refs)):
+        if out.shape != ref.shape:
+            problem = f"output {i} has shape {tuple(out.shape)}, reference {tuple(ref.shape)}"
+            break
+        if not bool(torch.isfinite(out).all()):
+            problem = f"output {i} holds NaN or Inf (unwritten or overflowed elements)"
+            break
+        diff = out.double() - ref.double()
+        max_abs = max(max_abs, float(diff.abs().max()))
+        rel = max(rel, float(diff.norm() / ref.double().norm().clamp_min(1e-300)))
+    correct = problem is None and rel <= tolerance
+    if problem is None and not correct:
+        problem = f"rel_err {rel:.3g} > tolerance {tolerance:.3g}"
+    if problem is not None and max_abs == 0.0 and rel == 0.0:
+        max_abs = rel = float("nan")
+    return {"max_abs_err": max_abs, "rel_err": rel, "tolerance": tolerance, "correct": correct, "problem": problem}

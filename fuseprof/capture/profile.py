@@ -1,0 +1,232 @@
+"""``fuseprof profile``: check, time, trace and ncu-profile a case, then write one bundle.
+
+Order matters: correctness against float64 first (a wrong kernel is never timed silently),
+then timing, then torch.profiler in this process, then ncu in a child process. An ncu
+failure still leaves a committed bundle with everything before it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from fuseprof.bundle import BundleWriter
+from fuseprof.capture import timing
+from fuseprof.capture.correctness import compare
+from fuseprof.capture.device_facts import device_facts
+from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
+from fuseprof.capture.ncu_run import UnknownMetricsError, find_ncu, run_capture_output, run_ncu
+from fuseprof.capture.ncu_target import target_argv
+from fuseprof.capture.provenance import command_line, git_state, now_utc, versions
+from fuseprof.capture.torch_profile import Call, record_trace
+from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shape_label
+from fuseprof.errors import CorrectnessError, FuseprofError, InvalidArgumentError, NcuError, NoGPUError
+from fuseprof.parse.chrome_trace import read_chrome_trace
+from fuseprof.parse.ncu_csv import read_ncu_csv
+from fuseprof.parse.ncu_metrics import NCU_METRICS
+from fuseprof.ranges import range_label
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class ProfileOptions:
+    case: str
+    variants: list[str] | None = None
+    shapes: tuple[Shape, ...] | None = None
+    dtype: str | None = None
+    device: str = "cuda"
+    ncu: bool = True
+    out_dir: Path = Path("traces")
+    repeats: int = 50
+    profiler_repeats: int = 3
+    seed: int = 0
+    ncu_timeout_s: float = 1800.0
+    name: str | None = None
+    repo_root: Path = field(default_factory=Path.cwd)
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "cpu":
+        return torch.device("cpu")
+    if name != "cuda" and not name.startswith("cuda:"):
+        raise InvalidArgumentError(f"--device {name!r}: use cuda, cuda:N or cpu")
+    if not torch.cuda.is_available():
+        raise NoGPUError(
+            "no CUDA GPU is visible to torch (torch.cuda.is_available() is False); run on a GPU machine, "
+            "or pass --device cpu to run the capture path on CPU ops (no kernels, no ncu)"
+        )
+    return torch.device(name)
+
+
+def _resolve_dtype(case: Case, dtype: str | None) -> str:
+    dtype = dtype or case.dtypes[0]
+    if dtype not in case.tolerances or not isinstance(getattr(torch, dtype, None), torch.dtype):
+        raise InvalidArgumentError(f"--dtype {dtype!r}: choose from {', '.join(case.dtypes)}")
+    return dtype
+
+
+def _time_variant(variant: Variant, inputs: tuple[Any, ...], device: torch.device, repeats: int,
+                  flusher: timing.L2Flusher | None) -> dict[str, Any]:
+    if device.type == "cpu":
+        samples = timing.time_cpu(variant.fn, inputs, repeats)
+        return {**timing.summarize(samples, "as_called"), "timing_method": "cpu-perf-counter",
+                "l2_policy": timing.CPU_POLICY}
+    assert flusher is not None
+    as_called = timing.time_as_called(variant.fn, inputs, flusher, repeats)
+    gpu = timing.time_graph_replay(variant.fn, inputs, flusher, repeats)
+    return {**timing.summarize(as_called, "as_called"), **timing.summarize(gpu, "gpu"),
+            "timing_method": "cuda-events+graph", "l2_policy": timing.L2_FLUSH_POLICY}
+
+
+def _check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ...], dtype: str,
+                    device: torch.device, opts: ProfileOptions, log: Log) -> tuple[pd.DataFrame, list[Call]]:
+    generator = torch.Generator(device=device).manual_seed(opts.seed)
+    flusher = timing.L2Flusher(device) if device.type == "cuda" else None
+    rows, calls = [], []
+    for shape in shapes:
+        label = shape_label(shape)
+        inputs = case.make_inputs(shape, dtype, str(device), generator)
+        expected = case.reference(*inputs)
+        for variant in variants:
+            log(f"  {variant.name:<12} {label:>12}: checking against the float64 reference")
+            check = compare(variant.fn(*inputs), expected, case.tolerances[dtype])
+            if not check["correct"]:
+                log(f"  !! {variant.name} {label} is WRONG: {check['problem']}")
+            log(f"  {variant.name:<12} {label:>12}: timing {opts.repeats} samples")
+            row = {"case": case.name, "variant": variant.name, "shape": label, "dtype": dtype,
+                   "nominal_bytes": case.nominal_bytes(shape, dtype), "repeats": opts.repeats,
+                   **{k: v for k, v in check.items() if k != "problem"},
+                   **_time_variant(variant, inputs, device, opts.repeats, flusher)}
+            rows.append(row)
+            calls.append(Call(range_label(variant.name, label), variant.fn, inputs))
+        del expected
+    frame = pd.DataFrame(rows)
+    if "gpu_median_ns" in frame:
+        frame["effective_bandwidth_bytes_per_s"] = frame["nominal_bytes"] / (frame["gpu_median_ns"] * 1e-9)
+    return frame, calls
+
+
+def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: tuple[Shape, ...],
+             dtype: str, opts: ProfileOptions, log: Log) -> tuple[pd.DataFrame, dict[str, Any]]:
+    ncu = find_ncu()
+    labels = [range_label(v, shape_label(s)) for s in shapes for v in variants]
+    report = writer.path / "ncu.ncu-rep"
+    metrics, dropped = list(NCU_METRICS), []
+    shapes_arg = ",".join(shape_label(s) for s in shapes)
+    argv: list[str] = []
+    for _attempt in range(3):
+        request = NcuRequest(ncu=ncu, report_path=report, range_labels=labels, metrics=metrics,
+                             target_argv=target_argv(sys.executable, case_spec, variants, shapes_arg, dtype, opts.seed))
+        argv = profile_argv(request)
+        log(f"  ncu: replaying kernels of {len(labels)} ranges ({len(metrics)} metrics, --clock-control none)")
+        try:
+            run = run_ncu(argv, opts.ncu_timeout_s,
+                          lambda i, name, passes: log(f"  ncu: kernel {i}: {name[:70]} ({passes} passes)"))
+            break
+        except UnknownMetricsError as exc:
+            log(f"  ncu: {exc}; retrying without them")
+            dropped += exc.metrics
+            metrics = [m for m in metrics if m not in exc.metrics]
+    else:
+        raise NcuError("ncu kept rejecting metrics after 3 attempts; see raw/ncu.log")
+    writer.raw("ncu.log").write_text(run.log)
+    csv_text = run_capture_output(import_csv_argv(ncu, report))
+    csv_path = writer.raw("ncu_raw.csv.gz")
+    with gzip.open(csv_path, "wt", compresslevel=9) as fh:
+        fh.write(csv_text)
+    kernels = _ncu_kernels(report, csv_path)
+    report.unlink()  # tens of MB for PyTorch's kernels: the CSV keeps every metric asked for
+    passes = [p for _, p in run.passes]
+    facts = {"status": "ok", "argv": argv, "metrics": metrics, "dropped_metrics": dropped,
+             "clock_control": "none", "cache_control": "all", "wall_s": round(run.wall_s, 2),
+             "kernels_profiled": len(passes), "replay_passes_per_kernel": sorted(set(passes)),
+             "version": run_capture_output([ncu, "--version"]).strip().splitlines()[-1]}
+    return kernels, facts
+
+
+def _ncu_kernels(report: Path, csv_path: Path) -> pd.DataFrame:
+    """Prefer the report (NVTX ranges are exact there); the CSV when ncu_report is missing."""
+    from fuseprof.parse.ncu_rep import read_ncu_rep
+
+    try:
+        return read_ncu_rep(report)
+    except FuseprofError:
+        return read_ncu_csv(csv_path)
+
+
+def _manifest(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ...], dtype: str,
+              device: torch.device, opts: ProfileOptions) -> dict[str, Any]:
+    return {
+        "kind": "capture", "case": case.name, "case_spec": opts.case, "description": case.description,
+        "variants": [{"name": v.name, "kind": v.kind, "description": v.description} for v in variants],
+        "shapes": [shape_label(s) for s in shapes], "dtype": dtype, "device": device_facts(device),
+        "created_utc": now_utc(), "command_line": command_line(), "git": git_state(opts.repo_root),
+        "versions": versions(), "seed": opts.seed,
+        "timing": {"repeats": opts.repeats, "warmup_calls": 3,
+                   "l2_policy": timing.L2_FLUSH_POLICY if device.type == "cuda" else timing.CPU_POLICY},
+        "profiler": {"repeats_per_range": opts.profiler_repeats, "trace": "raw/profiler_trace.json.gz",
+                     "l2_policy": "warm (no flush inside the profiled region)"},
+    }
+
+
+def run_profile(opts: ProfileOptions, log: Log = _stderr) -> Path:
+    """Capture one case into a new bundle under ``opts.out_dir`` and return its path."""
+    started = time.monotonic()
+    case = load_case(opts.case)
+    variants = select_variants(case, opts.variants)
+    shapes = opts.shapes or case.default_shapes
+    dtype = _resolve_dtype(case, opts.dtype)
+    device = resolve_device(opts.device)
+    manifest = _manifest(case, variants, shapes, dtype, device, opts)
+    writer = BundleWriter(opts.out_dir, opts.name or f"{case.name}-{dtype}-{slug_device(manifest['device'])}-"
+                          f"{manifest['created_utc'].replace(':', '').replace('-', '')}")
+    with writer:
+        log(f"fuseprof: {case.name} on {manifest['device']['name']}: {len(variants)} variants x {len(shapes)} shapes")
+        timings, calls = _check_and_time(case, variants, shapes, dtype, device, opts, log)
+        log(f"  torch.profiler: {len(calls)} ranges x {opts.profiler_repeats} calls")
+        record_trace(calls, opts.profiler_repeats, writer.raw("profiler_trace.json.gz"), device.type == "cuda")
+        kernels = read_chrome_trace(writer.raw("profiler_trace.json.gz"))
+        ncu_error: NcuError | None = None
+        if opts.ncu and device.type == "cuda":
+            try:
+                ncu_kernels, manifest["ncu"] = _run_ncu(writer, opts.case, [v.name for v in variants], shapes,
+                                                        dtype, opts, log)
+                kernels = pd.concat([kernels, ncu_kernels], ignore_index=True)
+            except NcuError as exc:
+                ncu_error = exc
+                manifest["ncu"] = {"status": "failed", "error": str(exc), "clock_control": "none"}
+                (writer.path / "ncu.ncu-rep").unlink(missing_ok=True)
+        else:
+            manifest["ncu"] = {"status": "skipped", "reason": "--no-ncu" if not opts.ncu else "CPU device"}
+        kernels["case"], kernels["dtype"] = case.name, dtype
+        timings["device"] = manifest["device"]["name"]
+        manifest["wall_s"] = round(time.monotonic() - started, 2)
+        writer.write_kernels(kernels)
+        writer.write_timings(timings)
+        writer.write_manifest(manifest)
+        path = writer.commit()
+    log(f"fuseprof: wrote {path} ({len(kernels)} kernel rows, {manifest['wall_s']} s)")
+    if ncu_error is not None:
+        raise type(ncu_error)(f"{ncu_error} -- the bundle {path} was saved without ncu metrics")
+    wrong = timings.loc[~timings["correct"].astype(bool), ["variant", "shape"]]
+    if not wrong.empty:
+        pairs = ", ".join(f"{v} {s}" for v, s in wrong.itertuples(index=False))
+        raise CorrectnessError(f"wrong results from: {pairs} (see rel_err in {path}/timings.parquet)")
+    return path
+
+
+def slug_device(facts: dict[str, Any]) -> str:
+    return str(facts.get("name", "device")).replace("NVIDIA ", "").replace(" ", "")

@@ -1,0 +1,101 @@
+"""Timing a call two ways: as called (host dispatch included) and as GPU work (graph replay).
+
+As-called time is CUDA events around a plain call, which includes the host's launch work
+whenever the GPU waits for it: the figure a decode step sees. GPU time is CUDA events around
+one CUDA-graph replay, which removes per-launch host cost. Caches are flushed before every
+sample by writing a buffer twice the L2's size, so no sample reads inputs left in L2
+(inputs under the H200's 60 MB L2 otherwise report more than the HBM can deliver).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+L2_FLUSH_POLICY = "L2 flushed before each sample (zero-fill of 2x L2 size)"
+CPU_POLICY = "none (CPU wall clock)"
+
+
+class L2Flusher:
+    """Evicts L2 by writing a buffer of twice its size."""
+
+    def __init__(self, device: torch.device) -> None:
+        l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 << 20
+        self._buffer = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device=device)
+
+    def __call__(self) -> None:
+        self._buffer.zero_()
+
+
+def summarize(samples_ns: Sequence[float], prefix: str) -> dict[str, float]:
+    """Median and 10th/90th percentiles, keyed '<prefix>_median_ns' etc."""
+    ordered = sorted(samples_ns)
+    deciles = statistics.quantiles(ordered, n=10) if len(ordered) > 1 else [ordered[0]] * 9
+    return {
+        f"{prefix}_median_ns": statistics.median(ordered),
+        f"{prefix}_p10_ns": deciles[0],
+        f"{prefix}_p90_ns": deciles[-1],
+    }
+
+
+def _elapsed_ns(pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]]) -> list[float]:
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) * 1e6 for start, end in pairs]
+
+
+def _event_pair() -> tuple[torch.cuda.Event, torch.cuda.Event]:
+    return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+
+def time_as_called(fn: Callable[..., Any], inputs: Sequence[Any], flush: L2Flusher, repeats: int) -> list[float]:
+    pairs = []
+    for _ in range(repeats):
+        flush()
+        torch.cuda.synchronize()  # the host starts each call with an idle GPU, as a fresh step would
+        start, end = _event_pair()
+        start.record()
+        fn(*inputs)
+        end.record()
+        pairs.append((start, end))
+    return _elapsed_ns(pairs)
+
+
+def capture_graph(fn: Callable[..., Any], inputs: Sequence[Any]) -> torch.cuda.CUDAGraph:
+    """Warm up on a side stream (as CUDA graph capture requires), then capture one call."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn(*inputs)
+    torch.cuda.synchronize()
+    return graph
+
+
+def time_graph_replay(fn: Callable[..., Any], inputs: Sequence[Any], flush: L2Flusher, repeats: int) -> list[float]:
+    graph = capture_graph(fn, inputs)
+    pairs = []
+    for _ in range(repeats):
+        flush()
+        start, end = _event_pair()
+        start.record()
+        graph.replay()
+        end.record()
+        pairs.append((start, end))
+    return _elapsed_ns(pairs)
+
+
+def time_cpu(fn: Callable[..., Any], inputs: Sequence[Any], repeats: int) -> list[float]:
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        fn(*inputs)
+        samples.append(float(time.perf_counter_ns() - t0))
+    return samples

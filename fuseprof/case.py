@@ -1,0 +1,136 @@
+"""A case: one operation, the variants that compute it, inputs per shape and a float64 reference.
+
+Built-in cases live in ``kernels/`` (imported as ``fuseprof_kernels``); a user's own case
+loads from ``module:attribute``, e.g. ``fuseprof profile mypkg.ops:MY_CASE``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fuseprof.errors import CaseNotFoundError, InvalidArgumentError
+
+Shape = tuple[int, ...]
+VariantKind = Literal["unfused", "compiled", "fused"]
+
+# rel_err = ‖out − ref‖₂ / ‖ref‖₂ bounds. Output rounding alone gives about 3e-4 (fp16) and
+# 2e-3 (bf16) on random data; the bounds leave room for fp32 reductions in another order.
+DEFAULT_TOLERANCES: dict[str, float] = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+
+_SHAPE_RE = re.compile(r"^\d+(x\d+)*$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to compute the case. ``fn(*inputs)`` returns a tensor or a tuple of tensors."""
+
+    name: str
+    fn: Callable[..., Any]
+    kind: VariantKind
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Case:
+    """A named operation with its variants; see ``fuseprof_kernels.rmsnorm_swiglu`` for an example."""
+
+    name: str
+    description: str
+    variants: tuple[Variant, ...]
+    make_inputs: Callable[..., tuple[Any, ...]]  # (shape, dtype, device, generator) -> inputs
+    reference: Callable[..., Any]  # float64 inputs -> float64 outputs
+    nominal_bytes: Callable[[Shape, str], int]  # bytes if each input is read once, each output written once
+    default_shapes: tuple[Shape, ...]
+    dtypes: tuple[str, ...] = ("float16",)
+    tolerances: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        raise InvalidArgumentError(
+            f"case {self.name!r} has no variant {name!r}; choose from: {', '.join(self.variant_names)}"
+        )
+
+    @property
+    def variant_names(self) -> list[str]:
+        return [v.name for v in self.variants]
+
+
+def parse_shape(text: str) -> Shape:
+    """'1024x4096' -> (1024, 4096)."""
+    text = text.strip().lower()
+    if not _SHAPE_RE.match(text):
+        raise InvalidArgumentError(f"shape {text!r} is not of the form MxN (e.g. 1024x4096)")
+    shape = tuple(int(p) for p in text.split("x"))
+    if any(d <= 0 for d in shape):
+        raise InvalidArgumentError(f"shape {text!r} has a zero dimension")
+    return shape
+
+
+def parse_shapes(text: str) -> tuple[Shape, ...]:
+    """'128x4096,1024x8192' -> ((128, 4096), (1024, 8192))."""
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise InvalidArgumentError("--shapes is empty; give e.g. 128x4096,1024x4096")
+    return tuple(parse_shape(p) for p in parts)
+
+
+def shape_label(shape: Shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def builtin_case_names() -> list[str]:
+    """Names of the cases shipped in ``kernels/``."""
+    try:
+        package = importlib.import_module("fuseprof_kernels")
+    except ImportError:
+        return []
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg)
+
+
+def load_case(spec: str) -> Case:
+    """Resolve a built-in case name or a ``module:attribute`` spec to a Case."""
+    if ":" in spec:
+        module_name, _, attr = spec.partition(":")
+    else:
+        module_name, attr = f"fuseprof_kernels.{spec}", "CASE"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        known = ", ".join(builtin_case_names()) or "(none installed)"
+        raise CaseNotFoundError(
+            f"cannot import {module_name!r} for case {spec!r} ({exc}). Built-in cases: {known}; "
+            "a case of your own is given as module:attribute, with the module importable."
+        ) from None
+    case = getattr(module, attr, None)
+    if not isinstance(case, Case):
+        raise CaseNotFoundError(f"{module_name}:{attr} is not a fuseprof.case.Case (got {type(case).__name__})")
+    return case
+
+
+def select_variants(case: Case, names: Sequence[str] | None) -> tuple[Variant, ...]:
+    if not names:
+        return case.variants
+    return tuple(case.variant(n) for n in names)
+
+
+def compile_static(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.compile(fn, dynamic=False)`` that recompiles per shape instead of falling back.
+
+    With dynamic=False every new shape is a recompile; past Dynamo's recompile limit (8) it
+    silently runs the function eagerly, and a sweep of 12 shapes would then time eager code
+    under the name "compiled". Raise the limit so each shape gets its own graph.
+    """
+    import torch
+    import torch._dynamo.config as dynamo_config
+
+    for knob in ("recompile_limit", "cache_size_limit"):
+        if hasattr(dynamo_config, knob):
+            setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), 256))
+    return torch.compile(fn, dynamic=False)

@@ -1,0 +1,175 @@
+"""The ``fuseprof`` command: profile, ingest, ls, show, summary, columns, cases."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from fuseprof.errors import FuseprofError
+
+DEFAULT_TRACES = Path("traces")
+
+
+def _bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str) -> None:
+    parser.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=default, help=help_text)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fuseprof",
+        description="Measure what fusing GPU kernels buys: capture kernels with torch.profiler and Nsight "
+                    "Compute into trace bundles, then read them as one DataFrame on any machine.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("profile", help="capture a case on a GPU into a new bundle",
+                       description="Check every variant against a float64 reference, time it (CUDA events "
+                                   "and CUDA-graph replay, L2 flushed), trace it with torch.profiler and "
+                                   "profile it with ncu --clock-control none; write one bundle.")
+    p.add_argument("case", help="built-in case name (see `fuseprof cases`) or module:attribute")
+    p.add_argument("--variants", help="comma-separated variant names (default: all)")
+    p.add_argument("--shapes", help="comma-separated MxN shapes (default: the case's)")
+    p.add_argument("--dtype", help="input dtype, e.g. float16 or bfloat16 (default: the case's first)")
+    p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu to run the capture path on CPU ops")
+    _bool_flag(p, "ncu", True, "profile with Nsight Compute (default: on)")
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle (default: traces)")
+    p.add_argument("--name", help="bundle name (default: case-dtype-device-time)")
+    p.add_argument("--repeats", type=int, default=50, help="timing samples per variant and shape (default 50)")
+    p.add_argument("--ncu-timeout", type=float, default=1800, help="seconds before ncu is stopped (default 1800)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the random inputs")
+
+    p = sub.add_parser("ingest", help="make a bundle from existing traces (no GPU needed)",
+                       description="Accepts torch.profiler Chrome traces (.json, .json.gz), ncu raw CSV "
+                                   "(--csv --page raw; .csv, .csv.gz) and .ncu-rep reports.")
+    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("--name", help="bundle name (default: derived from the first file)")
+
+    p = sub.add_parser("ls", help="list bundles in a folder")
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
+
+    p = sub.add_parser("show", help="print a bundle's kernel frame (or timings)")
+    p.add_argument("bundle", type=Path, help="a bundle, or a folder of bundles")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--timings", action="store_true", help="show the timing table instead of kernels")
+    p.add_argument("--source", choices=["torch.profiler", "ncu"], help="only rows from this tool")
+
+    p = sub.add_parser("summary", help="launches, bytes and time per variant and shape")
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+    sub.add_parser("columns", help="every column with the raw metric and formula behind it")
+    sub.add_parser("cases", help="list the built-in cases")
+    return parser
+
+
+def _emit(frame: pd.DataFrame, fmt: str) -> None:
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif fmt == "json":
+        sys.stdout.write(frame.to_json(orient="records", indent=1) + "\n")
+    else:
+        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 250,
+                               "display.max_colwidth", 60):
+            print(frame.to_string(index=False))
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from fuseprof.capture.profile import ProfileOptions, run_profile
+    from fuseprof.case import parse_shapes
+
+    opts = ProfileOptions(
+        case=args.case, variants=args.variants.split(",") if args.variants else None,
+        shapes=parse_shapes(args.shapes) if args.shapes else None, dtype=args.dtype, device=args.device,
+        ncu=args.ncu, out_dir=args.out, name=args.name, repeats=args.repeats, ncu_timeout_s=args.ncu_timeout,
+        seed=args.seed,
+    )
+    print(run_profile(opts))
+    return 0
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from fuseprof.ingest import ingest
+
+    print(ingest(args.files, args.out, args.name))
+    return 0
+
+
+def _cmd_ls(args: argparse.Namespace) -> int:
+    from fuseprof.bundle import find_bundles, read_manifest
+
+    rows = []
+    for path in find_bundles(args.dir):
+        m = read_manifest(path)
+        rows.append({"bundle": path.name, "kind": m.get("kind"), "case": m.get("case"),
+                     "variants": ",".join(v["name"] for v in m.get("variants", [])),
+                     "shapes": ",".join(m.get("shapes", [])), "dtype": m.get("dtype"),
+                     "device": (m.get("device") or {}).get("name"), "ncu": (m.get("ncu") or {}).get("status"),
+                     "created_utc": m.get("created_utc")})
+    if not rows:
+        print(f"no bundles in {args.dir}")
+        return 0
+    _emit(pd.DataFrame(rows), "table")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from fuseprof.load import load, load_timings
+
+    frame = load_timings(args.bundle) if args.timings else load(args.bundle)
+    if args.source and not args.timings:
+        frame = frame[frame["source"] == args.source]
+    _emit(frame, args.format)
+    return 0
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    from fuseprof.load import load, load_timings
+    from fuseprof.summary import summarize
+
+    _emit(summarize(load(args.dir), load_timings(args.dir)), args.format)
+    return 0
+
+
+def _cmd_columns(args: argparse.Namespace) -> int:
+    from fuseprof.schema import describe_columns
+
+    _emit(describe_columns(), "table")
+    return 0
+
+
+def _cmd_cases(args: argparse.Namespace) -> int:
+    from fuseprof.case import builtin_case_names, load_case
+
+    rows = []
+    for name in builtin_case_names():
+        case = load_case(name)
+        rows.append({"case": name, "variants": ",".join(case.variant_names), "description": case.description})
+    _emit(pd.DataFrame(rows), "table")
+    return 0
+
+
+_COMMANDS = {"profile": _cmd_profile, "ingest": _cmd_ingest, "ls": _cmd_ls, "show": _cmd_show,
+             "summary": _cmd_summary, "columns": _cmd_columns, "cases": _cmd_cases}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except FuseprofError as exc:
+        print(f"fuseprof: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("fuseprof: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

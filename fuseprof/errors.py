@@ -1,0 +1,63 @@
+"""Named errors. Each message says what went wrong and what to do about it.
+
+The CLI prints ``str(error)`` and exits non-zero instead of showing a traceback, so every
+message here must stand on its own.
+"""
+
+from __future__ import annotations
+
+
+class FuseprofError(Exception):
+    """Base class: anything the CLI reports as a one-line message."""
+
+    exit_code = 2
+
+
+class CaseNotFoundError(FuseprofError):
+    """A case name or ``module:attribute`` spec that does not resolve to a Case."""
+
+
+class InvalidArgumentError(FuseprofError):
+    """A command-line value that cannot be used (bad shape, unknown variant or dtype)."""
+
+
+class NoGPUError(FuseprofError):
+    """CUDA capture asked for on a machine without a usable CUDA device."""
+
+
+class CorrectnessError(FuseprofError):
+    """A variant disagrees with the float64 reference beyond its dtype's tolerance."""
+
+
+class NcuError(FuseprofError):
+    """Nsight Compute could not produce metrics. The torch.profiler part is still saved."""
+
+    exit_code = 3
+
+
+class NcuNotFoundError(NcuError):
+    """No ``ncu`` executable on PATH or in the usual install folders."""
+
+
+class NcuPermissionError(NcuError):
+    """The driver refused access to the GPU performance counters (ERR_NVGPUCTRPERM)."""
+
+
+class NcuTimeoutError(NcuError):
+    """``ncu`` ran past the time limit and was stopped."""
+
+
+class NcuNoKernelsError(NcuError):
+    """``ncu`` ran but profiled no kernel inside the NVTX ranges."""
+
+
+class NcuFailedError(NcuError):
+    """``ncu`` exited with an error not covered by a more specific class."""
+
+
+class TraceFormatError(FuseprofError):
+    """An input file that is not a readable trace of the kind its name says."""
+
+
+class BundleError(FuseprofError):
+    """A bundle path that is missing, incomplete or not a fuseprof bundle."""

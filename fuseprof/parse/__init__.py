@@ -1,0 +1,1 @@
+"""Raw artifacts (Chrome traces, ncu CSV, .ncu-rep) into rows of the kernel frame."""

@@ -1,0 +1,141 @@
+"""The Nsight Compute metrics fuseprof asks for and how each becomes a kernel-frame column.
+
+One table shared by the CSV and ``.ncu-rep`` parsers and by the ``ncu`` command builder, so
+the metric list and the formulas cannot drift apart. Formulas follow Nsight Compute's own
+section files: achieved FLOPs = add + mul + 2·fma per precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+L2_SECTOR_BYTES = 32
+
+_FLOP_OPS = {"fp16": "h", "fp32": "f", "fp64": "d"}
+
+
+def _inst(prefix: str, op: str) -> str:
+    return f"sm__sass_thread_inst_executed_op_{prefix}{op}_pred_on.sum"
+
+
+OCCUPANCY_LIMITS: dict[str, str] = {
+    "registers": "launch__occupancy_limit_registers",
+    "shared_mem": "launch__occupancy_limit_shared_mem",
+    "warps": "launch__occupancy_limit_warps",
+    "blocks": "launch__occupancy_limit_blocks",
+}
+
+GRID_DIMS = tuple(f"launch__grid_dim_{a}" for a in "xyz")
+BLOCK_DIMS = tuple(f"launch__block_dim_{a}" for a in "xyz")
+
+# Every metric requested from ncu. Keep the list short: each extra counter group can add a
+# replay pass (the design notes saw 11-14 passes for a few full sections).
+NCU_METRICS: tuple[str, ...] = (
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sectors_op_read.sum",
+    "lts__t_sectors_op_write.sum",
+    *(_inst(p, op) for p in _FLOP_OPS.values() for op in ("add", "mul", "fma")),
+    "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+    "sm__maximum_warps_per_active_cycle_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic",
+    "launch__grid_size",
+    "launch__block_size",
+    *GRID_DIMS,
+    *BLOCK_DIMS,
+    *OCCUPANCY_LIMITS.values(),
+    "sm__cycles_elapsed.avg.per_second",
+    "dram__cycles_elapsed.avg.per_second",
+    "dram__bytes.sum.peak_sustained",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+    "device__attribute_display_name",
+)
+
+Metrics = Mapping[str, float | str | None]
+
+
+def _num(m: Metrics, name: str) -> float | None:
+    value = m.get(name)
+    return None if value is None or isinstance(value, str) else float(value)
+
+
+def _mul(*values: float | None) -> float | None:
+    out = 1.0
+    for v in values:
+        if v is None:
+            return None
+        out *= v
+    return out
+
+
+def _sum(*values: float | None) -> float | None:
+    return None if any(v is None for v in values) else float(sum(v for v in values if v is not None))
+
+
+def _dims(m: Metrics, names: tuple[str, ...]) -> str | None:
+    values = [_num(m, n) for n in names]
+    if any(v is None for v in values):
+        return None
+    return ",".join(str(int(v)) for v in values if v is not None)
+
+
+def _flops(m: Metrics, prefix: str) -> float | None:
+    add, mul, fma = (_num(m, _inst(prefix, op)) for op in ("add", "mul", "fma"))
+    return _sum(add, mul, _mul(fma, 2.0))
+
+
+def occupancy_limiter(m: Metrics) -> str | None:
+    """Name of the resource that allows the fewest resident blocks per SM (ties joined by '+')."""
+    limits = {name: _num(m, metric) for name, metric in OCCUPANCY_LIMITS.items()}
+    known = {k: v for k, v in limits.items() if v is not None}
+    if not known:
+        return None
+    low = min(known.values())
+    return "+".join(k for k, v in known.items() if v == low)
+
+
+def _int_or_none(v: float | None) -> int | None:
+    return None if v is None else int(v)
+
+
+def columns_from_metrics(m: Metrics) -> dict[str, object]:
+    """Kernel-frame columns from one kernel's raw metric values (base units: bytes, ns, Hz)."""
+    sm_hz = _num(m, "sm__cycles_elapsed.avg.per_second")
+    dram_hz = _num(m, "dram__cycles_elapsed.avg.per_second")
+    block_size = _num(m, "launch__block_size")
+    display_name = m.get("device__attribute_display_name")
+    return {
+        "duration_ns": _int_or_none(_num(m, "gpu__time_duration.sum")),
+        "dram_read_bytes": _num(m, "dram__bytes_read.sum"),
+        "dram_write_bytes": _num(m, "dram__bytes_write.sum"),
+        "l2_read_bytes": _mul(_num(m, "lts__t_sectors_op_read.sum"), L2_SECTOR_BYTES),
+        "l2_write_bytes": _mul(_num(m, "lts__t_sectors_op_write.sum"), L2_SECTOR_BYTES),
+        "flops_fp16": _flops(m, "h"),
+        "flops_fp32": _flops(m, "f"),
+        "flops_fp64": _flops(m, "d"),
+        "spill_load_bytes": _num(m, "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"),
+        "spill_store_bytes": _num(m, "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"),
+        "theoretical_occupancy_pct": _num(m, "sm__maximum_warps_per_active_cycle_pct"),
+        "achieved_occupancy_pct": _num(m, "sm__warps_active.avg.pct_of_peak_sustained_active"),
+        "occupancy_limiter": occupancy_limiter(m),
+        "registers_per_thread": _int_or_none(_num(m, "launch__registers_per_thread")),
+        "shared_mem_bytes": _int_or_none(
+            _sum(_num(m, "launch__shared_mem_per_block_static"), _num(m, "launch__shared_mem_per_block_dynamic"))
+        ),
+        "blocks": _int_or_none(_num(m, "launch__grid_size")),
+        "threads_per_block": _int_or_none(block_size),
+        "grid": _dims(m, GRID_DIMS),
+        "block": _dims(m, BLOCK_DIMS),
+        "sm_clock_hz": sm_hz,
+        "dram_clock_hz": dram_hz,
+        "peak_dram_bytes_per_s": _mul(_num(m, "dram__bytes.sum.peak_sustained"), dram_hz),
+        "peak_flops_fp32_per_s": _mul(
+            _num(m, "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"), 2.0, sm_hz
+        ),
+        "device": display_name if isinstance(display_name, str) else None,
+    }

@@ -1,0 +1,92 @@
+"""``.ncu-rep`` reports into kernel-frame rows through NVIDIA's own reader, ``ncu_report``.
+
+The reader needs no GPU or CUDA (native x86-64 libraries from PyPI's ``ncu-report``) and
+gives each kernel's NVTX push/pop stack, which maps it back to fuseprof's variant and shape.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fuseprof.errors import FuseprofError, TraceFormatError
+from fuseprof.parse.ncu_metrics import NCU_METRICS, columns_from_metrics
+from fuseprof.parse.units import scale_to_base
+from fuseprof.ranges import parse_range_label
+from fuseprof.schema import NCU_SOURCE
+
+
+def _ncu_extras_dir() -> str | None:
+    """Nsight Compute ships the same reader in <install>/extras/python beside the ncu binary."""
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        return None
+    extras = Path(os.path.realpath(ncu)).parent / "extras" / "python"
+    return str(extras) if (extras / "ncu_report.py").exists() else None
+
+
+def _import_reader() -> Any:
+    try:
+        import ncu_report
+    except ImportError:
+        extras = _ncu_extras_dir()
+        if extras is None:
+            raise FuseprofError(
+                "reading .ncu-rep needs NVIDIA's reader: pip install ncu-report (x86-64 or arm64 Linux)"
+            ) from None
+        sys.path.append(extras)
+        import ncu_report
+    return ncu_report
+
+
+def _metric_value(action: Any, name: str) -> float | str | None:
+    metric = action.metric_by_name(name)
+    if metric is None:
+        return None
+    value = metric.value()
+    if isinstance(value, (int, float)):
+        return float(value) * scale_to_base(metric.unit())
+    return value
+
+
+def _range_of(action: Any) -> tuple[str, str] | None:
+    state = action.nvtx_state()
+    if state is None:
+        return None
+    for domain_id in state.domains():
+        for label in state.domain_by_id(domain_id).push_pop_ranges():
+            found = parse_range_label(label)
+            if found:
+                return found
+    return None
+
+
+def read_ncu_rep(path: Path) -> pd.DataFrame:
+    """One row per profiled kernel, columns named as in ``fuseprof.schema``."""
+    reader = _import_reader()
+    if not path.is_file():
+        raise TraceFormatError(f"{path}: no such file")
+    try:
+        context = reader.load_report(str(path))
+    except Exception as exc:  # the reader raises plain RuntimeError/ValueError for damaged files
+        raise TraceFormatError(f"{path}: ncu_report could not load it ({exc})") from None
+    rows = []
+    for r in range(context.num_ranges()):
+        report_range = context.range_by_idx(r)
+        for a in range(report_range.num_actions()):
+            action = report_range.action_by_idx(a)
+            metrics = {name: _metric_value(action, name) for name in NCU_METRICS}
+            cols = columns_from_metrics(metrics)
+            cols["kernel"] = action.name(reader.IAction.NameBase_DEMANGLED)
+            found = _range_of(action)
+            cols["variant"], cols["shape"] = found if found else (None, None)
+            cols["source"] = NCU_SOURCE
+            rows.append(cols)
+    if not rows:
+        raise TraceFormatError(f"{path}: the report holds no profiled kernel")
+    return pd.DataFrame(rows)

@@ -1,0 +1,35 @@
+"""Nsight Compute units to fuseprof's base units: bytes, nanoseconds, per-second rates.
+
+ncu auto-scales values unless ``--print-units base`` is given ("Kbyte", "usecond",
+"cycle/nsecond"); the units row of a raw CSV and ``IMetric.unit()`` say which scale applies.
+"""
+
+from __future__ import annotations
+
+_SI = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_TIME_NS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
+_PER_TIME = {"nsecond": 1e9, "usecond": 1e6, "msecond": 1e3, "second": 1.0}
+_HZ = {"hz": 1.0, "Khz": 1e3, "Mhz": 1e6, "Ghz": 1e9}
+
+
+def _term_factor(word: str) -> float:
+    if word in _TIME_NS:
+        return _TIME_NS[word]
+    if word in _HZ:
+        return _HZ[word]
+    if len(word) > 1 and word[0] in _SI and word[1:].isalpha() and word[1:].islower():
+        return _SI[word[0]]
+    return 1.0
+
+
+def scale_to_base(unit: str | None) -> float:
+    """Factor that turns a value in ``unit`` into base units (durations in ns, rates per second)."""
+    if not unit:
+        return 1.0
+    unit = unit.strip()
+    if "/" in unit:
+        num, _, den = unit.partition("/")
+        if den in _PER_TIME:
+            return _term_factor(num) * _PER_TIME[den]
+        return _term_factor(num) / _term_factor(den)
+    return _term_factor(unit)

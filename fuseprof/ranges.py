@@ -1,0 +1,32 @@
+"""Labels of the ranges that wrap each measured call, shared by capture and parsers.
+
+The same label names the torch.profiler ``record_function`` range and the NVTX push/pop
+range that ``ncu --nvtx-include`` filters on, so a kernel from either tool maps back to its
+variant and shape. '/' and '@' are ncu filter syntax, so labels use ':' between fields.
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "fuseprof"
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def check_variant_name(name: str) -> str:
+    if not _NAME_RE.match(name):
+        raise ValueError(f"variant name {name!r} may hold only letters, digits, '_', '.', '-'")
+    return name
+
+
+def range_label(variant: str, shape: str) -> str:
+    """'fuseprof:eager:128x4096'."""
+    return f"{PREFIX}:{check_variant_name(variant)}:{shape}"
+
+
+def parse_range_label(text: str) -> tuple[str, str] | None:
+    """(variant, shape) from a label, or None for a range fuseprof did not write."""
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] != PREFIX:
+        return None
+    return parts[1], parts[2]

@@ -1,0 +1,36 @@
+"""Float64 reference for seed 000: y = x · w · SiLU(g) · rsqrt(mean(x²) + eps).
+
+Imported by the case, the tests and the benchmarks alike; never copied.
+"""
+
+from __future__ import annotations
+
+import torch
+
+EPS = 1e-6
+
+
+def reference(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """Compute in float64; the statistic comes from x, not from the gated product."""
+    x64, g64, w64 = x.double(), gate.double(), weight.double()
+    inv_rms = torch.rsqrt(x64.square().mean(dim=-1, keepdim=True) + eps)
+    return x64 * w64 * (g64 * torch.sigmoid(g64)) * inv_rms
+
+
+def nominal_bytes(shape: tuple[int, ...], dtype: str) -> int:
+    """Seed 000's accounting, 2(3MN + N) for fp16: read x and g, write y, read w once."""
+    m, n = shape
+    itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    return itemsize * (3 * m * n + n)
+
+
+def make_inputs(
+    shape: tuple[int, ...], dtype: str, device: str, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Random normal x and gate, weight near 1: never zeros, which hide unwritten outputs."""
+    m, n = shape
+    tdtype = getattr(torch, dtype)
+    x = torch.randn((m, n), generator=generator, device=device, dtype=torch.float32).to(tdtype)
+    gate = torch.randn((m, n), generator=generator, device=device, dtype=torch.float32).to(tdtype)
+    weight = (1.0 + 0.1 * torch.randn((n,), generator=generator, device=device, dtype=torch.float32)).to(tdtype)
+    return x, gate, weight

@@ -1,0 +1,31 @@
+"""Shared fixtures: the committed H200 bundles and GPU/ncu skips."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT / "traces"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run on the device machine)")
+    skip_ncu = pytest.mark.skip(reason="needs Nsight Compute (ncu) on a GPU machine")
+    cuda = _has_cuda()
+    for item in items:
+        if "gpu" in item.keywords and not cuda:
+            item.add_marker(skip_gpu)
+        if "ncu" in item.keywords and not (cuda and shutil.which("ncu")):
+            item.add_marker(skip_ncu)

@@ -1,0 +1,54 @@
+"""GPU tests: the whole capture on a real device. Run on the H200 through the device tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import fuseprof
+from fuseprof.capture.profile import ProfileOptions, run_profile
+from fuseprof.errors import NcuError
+
+pytestmark = pytest.mark.gpu
+
+
+def test_profile_without_ncu_writes_checked_timed_traced_bundle(tmp_path: Path) -> None:
+    path = run_profile(ProfileOptions(case="rmsnorm_swiglu", shapes=((64, 4096),), ncu=False, out_dir=tmp_path,
+                                      repeats=10, repo_root=tmp_path), log=lambda _: None)
+    timings = fuseprof.load_timings(path)
+    assert timings["correct"].all()
+    assert (timings["gpu_median_ns"] > 500).all()  # a real kernel, not a no-op
+    assert (timings["as_called_median_ns"] >= timings["gpu_median_ns"] * 0.8).all()
+    kernels = fuseprof.load(path)
+    assert set(kernels["source"]) == {"torch.profiler"}
+    eager = kernels[kernels["variant"] == "eager"]
+    compiled = kernels[kernels["variant"] == "compiled"]
+    # the eager chain launches one kernel per op; Inductor fuses it into one or two
+    assert eager.groupby("invocation").size().max() > compiled.groupby("invocation").size().max()
+    assert compiled["launch_api"].isin(["cuLaunchKernelEx", "cuLaunchKernel"]).all()
+    assert kernels["duration_ns"].gt(0).all()
+
+
+@pytest.mark.ncu
+def test_profile_with_ncu_fills_hardware_columns(tmp_path: Path) -> None:
+    path = run_profile(ProfileOptions(case="rmsnorm_swiglu", shapes=((256, 4096),), out_dir=tmp_path,
+                                      repeats=5, repo_root=tmp_path), log=lambda _: None)
+    ncu = fuseprof.load(path).query("source == 'ncu'")
+    assert len(ncu) > 0
+    for column in ("dram_read_bytes", "duration_ns", "registers_per_thread", "theoretical_occupancy_pct",
+                   "achieved_occupancy_pct", "spill_load_bytes", "flops_fp32"):
+        assert ncu[column].notna().all(), column
+    compiled = ncu[ncu["variant"] == "compiled"]
+    # the fused kernel must read at least x and g once: 2 * 256 * 4096 * 2 bytes
+    assert compiled["dram_read_bytes"].sum() >= 0.9 * 2 * 256 * 4096 * 2
+
+
+def test_bad_ncu_path_keeps_profiler_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr("fuseprof.capture.ncu_run._SEARCH_DIRS", ())
+    with pytest.raises(NcuError, match="saved without ncu"):
+        run_profile(ProfileOptions(case="rmsnorm_swiglu", shapes=((64, 4096),), variants=["eager"],
+                                   out_dir=tmp_path, repeats=3, repo_root=tmp_path), log=lambda _: None)
+    (bundle,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert len(fuseprof.load(bundle)) > 0
