@@ -59,14 +59,13 @@ class BundleWriter:
         return self.path / RAW / filename
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        body = {"schema_version": SCHEMA_VERSION, **manifest}
-        (self.path / MANIFEST).write_text(json.dumps(body, indent=2, sort_keys=False, default=str) + "\n")
+        write_manifest(self.path, manifest)
 
     def write_kernels(self, kernels: pd.DataFrame) -> None:
-        conform_kernels(kernels).drop(columns=["bundle"]).to_parquet(self.path / KERNELS, index=False)
+        write_kernels(self.path, kernels)
 
     def write_timings(self, timings: pd.DataFrame) -> None:
-        conform_timings(timings).drop(columns=["bundle"]).to_parquet(self.path / TIMINGS, index=False)
+        write_timings(self.path, timings)
 
     def commit(self) -> Path:
         if not (self.path / MANIFEST).exists():
@@ -84,6 +83,29 @@ class BundleWriter:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc_type is not None:
             self.abort()
+
+
+def _replace_atomically(target: Path, write: Any) -> None:
+    """Write to a temporary sibling, then rename: a reader never sees half a file."""
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    write(tmp)
+    os.replace(tmp, target)
+
+
+def write_manifest(bundle: Path, manifest: dict[str, Any]) -> None:
+    body = {"schema_version": SCHEMA_VERSION, **manifest}
+    text = json.dumps(body, indent=2, default=str) + "\n"
+    _replace_atomically(bundle / MANIFEST, lambda p: p.write_text(text))
+
+
+def write_kernels(bundle: Path, kernels: pd.DataFrame) -> None:
+    table = conform_kernels(kernels).drop(columns=["bundle"])
+    _replace_atomically(bundle / KERNELS, lambda p: table.to_parquet(p, index=False))
+
+
+def write_timings(bundle: Path, timings: pd.DataFrame) -> None:
+    table = conform_timings(timings).drop(columns=["bundle"])
+    _replace_atomically(bundle / TIMINGS, lambda p: table.to_parquet(p, index=False))
 
 
 def is_bundle(path: Path) -> bool:

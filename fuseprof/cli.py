@@ -49,6 +49,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=DEFAULT_TRACES)
     p.add_argument("--name", help="bundle name (default: derived from the first file)")
 
+    p = sub.add_parser("reparse", help="rebuild bundles' kernel tables from their raw artifacts",
+                       description="Re-run the parsers over each bundle's raw/ folder and replace its "
+                                   "kernels.parquet; raw artifacts and timings are kept as they are.")
+    p.add_argument("bundles", nargs="+", type=Path, help="bundles, or folders of bundles")
+
     p = sub.add_parser("ls", help="list bundles in a folder")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
 
@@ -96,6 +101,16 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from fuseprof.ingest import ingest
 
     print(ingest(args.files, args.out, args.name))
+    return 0
+
+
+def _cmd_reparse(args: argparse.Namespace) -> int:
+    from fuseprof.bundle import find_bundles
+    from fuseprof.reparse import reparse
+
+    for root in args.bundles:
+        for bundle in find_bundles(root):
+            print(f"{bundle}: {reparse(bundle)} kernel rows")
     return 0
 
 
@@ -153,7 +168,7 @@ def _cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"profile": _cmd_profile, "ingest": _cmd_ingest, "ls": _cmd_ls, "show": _cmd_show,
+_COMMANDS = {"profile": _cmd_profile, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "ls": _cmd_ls, "show": _cmd_show,
              "summary": _cmd_summary, "columns": _cmd_columns, "cases": _cmd_cases}
 
 

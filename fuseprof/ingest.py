@@ -16,29 +16,7 @@ import pandas as pd
 from fuseprof.bundle import BundleWriter
 from fuseprof.capture.provenance import command_line, now_utc
 from fuseprof.errors import TraceFormatError
-from fuseprof.parse.chrome_trace import read_chrome_trace
-from fuseprof.parse.ncu_csv import read_ncu_csv
-from fuseprof.parse.ncu_rep import read_ncu_rep
-
-Reader = Callable[[Path], pd.DataFrame]
-
-# suffix -> (reader, kind, name of the raw copy kept in the bundle)
-_KINDS: tuple[tuple[str, Reader, str, str], ...] = (
-    (".json.gz", read_chrome_trace, "torch.profiler trace", "profiler_trace.json.gz"),
-    (".json", read_chrome_trace, "torch.profiler trace", "profiler_trace.json"),
-    (".csv.gz", read_ncu_csv, "ncu raw CSV", "ncu_raw.csv.gz"),
-    (".csv", read_ncu_csv, "ncu raw CSV", "ncu_raw.csv"),
-    (".ncu-rep", read_ncu_rep, "Nsight Compute report", "report.ncu-rep"),
-)
-
-
-def _kind_of(path: Path) -> tuple[Reader, str, str]:
-    for suffix, reader, kind, raw_name in _KINDS:
-        if path.name.endswith(suffix):
-            return reader, kind, raw_name
-    known = ", ".join(s for s, *_ in _KINDS)
-    raise TraceFormatError(f"{path}: unknown kind of file; fuseprof ingests {known}")
-
+from fuseprof.parse.dispatch import require_artifact_kind
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
@@ -57,7 +35,7 @@ def ingest(files: Sequence[Path], out_dir: Path, name: str | None = None,
     for path in files:
         if not path.is_file():
             raise TraceFormatError(f"{path}: no such file")
-        reader, kind, raw_name = _kind_of(path)
+        reader, kind, raw_name = require_artifact_kind(path)
         frame = reader(path)
         if frame.empty:
             raise TraceFormatError(f"{path}: the {kind} holds no kernel")

@@ -11,6 +11,7 @@ import re
 
 PREFIX = "fuseprof"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_LABEL_IN_TEXT_RE = re.compile(rf"{PREFIX}:([A-Za-z0-9_.\-]+):(\d+(?:x\d+)*)")
 
 
 def check_variant_name(name: str) -> str:
@@ -30,3 +31,10 @@ def parse_range_label(text: str) -> tuple[str, str] | None:
     if len(parts) != 3 or parts[0] != PREFIX:
         return None
     return parts[1], parts[2]
+
+
+def search_range_label(text: str) -> tuple[str, str] | None:
+    """(variant, shape) of the first fuseprof label inside longer text, such as ncu's CSV cell
+    ``888  "<default domain>:fuseprof:eager:128x4096:none:none:..."``."""
+    match = _LABEL_IN_TEXT_RE.search(text)
+    return (match.group(1), match.group(2)) if match else None

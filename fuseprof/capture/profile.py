@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from fuseprof.bundle import BundleWriter
+from fuseprof.bundle import RAW, BundleWriter
 from fuseprof.capture import timing
 from fuseprof.capture.correctness import compare
 from fuseprof.capture.device_facts import device_facts
@@ -28,9 +28,8 @@ from fuseprof.capture.ncu_target import target_argv
 from fuseprof.capture.provenance import command_line, git_state, now_utc, versions
 from fuseprof.capture.torch_profile import Call, record_trace
 from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shape_label
-from fuseprof.errors import CorrectnessError, FuseprofError, InvalidArgumentError, NcuError, NoGPUError
-from fuseprof.parse.chrome_trace import read_chrome_trace
-from fuseprof.parse.ncu_csv import read_ncu_csv
+from fuseprof.errors import CorrectnessError, InvalidArgumentError, NcuError, NoGPUError
+from fuseprof.parse.dispatch import parse_raw_dir
 from fuseprof.parse.ncu_metrics import NCU_METRICS
 from fuseprof.ranges import range_label
 
@@ -120,7 +119,8 @@ def _check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Sha
 
 
 def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: tuple[Shape, ...],
-             dtype: str, opts: ProfileOptions, log: Log) -> tuple[pd.DataFrame, dict[str, Any]]:
+             dtype: str, opts: ProfileOptions, log: Log) -> dict[str, Any]:
+    """Profile in a child process; leaves raw/ncu_raw.csv.gz and raw/ncu.log, returns manifest facts."""
     ncu = find_ncu()
     labels = [range_label(v, shape_label(s)) for s in shapes for v in variants]
     report = writer.path / "ncu.ncu-rep"
@@ -147,24 +147,13 @@ def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: 
     csv_path = writer.raw("ncu_raw.csv.gz")
     with gzip.open(csv_path, "wt", compresslevel=9) as fh:
         fh.write(csv_text)
-    kernels = _ncu_kernels(report, csv_path)
     report.unlink()  # tens of MB for PyTorch's kernels: the CSV keeps every metric asked for
     passes = [p for _, p in run.passes]
     facts = {"status": "ok", "argv": argv, "metrics": metrics, "dropped_metrics": dropped,
              "clock_control": "none", "cache_control": "all", "wall_s": round(run.wall_s, 2),
              "kernels_profiled": len(passes), "replay_passes_per_kernel": sorted(set(passes)),
              "version": run_capture_output([ncu, "--version"]).strip().splitlines()[-1]}
-    return kernels, facts
-
-
-def _ncu_kernels(report: Path, csv_path: Path) -> pd.DataFrame:
-    """Prefer the report (NVTX ranges are exact there); the CSV when ncu_report is missing."""
-    from fuseprof.parse.ncu_rep import read_ncu_rep
-
-    try:
-        return read_ncu_rep(report)
-    except FuseprofError:
-        return read_ncu_csv(csv_path)
+    return facts
 
 
 def _manifest(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ...], dtype: str,
@@ -198,19 +187,17 @@ def run_profile(opts: ProfileOptions, log: Log = _stderr) -> Path:
         timings, calls = _check_and_time(case, variants, shapes, dtype, device, opts, log)
         log(f"  torch.profiler: {len(calls)} ranges x {opts.profiler_repeats} calls")
         record_trace(calls, opts.profiler_repeats, writer.raw("profiler_trace.json.gz"), device.type == "cuda")
-        kernels = read_chrome_trace(writer.raw("profiler_trace.json.gz"))
         ncu_error: NcuError | None = None
         if opts.ncu and device.type == "cuda":
             try:
-                ncu_kernels, manifest["ncu"] = _run_ncu(writer, opts.case, [v.name for v in variants], shapes,
-                                                        dtype, opts, log)
-                kernels = pd.concat([kernels, ncu_kernels], ignore_index=True)
+                manifest["ncu"] = _run_ncu(writer, opts.case, [v.name for v in variants], shapes, dtype, opts, log)
             except NcuError as exc:
                 ncu_error = exc
                 manifest["ncu"] = {"status": "failed", "error": str(exc), "clock_control": "none"}
                 (writer.path / "ncu.ncu-rep").unlink(missing_ok=True)
         else:
             manifest["ncu"] = {"status": "skipped", "reason": "--no-ncu" if not opts.ncu else "CPU device"}
+        kernels = parse_raw_dir(writer.path / RAW)
         kernels["case"], kernels["dtype"] = case.name, dtype
         timings["device"] = manifest["device"]["name"]
         manifest["wall_s"] = round(time.monotonic() - started, 2)

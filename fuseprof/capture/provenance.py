@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -19,7 +20,9 @@ def _git(args: list[str], cwd: Path) -> str | None:
 
 
 def git_state(cwd: Path) -> dict[str, Any]:
-    commit = _git(["rev-parse", "HEAD"], cwd)
+    """Commit of the code that captured; FUSEPROF_GIT_COMMIT stands in where the tree has no .git
+    (a copy of the working tree sent to a GPU machine)."""
+    commit = _git(["rev-parse", "HEAD"], cwd) or os.environ.get("FUSEPROF_GIT_COMMIT")
     status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 

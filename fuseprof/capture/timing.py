@@ -44,7 +44,7 @@ def summarize(samples_ns: Sequence[float], prefix: str) -> dict[str, float]:
 
 def _elapsed_ns(pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]]) -> list[float]:
     torch.cuda.synchronize()
-    return [start.elapsed_time(end) * 1e6 for start, end in pairs]
+    return [float(round(start.elapsed_time(end) * 1e6)) for start, end in pairs]  # ms -> whole ns
 
 
 def _event_pair() -> tuple[torch.cuda.Event, torch.cuda.Event]:

@@ -17,7 +17,7 @@ from fuseprof.errors import TraceFormatError
 from fuseprof.parse.ncu_metrics import columns_from_metrics
 from fuseprof.parse.textio import read_text
 from fuseprof.parse.units import scale_to_base
-from fuseprof.ranges import parse_range_label
+from fuseprof.ranges import search_range_label
 from fuseprof.schema import NCU_SOURCE
 
 _MISSING = {"", "n/a", "no data", "N/A"}
@@ -42,10 +42,9 @@ def _dims(cell: str | None) -> str | None:
 
 def _range_of(record: dict[str, str], nvtx_columns: list[str]) -> tuple[str, str] | None:
     for col in nvtx_columns:
-        for token in record.get(col, "").replace('"', " ").replace("/", " ").split():
-            found = parse_range_label(token.split("@")[-1])
-            if found:
-                return found
+        found = search_range_label(record.get(col, ""))
+        if found:
+            return found
     return None
 
 
@@ -74,7 +73,8 @@ def read_ncu_csv(path: Path) -> pd.DataFrame:
         raise TraceFormatError(f"{path}: ncu CSV has a header but no kernel rows")
     if "Kernel Name" not in header:
         raise TraceFormatError(f"{path}: no 'Kernel Name' column; is this `--page raw` output?")
-    nvtx_columns = [h for h in header if "nvtx" in h.lower() or "push_pop" in h.lower()]
+    # e.g. "thread Domain:Push/Pop_Range:PL_Type:..." when ncu ran with --nvtx
+    nvtx_columns = [h for h in header if "push/pop" in h.lower() or "nvtx" in h.lower()]
     factors = [scale_to_base(u) for u in units]
     out = []
     for line_no, row in enumerate(body, start=3):

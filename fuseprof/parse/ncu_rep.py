@@ -6,6 +6,7 @@ gives each kernel's NVTX push/pop stack, which maps it back to fuseprof's varian
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import sys
@@ -21,13 +22,17 @@ from fuseprof.ranges import parse_range_label
 from fuseprof.schema import NCU_SOURCE
 
 
+_EXTRAS_GLOBS = ("/opt/nvidia/nsight-compute/*/extras/python", "/usr/local/cuda*/nsight-compute*/extras/python")
+
+
 def _ncu_extras_dir() -> str | None:
-    """Nsight Compute ships the same reader in <install>/extras/python beside the ncu binary."""
+    """Nsight Compute ships the same reader in <install>/extras/python; /usr/local/cuda/bin/ncu
+    is often a wrapper script, so look beside it and in the usual install folders."""
     ncu = shutil.which("ncu")
-    if ncu is None:
-        return None
-    extras = Path(os.path.realpath(ncu)).parent / "extras" / "python"
-    return str(extras) if (extras / "ncu_report.py").exists() else None
+    candidates = [Path(os.path.realpath(ncu)).parent / "extras" / "python"] if ncu else []
+    for pattern in _EXTRAS_GLOBS:
+        candidates += [Path(p) for p in sorted(glob.glob(pattern), reverse=True)]
+    return next((str(c) for c in candidates if (c / "ncu_report.py").exists()), None)
 
 
 def _import_reader() -> Any:

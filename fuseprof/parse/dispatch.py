@@ -1,0 +1,54 @@
+"""Which parser reads which artifact, by file name; and all of a bundle's raw artifacts at once.
+
+``fuseprof profile``, ``ingest`` and ``reparse`` all build the kernel frame through
+``parse_raw_dir``, so a bundle re-parsed by a newer fuseprof gives what a fresh capture would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from fuseprof.errors import TraceFormatError
+from fuseprof.parse.chrome_trace import read_chrome_trace
+from fuseprof.parse.ncu_csv import read_ncu_csv
+from fuseprof.parse.ncu_rep import read_ncu_rep
+
+Reader = Callable[[Path], pd.DataFrame]
+
+# suffix, reader, what it is, name of its raw copy in a bundle
+ARTIFACT_KINDS: tuple[tuple[str, Reader, str, str], ...] = (
+    (".json.gz", read_chrome_trace, "torch.profiler trace", "profiler_trace.json.gz"),
+    (".json", read_chrome_trace, "torch.profiler trace", "profiler_trace.json"),
+    (".csv.gz", read_ncu_csv, "ncu raw CSV", "ncu_raw.csv.gz"),
+    (".csv", read_ncu_csv, "ncu raw CSV", "ncu_raw.csv"),
+    (".ncu-rep", read_ncu_rep, "Nsight Compute report", "report.ncu-rep"),
+)
+
+
+def artifact_kind(path: Path) -> tuple[Reader, str, str] | None:
+    for suffix, reader, kind, raw_name in ARTIFACT_KINDS:
+        if path.name.endswith(suffix):
+            return reader, kind, raw_name
+    return None
+
+
+def require_artifact_kind(path: Path) -> tuple[Reader, str, str]:
+    found = artifact_kind(path)
+    if found is None:
+        known = ", ".join(s for s, *_ in ARTIFACT_KINDS)
+        raise TraceFormatError(f"{path}: unknown kind of file; fuseprof reads {known}")
+    return found
+
+
+def parse_raw_dir(raw_dir: Path) -> pd.DataFrame:
+    """Kernel rows from every recognised artifact in a bundle's ``raw/`` folder, in name order."""
+    frames = []
+    for path in sorted(raw_dir.iterdir()):
+        found = artifact_kind(path)
+        if found is not None:
+            frames.append(found[0](path))
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -1,0 +1,26 @@
+"""``fuseprof reparse``: rebuild a bundle's kernel table from the raw artifacts it keeps.
+
+A parser fix then reaches bundles already captured without another GPU run. Only the derived
+``kernels.parquet`` is replaced (atomically); raw artifacts and timings are never touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fuseprof import __version__
+from fuseprof.bundle import RAW, read_manifest, write_kernels, write_manifest
+from fuseprof.capture.provenance import now_utc
+from fuseprof.parse.dispatch import parse_raw_dir
+
+
+def reparse(bundle: Path) -> int:
+    """Re-parse ``bundle/raw`` into ``kernels.parquet``; returns the number of kernel rows."""
+    manifest = read_manifest(bundle)
+    kernels = parse_raw_dir(bundle / RAW)
+    if manifest.get("case"):
+        kernels["case"], kernels["dtype"] = manifest["case"], manifest.get("dtype")
+    write_kernels(bundle, kernels)
+    manifest["reparsed"] = {"utc": now_utc(), "fuseprof": __version__}
+    write_manifest(bundle, manifest)
+    return len(kernels)
