@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from fuseprof.errors import BundleError
+from fuseprof.parse.names import short_kernel_name
 from fuseprof.schema import SCHEMA_VERSION, conform_kernels, conform_timings
 
 MANIFEST = "manifest.json"
@@ -99,6 +100,8 @@ def write_manifest(bundle: Path, manifest: dict[str, Any]) -> None:
 
 
 def write_kernels(bundle: Path, kernels: pd.DataFrame) -> None:
+    if "kernel" in kernels:
+        kernels = kernels.assign(kernel_short=kernels["kernel"].map(short_kernel_name, na_action="ignore"))
     table = conform_kernels(kernels).drop(columns=["bundle"])
     _replace_atomically(bundle / KERNELS, lambda p: table.to_parquet(p, index=False))
 

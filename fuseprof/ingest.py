@@ -7,6 +7,7 @@ ingest with one line naming it, and no partial bundle is left behind.
 from __future__ import annotations
 
 import hashlib
+import sys
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,8 +27,12 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 def ingest(files: Sequence[Path], out_dir: Path, name: str | None = None,
-           log: Callable[[str], None] = print) -> Path:
+           log: Callable[[str], None] = _stderr) -> Path:
     """Parse every file, then write one bundle holding their kernels and the raw copies."""
     if not files:
         raise TraceFormatError("give at least one trace file to ingest")

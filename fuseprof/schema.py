@@ -33,6 +33,9 @@ KERNEL_COLUMNS: tuple[Column, ...] = (
     Column("device", "string", "GPU name (profiler deviceProperties / ncu device__attribute_display_name)"),
     Column("source", "string", "'torch.profiler' or 'ncu': which tool measured the row"),
     Column("kernel", "string", "kernel name as the tool reports it (demangled)"),
+    Column("kernel_short", "string",
+           "kernel's function name without return type, namespaces, template arguments, parameters "
+           "(equal across torch.profiler and ncu, whose demanglers differ)"),
     Column("invocation", "Int64", "0-based index of this launch among launches of the same kernel in its range"),
     Column("duration_ns", "Int64",
            "profiler: kernel event 'dur' (µs, exact decimal) × 1000; ncu: gpu__time_duration.sum (ns)"),

@@ -48,4 +48,15 @@ def summarize(kernels: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
         for col in ("nominal_bytes", "gpu_median_ns", "as_called_median_ns"):
             merged[col] = pd.NA
     merged["dram_bytes_over_nominal"] = merged["dram_bytes"] / merged["nominal_bytes"]
-    return merged.sort_values(KEYS, kind="stable").reset_index(drop=True)
+    return sort_by_shape(merged, KEYS)
+
+
+def _shape_key(shape: object) -> str:
+    """'1024x4096' -> '000000001024x000000004096': text that sorts 128x4096 before 1024x4096."""
+    return "x".join(f"{int(p):012d}" for p in shape.split("x")) if isinstance(shape, str) else ""
+
+
+def sort_by_shape(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Sort on ``keys`` with the ``shape`` column compared numerically."""
+    return frame.sort_values(keys, key=lambda col: col.astype(object).map(_shape_key) if col.name == "shape" else col,
+                             kind="stable").reset_index(drop=True)

@@ -10,6 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "traces"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The seed-000 capture on the H200 (fp16, eager and torch.compile, the seed's four shapes).
+SEED_BUNDLE = TRACES / "rmsnorm_swiglu-float16-h200-20261129t084609z"
 
 
 def _has_cuda() -> bool:

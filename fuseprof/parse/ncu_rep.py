@@ -93,5 +93,5 @@ def read_ncu_rep(path: Path) -> pd.DataFrame:
             cols["source"] = NCU_SOURCE
             rows.append(cols)
     if not rows:
-        raise TraceFormatError(f"{path}: the report holds no profiled kernel")
+        raise TraceFormatError(f"{path}: the report holds no profiled kernel (empty, or truncated)")
     return pd.DataFrame(rows)

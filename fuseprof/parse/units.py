@@ -7,8 +7,9 @@ ncu auto-scales values unless ``--print-units base`` is given ("Kbyte", "usecond
 from __future__ import annotations
 
 _SI = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_TIME_NS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
-_PER_TIME = {"nsecond": 1e9, "usecond": 1e6, "msecond": 1e3, "second": 1.0}
+# ncu writes both spellings: "usecond" in some pages, "us" in the raw page's units row
+_TIME_NS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+_PER_TIME = {unit: 1e9 / ns for unit, ns in _TIME_NS.items()}
 _HZ = {"hz": 1.0, "Khz": 1e3, "Mhz": 1e6, "Ghz": 1e9}
 
 

@@ -1,0 +1,108 @@
+"""The CLI on the committed traces, the CPU capture path, and argument errors as messages."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import fuseprof
+from fuseprof.cli import main
+from tests.conftest import FIXTURES, SEED_BUNDLE, TRACES
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_ls_lists_the_committed_bundle(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["ls", str(TRACES)], capsys)
+    assert code == 0
+    line = next(line for line in out.splitlines() if SEED_BUNDLE.name in line)
+    for word in ("rmsnorm_swiglu", "eager,compiled", "128x4096,512x4096,1024x4096,1024x8192", "NVIDIA H200", "ok"):
+        assert word in line
+
+
+def test_show_json_round_trips_the_kernel_frame(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["show", str(SEED_BUNDLE), "--format", "json", "--source", "ncu"], capsys)
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 56
+    assert {r["source"] for r in rows} == {"ncu"}
+
+
+def test_show_csv_of_timings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["show", str(SEED_BUNDLE), "--timings", "--format", "csv"], capsys)
+    header, *body = out.strip().splitlines()
+    assert code == 0 and len(body) == 8
+    assert header.split(",")[:4] == ["bundle", "case", "variant", "shape"]
+
+
+def test_summary_shows_bytes_and_launches_per_call(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["summary", str(SEED_BUNDLE), "--format", "json"], capsys)
+    rows = {(r["variant"], r["shape"]): r for r in json.loads(out)}
+    assert code == 0 and len(rows) == 8
+    eager, fused = rows[("eager", "1024x4096")], rows[("compiled", "1024x4096")]
+    assert (eager["kernels_per_call"], fused["kernels_per_call"]) == (13, 1)
+    assert eager["dram_bytes"] == 192_691_712 and fused["dram_bytes"] == 16_812_288
+    assert eager["nominal_bytes"] == fused["nominal_bytes"] == 2 * (3 * 1024 * 4096 + 4096)
+
+
+def test_columns_documents_every_column(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["columns"], capsys)
+    assert code == 0
+    assert "dram__bytes_read.sum" in out and "sm__warps_active.avg.pct_of_peak_sustained_active" in out
+
+
+def test_cuda_capture_without_gpu_is_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    code, _, err = run(["profile", "rmsnorm_swiglu", "--out", str(tmp_path)], capsys)
+    assert code == 2
+    assert "no CUDA GPU" in err and "--device cpu" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["profile", "no_such_case", "--device", "cpu"], "Built-in cases: rmsnorm_swiglu"),
+        (["profile", "rmsnorm_swiglu", "--device", "cpu", "--shapes", "12xq"], "not of the form MxN"),
+        (["profile", "rmsnorm_swiglu", "--device", "cpu", "--variants", "fused9"], "choose from: eager, compiled"),
+        (["profile", "rmsnorm_swiglu", "--device", "cpu", "--dtype", "int8"], "--dtype 'int8'"),
+        (["profile", "rmsnorm_swiglu", "--device", "tpu"], "use cuda, cuda:N or cpu"),
+        (["show", "/nonexistent/bundle"], "no such file or directory"),
+        (["ls", str(FIXTURES)], None),
+    ],
+)
+def test_bad_arguments_are_messages(args: list[str], message: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(args, capsys)
+    if message is None:
+        assert code == 0 and "no bundles" in out
+    else:
+        assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_cpu_capture_path_end_to_end_with_a_user_case(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    code, out, err = run(["profile", "user_case:CASE", "--device", "cpu", "--shapes", "8x64,3x100",
+                          "--repeats", "5", "--out", str(tmp_path)], capsys)
+    assert code == 0, err
+    bundle = Path(out.strip())
+    timings = fuseprof.load_timings(bundle)
+    assert timings["correct"].all() and (timings["rel_err"] < 1e-6).all()
+    assert timings["timing_method"].eq("cpu-perf-counter").all()
+    kernels = fuseprof.load(bundle)
+    assert set(kernels["cpu_op"]) == {"aten::silu", "aten::mul"}
+    assert kernels.groupby("shape").size().to_dict() == {"3x100": 6, "8x64": 6}  # 2 ops x 3 profiled calls
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["ncu"] == {"status": "skipped", "reason": "CPU device"}
+    assert manifest["command_line"][0] == sys.argv[0]

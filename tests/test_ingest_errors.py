@@ -1,0 +1,119 @@
+"""Every class of malformed input to ``fuseprof ingest`` is one line, a non-zero exit, no bundle."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fuseprof.cli import main
+from tests.conftest import FIXTURES, SEED_BUNDLE
+
+TRACE = SEED_BUNDLE / "raw" / "profiler_trace.json.gz"
+CSV = SEED_BUNDLE / "raw" / "ncu_raw.csv.gz"
+
+
+def _truncated_gzip(tmp: Path) -> Path:
+    path = tmp / "cut.json.gz"
+    path.write_bytes(TRACE.read_bytes()[:5000])
+    return path
+
+
+def _truncated_json(tmp: Path) -> Path:
+    path = tmp / "cut.json"
+    path.write_bytes(gzip.decompress(TRACE.read_bytes())[:20000])
+    return path
+
+
+def _json_without_events(tmp: Path) -> Path:
+    path = tmp / "other.json"
+    path.write_text('{"schemaVersion": 1, "events": []}')
+    return path
+
+
+def _csv_without_header(tmp: Path) -> Path:
+    path = tmp / "noheader.csv"
+    path.write_text("==PROF== Connected to process 1\nnot,a,report\n")
+    return path
+
+
+def _csv_truncated_row(tmp: Path) -> Path:
+    text = gzip.decompress(CSV.read_bytes()).decode()
+    path = tmp / "cut.csv"
+    path.write_text(text[: len(text) // 2])  # ends inside a row
+    return path
+
+
+def _csv_header_only(tmp: Path) -> Path:
+    text = gzip.decompress(CSV.read_bytes()).decode().splitlines()
+    path = tmp / "empty.csv"
+    path.write_text("\n".join(text[:2]) + "\n")
+    return path
+
+
+def _binary_as_csv(tmp: Path) -> Path:
+    path = tmp / "binary.csv"
+    path.write_bytes(bytes(range(256)) * 4)
+    return path
+
+
+def _damaged_report(tmp: Path) -> Path:
+    path = tmp / "damaged.ncu-rep"
+    path.write_bytes((FIXTURES / "compiled_128x4096.ncu-rep").read_bytes()[:3000])
+    return path
+
+
+def _unknown_suffix(tmp: Path) -> Path:
+    path = tmp / "trace.txt"
+    path.write_text("hello")
+    return path
+
+
+def _missing(tmp: Path) -> Path:
+    return tmp / "does-not-exist.json"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (_truncated_gzip, "damaged or truncated gzip"),
+        (_truncated_json, "not valid JSON"),
+        (_json_without_events, "no 'traceEvents' list"),
+        (_csv_without_header, "no ncu header row"),
+        (_csv_truncated_row, "fields, the header has"),
+        (_csv_header_only, "no kernel rows"),
+        (_binary_as_csv, "not UTF-8"),
+        (_damaged_report, "holds no profiled kernel (empty, or truncated)"),
+        (_unknown_suffix, "unknown kind of file"),
+        (_missing, "no such file"),
+    ],
+)
+def test_malformed_input_is_one_line_error_and_no_bundle(make, message: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    bad = make(tmp_path)
+    out = tmp_path / "bundles"
+    code = main(["ingest", str(TRACE), str(bad), "--out", str(out)])
+    lines = capsys.readouterr().err.splitlines()
+    errors = [line for line in lines if line.startswith("fuseprof: error: ")]
+    assert code == 2
+    assert len(errors) == 1 and errors[0] == lines[-1]  # progress lines, then exactly one error line
+    assert str(bad) in errors[0] and message in errors[0]
+    assert not out.exists() or list(out.iterdir()) == []  # not even a .partial folder
+
+
+def test_good_inputs_make_one_bundle_with_raw_copies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rep = tmp_path / "compiled.ncu-rep"
+    shutil.copyfile(FIXTURES / "compiled_128x4096.ncu-rep", rep)
+    code = main(["ingest", str(TRACE), str(CSV), str(rep), "--out", str(tmp_path / "b"), "--name", "mine"])
+    assert code == 0
+    bundle = tmp_path / "b" / "mine"
+    assert capsys.readouterr().out.strip() == str(bundle)
+    assert sorted(p.name for p in (bundle / "raw").iterdir()) == [
+        "0-profiler_trace.json.gz", "1-ncu_raw.csv.gz", "2-report.ncu-rep"]
+    import fuseprof
+
+    frame = fuseprof.load(bundle)
+    assert frame.groupby("source").size().to_dict() == {"ncu": 57, "torch.profiler": 168}
+    assert frame["case"].isna().all()
