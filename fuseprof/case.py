@@ -7,6 +7,7 @@ loads from ``module:attribute``, e.g. ``fuseprof profile mypkg.ops:MY_CASE``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 import re
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ from typing import Any, Literal
 from fuseprof.errors import CaseNotFoundError, InvalidArgumentError
 
 Shape = tuple[int, ...]
-VariantKind = Literal["unfused", "compiled", "fused"]
+VariantKind = Literal["unfused", "compiled", "fused", "library"]
 
 # rel_err = ‖out − ref‖₂ / ‖ref‖₂ bounds. Output rounding alone gives about 3e-4 (fp16) and
 # 2e-3 (bf16) on random data; the bounds leave room for fp32 reductions in another order.
@@ -27,12 +28,38 @@ _SHAPE_RE = re.compile(r"^\d+(x\d+)*$")
 
 @dataclass(frozen=True)
 class Variant:
-    """One way to compute the case. ``fn(*inputs)`` returns a tensor or a tuple of tensors."""
+    """One way to compute the case. ``fn(*inputs)`` returns a tensor or a tuple of tensors.
+
+    ``devices`` says where it runs; ``requires`` names modules it imports (Triton, Liger), so a
+    machine without them skips the variant instead of failing the whole capture.
+    """
 
     name: str
     fn: Callable[..., Any]
     kind: VariantKind
     description: str = ""
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    requires: tuple[str, ...] = ()
+
+    def unavailable_reason(self, device_type: str) -> str | None:
+        if device_type not in self.devices:
+            return f"runs on {', '.join(self.devices)} only"
+        missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
+        return f"needs {', '.join(missing)}" if missing else None
+
+
+def lazy(module: str, attr: str) -> Callable[..., Any]:
+    """A callable that imports ``module.attr`` on first use: keeps Triton and CUDA builds out of
+    import time, so cases load on machines without them."""
+    target: list[Callable[..., Any]] = []
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not target:
+            target.append(getattr(importlib.import_module(module), attr))
+        return target[0](*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = attr
+    return call
 
 
 @dataclass(frozen=True)
@@ -91,7 +118,7 @@ def builtin_case_names() -> list[str]:
         package = importlib.import_module("fuseprof_kernels")
     except ImportError:
         return []
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg)
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg and not m.name.startswith("_"))
 
 
 def load_case(spec: str) -> Case:
@@ -114,10 +141,19 @@ def load_case(spec: str) -> Case:
     return case
 
 
-def select_variants(case: Case, names: Sequence[str] | None) -> tuple[Variant, ...]:
+def select_variants(case: Case, names: Sequence[str] | None, device_type: str = "cuda") -> tuple[Variant, ...]:
+    """The named variants (each must run here), or every variant that runs here."""
     if not names:
-        return case.variants
-    return tuple(case.variant(n) for n in names)
+        chosen = tuple(v for v in case.variants if v.unavailable_reason(device_type) is None)
+        if not chosen:
+            raise InvalidArgumentError(f"case {case.name!r} has no variant that runs on {device_type}")
+        return chosen
+    chosen = tuple(case.variant(n) for n in names)
+    for v in chosen:
+        reason = v.unavailable_reason(device_type)
+        if reason:
+            raise InvalidArgumentError(f"variant {v.name!r} of {case.name!r} cannot run on {device_type}: {reason}")
+    return chosen
 
 
 def compile_static(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -42,6 +42,29 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ncu-timeout", type=float, default=1800, help="seconds before ncu is stopped (default 1800)")
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs")
 
+    p = sub.add_parser("bench", help="time every variant of cases over a shape grid beside a same-bytes copy",
+                       description="On a GPU: check each variant against float64, then GPU time (CUDA-graph "
+                                   "replay) and as-called time, L2 flushed, beside a device copy of the same "
+                                   "number of bytes. Writes one bundle of timings; no profiler, no ncu.")
+    p.add_argument("cases", nargs="+", help="built-in case names or module:attribute")
+    p.add_argument("--shapes", help="comma-separated MxN shapes (default: M in 1..32768 x N in 4096, 8192)")
+    p.add_argument("--dtype", help="input dtype for every case (default: each case's first)")
+    p.add_argument("--variants", help="comma-separated variant names (default: all that run here)")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("--repeats", type=int, default=50)
+
+    p = sub.add_parser("ceilings", help="measure this GPU's DRAM, FP32 and BF16 roofs into a bundle",
+                       description="A 2 GiB device copy, an FMA-bound kernel and an 8192^3 bf16 matmul; the "
+                                   "bundle's manifest holds the rates for the roofline.")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES)
+
+    p = sub.add_parser("compare", help="variants side by side: GPU and as-called time, GB/s, vs copy")
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("--baseline", default="compiled", help="variant to compute speedups against")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
     p = sub.add_parser("ingest", help="make a bundle from existing traces (no GPU needed)",
                        description="Accepts torch.profiler Chrome traces (.json, .json.gz), ncu raw CSV "
                                    "(--csv --page raw; .csv, .csv.gz) and .ncu-rep reports.")
@@ -94,6 +117,37 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     print(run_profile(opts))
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from fuseprof.capture.bench import run_bench
+    from fuseprof.case import parse_shapes
+    from fuseprof_kernels._inputs import BENCH_SHAPES
+
+    shapes = parse_shapes(args.shapes) if args.shapes else BENCH_SHAPES
+    path = run_bench(args.cases, shapes, args.dtype, args.device, args.out, args.repeats,
+                     variants=args.variants.split(",") if args.variants else None)
+    from fuseprof.compare import compare_variants
+    from fuseprof.load import load_timings
+
+    _emit(compare_variants(load_timings(path)).drop(columns=["bundle"]), "table")
+    print(path)
+    return 0
+
+
+def _cmd_ceilings(args: argparse.Namespace) -> int:
+    from fuseprof.capture.ceilings import write_ceilings_bundle
+
+    print(write_ceilings_bundle(args.device, args.out))
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from fuseprof.compare import compare_variants
+    from fuseprof.load import load_timings
+
+    _emit(compare_variants(load_timings(args.dir), args.baseline), args.format)
     return 0
 
 
@@ -168,7 +222,7 @@ def _cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"profile": _cmd_profile, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "ls": _cmd_ls, "show": _cmd_show,
+_COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "ls": _cmd_ls, "show": _cmd_show,
              "summary": _cmd_summary, "columns": _cmd_columns, "cases": _cmd_cases}
 
 

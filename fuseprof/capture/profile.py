@@ -10,30 +10,27 @@ from __future__ import annotations
 import gzip
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import torch
 
 from fuseprof.bundle import RAW, BundleWriter
 from fuseprof.capture import timing
-from fuseprof.capture.correctness import compare
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
 from fuseprof.capture.ncu_run import UnknownMetricsError, find_ncu, run_capture_output, run_ncu
+from fuseprof.capture.measure import Log, check_and_time, log_to_stderr
 from fuseprof.capture.ncu_target import target_argv
 from fuseprof.capture.provenance import command_line, git_state, now_utc, versions
-from fuseprof.capture.torch_profile import Call, record_trace
+from fuseprof.capture.torch_profile import record_trace
 from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shape_label
 from fuseprof.errors import CorrectnessError, InvalidArgumentError, NcuError, NoGPUError
 from fuseprof.parse.dispatch import parse_raw_dir
 from fuseprof.parse.ncu_metrics import NCU_METRICS
 from fuseprof.ranges import range_label
 
-Log = Callable[[str], None]
 
 
 @dataclass
@@ -53,10 +50,6 @@ class ProfileOptions:
     repo_root: Path = field(default_factory=Path.cwd)
 
 
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def resolve_device(name: str) -> torch.device:
     if name == "cpu":
         return torch.device("cpu")
@@ -70,52 +63,11 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _resolve_dtype(case: Case, dtype: str | None) -> str:
+def resolve_dtype(case: Case, dtype: str | None) -> str:
     dtype = dtype or case.dtypes[0]
     if dtype not in case.tolerances or not isinstance(getattr(torch, dtype, None), torch.dtype):
         raise InvalidArgumentError(f"--dtype {dtype!r}: choose from {', '.join(case.dtypes)}")
     return dtype
-
-
-def _time_variant(variant: Variant, inputs: tuple[Any, ...], device: torch.device, repeats: int,
-                  flusher: timing.L2Flusher | None) -> dict[str, Any]:
-    if device.type == "cpu":
-        samples = timing.time_cpu(variant.fn, inputs, repeats)
-        return {**timing.summarize(samples, "as_called"), "timing_method": "cpu-perf-counter",
-                "l2_policy": timing.CPU_POLICY}
-    assert flusher is not None
-    as_called = timing.time_as_called(variant.fn, inputs, flusher, repeats)
-    gpu = timing.time_graph_replay(variant.fn, inputs, flusher, repeats)
-    return {**timing.summarize(as_called, "as_called"), **timing.summarize(gpu, "gpu"),
-            "timing_method": "cuda-events+graph", "l2_policy": timing.L2_FLUSH_POLICY}
-
-
-def _check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ...], dtype: str,
-                    device: torch.device, opts: ProfileOptions, log: Log) -> tuple[pd.DataFrame, list[Call]]:
-    generator = torch.Generator(device=device).manual_seed(opts.seed)
-    flusher = timing.L2Flusher(device) if device.type == "cuda" else None
-    rows, calls = [], []
-    for shape in shapes:
-        label = shape_label(shape)
-        inputs = case.make_inputs(shape, dtype, str(device), generator)
-        expected = case.reference(*inputs)
-        for variant in variants:
-            log(f"  {variant.name:<12} {label:>12}: checking against the float64 reference")
-            check = compare(variant.fn(*inputs), expected, case.tolerances[dtype])
-            if not check["correct"]:
-                log(f"  !! {variant.name} {label} is WRONG: {check['problem']}")
-            log(f"  {variant.name:<12} {label:>12}: timing {opts.repeats} samples")
-            row = {"case": case.name, "variant": variant.name, "shape": label, "dtype": dtype,
-                   "nominal_bytes": case.nominal_bytes(shape, dtype), "repeats": opts.repeats,
-                   **{k: v for k, v in check.items() if k != "problem"},
-                   **_time_variant(variant, inputs, device, opts.repeats, flusher)}
-            rows.append(row)
-            calls.append(Call(range_label(variant.name, label), variant.fn, inputs))
-        del expected
-    frame = pd.DataFrame(rows)
-    if "gpu_median_ns" in frame:
-        frame["effective_bandwidth_bytes_per_s"] = frame["nominal_bytes"] / (frame["gpu_median_ns"] * 1e-9)
-    return frame, calls
 
 
 def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: tuple[Shape, ...],
@@ -171,20 +123,20 @@ def _manifest(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ..
     }
 
 
-def run_profile(opts: ProfileOptions, log: Log = _stderr) -> Path:
+def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
     """Capture one case into a new bundle under ``opts.out_dir`` and return its path."""
     started = time.monotonic()
     case = load_case(opts.case)
-    variants = select_variants(case, opts.variants)
-    shapes = opts.shapes or case.default_shapes
-    dtype = _resolve_dtype(case, opts.dtype)
     device = resolve_device(opts.device)
+    variants = select_variants(case, opts.variants, device.type)
+    shapes = opts.shapes or case.default_shapes
+    dtype = resolve_dtype(case, opts.dtype)
     manifest = _manifest(case, variants, shapes, dtype, device, opts)
     writer = BundleWriter(opts.out_dir, opts.name or f"{case.name}-{dtype}-{slug_device(manifest['device'])}-"
                           f"{manifest['created_utc'].replace(':', '').replace('-', '')}")
     with writer:
         log(f"fuseprof: {case.name} on {manifest['device']['name']}: {len(variants)} variants x {len(shapes)} shapes")
-        timings, calls = _check_and_time(case, variants, shapes, dtype, device, opts, log)
+        timings, calls = check_and_time(case, variants, shapes, dtype, device, opts.repeats, opts.seed, log)
         log(f"  torch.profiler: {len(calls)} ranges x {opts.profiler_repeats} calls")
         record_trace(calls, opts.profiler_repeats, writer.raw("profiler_trace.json.gz"), device.type == "cuda")
         ncu_error: NcuError | None = None

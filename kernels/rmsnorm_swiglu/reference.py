@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from fuseprof_kernels._inputs import activations, itemsize, norm_weight
+
 EPS = 1e-6
 
 
@@ -20,17 +22,12 @@ def reference(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor, eps: fl
 def nominal_bytes(shape: tuple[int, ...], dtype: str) -> int:
     """Seed 000's accounting, 2(3MN + N) for fp16: read x and g, write y, read w once."""
     m, n = shape
-    itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
-    return itemsize * (3 * m * n + n)
+    return itemsize(dtype) * (3 * m * n + n)
 
 
 def make_inputs(
     shape: tuple[int, ...], dtype: str, device: str, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Random normal x and gate, weight near 1: never zeros, which hide unwritten outputs."""
     m, n = shape
-    tdtype = getattr(torch, dtype)
-    x = torch.randn((m, n), generator=generator, device=device, dtype=torch.float32).to(tdtype)
-    gate = torch.randn((m, n), generator=generator, device=device, dtype=torch.float32).to(tdtype)
-    weight = (1.0 + 0.1 * torch.randn((n,), generator=generator, device=device, dtype=torch.float32)).to(tdtype)
-    return x, gate, weight
+    return (activations((m, n), dtype, device, generator), activations((m, n), dtype, device, generator),
+            norm_weight(n, dtype, device, generator))

@@ -1,0 +1,88 @@
+"""Check every variant against the float64 reference, then time it; optionally a same-bytes copy.
+
+The copy is the physical limit for a memory-bound op: a device-to-device copy that reads and
+writes as many bytes in total as the op's nominal byte count, timed the same way in the same run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import torch
+
+from fuseprof.capture import timing
+from fuseprof.capture.correctness import compare
+from fuseprof.capture.torch_profile import Call
+from fuseprof.case import Case, Shape, Variant, shape_label
+from fuseprof.ranges import range_label
+
+Log = Callable[[str], None]
+COPY_VARIANT = "copy"
+
+
+def log_to_stderr(msg: str) -> None:
+    """Progress goes to stderr, so stdout carries only results (a bundle path, a table)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def time_callable(fn: Callable[..., Any], inputs: tuple[Any, ...], device: torch.device, repeats: int,
+                  flusher: timing.L2Flusher | None) -> dict[str, Any]:
+    """As-called and (on CUDA) graph-replay statistics of ``fn(*inputs)``."""
+    for _ in range(3):  # warm-up: compilation, autotuning, allocator growth
+        fn(*inputs)
+    if device.type == "cpu":
+        samples = timing.time_cpu(fn, inputs, repeats)
+        return {**timing.summarize(samples, "as_called"), "timing_method": "cpu-perf-counter",
+                "l2_policy": timing.CPU_POLICY, "repeats": repeats}
+    assert flusher is not None
+    as_called = timing.time_as_called(fn, inputs, flusher, repeats)
+    gpu = timing.time_graph_replay(fn, inputs, flusher, repeats)
+    return {**timing.summarize(as_called, "as_called"), **timing.summarize(gpu, "gpu"),
+            "timing_method": "cuda-events+graph", "l2_policy": timing.L2_FLUSH_POLICY, "repeats": repeats}
+
+
+def _copy_row(case: Case, shape: Shape, dtype: str, device: torch.device, repeats: int,
+              flusher: timing.L2Flusher | None) -> dict[str, Any]:
+    nbytes = case.nominal_bytes(shape, dtype)
+    src = torch.randint(0, 255, (nbytes // 2,), dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    stats = time_callable(lambda s, d: d.copy_(s), (src, dst), device, repeats, flusher)
+    return {"case": case.name, "variant": COPY_VARIANT, "shape": shape_label(shape), "dtype": dtype,
+            "nominal_bytes": 2 * (nbytes // 2), **stats}
+
+
+def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ...], dtype: str,
+                   device: torch.device, repeats: int, seed: int, log: Log, keep_calls: bool = True,
+                   copy_baseline: bool = False) -> tuple[pd.DataFrame, list[Call]]:
+    """One timing row per variant and shape (plus a copy row per shape if asked), and the calls
+    (label, function, inputs) for the profiler when ``keep_calls``."""
+    generator = torch.Generator(device=device).manual_seed(seed)
+    flusher = timing.L2Flusher(device) if device.type == "cuda" else None
+    rows: list[dict[str, Any]] = []
+    calls: list[Call] = []
+    for shape in shapes:
+        label = shape_label(shape)
+        inputs = case.make_inputs(shape, dtype, str(device), generator)
+        expected = case.reference(*inputs)
+        for variant in variants:
+            check = compare(variant.fn(*inputs), expected, case.tolerances[dtype])
+            verdict = "ok" if check["correct"] else f"WRONG: {check['problem']}"
+            log(f"  {variant.name:<12} {label:>12}: rel_err {check['rel_err']:.2e} {verdict}; timing {repeats} samples")
+            rows.append({"case": case.name, "variant": variant.name, "shape": label, "dtype": dtype,
+                         "nominal_bytes": case.nominal_bytes(shape, dtype),
+                         **{k: v for k, v in check.items() if k != "problem"},
+                         **time_callable(variant.fn, inputs, device, repeats, flusher)})
+            if keep_calls:
+                calls.append(Call(range_label(variant.name, label), variant.fn, inputs))
+        del expected, inputs
+        if copy_baseline:
+            rows.append(_copy_row(case, shape, dtype, device, repeats, flusher))
+        if device.type == "cuda" and not keep_calls:
+            torch.cuda.empty_cache()
+    frame = pd.DataFrame(rows)
+    if "gpu_median_ns" in frame:
+        frame["effective_bandwidth_bytes_per_s"] = frame["nominal_bytes"] / (frame["gpu_median_ns"] * 1e-9)
+    return frame, calls

@@ -1,0 +1,37 @@
+"""Variants side by side per case and shape: time, bandwidth, and the distance to a same-bytes copy.
+
+Formulas (all from timings.parquet): ``effective GB/s = nominal_bytes / gpu_median_ns``;
+``time_over_copy = gpu_median_ns / copy's gpu_median_ns`` (1.0 is the physical limit of a
+memory-bound op); ``pct_of_copy_bandwidth = 100 / time_over_copy``;
+``speedup_vs_<variant> = that variant's gpu_median_ns / this one's``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fuseprof.summary import sort_by_shape
+
+COPY = "copy"
+KEYS = ["bundle", "case", "shape", "dtype"]
+
+
+def compare_variants(timings: pd.DataFrame, baseline: str = "compiled") -> pd.DataFrame:
+    """One row per variant, case and shape, with the same shape's copy and ``baseline`` beside it."""
+    frame = timings.copy()
+    copies = frame[frame["variant"] == COPY].set_index(KEYS)["gpu_median_ns"].rename("copy_gpu_ns")
+    base = frame[frame["variant"] == baseline].set_index(KEYS)["gpu_median_ns"].rename("baseline_gpu_ns")
+    rows = frame[frame["variant"] != COPY].join(copies, on=KEYS).join(base, on=KEYS)
+    out = pd.DataFrame({
+        "case": rows["case"], "shape": rows["shape"], "dtype": rows["dtype"], "variant": rows["variant"],
+        "correct": rows["correct"],
+        "gpu_us": rows["gpu_median_ns"] / 1e3,
+        "as_called_us": rows["as_called_median_ns"] / 1e3,
+        "effective_gb_per_s": rows["nominal_bytes"] / rows["gpu_median_ns"],
+        "copy_us": rows["copy_gpu_ns"] / 1e3,
+        "time_over_copy": rows["gpu_median_ns"] / rows["copy_gpu_ns"],
+        "pct_of_copy_bandwidth": 100 * rows["copy_gpu_ns"] / rows["gpu_median_ns"],
+        f"speedup_vs_{baseline}": rows["baseline_gpu_ns"] / rows["gpu_median_ns"],
+        "bundle": rows["bundle"],
+    })
+    return sort_by_shape(out, ["case", "dtype", "shape", "variant"])

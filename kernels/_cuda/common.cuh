@@ -1,0 +1,111 @@
+// Shared device helpers for fuseprof's fused kernels: 16-byte vector access, fp32 conversion,
+// a block reduction that is correct for any block size that is a multiple of 32, and the
+// host-side launch shape. Seed 000's reduction lost partial sums at 96 threads; this one adds
+// each warp's total exactly once, whatever the warp count.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace fuseprof {
+
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// VEC elements of T moved as one access: 16 bytes when VEC * sizeof(T) == 16.
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+  T v[VEC];
+};
+
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
+  return *reinterpret_cast<const Pack<T, VEC>*>(p);
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void store_pack(T* p, const Pack<T, VEC>& pack) {
+  *reinterpret_cast<Pack<T, VEC>*>(p) = pack;
+}
+
+__device__ __forceinline__ float silu(float z) { return z / (1.0f + __expf(-z)); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Sum over the block; every thread gets the total. blockDim.x must be a multiple of 32
+// (the host guarantees it) and `scratch` must hold 32 floats.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_sum(v);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float total = lane < warps ? scratch[lane] : 0.0f;
+    total = warp_sum(total);
+    if (lane == 0) scratch[0] = total;
+  }
+  __syncthreads();
+  return scratch[0];
+}
+
+// Host side ---------------------------------------------------------------------------------
+
+constexpr int kItems = 4;  // vectors a thread keeps in registers between the reduction and the output
+
+inline bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+// Threads per row-block: enough that each thread holds at most kItems vectors, a multiple of
+// 32, at most 1024. Rows wider than 1024 * kItems vectors take a second pass for the rest.
+inline int row_threads(int64_t vectors_per_row) {
+  int64_t t = (vectors_per_row + kItems - 1) / kItems;
+  t = (t + 31) / 32 * 32;
+  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(t, 32), 1024));
+}
+
+inline void check_2d_rows(const at::Tensor& t, const char* name) {
+  TORCH_CHECK(t.is_cuda(), "fuseprof: ", name, " must be a CUDA tensor, got ", t.device());
+  TORCH_CHECK(t.dim() == 2, "fuseprof: ", name, " must be 2-D (M, N), got ", t.dim(), "-D; reshape to (-1, N)");
+  TORCH_CHECK(t.stride(1) == 1, "fuseprof: ", name, "'s last dimension must be contiguous (stride 1), got ",
+              t.stride(1));
+  TORCH_CHECK(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16, "fuseprof: ", name,
+              " must be float16 or bfloat16, got ", t.scalar_type());
+}
+
+inline void check_same(const at::Tensor& a, const at::Tensor& b, const char* an, const char* bn) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "fuseprof: ", bn, " dtype ", b.scalar_type(), " differs from ",
+              an, " dtype ", a.scalar_type());
+  TORCH_CHECK(a.device() == b.device(), "fuseprof: ", bn, " is on ", b.device(), " but ", an, " is on ", a.device());
+}
+
+inline void check_weight(const at::Tensor& w, const at::Tensor& x) {
+  TORCH_CHECK(w.dim() == 1 && w.size(0) == x.size(1), "fuseprof: weight must have shape (", x.size(1), "), got ",
+              w.sizes());
+  TORCH_CHECK(w.is_contiguous(), "fuseprof: weight must be contiguous");
+  check_same(x, w, "x", "weight");
+}
+
+}  // namespace fuseprof
+
+// float16 and bfloat16 only: the kernels compute in fp32 and round once on store.
+#define FUSEPROF_DISPATCH_HALF_TYPES(dtype, ...)                                  \
+  [&] {                                                                          \
+    if ((dtype) == at::kHalf) {                                                  \
+      using scalar_t = __half;                                                   \
+      return __VA_ARGS__();                                                      \
+    }                                                                            \
+    using scalar_t = __nv_bfloat16;                                              \
+    return __VA_ARGS__();                                                        \
+  }()

@@ -1,0 +1,24 @@
+"""Random inputs shared by the cases: normal activations, norm weights near 1, never zeros."""
+
+from __future__ import annotations
+
+import torch
+
+
+def itemsize(dtype: str) -> int:
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+def activations(shape: tuple[int, ...], dtype: str, device: str, generator: torch.Generator) -> torch.Tensor:
+    return torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(getattr(torch, dtype))
+
+
+def norm_weight(n: int, dtype: str, device: str, generator: torch.Generator) -> torch.Tensor:
+    w = 1.0 + 0.1 * torch.randn((n,), generator=generator, device=device, dtype=torch.float32)
+    return w.to(getattr(torch, dtype))
+
+
+# The benchmark grid of issue 3: decode-sized to prefill-sized M, two hidden widths.
+BENCH_SHAPES: tuple[tuple[int, int], ...] = tuple(
+    (m, n) for n in (4096, 8192) for m in (1, 128, 1024, 4096, 8192, 32768)
+)

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The device calls: bash scripts/h200.sh STEP... on the lent H200. Each step logs to stdout and
+# leaves files under $OUT/work; at the end everything is packed into $OUT/results.tgz (the device
+# tool brings back at most 8 files, 2 folders deep). A failing step is reported and the next runs.
+#   install    editable install; Liger-Kernel from .whl/ if carried
+#   build      build the fused CUDA ops verbosely (ptxas resource report -> build.log)
+#   tests      the gpu/ncu-marked tests
+#   sanitize   compute-sanitizer memcheck and racecheck over every CUDA kernel path
+#   ceilings   fuseprof ceilings (copy, FMA, bf16 matmul)
+#   capture    fuseprof profile with ncu: every case at a few shapes
+#   bench      fuseprof bench: every case over the issue-3 shape grid
+set -u -o pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-$PWD/out}
+W="$OUT/work"
+mkdir -p "$W/traces"
+log() { echo "=== $(date +%T) $*"; }
+run() { local name=$1; shift; log "$name"; local t=$SECONDS; "$@"; local rc=$?; echo "--- $name rc=$rc $((SECONDS - t)) s"; }
+
+step_install() {
+  python3 -m pip install -q --no-deps --no-build-isolation -e . >"$W/pip.log" 2>&1 || { cat "$W/pip.log"; return 1; }
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+  fi
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+}
+step_build() { python3 -m fuseprof_kernels._cuda 2>&1 | tee "$W/build.log" | grep -E "ptxas info *: Used|spill|error|built"; }
+step_tests() {
+  timeout 420 python3 -m pytest tests/test_gpu_kernels.py -q -p no:cacheprovider -n 4 2>&1 | tee "$W/gpu_kernel_tests.log" | tail -15
+  timeout 240 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6
+}
+step_sanitize() {
+  for tool in memcheck racecheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 python3 -m fuseprof_kernels._cuda.sanitize \
+      >"$W/sanitize_$tool.log" 2>&1
+    echo "$tool rc=$?"; tail -3 "$W/sanitize_$tool.log"
+  done
+}
+step_ceilings() { fuseprof ceilings --out "$W/traces" 2>&1 | tail -3; }
+step_capture() {
+  fuseprof profile rmsnorm_swiglu --shapes 128x4096,512x4096,1024x4096,1024x8192 --dtype float16 --out "$W/traces" 2>&1 | tail -4
+  fuseprof profile add_rms_norm --shapes 1x4096,128x4096,4096x4096 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
+  fuseprof profile silu_and_mul --shapes 1x14336,128x14336,4096x14336 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
+}
+step_bench() {
+  fuseprof bench rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul --dtype bfloat16 --out "$W/traces" 2>&1 \
+    | tee "$W/bench.log" | grep -vE "^  " | tail -120
+}
+
+for s in "$@"; do run "$s" "step_$s"; done
+du -sh "$W/traces"/* 2>/dev/null
+tar czf "$OUT/results.tgz" -C "$W" . && rm -rf "$W"
+log done
