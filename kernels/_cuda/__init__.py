@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 _HERE = Path(__file__).resolve().parent
+# Distinct file names: torch's ninja build names each object after its source file.
 SOURCES = (
-    _HERE.parent / "rmsnorm_swiglu" / "fused_cuda.cu",
-    _HERE.parent / "add_rms_norm" / "fused_cuda.cu",
-    _HERE.parent / "silu_and_mul" / "fused_cuda.cu",
+    _HERE.parent / "rmsnorm_swiglu" / "fused_rmsnorm_swiglu.cu",
+    _HERE.parent / "add_rms_norm" / "fused_add_rms_norm.cu",
+    _HERE.parent / "silu_and_mul" / "fused_silu_and_mul.cu",
     _HERE / "bindings.cpp",
 )
 
