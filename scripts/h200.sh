@@ -5,6 +5,7 @@
 #   install    editable install; Liger-Kernel from .whl/ if carried
 #   build      build the fused CUDA ops verbosely (ptxas resource report -> build.log)
 #   tests      the gpu/ncu-marked tests
+#   contract   only the input-contract tests of the CUDA ops
 #   sanitize   compute-sanitizer memcheck and racecheck over every CUDA kernel path
 #   ceilings   fuseprof ceilings (copy, FMA, bf16 matmul)
 #   capture    fuseprof profile with ncu: every case at a few shapes
@@ -29,6 +30,10 @@ step_tests() {
   timeout 420 python3 -m pytest tests/test_gpu_kernels.py -q -p no:cacheprovider -n 4 2>&1 | tee "$W/gpu_kernel_tests.log" | tail -15
   timeout 240 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6
 }
+step_contract() {
+  timeout 120 python3 -X faulthandler -m pytest tests/test_gpu_kernels.py -q -p no:cacheprovider -k "contract or stream" \
+    2>&1 | tee "$W/gpu_contract_tests.log" | tail -8
+}
 step_sanitize() {
   for tool in memcheck racecheck; do
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 python3 -m fuseprof_kernels._cuda.sanitize \
@@ -43,7 +48,7 @@ step_capture() {
   fuseprof profile silu_and_mul --shapes 1x14336,128x14336,4096x14336 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
 }
 step_bench() {
-  fuseprof bench rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul --dtype bfloat16 --out "$W/traces" 2>&1 \
+  timeout 420 fuseprof bench rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul --dtype bfloat16 --out "$W/traces" 2>&1 \
     | tee "$W/bench.log" | grep -vE "^  " | tail -120
 }
 

@@ -134,12 +134,12 @@ def test_strided_rows_take_the_right_path() -> None:
     ("make", "message"),
     [
         (lambda x, g, w: (x.cpu(), g, w), "must be a CUDA tensor"),
-        (lambda x, g, w: (x, g.float(), w), "gate dtype"),
+        (lambda x, g, w: (x, g.bfloat16(), w), "gate dtype BFloat16 differs from x dtype Half"),
         (lambda x, g, w: (x.float(), g.float(), w.float()), "must be float16 or bfloat16"),
-        (lambda x, g, w: (x, g[:, :-1], w), "must have the same shape"),
+        (lambda x, g, w: (x, g[:, :-1], w), r"x \(64, 64\), gate \(64, 63\) and out \(64, 64\) must have the same"),
         (lambda x, g, w: (x.t(), g.t(), w), "last dimension must be contiguous"),
-        (lambda x, g, w: (x, g, w[:-1]), "weight must have shape"),
-        (lambda x, g, w: (x.unsqueeze(0), g.unsqueeze(0), w), "must be 2-D"),
+        (lambda x, g, w: (x, g, w[:-1]), r"weight must have shape \(64\), got \(63\)"),
+        (lambda x, g, w: (x.unsqueeze(0), g.unsqueeze(0), w), "x must be 2-D \\(M, N\\), got 3-D"),
     ],
 )
 def test_input_contract_errors_are_clear(make, message: str) -> None:

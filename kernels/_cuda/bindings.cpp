@@ -30,7 +30,8 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::T
 }
 
 at::Tensor silu_and_mul(const at::Tensor& gate_up) {
-  TORCH_CHECK(gate_up.dim() == 2, "fuseprof: gate_up must be 2-D (M, 2d), got ", gate_up.dim(), "-D");
+  TORCH_CHECK(gate_up.dim() == 2, "fuseprof: gate_up must be 2-D (M, 2d), got ",
+              std::to_string(gate_up.dim()), "-D");
   auto out = at::empty({gate_up.size(0), gate_up.size(1) / 2}, gate_up.options());
   silu_and_mul_out(gate_up, out);
   return out;

@@ -75,11 +75,22 @@ inline int row_threads(int64_t vectors_per_row) {
   return static_cast<int>(std::min<int64_t>(std::max<int64_t>(t, 32), 1024));
 }
 
+// Numbers in error messages go through std::to_string: streaming int64_t into TORCH_CHECK's
+// message crashed the process (SIGSEGV) with this extension built by the H200 image's g++, while
+// streaming a Device or ScalarType did not. Seen on 2026-11-29, torch 2.11; cause not isolated.
+inline std::string num(int64_t v) { return std::to_string(v); }
+
+inline std::string dims(at::IntArrayRef sizes) {
+  std::string out = "(";
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+  return out + ")";
+}
+
 inline void check_2d_rows(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.is_cuda(), "fuseprof: ", name, " must be a CUDA tensor, got ", t.device());
-  TORCH_CHECK(t.dim() == 2, "fuseprof: ", name, " must be 2-D (M, N), got ", t.dim(), "-D; reshape to (-1, N)");
+  TORCH_CHECK(t.dim() == 2, "fuseprof: ", name, " must be 2-D (M, N), got ", num(t.dim()), "-D; reshape to (-1, N)");
   TORCH_CHECK(t.stride(1) == 1, "fuseprof: ", name, "'s last dimension must be contiguous (stride 1), got ",
-              t.stride(1));
+              num(t.stride(1)));
   TORCH_CHECK(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16, "fuseprof: ", name,
               " must be float16 or bfloat16, got ", t.scalar_type());
 }
@@ -91,8 +102,8 @@ inline void check_same(const at::Tensor& a, const at::Tensor& b, const char* an,
 }
 
 inline void check_weight(const at::Tensor& w, const at::Tensor& x) {
-  TORCH_CHECK(w.dim() == 1 && w.size(0) == x.size(1), "fuseprof: weight must have shape (", x.size(1), "), got ",
-              w.sizes());
+  TORCH_CHECK(w.dim() == 1 && w.size(0) == x.size(1), "fuseprof: weight must have shape (", num(x.size(1)),
+              "), got ", dims(w.sizes()));
   TORCH_CHECK(w.is_contiguous(), "fuseprof: weight must be contiguous");
   check_same(x, w, "x", "weight");
 }

@@ -91,8 +91,8 @@ void add_rms_norm_out(const at::Tensor& x, const at::Tensor& residual, const at:
   check_same(x, residual_out, "x", "residual_out");
   check_weight(weight, x);
   TORCH_CHECK(residual.sizes() == x.sizes() && out.sizes() == x.sizes() && residual_out.sizes() == x.sizes(),
-              "fuseprof: x ", x.sizes(), ", residual ", residual.sizes(), ", out ", out.sizes(), " and residual_out ",
-              residual_out.sizes(), " must have the same shape");
+              "fuseprof: x ", dims(x.sizes()), ", residual ", dims(residual.sizes()), ", out ", dims(out.sizes()), " and residual_out ",
+              dims(residual_out.sizes()), " must have the same shape");
   const int64_t m = x.size(0), n = x.size(1);
   if (m == 0 || n == 0) return;
   const c10::cuda::CUDAGuard guard(x.device());

@@ -76,8 +76,8 @@ void rmsnorm_swiglu_out(const at::Tensor& x, const at::Tensor& gate, const at::T
   check_same(x, gate, "x", "gate");
   check_same(x, out, "x", "out");
   check_weight(weight, x);
-  TORCH_CHECK(gate.sizes() == x.sizes() && out.sizes() == x.sizes(), "fuseprof: x ", x.sizes(), ", gate ",
-              gate.sizes(), " and out ", out.sizes(), " must have the same shape");
+  TORCH_CHECK(gate.sizes() == x.sizes() && out.sizes() == x.sizes(), "fuseprof: x ", dims(x.sizes()), ", gate ",
+              dims(gate.sizes()), " and out ", dims(out.sizes()), " must have the same shape");
   const int64_t m = x.size(0), n = x.size(1);
   if (m == 0 || n == 0) return;
   const c10::cuda::CUDAGuard guard(x.device());

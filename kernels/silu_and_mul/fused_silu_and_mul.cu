@@ -61,10 +61,10 @@ void silu_and_mul_out(const at::Tensor& gate_up, at::Tensor& out) {
   check_2d_rows(out, "out");
   check_same(gate_up, out, "gate_up", "out");
   TORCH_CHECK(gate_up.size(1) % 2 == 0, "fuseprof: gate_up's last dimension must be even (gate | up), got ",
-              gate_up.size(1));
+              num(gate_up.size(1)));
   const int64_t d = gate_up.size(1) / 2;
   TORCH_CHECK(out.size(0) == gate_up.size(0) && out.size(1) == d, "fuseprof: out must have shape (",
-              gate_up.size(0), ", ", d, "), got ", out.sizes());
+              num(gate_up.size(0)), ", ", num(d), "), got ", dims(out.sizes()));
   launch_silu_mul(gate_up.narrow(1, 0, d), gate_up.narrow(1, d, d), out);
 }
 
@@ -74,8 +74,8 @@ void silu_mul_out(const at::Tensor& gate, const at::Tensor& up, at::Tensor& out)
   check_2d_rows(out, "out");
   check_same(gate, up, "gate", "up");
   check_same(gate, out, "gate", "out");
-  TORCH_CHECK(up.sizes() == gate.sizes() && out.sizes() == gate.sizes(), "fuseprof: gate ", gate.sizes(), ", up ",
-              up.sizes(), " and out ", out.sizes(), " must have the same shape");
+  TORCH_CHECK(up.sizes() == gate.sizes() && out.sizes() == gate.sizes(), "fuseprof: gate ", dims(gate.sizes()), ", up ",
+              dims(up.sizes()), " and out ", dims(out.sizes()), " must have the same shape");
   launch_silu_mul(gate, up, out);
 }
 
