@@ -27,8 +27,8 @@ step_install() {
 }
 step_build() { python3 -m fuseprof_kernels._cuda 2>&1 | tee "$W/build.log" | grep -E "ptxas info *: Used|spill|error|built"; }
 step_tests() {
-  timeout 420 python3 -m pytest tests/test_gpu_kernels.py -q -p no:cacheprovider -n 4 2>&1 | tee "$W/gpu_kernel_tests.log" | tail -15
-  timeout 240 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6
+  timeout 200 python3 -m pytest tests/test_gpu_kernels.py -q -p no:cacheprovider -n 4 2>&1 | tee "$W/gpu_kernel_tests.log" | tail -15
+  timeout 150 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6
 }
 step_contract() {
   timeout 120 python3 -X faulthandler -m pytest tests/test_gpu_kernels.py -q -p no:cacheprovider -k "contract or stream" \
@@ -43,12 +43,12 @@ step_sanitize() {
 }
 step_ceilings() { fuseprof ceilings --out "$W/traces" 2>&1 | tail -3; }
 step_capture() {
-  fuseprof profile rmsnorm_swiglu --shapes 128x4096,512x4096,1024x4096,1024x8192 --dtype float16 --out "$W/traces" 2>&1 | tail -4
-  fuseprof profile add_rms_norm --shapes 1x4096,128x4096,4096x4096 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
-  fuseprof profile silu_and_mul --shapes 1x14336,128x14336,4096x14336 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
+  timeout 200 fuseprof profile rmsnorm_swiglu --shapes 128x4096,512x4096,1024x4096,1024x8192 --dtype float16 --out "$W/traces" 2>&1 | tail -4
+  timeout 200 fuseprof profile add_rms_norm --shapes 1x4096,128x4096,4096x4096 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
+  timeout 200 fuseprof profile silu_and_mul --shapes 1x14336,128x14336,4096x14336 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
 }
 step_bench() {
-  timeout 420 fuseprof bench rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul --dtype bfloat16 --out "$W/traces" 2>&1 \
+  timeout 240 fuseprof bench rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul --dtype bfloat16 --out "$W/traces" 2>&1 \
     | tee "$W/bench.log" | grep -vE "^  " | tail -120
 }
 

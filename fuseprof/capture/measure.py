@@ -20,7 +20,9 @@ from fuseprof.case import Case, Shape, Variant, shape_label
 from fuseprof.ranges import range_label
 
 Log = Callable[[str], None]
-COPY_VARIANT = "copy"
+# Two ways to move the same bytes: cudaMemcpy (which a CUDA graph may hand to a copy engine)
+# and an elementwise kernel on the SMs (x * 1 in fp16, 16-byte accesses). The faster is the limit.
+COPY_VARIANTS = {"copy": lambda s, d: d.copy_(s), "copy_sm": lambda s, d: torch.mul(s, 1, out=d)}
 
 
 def log_to_stderr(msg: str) -> None:
@@ -44,14 +46,15 @@ def time_callable(fn: Callable[..., Any], inputs: tuple[Any, ...], device: torch
             "timing_method": "cuda-events+graph", "l2_policy": timing.L2_FLUSH_POLICY, "repeats": repeats}
 
 
-def _copy_row(case: Case, shape: Shape, dtype: str, device: torch.device, repeats: int,
-              flusher: timing.L2Flusher | None) -> dict[str, Any]:
-    nbytes = case.nominal_bytes(shape, dtype)
-    src = torch.randint(0, 255, (nbytes // 2,), dtype=torch.uint8, device=device)
+def _copy_rows(case: Case, shape: Shape, dtype: str, device: torch.device, repeats: int,
+               flusher: timing.L2Flusher | None) -> list[dict[str, Any]]:
+    """A copy that reads half the op's nominal bytes and writes the other half, timed both ways."""
+    elements = case.nominal_bytes(shape, dtype) // 4  # fp16: 2 bytes read + 2 written per element
+    src = torch.randn(elements, dtype=torch.float16, device=device)
     dst = torch.empty_like(src)
-    stats = time_callable(lambda s, d: d.copy_(s), (src, dst), device, repeats, flusher)
-    return {"case": case.name, "variant": COPY_VARIANT, "shape": shape_label(shape), "dtype": dtype,
-            "nominal_bytes": 2 * (nbytes // 2), **stats}
+    return [{"case": case.name, "variant": name, "shape": shape_label(shape), "dtype": dtype,
+             "nominal_bytes": 4 * elements, **time_callable(fn, (src, dst), device, repeats, flusher)}
+            for name, fn in COPY_VARIANTS.items()]
 
 
 def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ...], dtype: str,
@@ -79,7 +82,7 @@ def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shap
                 calls.append(Call(range_label(variant.name, label), variant.fn, inputs))
         del expected, inputs
         if copy_baseline:
-            rows.append(_copy_row(case, shape, dtype, device, repeats, flusher))
+            rows.extend(_copy_rows(case, shape, dtype, device, repeats, flusher))
         if device.type == "cuda" and not keep_calls:
             torch.cuda.empty_cache()
     frame = pd.DataFrame(rows)

@@ -58,3 +58,20 @@ def cuda_ops(verbose: bool = False) -> Any:
     )
     _register_fakes()
     return torch.ops.fuseprof
+
+
+def cuda_op(name: str) -> Any:
+    """A callable for ``torch.ops.fuseprof.<name>.default`` that builds the extension on first use.
+
+    Calling the resolved OpOverload directly skips the per-call namespace and overload lookup of
+    ``torch.ops.fuseprof.<name>(...)``: host dispatch is what small-M calls are made of.
+    """
+    resolved: list[Any] = []
+
+    def call(*args: Any) -> Any:
+        if not resolved:
+            resolved.append(getattr(cuda_ops(), name).default)
+        return resolved[0](*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call

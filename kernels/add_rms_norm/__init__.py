@@ -5,13 +5,16 @@ from __future__ import annotations
 import torch
 
 from fuseprof.case import Case, Variant, compile_static, lazy
-from fuseprof_kernels._cuda import cuda_ops
+from fuseprof_kernels._cuda import cuda_op
 from fuseprof_kernels.add_rms_norm.eager import eager
 from fuseprof_kernels.add_rms_norm.reference import EPS, make_inputs, nominal_bytes, reference
 
 
+_ADD_RMS_NORM = cuda_op("add_rms_norm")
+
+
 def fused_cuda(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return cuda_ops().add_rms_norm(x, residual, weight, EPS)
+    return _ADD_RMS_NORM(x, residual, weight, EPS)
 
 
 def liger(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

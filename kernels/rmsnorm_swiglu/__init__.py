@@ -5,13 +5,16 @@ from __future__ import annotations
 import torch
 
 from fuseprof.case import Case, Variant, compile_static, lazy
-from fuseprof_kernels._cuda import cuda_ops
+from fuseprof_kernels._cuda import cuda_op
 from fuseprof_kernels.rmsnorm_swiglu.eager import eager
 from fuseprof_kernels.rmsnorm_swiglu.reference import EPS, make_inputs, nominal_bytes, reference
 
 
+_RMSNORM_SWIGLU = cuda_op("rmsnorm_swiglu")
+
+
 def fused_cuda(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    return cuda_ops().rmsnorm_swiglu(x, gate, weight, EPS)
+    return _RMSNORM_SWIGLU(x, gate, weight, EPS)
 
 
 def liger(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from fuseprof.case import Case, Variant, compile_static, lazy
-from fuseprof_kernels._cuda import cuda_ops
+from fuseprof_kernels._cuda import cuda_op
 from fuseprof_kernels.silu_and_mul.eager import eager_packed, eager_split
 from fuseprof_kernels.silu_and_mul.reference import (
     make_packed_inputs,
@@ -22,12 +22,16 @@ _TRITON = "fuseprof_kernels.silu_and_mul.fused_triton"
 _SHAPES = ((1, 14336), (128, 14336), (4096, 14336), (1024, 8192))
 
 
+_SILU_AND_MUL = cuda_op("silu_and_mul")
+_SILU_MUL = cuda_op("silu_mul")
+
+
 def fused_cuda_packed(gate_up: torch.Tensor) -> torch.Tensor:
-    return cuda_ops().silu_and_mul(gate_up)
+    return _SILU_AND_MUL(gate_up)
 
 
 def fused_cuda_split(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    return cuda_ops().silu_mul(gate, up)
+    return _SILU_MUL(gate, up)
 
 
 def liger_packed(gate_up: torch.Tensor) -> torch.Tensor:
