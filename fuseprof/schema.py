@@ -98,6 +98,8 @@ TIMING_COLUMNS: tuple[Column, ...] = (
     Column("gpu_median_ns", "Float64", "median of CUDA events around one CUDA-graph replay (L2 flushed before)"),
     Column("gpu_p10_ns", "Float64", "10th percentile of the same samples"),
     Column("gpu_p90_ns", "Float64", "90th percentile of the same samples"),
+    Column("host_dispatch_ns", "Float64",
+           "mean host wall time per call over 100 back-to-back calls without sync (perf_counter)"),
     Column("repeats", "Int64", "samples behind each median"),
     Column("timing_method", "string", "'cuda-events+graph' or 'cpu-perf-counter'"),
     Column("l2_policy", "string", "how caches were cleared between samples"),

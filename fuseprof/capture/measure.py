@@ -43,6 +43,7 @@ def time_callable(fn: Callable[..., Any], inputs: tuple[Any, ...], device: torch
     as_called = timing.time_as_called(fn, inputs, flusher, repeats)
     gpu = timing.time_graph_replay(fn, inputs, flusher, repeats)
     return {**timing.summarize(as_called, "as_called"), **timing.summarize(gpu, "gpu"),
+            "host_dispatch_ns": timing.host_dispatch_ns(fn, inputs),
             "timing_method": "cuda-events+graph", "l2_policy": timing.L2_FLUSH_POLICY, "repeats": repeats}
 
 

@@ -94,6 +94,18 @@ def time_graph_replay(fn: Callable[..., Any], inputs: Sequence[Any], flush: L2Fl
     return _elapsed_ns(pairs)
 
 
+def host_dispatch_ns(fn: Callable[..., Any], inputs: Sequence[Any], calls: int = 100) -> float:
+    """Mean host time per call over back-to-back calls with no sync: what a decode loop pays on
+    the CPU per op while the GPU queue absorbs the launches."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        fn(*inputs)
+    elapsed = time.perf_counter_ns() - t0
+    torch.cuda.synchronize()
+    return elapsed / calls
+
+
 def time_cpu(fn: Callable[..., Any], inputs: Sequence[Any], repeats: int) -> list[float]:
     samples = []
     for _ in range(repeats):

@@ -37,7 +37,10 @@ __device__ __forceinline__ void store_pack(T* p, const Pack<T, VEC>& pack) {
   *reinterpret_cast<Pack<T, VEC>*>(p) = pack;
 }
 
-__device__ __forceinline__ float silu(float z) { return z / (1.0f + __expf(-z)); }
+// SiLU with the fast divide: an IEEE '/' per element cost rmsnorm_swiglu 14% over the copy
+// time at 8192x8192 on the H200 (the add_rms_norm kernel, with no divide, sat at 4%).
+// __fdividef is within 2 ulp of fp32, far below the fp16/bf16 output's rounding.
+__device__ __forceinline__ float silu(float z) { return __fdividef(z, 1.0f + __expf(-z)); }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
