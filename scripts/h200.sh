@@ -6,6 +6,7 @@
 #   build      build the fused CUDA ops verbosely (ptxas resource report -> build.log)
 #   tests      the gpu/ncu-marked tests
 #   contract   only the input-contract tests of the CUDA ops
+#   ktests     only the kernel tests (tests/test_gpu_kernels.py)
 #   sanitize   compute-sanitizer memcheck and racecheck over every CUDA kernel path
 #   ceilings   fuseprof ceilings (copy, FMA, bf16 matmul)
 #   capture    fuseprof profile with ncu: every case at a few shapes
@@ -26,8 +27,11 @@ step_install() {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
 }
 step_build() { python3 -m fuseprof_kernels._cuda 2>&1 | tee "$W/build.log" | grep -E "ptxas info *: Used|spill|error|built"; }
+step_ktests() {
+  timeout 200 python3 -m pytest tests/test_gpu_kernels.py -q -p no:cacheprovider -n 4 2>&1 | tee "$W/gpu_kernel_tests.log" | tail -3
+}
 step_tests() {
-  timeout 200 python3 -m pytest tests/test_gpu_kernels.py -q -p no:cacheprovider -n 4 2>&1 | tee "$W/gpu_kernel_tests.log" | tail -15
+  step_ktests
   timeout 150 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6
 }
 step_contract() {
