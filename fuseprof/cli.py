@@ -60,6 +60,13 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cuda")
     p.add_argument("--out", type=Path, default=DEFAULT_TRACES)
 
+    p = sub.add_parser("dashboard", help="open the Streamlit dashboard over a folder of bundles",
+                       description="Roofline, occupancy, fusion and launch pages over the bundles in DIR "
+                                   "(default: traces). Listens on localhost unless --address says otherwise.")
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("--address", default="localhost", help="address to listen on (default localhost)")
+    p.add_argument("--port", type=int, default=8501)
+
     p = sub.add_parser("compare", help="variants side by side: GPU and as-called time, GB/s, vs copy")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
     p.add_argument("--baseline", default="compiled", help="variant to compute speedups against")
@@ -143,6 +150,23 @@ def _cmd_ceilings(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from fuseprof.bundle import find_bundles
+
+    app = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
+    if not app.exists():
+        raise FuseprofError(f"{app} is missing: the dashboard runs from a checkout (pip install -e .)")
+    if not find_bundles(args.dir):
+        raise FuseprofError(f"{args.dir}: holds no fuseprof bundle to show")
+    argv = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.address,
+            "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--", "--traces", str(args.dir.resolve())]
+    print(f"fuseprof dashboard: http://{args.address}:{args.port}  (Ctrl-C stops it)", file=sys.stderr)
+    return subprocess.call(argv)
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from fuseprof.compare import compare_variants
     from fuseprof.load import load_timings
@@ -174,10 +198,12 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     rows = []
     for path in find_bundles(args.dir):
         m = read_manifest(path)
-        rows.append({"bundle": path.name, "kind": m.get("kind"), "case": m.get("case"),
-                     "variants": ",".join(v["name"] for v in m.get("variants", [])),
-                     "shapes": ",".join(m.get("shapes", [])), "dtype": m.get("dtype"),
-                     "device": (m.get("device") or {}).get("name"), "ncu": (m.get("ncu") or {}).get("status"),
+        variants = [v["name"] for v in m.get("variants", [])]
+        variants += [v["name"] for c in m.get("cases", []) for v in c["variants"] if v["name"] not in variants]
+        rows.append({"bundle": path.name, "kind": m.get("kind"), "case": m.get("case") or "",
+                     "variants": ",".join(variants),
+                     "shapes": ",".join(m.get("shapes", [])), "dtype": m.get("dtype") or "",
+                     "device": (m.get("device") or {}).get("name"), "ncu": (m.get("ncu") or {}).get("status", ""),
                      "created_utc": m.get("created_utc")})
     if not rows:
         print(f"no bundles in {args.dir}")
@@ -222,7 +248,7 @@ def _cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "ls": _cmd_ls, "show": _cmd_show,
+_COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "ls": _cmd_ls, "show": _cmd_show,
              "summary": _cmd_summary, "columns": _cmd_columns, "cases": _cmd_cases}
 
 

@@ -1,0 +1,168 @@
+"""fuseprof dashboard: roofline, occupancy, fusion and launches over a folder of bundles.
+
+Run ``fuseprof dashboard [DIR]`` or ``streamlit run dashboards/app.py -- --traces DIR``. Pages only
+call the figure builders in ``fuseprof.figures`` and the models in ``fuseprof.model``; state (the
+page, the filters) lives in the URL's query parameters, so a view can be shared as a link.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from fuseprof import figures, load, load_timings
+from fuseprof.errors import FuseprofError
+from fuseprof.model import catalog
+from fuseprof.model.devices import DEFAULT_DEVICE, DEVICES
+from fuseprof.model.occupancy import occupancy_table
+from fuseprof.model.roofline import Roof, datasheet_roof, measured_roofs, ncu_roof, place
+from fuseprof.summary import summarize
+
+DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
+PAGES = ("Roofline", "Occupancy", "Fusion", "Launches")
+
+
+def traces_dir() -> Path:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--traces", default=os.environ.get("FUSEPROF_TRACES", str(DEFAULT_TRACES)))
+    args, _ = parser.parse_known_args(sys.argv[1:])
+    return Path(args.traces)
+
+
+@st.cache_data(show_spinner="Loading bundles…")
+def load_everything(path: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str], dict[str, int], dict[str, Roof]]:
+    return (load(path), load_timings(path), catalog.variant_kinds(path), catalog.profiler_repeats(path),
+            measured_roofs(path))
+
+
+def data_table(frame: pd.DataFrame, name: str) -> None:
+    """The numbers behind a chart, one click away, with a CSV download."""
+    with st.expander(f"Data: {name} ({len(frame)} rows)"):
+        st.dataframe(frame, hide_index=True)
+        st.download_button("Download CSV", frame.to_csv(index=False), file_name=f"{name}.csv", mime="text/csv",
+                           key=f"csv-{name}")
+
+
+def _multiselect(label: str, options: list[str], key: str) -> list[str]:
+    """Empty means all: a hundred bundles as default chips made the page slow to draw."""
+    chosen = [v for v in st.query_params.get_all(key) if v in options]
+    picked = st.sidebar.multiselect(label, options, default=chosen, key=f"filter-{key}", placeholder="all")
+    st.query_params[key] = picked
+    return picked or options
+
+
+def filtered(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame
+    for column in ("bundle", "case", "variant", "shape"):
+        if column in out and out[column].notna().any():
+            options = sorted(out[column].dropna().unique().tolist())
+            out = out[out[column].isin(_multiselect(column, options, column))]
+    return out
+
+
+def roofline_page(kernels: pd.DataFrame, kinds: dict[str, str], roofs: dict[str, Roof]) -> None:
+    options = {f"{name} (datasheet)": datasheet_roof(spec) for name, spec in DEVICES.items()}
+    options.update({roof.label: roof for roof in roofs.values()})
+    for device in sorted(kernels["device"].dropna().unique()):
+        found = ncu_roof(kernels, device)
+        if found:
+            options[found.label] = found
+    wanted = st.query_params.get("roof", f"{DEFAULT_DEVICE} (datasheet)")
+    labels = list(options)
+    label = st.sidebar.selectbox("Roof", labels, index=labels.index(wanted) if wanted in labels else 0)
+    st.query_params["roof"] = label
+    placed = place(kernels, options[label])
+    if placed.empty:
+        st.info("No ncu-measured kernels in the selection: the roofline needs DRAM bytes and FLOPs.")
+        return
+    st.plotly_chart(figures.roofline_figure(placed, options[label], kinds), key="roofline")
+    no_flops = int((placed["flops"] == 0).sum())
+    st.caption("Points: one per ncu-profiled kernel (FLOPs = fadd + fmul + 2·ffma over all precisions; bytes = "
+               "DRAM read + write). Stars: an unfused chain taken as one. × marks a kernel whose bytes/s exceed "
+               f"the DRAM roof (L2-resident), drawn on the roof instead of above it. {no_flops} kernels without "
+               "FLOPs (copies, casts) are in the table but not on the log axes.")
+    columns = ["bundle", "variant", "shape", "kernel_short", "flops", "dram_bytes", "duration_ns",
+               "arithmetic_intensity", "achieved_flops_per_s", "achieved_bytes_per_s", "attainable_flops_per_s",
+               "bound", "pct_of_roof", "l2_resident", "roof"]
+    data_table(placed[columns], "roofline")
+
+
+def occupancy_page(kernels: pd.DataFrame) -> None:
+    table = occupancy_table(kernels)
+    if table.empty:
+        st.info("No ncu-measured kernels in the selection.")
+        return
+    st.plotly_chart(figures.occupancy_figure(table), key="occupancy")
+    columns = ["bundle", "variant", "shape", "kernel_short", "registers_per_thread", "shared_mem_bytes",
+               "threads_per_block", "blocks", "theoretical_occupancy_pct", "computed_occupancy_pct",
+               "achieved_occupancy_pct", "occupancy_limiter", "computed_limiter", "spill_load_bytes",
+               "spill_store_bytes"]
+    data_table(table[columns], "occupancy")
+    labels = figures.kernel_labels(table)
+    chosen = st.selectbox("Kernel for the occupancy curves", range(len(labels)), format_func=lambda i: labels[i])
+    row = table.iloc[chosen]
+    st.plotly_chart(figures.occupancy_curves_figure(int(row["threads_per_block"]), int(row["registers_per_thread"]),
+                                                    int(row["shared_mem_bytes"])), key="occupancy-curves")
+
+
+def fusion_page(kernels: pd.DataFrame, timings: pd.DataFrame, kinds: dict[str, str]) -> None:
+    summary = summarize(kernels, timings)
+    summary = summary[summary["kernels_per_call"].notna() & summary["gpu_median_ns"].notna()]
+    if summary.empty:
+        st.info("Fusion needs capture bundles with both ncu kernels and timings.")
+        return
+    for (case, bundle), part in summary.groupby(["case", "bundle"], sort=True):
+        st.subheader(f"{case}")
+        st.caption(bundle)
+        st.plotly_chart(figures.fusion_figure(part, kinds), key=f"fusion-{bundle}")
+        data_table(part[["bundle", "variant", "shape", "kernels_per_call", "gpu_median_ns", "as_called_median_ns",
+                         "dram_bytes", "l2_bytes", "nominal_bytes", "dram_bytes_over_nominal", "ncu_time_ns"]],
+                   f"fusion-{bundle}")
+
+
+def launches_page(kernels: pd.DataFrame, repeats: dict[str, int], kinds: dict[str, str]) -> None:
+    profiled = kernels[(kernels["source"] == "torch.profiler") & kernels["launch_start_ns"].notna()]
+    if profiled.empty:
+        st.info("No torch.profiler kernels in the selection.")
+        return
+    bundle = st.selectbox("Bundle", sorted(profiled["bundle"].unique()))
+    shapes = profiled[profiled["bundle"] == bundle]["shape"].dropna().unique().tolist()
+    shape = st.selectbox("Shape", shapes)
+    rows = profiled[(profiled["bundle"] == bundle) & (profiled["shape"] == shape)]
+    one_call = catalog.last_call(rows, repeats.get(bundle, 1))
+    st.plotly_chart(figures.launches_figure(one_call, kinds), key="launches")
+    gaps = figures.launch_gaps(one_call)
+    data_table(gaps, "launch-gaps")
+
+
+def main() -> None:
+    st.set_page_config(page_title="fuseprof", layout="wide")
+    path = traces_dir()
+    try:
+        kernels, timings, kinds, repeats, roofs = load_everything(str(path))
+    except FuseprofError as exc:
+        st.error(str(exc))
+        return
+    wanted = st.query_params.get("page", PAGES[0])
+    page = st.sidebar.radio("Page", PAGES, index=PAGES.index(wanted) if wanted in PAGES else 0)
+    st.query_params["page"] = page
+    st.title(f"fuseprof — {page}")
+    st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {path}")
+    selected = filtered(kernels)
+    selected_timings = timings[timings["bundle"].isin(selected["bundle"].unique())]
+    if page == "Roofline":
+        roofline_page(selected, kinds, roofs)
+    elif page == "Occupancy":
+        occupancy_page(selected)
+    elif page == "Fusion":
+        fusion_page(selected, selected_timings, kinds)
+    else:
+        launches_page(selected, repeats, kinds)
+
+
+main()

@@ -1,0 +1,101 @@
+"""Theoretical occupancy from registers, shared memory and block size, as the CUDA occupancy
+calculator computes it, for compute capability 9.0 (H100/H200); checked against ncu's
+``sm__maximum_warps_per_active_cycle_pct`` on every committed kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class SmLimits:
+    """Per-SM resources (CUDA C Programming Guide, "Technical Specifications per Compute Capability")."""
+
+    max_warps: int = 64
+    max_blocks: int = 32
+    registers: int = 65536
+    register_partitions: int = 4  # the register file is split across the SM's 4 schedulers
+    register_unit: int = 256  # registers are allocated per warp in units of 256
+    max_registers_per_thread: int = 255
+    shared_bytes: int = 233472  # 228 KB usable by blocks
+    shared_unit: int = 128
+    shared_reserved_per_block: int = 1024  # the runtime reserves 1 KB of shared memory per block
+
+
+HOPPER = SmLimits()
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    blocks_by_warps: int
+    blocks_by_registers: int
+    blocks_by_shared_mem: int
+    blocks_by_block_limit: int
+    warps_per_block: int
+    limits: SmLimits
+
+    @property
+    def blocks(self) -> int:
+        return min(self.blocks_by_warps, self.blocks_by_registers, self.blocks_by_shared_mem, self.blocks_by_block_limit)
+
+    @property
+    def theoretical_pct(self) -> float:
+        return 100.0 * self.blocks * self.warps_per_block / self.limits.max_warps
+
+    @property
+    def limiter(self) -> str:
+        named = {"registers": self.blocks_by_registers, "shared_mem": self.blocks_by_shared_mem,
+                 "warps": self.blocks_by_warps, "blocks": self.blocks_by_block_limit}  # ncu's order
+        return "+".join(k for k, v in named.items() if v == self.blocks)
+
+
+def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
+              limits: SmLimits = HOPPER) -> Occupancy:
+    """Resident blocks per SM allowed by each resource, for one kernel launch configuration."""
+    if threads_per_block <= 0:
+        raise ValueError("threads_per_block must be positive")
+    warps = math.ceil(threads_per_block / 32)
+    regs_per_warp = math.ceil(max(registers_per_thread, 1) * 32 / limits.register_unit) * limits.register_unit
+    warps_per_partition = (limits.registers // limits.register_partitions) // regs_per_warp
+    by_regs = (warps_per_partition * limits.register_partitions) // warps
+    if registers_per_thread > limits.max_registers_per_thread:
+        by_regs = 0
+    smem = math.ceil((shared_bytes_per_block + limits.shared_reserved_per_block) / limits.shared_unit) * limits.shared_unit
+    return Occupancy(
+        blocks_by_warps=limits.max_warps // warps,
+        blocks_by_registers=by_regs,
+        blocks_by_shared_mem=limits.shared_bytes // smem,
+        blocks_by_block_limit=limits.max_blocks,
+        warps_per_block=warps,
+        limits=limits,
+    )
+
+
+def occupancy_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """ncu rows with the computed theoretical occupancy and limiter beside ncu's own."""
+    rows = kernels[kernels["source"] == "ncu"].dropna(subset=["threads_per_block", "registers_per_thread"]).copy()
+    calc = [occupancy(int(t), int(r), int(s) if pd.notna(s) else 0)
+            for t, r, s in zip(rows["threads_per_block"], rows["registers_per_thread"], rows["shared_mem_bytes"])]
+    rows["computed_occupancy_pct"] = [c.theoretical_pct for c in calc]
+    rows["computed_limiter"] = [c.limiter for c in calc]
+    return rows
+
+
+def occupancy_curve(threads_per_block: int, shared_bytes_per_block: int, registers: range = range(16, 256, 8),
+                    limits: SmLimits = HOPPER) -> pd.DataFrame:
+    """Theoretical occupancy as registers per thread vary, the rest of the launch fixed."""
+    return pd.DataFrame({"registers_per_thread": list(registers),
+                         "theoretical_occupancy_pct": [occupancy(threads_per_block, r, shared_bytes_per_block,
+                                                                 limits).theoretical_pct for r in registers]})
+
+
+def block_size_curve(registers_per_thread: int, shared_bytes_per_block: int,
+                     block_sizes: range = range(32, 1025, 32), limits: SmLimits = HOPPER) -> pd.DataFrame:
+    """Theoretical occupancy as the block size varies, registers and shared memory fixed."""
+    return pd.DataFrame({"threads_per_block": list(block_sizes),
+                         "theoretical_occupancy_pct": [occupancy(b, registers_per_thread, shared_bytes_per_block,
+                                                                 limits).theoretical_pct for b in block_sizes]})

@@ -1,0 +1,53 @@
+"""Shared pieces of the browser tests and the dashboard benchmark: start the dashboard as a user
+would (``fuseprof dashboard``), and drive Debian's Chromium through Playwright."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PLOT_SELECTOR = ".js-plotly-plot .main-svg"
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def dashboard(traces: Path, timeout_s: float = 90) -> Iterator[str]:
+    """``fuseprof dashboard TRACES`` on a free localhost port; yields its URL, stops it after."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "fuseprof.cli", "dashboard", str(traces), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the dashboard did not come up on {url} (exit {proc.poll()})")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

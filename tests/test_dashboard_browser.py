@@ -1,0 +1,61 @@
+"""End to end: ``fuseprof dashboard`` on the committed traces, each page loaded in headless
+Chromium; the Plotly chart must render and no Streamlit exception may show. Screenshots are
+saved to tests/artifacts/. Needs Debian's chromium and the playwright package (.ci/run installs
+both); elsewhere it skips, but under CI a missing browser is a failure, not a skip."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, chromium_path, dashboard
+from tests.conftest import ROOT, TRACES
+
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # the dev extra installs it
+    sync_playwright = None
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: .ci/run must install it")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser_page():
+    if sync_playwright is None:
+        _unavailable("the playwright package is not installed")
+    executable = chromium_path()
+    if executable is None:
+        _unavailable("Debian's chromium is not installed")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        yield page
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def url():
+    with dashboard(TRACES) as address:
+        yield address
+
+
+@pytest.mark.parametrize("name", ["Roofline", "Occupancy", "Fusion", "Launches"])
+def test_page_renders_its_plotly_chart(browser_page, url: str, name: str) -> None:
+    browser_page.goto(f"{url}/?page={name}")
+    browser_page.wait_for_selector(PLOT_SELECTOR, timeout=60_000)
+    browser_page.wait_for_timeout(500)
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser_page.screenshot(path=str(ARTIFACTS / f"dashboard-{name.lower()}.png"))
+    assert browser_page.locator('[data-testid="stException"]').count() == 0
+    assert browser_page.locator(".js-plotly-plot").count() >= 1
+    assert browser_page.get_by_text(f"fuseprof — {name}").count() == 1
+    if name == "Roofline":  # markers drawn, not just axes
+        assert browser_page.locator(".js-plotly-plot .scatterlayer .point").count() > 50
