@@ -11,6 +11,7 @@
 #   ceilings   fuseprof ceilings (copy, FMA, bf16 matmul)
 #   capture    fuseprof profile with ncu: every case at a few shapes
 #   bench      fuseprof bench: every case over the issue-3 shape grid
+#   sweep      the register-pressure sweep of the fused Triton kernel, with ncu
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}
@@ -50,6 +51,9 @@ step_capture() {
   timeout 200 fuseprof profile rmsnorm_swiglu --shapes 128x4096,512x4096,1024x4096,1024x8192 --dtype float16 --out "$W/traces" 2>&1 | tail -4
   timeout 200 fuseprof profile add_rms_norm --shapes 1x4096,128x4096,4096x4096 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
   timeout 200 fuseprof profile silu_and_mul --shapes 1x14336,128x14336,4096x14336 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -3
+}
+step_sweep() {
+  timeout 150 fuseprof profile fuseprof_kernels.rmsnorm_swiglu.sweep:CASE --out "$W/traces" 2>&1 | tail -8
 }
 step_bench() {
   timeout 240 fuseprof bench rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul --dtype bfloat16 --out "$W/traces" 2>&1 \

@@ -45,7 +45,9 @@ def _rmsnorm_swiglu_kernel(x_ptr, g_ptr, w_ptr, y_ptr, x_stride, g_stride, y_str
 
 
 def rmsnorm_swiglu_triton(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor, eps: float = EPS,
-                          out: torch.Tensor | None = None) -> torch.Tensor:
+                          out: torch.Tensor | None = None, num_warps: int | None = None) -> torch.Tensor:
+    """``num_warps`` overrides the launch width: fewer warps hold more of the row per thread (the
+    register-pressure sweep in ``sweep.py`` turns this knob)."""
     if x.dim() != 2 or x.stride(1) != 1 or gate.stride(1) != 1 or gate.shape != x.shape:
         raise ValueError(f"x and gate must be 2-D with contiguous rows and equal shapes; got {tuple(x.shape)}, "
                          f"{tuple(gate.shape)}")
@@ -53,5 +55,5 @@ def rmsnorm_swiglu_triton(x: torch.Tensor, gate: torch.Tensor, weight: torch.Ten
     m, n = x.shape
     block, single, warps = row_block(n)
     _rmsnorm_swiglu_kernel[(m,)](x, gate, weight, out, x.stride(0), gate.stride(0), out.stride(0), n, eps,
-                                 BLOCK=block, SINGLE_PASS=single, num_warps=warps)
+                                 BLOCK=block, SINGLE_PASS=single, num_warps=num_warps or warps)
     return out
