@@ -128,9 +128,10 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    from fuseprof_kernels._inputs import BENCH_SHAPES
+
     from fuseprof.capture.bench import run_bench
     from fuseprof.case import parse_shapes
-    from fuseprof_kernels._inputs import BENCH_SHAPES
 
     shapes = parse_shapes(args.shapes) if args.shapes else BENCH_SHAPES
     path = run_bench(args.cases, shapes, args.dtype, args.device, args.out, args.repeats,

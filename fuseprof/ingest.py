@@ -7,8 +7,8 @@ ingest with one line naming it, and no partial bundle is left behind.
 from __future__ import annotations
 
 import hashlib
-import sys
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from fuseprof.bundle import BundleWriter
 from fuseprof.capture.provenance import command_line, now_utc
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.dispatch import require_artifact_kind
+
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()

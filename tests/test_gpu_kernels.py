@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from fuseprof.capture.correctness import compare  # noqa: E402
-from fuseprof.case import DEFAULT_TOLERANCES  # noqa: E402
 from fuseprof_kernels._inputs import activations, norm_weight  # noqa: E402
 from fuseprof_kernels.add_rms_norm.reference import reference as add_rms_norm_ref  # noqa: E402
 from fuseprof_kernels.rmsnorm_swiglu.reference import reference as rmsnorm_swiglu_ref  # noqa: E402
 from fuseprof_kernels.silu_and_mul.reference import reference_packed, reference_split  # noqa: E402
+
+from fuseprof.capture.correctness import compare  # noqa: E402
+from fuseprof.case import DEFAULT_TOLERANCES  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

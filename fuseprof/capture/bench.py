@@ -13,11 +13,11 @@ from pathlib import Path
 import pandas as pd
 
 from fuseprof.bundle import BundleWriter
+from fuseprof.capture import timing
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import Log, check_and_time, log_to_stderr
 from fuseprof.capture.profile import resolve_device, resolve_dtype, slug_device
 from fuseprof.capture.provenance import command_line, git_state, now_utc, versions
-from fuseprof.capture import timing
 from fuseprof.case import Shape, load_case, select_variants, shape_label
 from fuseprof.errors import CorrectnessError
 

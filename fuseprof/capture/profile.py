@@ -19,9 +19,9 @@ import torch
 from fuseprof.bundle import RAW, BundleWriter
 from fuseprof.capture import timing
 from fuseprof.capture.device_facts import device_facts
+from fuseprof.capture.measure import Log, check_and_time, log_to_stderr
 from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
 from fuseprof.capture.ncu_run import UnknownMetricsError, find_ncu, run_capture_output, run_ncu
-from fuseprof.capture.measure import Log, check_and_time, log_to_stderr
 from fuseprof.capture.ncu_target import target_argv
 from fuseprof.capture.provenance import command_line, git_state, now_utc, versions
 from fuseprof.capture.torch_profile import record_trace
@@ -30,7 +30,6 @@ from fuseprof.errors import CorrectnessError, InvalidArgumentError, NcuError, No
 from fuseprof.parse.dispatch import parse_raw_dir
 from fuseprof.parse.ncu_metrics import NCU_METRICS
 from fuseprof.ranges import range_label
-
 
 
 @dataclass

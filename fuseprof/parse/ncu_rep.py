@@ -21,7 +21,6 @@ from fuseprof.parse.units import scale_to_base
 from fuseprof.ranges import parse_range_label
 from fuseprof.schema import NCU_SOURCE
 
-
 _EXTRAS_GLOBS = ("/opt/nvidia/nsight-compute/*/extras/python", "/usr/local/cuda*/nsight-compute*/extras/python")
 
 

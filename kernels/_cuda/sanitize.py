@@ -7,7 +7,6 @@ vector and scalar paths, rows past the register cache (second pass), a single ro
 from __future__ import annotations
 
 import torch
-
 from fuseprof_kernels._cuda import cuda_ops
 
 SHAPES = ((1, 8), (3, 771), (5, 768), (2, 4096), (2, 40_000), (1, 65_536), (70_001, 16))

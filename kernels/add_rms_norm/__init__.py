@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import torch
-
-from fuseprof.case import Case, Variant, compile_static, lazy
 from fuseprof_kernels._cuda import cuda_op
 from fuseprof_kernels.add_rms_norm.eager import eager
 from fuseprof_kernels.add_rms_norm.reference import EPS, make_inputs, nominal_bytes, reference
 
+from fuseprof.case import Case, Variant, compile_static, lazy
 
 _ADD_RMS_NORM = cuda_op("add_rms_norm")
 

@@ -6,7 +6,6 @@ Each line is a kernel and a full read or write of the (M, N) tensor: 6-8 travers
 from __future__ import annotations
 
 import torch
-
 from fuseprof_kernels.add_rms_norm.reference import EPS
 
 

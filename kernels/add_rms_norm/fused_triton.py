@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
 from fuseprof_kernels._triton import row_block
 from fuseprof_kernels.add_rms_norm.reference import EPS
 

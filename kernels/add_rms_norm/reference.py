@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from fuseprof_kernels._inputs import activations, itemsize, norm_weight
 
 EPS = 1e-6

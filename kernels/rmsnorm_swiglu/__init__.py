@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import torch
-
-from fuseprof.case import Case, Variant, compile_static, lazy
 from fuseprof_kernels._cuda import cuda_op
 from fuseprof_kernels.rmsnorm_swiglu.eager import eager
 from fuseprof_kernels.rmsnorm_swiglu.reference import EPS, make_inputs, nominal_bytes, reference
 
+from fuseprof.case import Case, Variant, compile_static, lazy
 
 _RMSNORM_SWIGLU = cuda_op("rmsnorm_swiglu")
 

@@ -7,7 +7,6 @@ through memory; that traffic is what the fused kernel removes.
 from __future__ import annotations
 
 import torch
-
 from fuseprof_kernels.rmsnorm_swiglu.reference import EPS
 
 

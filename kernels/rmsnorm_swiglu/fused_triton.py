@@ -9,7 +9,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
 from fuseprof_kernels._triton import row_block
 from fuseprof_kernels.rmsnorm_swiglu.reference import EPS
 

@@ -6,7 +6,6 @@ Imported by the case, the tests and the benchmarks alike; never copied.
 from __future__ import annotations
 
 import torch
-
 from fuseprof_kernels._inputs import activations, itemsize, norm_weight
 
 EPS = 1e-6

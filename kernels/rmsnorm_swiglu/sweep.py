@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 
-from fuseprof.case import Case, Variant, lazy
 from fuseprof_kernels.rmsnorm_swiglu.reference import make_inputs, nominal_bytes, reference
+
+from fuseprof.case import Case, Variant, lazy
 
 WARPS = (32, 16, 8, 4, 2)
 

@@ -6,8 +6,6 @@
 from __future__ import annotations
 
 import torch
-
-from fuseprof.case import Case, Variant, compile_static, lazy
 from fuseprof_kernels._cuda import cuda_op
 from fuseprof_kernels.silu_and_mul.eager import eager_packed, eager_split
 from fuseprof_kernels.silu_and_mul.reference import (
@@ -17,6 +15,8 @@ from fuseprof_kernels.silu_and_mul.reference import (
     reference_packed,
     reference_split,
 )
+
+from fuseprof.case import Case, Variant, compile_static, lazy
 
 _TRITON = "fuseprof_kernels.silu_and_mul.fused_triton"
 _SHAPES = ((1, 14336), (128, 14336), (4096, 14336), (1024, 8192))

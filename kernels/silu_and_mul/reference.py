@@ -6,7 +6,6 @@ A case's shape is (M, d): the output's. The packed input is (M, 2d).
 from __future__ import annotations
 
 import torch
-
 from fuseprof_kernels._inputs import activations, itemsize
 
 

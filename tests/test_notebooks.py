@@ -1,0 +1,53 @@
+"""Each notebook runs top to bottom on the committed traces, on a machine without a GPU, within a
+minute; its computed conclusions hold the values the bundles give."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+nbformat = pytest.importorskip("nbformat")
+NotebookClient = pytest.importorskip("nbclient").NotebookClient
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def execute(name: str) -> tuple[list[str], float]:
+    """Run the notebook in a fresh kernel; return its Markdown outputs and the wall time."""
+    book = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    for cell in book.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+    start = time.monotonic()
+    NotebookClient(book, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    elapsed = time.monotonic() - start
+    errors = [o for c in book.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, errors[0].get("evalue")
+    markdown = [o["data"]["text/markdown"] for c in book.cells for o in c.get("outputs", [])
+                if "text/markdown" in o.get("data", {})]
+    return markdown, elapsed
+
+
+def test_fused_vs_unfused_traffic() -> None:
+    markdown, elapsed = execute("fused_vs_unfused_traffic")
+    assert elapsed < 60
+    text = markdown[-1]
+    for case in ("add_rms_norm", "rmsnorm_swiglu", "silu_and_mul"):
+        assert f"**{case}**" in text
+    assert "at 1024x8192 the best fused kernel" in text and "12 launches per call" in text
+
+
+def test_register_pressure() -> None:
+    markdown, elapsed = execute("register_pressure")
+    assert elapsed < 60
+    assert markdown[-1].startswith("Fastest at **warps16**: 40 registers per thread")
+    assert "at **warps02** 242 registers" in markdown[-1]
+
+
+def test_launch_overhead() -> None:
+    markdown, elapsed = execute("launch_overhead")
+    assert elapsed < 60
+    assert "**fused_cuda**: host dispatch" in markdown[-1]
+    assert "launch 2–13 kernels a call" in markdown[-1]
