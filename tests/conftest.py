@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ SEED_BUNDLE = TRACES / "rmsnorm_swiglu-float16-h200-20261129t084609z"
 
 
 def _has_cuda() -> bool:
+    """True where torch sees a CUDA device (the H200 through the device tool; never CI)."""
     try:
         import torch
     except ImportError:
@@ -31,3 +33,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_gpu)
         if "ncu" in item.keywords and not (cuda and shutil.which("ncu")):
             item.add_marker(skip_ncu)
+
+
+# Without a GPU, Triton kernels run in Triton's interpreter on CPU tensors; it must be chosen
+# before triton is first imported, so it is set here, for the whole test process.
+if not _has_cuda():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
