@@ -107,10 +107,10 @@ def _emit(frame: pd.DataFrame, fmt: str) -> None:
         frame.to_csv(sys.stdout, index=False)
     elif fmt == "json":
         sys.stdout.write(frame.to_json(orient="records", indent=1) + "\n")
-    else:
+    else:  # a terminal table: columns with no value at all are left out (csv and json keep them)
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 250,
                                "display.max_colwidth", 60):
-            print(frame.to_string(index=False))
+            print(frame.dropna(axis=1, how="all").to_string(index=False))
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
