@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -29,7 +30,9 @@ def run_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str |
     started = time.monotonic()
     device = resolve_device(device_name)
     facts = device_facts(device)
-    frames, manifest_cases = [], []
+    frames: list[pd.DataFrame] = []
+    manifest_cases: list[dict[str, Any]] = []
+    case_names: list[str] = []
     for spec in case_specs:
         case = load_case(spec)
         chosen = select_variants(case, variants, device.type)
@@ -38,6 +41,7 @@ def run_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str |
         frame, _ = check_and_time(case, chosen, shapes, case_dtype, device, repeats, seed, log, keep_calls=False,
                                   copy_baseline=device.type == "cuda")
         frames.append(frame)
+        case_names.append(case.name)
         manifest_cases.append({"case": case.name, "dtype": case_dtype,
                                "variants": [{"name": v.name, "kind": v.kind, "description": v.description}
                                             for v in chosen]})
@@ -45,7 +49,7 @@ def run_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str |
     timings["device"] = facts["name"]
     created = now_utc()
     manifest = {
-        "kind": "bench", "case": ",".join(c["case"] for c in manifest_cases), "cases": manifest_cases,
+        "kind": "bench", "case": ",".join(case_names), "cases": manifest_cases,
         "shapes": [shape_label(s) for s in shapes], "device": facts, "created_utc": created,
         "command_line": command_line(), "git": git_state(Path.cwd()), "versions": versions(), "seed": seed,
         "timing": {"repeats": repeats, "warmup_calls": 3,
