@@ -95,6 +95,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("summary", help="launches, bytes and time per variant and shape")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("--case", help="only this case")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
 
     sub.add_parser("columns", help="every column with the raw metric and formula behind it")
@@ -227,7 +228,13 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     from fuseprof.load import load, load_timings
     from fuseprof.summary import summarize
 
-    _emit(summarize(load(args.dir), load_timings(args.dir)), args.format)
+    table = summarize(load(args.dir), load_timings(args.dir))
+    if args.case:
+        if args.case not in set(table["case"].dropna()):
+            raise FuseprofError(f"no bundle in {args.dir} holds case {args.case!r}; cases: "
+                                f"{', '.join(sorted(table['case'].dropna().unique()))}")
+        table = table[table["case"] == args.case]
+    _emit(table, args.format)
     return 0
 
 

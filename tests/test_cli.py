@@ -106,3 +106,11 @@ def test_cpu_capture_path_end_to_end_with_a_user_case(tmp_path: Path, capsys: py
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["ncu"] == {"status": "skipped", "reason": "CPU device"}
     assert manifest["command_line"][0] == sys.argv[0]
+
+
+def test_summary_filters_by_case(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["summary", str(TRACES), "--case", "silu_and_mul", "--format", "json"], capsys)
+    rows = json.loads(out)
+    assert code == 0 and {r["case"] for r in rows} == {"silu_and_mul"}
+    code, _, err = run(["summary", str(TRACES), "--case", "nope"], capsys)
+    assert code == 2 and "cases: add_rms_norm" in err
