@@ -17,7 +17,7 @@ import streamlit as st
 
 from fuseprof import figures, load, load_timings
 from fuseprof.errors import FuseprofError
-from fuseprof.model import catalog
+from fuseprof.model import catalog, launches
 from fuseprof.model.devices import DEFAULT_DEVICE, DEVICES
 from fuseprof.model.occupancy import occupancy_table
 from fuseprof.model.roofline import Roof, datasheet_roof, measured_roofs, ncu_roof, place
@@ -134,9 +134,9 @@ def launches_page(kernels: pd.DataFrame, repeats: dict[str, int], kinds: dict[st
     shapes = profiled[profiled["bundle"] == bundle]["shape"].dropna().unique().tolist()
     shape = st.selectbox("Shape", shapes)
     rows = profiled[(profiled["bundle"] == bundle) & (profiled["shape"] == shape)]
-    one_call = catalog.last_call(rows, repeats.get(bundle, 1))
+    one_call = launches.last_call(rows, repeats.get(bundle, 1))
     st.plotly_chart(figures.launches_figure(one_call, kinds), key="launches")
-    gaps = figures.launch_gaps(one_call)
+    gaps = launches.launch_gaps(one_call)
     data_table(gaps, "launch-gaps")
 
 

@@ -152,18 +152,3 @@ def launches_figure(kernels: pd.DataFrame, variant_kinds: dict[str, str] | None 
     fig.update_layout(barmode="overlay", xaxis_title="µs from the first launch call", height=420,
                       title="Launches: host launch calls and GPU kernels")
     return fig
-
-
-def launch_gaps(kernels: pd.DataFrame) -> pd.DataFrame:
-    """Per variant and shape, for one call: kernels, GPU busy time, idle gaps between kernels, host
-    launch time. gap_ns = next kernel's start − this kernel's end."""
-    rows = []
-    for (variant, shape), part in kernels.groupby(["variant", "shape"], sort=True):
-        part = part.sort_values("start_ns")
-        ends = part["start_ns"] + part["duration_ns"]
-        gaps = (part["start_ns"].shift(-1) - ends).dropna()
-        rows.append({"variant": variant, "shape": shape, "kernels": len(part),
-                     "gpu_busy_ns": int(part["duration_ns"].sum()), "gap_ns": int(gaps.clip(lower=0).sum()),
-                     "span_ns": int(ends.max() - part["start_ns"].min()),
-                     "host_launch_ns": int(part["launch_api_ns"].fillna(0).sum())})
-    return pd.DataFrame(rows)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from fuseprof.bundle import BundleWriter
 from fuseprof.capture.provenance import command_line, now_utc
+from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.dispatch import require_artifact_kind
 
@@ -28,12 +28,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def ingest(files: Sequence[Path], out_dir: Path, name: str | None = None,
-           log: Callable[[str], None] = _stderr) -> Path:
+           log: Log = log_to_stderr) -> Path:
     """Parse every file, then write one bundle holding their kernels and the raw copies."""
     if not files:
         raise TraceFormatError("give at least one trace file to ingest")

@@ -16,10 +16,11 @@ import pandas as pd
 from fuseprof.bundle import BundleWriter
 from fuseprof.capture import timing
 from fuseprof.capture.device_facts import device_facts
-from fuseprof.capture.measure import Log, check_and_time, log_to_stderr
-from fuseprof.capture.profile import resolve_device, resolve_dtype, slug_device
-from fuseprof.capture.provenance import command_line, git_state, now_utc, versions
+from fuseprof.capture.measure import check_and_time
+from fuseprof.capture.profile import resolve_device, resolve_dtype
+from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.case import Shape, load_case, select_variants, shape_label
+from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import CorrectnessError
 
 
@@ -56,7 +57,7 @@ def run_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str |
                    "l2_policy": timing.L2_FLUSH_POLICY if device.type == "cuda" else timing.CPU_POLICY},
         "ncu": {"status": "skipped", "reason": "benchmark run"},
     }
-    with BundleWriter(out_dir, f"bench-{slug_device(facts)}-{created.replace(':', '').replace('-', '')}") as writer:
+    with BundleWriter(out_dir, bundle_name("bench", facts["name"], created)) as writer:
         writer.write_timings(timings)
         manifest["wall_s"] = round(time.monotonic() - started, 2)
         writer.write_manifest(manifest)

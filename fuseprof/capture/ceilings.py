@@ -96,8 +96,8 @@ def write_ceilings_bundle(device_name: str, out_dir: Path) -> Path:
     """Measure and store the ceilings as a bundle of kind 'ceilings' (manifest only)."""
     from fuseprof.bundle import BundleWriter
     from fuseprof.capture.device_facts import device_facts
-    from fuseprof.capture.profile import resolve_device, slug_device
-    from fuseprof.capture.provenance import command_line, git_state, now_utc, versions
+    from fuseprof.capture.profile import resolve_device
+    from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
     from fuseprof.errors import NoGPUError
 
     device = resolve_device(device_name)
@@ -107,6 +107,6 @@ def write_ceilings_bundle(device_name: str, out_dir: Path) -> Path:
     manifest = {"kind": "ceilings", "case": None, "device": facts, "created_utc": created,
                 "command_line": command_line(), "git": git_state(Path.cwd()), "versions": versions(),
                 "ceilings": measure_ceilings(device)}
-    with BundleWriter(out_dir, f"ceilings-{slug_device(facts)}-{created.replace(':', '').replace('-', '')}") as w:
+    with BundleWriter(out_dir, bundle_name("ceilings", facts["name"], created)) as w:
         w.write_manifest(manifest)
         return w.commit()

@@ -6,7 +6,6 @@ writes as many bytes in total as the op's nominal byte count, timed the same way
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -17,17 +16,12 @@ from fuseprof.capture import timing
 from fuseprof.capture.correctness import compare
 from fuseprof.capture.torch_profile import Call
 from fuseprof.case import Case, Shape, Variant, shape_label
+from fuseprof.console import Log
 from fuseprof.ranges import range_label
 
-Log = Callable[[str], None]
 # Two ways to move the same bytes: cudaMemcpy (which a CUDA graph may hand to a copy engine)
 # and an elementwise kernel on the SMs (x * 1 in fp16, 16-byte accesses). The faster is the limit.
 COPY_VARIANTS = {"copy": lambda s, d: d.copy_(s), "copy_sm": lambda s, d: torch.mul(s, 1, out=d)}
-
-
-def log_to_stderr(msg: str) -> None:
-    """Progress goes to stderr, so stdout carries only results (a bundle path, a table)."""
-    print(msg, file=sys.stderr, flush=True)
 
 
 def time_callable(fn: Callable[..., Any], inputs: tuple[Any, ...], device: torch.device, repeats: int,

@@ -19,13 +19,14 @@ import torch
 from fuseprof.bundle import RAW, BundleWriter
 from fuseprof.capture import timing
 from fuseprof.capture.device_facts import device_facts
-from fuseprof.capture.measure import Log, check_and_time, log_to_stderr
+from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
 from fuseprof.capture.ncu_run import UnknownMetricsError, find_ncu, run_capture_output, run_ncu
 from fuseprof.capture.ncu_target import target_argv
-from fuseprof.capture.provenance import command_line, git_state, now_utc, versions
+from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.torch_profile import record_trace
 from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shape_label
+from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import CorrectnessError, InvalidArgumentError, NcuError, NoGPUError
 from fuseprof.parse.dispatch import parse_raw_dir
 from fuseprof.parse.ncu_metrics import NCU_METRICS
@@ -131,8 +132,8 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
     shapes = opts.shapes or case.default_shapes
     dtype = resolve_dtype(case, opts.dtype)
     manifest = _manifest(case, variants, shapes, dtype, device, opts)
-    writer = BundleWriter(opts.out_dir, opts.name or f"{case.name}-{dtype}-{slug_device(manifest['device'])}-"
-                          f"{manifest['created_utc'].replace(':', '').replace('-', '')}")
+    writer = BundleWriter(opts.out_dir, opts.name or bundle_name(f"{case.name}-{dtype}", manifest["device"]["name"],
+                                                                 manifest["created_utc"]))
     with writer:
         log(f"fuseprof: {case.name} on {manifest['device']['name']}: {len(variants)} variants x {len(shapes)} shapes")
         timings, calls = check_and_time(case, variants, shapes, dtype, device, opts.repeats, opts.seed, log)
@@ -164,7 +165,3 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
         pairs = ", ".join(f"{v} {s}" for v, s in wrong.itertuples(index=False))
         raise CorrectnessError(f"wrong results from: {pairs} (see rel_err in {path}/timings.parquet)")
     return path
-
-
-def slug_device(facts: dict[str, Any]) -> str:
-    return str(facts.get("name", "device")).replace("NVIDIA ", "").replace(" ", "")

@@ -52,5 +52,11 @@ def now_utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def bundle_name(prefix: str, device_name: str, created_utc: str) -> str:
+    """'<prefix>-<device>-<UTC time>', e.g. 'bench-H200-20261129T093240Z' (the bundle writer lower-cases)."""
+    device = device_name.replace("NVIDIA ", "").replace(" ", "")
+    return f"{prefix}-{device}-{created_utc.replace(':', '').replace('-', '')}"
+
+
 def command_line() -> list[str]:
     return list(sys.argv)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from fuseprof.bundle import find_bundles, read_manifest
 
 
@@ -29,13 +27,3 @@ def profiler_repeats(traces: str | Path) -> dict[str, int]:
     for bundle in find_bundles(Path(traces)):
         out[bundle.name] = int((read_manifest(bundle).get("profiler") or {}).get("repeats_per_range", 1))
     return out
-
-
-def last_call(profiler_rows: pd.DataFrame, repeats: int) -> pd.DataFrame:
-    """The kernels of the last of ``repeats`` identical calls in each range (the warmest one)."""
-    parts = []
-    for _, part in profiler_rows.groupby(["bundle", "variant", "shape"], sort=False):
-        part = part.sort_values("start_ns")
-        per_call = len(part) // max(repeats, 1)
-        parts.append(part.iloc[len(part) - per_call:])
-    return pd.concat(parts) if parts else profiler_rows.iloc[0:0]
