@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from fuseprof.parse.ncu_metrics import TENSOR_PRECISIONS
+
 SCHEMA_VERSION = 1
 
 PROFILER_SOURCE = "torch.profiler"
@@ -57,9 +59,14 @@ KERNEL_COLUMNS: tuple[Column, ...] = (
     Column("dram_write_bytes", "Float64", "ncu: dram__bytes_write.sum (writes still in L2 at kernel end are not counted)"),
     Column("l2_read_bytes", "Float64", "ncu: lts__t_sectors_op_read.sum × 32 B"),
     Column("l2_write_bytes", "Float64", "ncu: lts__t_sectors_op_write.sum × 32 B"),
-    Column("flops_fp16", "Float64", "ncu: hadd + hmul + 2·hfma (sm__sass_thread_inst_executed_op_h*_pred_on.sum)"),
+    Column("flops_fp16", "Float64",
+           "ncu: 2·hadd + 2·hmul + 4·hfma (sm__sass_thread_inst_executed_op_h*_pred_on.sum; packed HADD2/HMUL2/"
+           "HFMA2 do two operations per thread instruction, as in ncu's half-precision roofline section)"),
     Column("flops_fp32", "Float64", "ncu: fadd + fmul + 2·ffma (sm__sass_thread_inst_executed_op_f*_pred_on.sum)"),
     Column("flops_fp64", "Float64", "ncu: dadd + dmul + 2·dfma (sm__sass_thread_inst_executed_op_d*_pred_on.sum)"),
+    *(Column(f"flops_tensor_{p}", "Float64",
+             f"ncu: sm__ops_path_tensor_src_{p}.sum (tensor-core operations with {p} sources, every instruction "
+             "family; null when the capture did not ask for it)") for p in TENSOR_PRECISIONS),
     Column("spill_load_bytes", "Float64",
            "ncu: l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum (local-memory loads: spills and local arrays)"),
     Column("spill_store_bytes", "Float64", "ncu: l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"),

@@ -12,6 +12,11 @@
 #   capture    fuseprof profile with ncu: every case at a few shapes
 #   bench      fuseprof bench: every case over the issue-3 shape grid
 #   sweep      the register-pressure sweep of the fused Triton kernel, with ncu
+#   ncuinfo    ncu's tensor-pipe metric names for gh100 and its roofline section files
+#   rooffix    the roofline cross-check fixture: scripts/roofline_fixture.py under ncu --set roofline
+#   mlp        fuseprof profile llama_mlp (bf16, M = 128 and 2048) with ncu
+#   model      whole-model traces of the small Llama decoder, eager and compiled
+#   captests   only the capture tests (tests/test_gpu_capture.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}
@@ -60,7 +65,27 @@ step_bench() {
     | tee "$W/bench.log" | grep -vE "^  " | tail -120
 }
 
-for s in "$@"; do run "$s" "step_$s"; done
-du -sh "$W/traces"/* 2>/dev/null
-tar czf "$OUT/results.tgz" -C "$W" . && rm -rf "$W"
+step_ncuinfo() {
+  ncu --version | tail -1
+  ncu --query-metrics --chip gh100 >"$W/query_metrics_gh100.txt" 2>&1
+  grep -E "ops_path_tensor|inst_executed_pipe_tensor" "$W/query_metrics_gh100.txt" | cut -c1-110 | head -60
+  mkdir -p "$W/sections"
+  for d in /opt/nvidia/nsight-compute/*/sections; do cp "$d"/SpeedOfLight*.section "$W/sections/" 2>/dev/null; done
+  ls "$W/sections"
+}
+step_rooffix() { timeout 300 python3 scripts/roofline_fixture.py --capture "$W" 2>&1 | grep -v "^  ncu: kernel" | tail -20; }
+step_mlp() {
+  timeout 420 fuseprof profile llama_mlp --shapes 128x4096,2048x4096 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -14
+}
+step_model() { timeout 300 python3 scripts/capture_model_trace.py --out "$W/model" 2>&1 | tail -8; }
+step_captests() {
+  timeout 200 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6
+}
+
+# Pack after every step, so a command stopped at its time limit still brings back what finished.
+for s in "$@"; do
+  run "$s" "step_$s"
+  tar czf "$OUT/results.tgz.tmp" -C "$W" . && mv "$OUT/results.tgz.tmp" "$OUT/results.tgz"
+done
+du -sh "$W/traces"/* "$W/model"/* 2>/dev/null
 log done

@@ -25,6 +25,7 @@ class NcuRequest:
     target_argv: Sequence[str]
     clock_control: ClockControl = "none"
     cache_control: CacheControl = "all"  # flush caches before each replayed kernel
+    sections: Sequence[str] = ()  # --set names (e.g. "roofline") collected beside the metrics
 
 
 def profile_argv(req: NcuRequest) -> list[str]:
@@ -34,6 +35,8 @@ def profile_argv(req: NcuRequest) -> list[str]:
     argv = [req.ncu, "--clock-control", req.clock_control, "--cache-control", req.cache_control, "--nvtx"]
     for label in req.range_labels:
         argv += ["--nvtx-include", f"{label}/"]
+    for name in req.sections:
+        argv += ["--set", name]
     argv += ["--metrics", ",".join(req.metrics), "--export", str(req.report_path), "--force-overwrite"]
     return argv + list(req.target_argv)
 

@@ -119,6 +119,31 @@ def run_ncu(
     return run
 
 
+def run_ncu_known_metrics(
+    build_argv: Callable[[list[str]], list[str]],
+    metrics: Sequence[str],
+    timeout_s: float,
+    log: Callable[[str], None],
+    attempts: int = 3,
+) -> tuple[NcuRun, list[str], list[str], list[str]]:
+    """Run ncu with ``build_argv(metrics)``, dropping metrics this ncu does not know and retrying.
+
+    Returns the run, the argv that succeeded, the metrics kept and the metrics dropped (the
+    caller records both: a column that is null because ncu lacked its counter must say so).
+    """
+    kept, dropped = list(metrics), []
+    for _attempt in range(attempts):
+        argv = build_argv(kept)
+        try:
+            run = run_ncu(argv, timeout_s, lambda i, name, passes: log(f"  ncu: kernel {i}: {name[:70]} ({passes} passes)"))
+            return run, argv, kept, dropped
+        except UnknownMetricsError as exc:
+            log(f"  ncu: {exc}; retrying without them")
+            dropped += exc.metrics
+            kept = [m for m in kept if m not in exc.metrics]
+    raise NcuFailedError(f"ncu kept rejecting metrics after {attempts} attempts; see raw/ncu.log")
+
+
 def run_capture_output(argv: Sequence[str], timeout_s: float = 600) -> str:
     """Run a short ncu command (``--import``, ``--version``) and return its stdout."""
     try:

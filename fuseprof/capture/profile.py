@@ -21,7 +21,7 @@ from fuseprof.capture import timing
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
-from fuseprof.capture.ncu_run import UnknownMetricsError, find_ncu, run_capture_output, run_ncu
+from fuseprof.capture.ncu_run import find_ncu, run_capture_output, run_ncu_known_metrics
 from fuseprof.capture.ncu_target import target_argv
 from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.torch_profile import record_trace
@@ -76,24 +76,13 @@ def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: 
     ncu = find_ncu()
     labels = [range_label(v, shape_label(s)) for s in shapes for v in variants]
     report = writer.path / "ncu.ncu-rep"
-    metrics, dropped = list(NCU_METRICS), []
     shapes_arg = ",".join(shape_label(s) for s in shapes)
-    argv: list[str] = []
-    for _attempt in range(3):
-        request = NcuRequest(ncu=ncu, report_path=report, range_labels=labels, metrics=metrics,
-                             target_argv=target_argv(sys.executable, case_spec, variants, shapes_arg, dtype, opts.seed))
-        argv = profile_argv(request)
-        log(f"  ncu: replaying kernels of {len(labels)} ranges ({len(metrics)} metrics, --clock-control none)")
-        try:
-            run = run_ncu(argv, opts.ncu_timeout_s,
-                          lambda i, name, passes: log(f"  ncu: kernel {i}: {name[:70]} ({passes} passes)"))
-            break
-        except UnknownMetricsError as exc:
-            log(f"  ncu: {exc}; retrying without them")
-            dropped += exc.metrics
-            metrics = [m for m in metrics if m not in exc.metrics]
-    else:
-        raise NcuError("ncu kept rejecting metrics after 3 attempts; see raw/ncu.log")
+    target = target_argv(sys.executable, case_spec, variants, shapes_arg, dtype, opts.seed)
+    log(f"  ncu: replaying kernels of {len(labels)} ranges ({len(NCU_METRICS)} metrics, --clock-control none)")
+    run, argv, metrics, dropped = run_ncu_known_metrics(
+        lambda kept: profile_argv(NcuRequest(ncu=ncu, report_path=report, range_labels=labels, metrics=kept,
+                                             target_argv=target)),
+        NCU_METRICS, opts.ncu_timeout_s, log)
     writer.raw("ncu.log").write_text(run.log)
     csv_text = run_capture_output(import_csv_argv(ncu, report))
     csv_path = writer.raw("ncu_raw.csv.gz")

@@ -1,8 +1,15 @@
 """The Nsight Compute metrics fuseprof asks for and how each becomes a kernel-frame column.
 
 One table shared by the CSV and ``.ncu-rep`` parsers and by the ``ncu`` command builder, so
-the metric list and the formulas cannot drift apart. Formulas follow Nsight Compute's own
-section files: achieved FLOPs = add + mul + 2·fma per precision.
+the metric list and the formulas cannot drift apart. FLOP formulas are those of Nsight Compute's
+own roofline sections (``sections/SpeedOfLight_Hierarchical*RooflineChart.section``):
+
+- FP32 and FP64 (SIMT pipes): add + mul + 2·fma thread instructions.
+- FP16 (SIMT pipe): thread instructions are packed pairs (HADD2, HMUL2, HFMA2), so
+  2·hadd + 2·hmul + 4·hfma.
+- Tensor cores: ``sm__ops_path_tensor_src_<precision>.sum`` counts operations by source
+  precision across every tensor instruction family (Hopper's wgmma, mma.sync, DMMA, IMMA); on the
+  H200 it equalled exactly 2·M·N·K for cuBLAS GEMMs. Integer precisions count integer operations.
 """
 
 from __future__ import annotations
@@ -12,10 +19,19 @@ from collections.abc import Mapping
 L2_SECTOR_BYTES = 32
 
 _FLOP_OPS = {"fp16": "h", "fp32": "f", "fp64": "d"}
+# Operations per thread instruction of (add, mul, fma): a packed half instruction does two.
+_OPS_PER_INST = {"h": (2.0, 2.0, 4.0), "f": (1.0, 1.0, 2.0), "d": (1.0, 1.0, 2.0)}
+
+# Tensor-pipe source precisions on Hopper/Ampere; the column is ``flops_tensor_<precision>``.
+TENSOR_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "tf32", "fp8", "fp64", "int8")
 
 
 def _inst(prefix: str, op: str) -> str:
     return f"sm__sass_thread_inst_executed_op_{prefix}{op}_pred_on.sum"
+
+
+def tensor_metric(precision: str) -> str:
+    return f"sm__ops_path_tensor_src_{precision}.sum"
 
 
 OCCUPANCY_LIMITS: dict[str, str] = {
@@ -37,6 +53,7 @@ NCU_METRICS: tuple[str, ...] = (
     "lts__t_sectors_op_read.sum",
     "lts__t_sectors_op_write.sum",
     *(_inst(p, op) for p in _FLOP_OPS.values() for op in ("add", "mul", "fma")),
+    *(tensor_metric(p) for p in TENSOR_PRECISIONS),
     "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
     "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
     "sm__maximum_warps_per_active_cycle_pct",
@@ -85,8 +102,8 @@ def _dims(m: Metrics, names: tuple[str, ...]) -> str | None:
 
 
 def _flops(m: Metrics, prefix: str) -> float | None:
-    add, mul, fma = (_num(m, _inst(prefix, op)) for op in ("add", "mul", "fma"))
-    return _sum(add, mul, _mul(fma, 2.0))
+    counts = (_num(m, _inst(prefix, op)) for op in ("add", "mul", "fma"))
+    return _sum(*(_mul(c, k) for c, k in zip(counts, _OPS_PER_INST[prefix])))
 
 
 def occupancy_limiter(m: Metrics) -> str | None:
@@ -118,6 +135,7 @@ def columns_from_metrics(m: Metrics) -> dict[str, object]:
         "flops_fp16": _flops(m, "h"),
         "flops_fp32": _flops(m, "f"),
         "flops_fp64": _flops(m, "d"),
+        **{f"flops_tensor_{p}": _num(m, tensor_metric(p)) for p in TENSOR_PRECISIONS},
         "spill_load_bytes": _num(m, "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"),
         "spill_store_bytes": _num(m, "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"),
         "theoretical_occupancy_pct": _num(m, "sm__maximum_warps_per_active_cycle_pct"),
