@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from fuseprof.parse.ncu_metrics import TENSOR_PRECISIONS
+from fuseprof.parse.ncu_metrics import TENSOR_METRICS
 
 SCHEMA_VERSION = 1
 
@@ -65,8 +65,8 @@ KERNEL_COLUMNS: tuple[Column, ...] = (
     Column("flops_fp32", "Float64", "ncu: fadd + fmul + 2·ffma (sm__sass_thread_inst_executed_op_f*_pred_on.sum)"),
     Column("flops_fp64", "Float64", "ncu: dadd + dmul + 2·dfma (sm__sass_thread_inst_executed_op_d*_pred_on.sum)"),
     *(Column(f"flops_tensor_{p}", "Float64",
-             f"ncu: sm__ops_path_tensor_src_{p}.sum (tensor-core operations with {p} sources, every instruction "
-             "family; null when the capture did not ask for it)") for p in TENSOR_PRECISIONS),
+             f"ncu: {m} (tensor-core operations with {p} sources, every instruction family; an FMA counts 2; "
+             "null when the capture did not collect it)") for p, m in TENSOR_METRICS.items()),
     Column("spill_load_bytes", "Float64",
            "ncu: l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum (local-memory loads: spills and local arrays)"),
     Column("spill_store_bytes", "Float64", "ncu: l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"),

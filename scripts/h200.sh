@@ -17,6 +17,7 @@
 #   mlp        fuseprof profile llama_mlp (bf16, M = 128 and 2048) with ncu
 #   model      whole-model traces of the small Llama decoder, eager and compiled
 #   captests   only the capture tests (tests/test_gpu_capture.py)
+#   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}
@@ -78,6 +79,7 @@ step_mlp() {
   timeout 420 fuseprof profile llama_mlp --shapes 128x4096,2048x4096 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -14
 }
 step_model() { timeout 300 python3 scripts/capture_model_trace.py --out "$W/model" 2>&1 | tail -8; }
+step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
 step_captests() {
   timeout 200 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6
 }

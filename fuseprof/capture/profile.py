@@ -90,7 +90,11 @@ def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: 
         fh.write(csv_text)
     report.unlink()  # tens of MB for PyTorch's kernels: the CSV keeps every metric asked for
     passes = [p for _, p in run.passes]
-    facts = {"status": "ok", "argv": argv, "metrics": metrics, "dropped_metrics": dropped,
+    # ncu 2025.3 accepts some unknown names without an error and simply leaves them out
+    absent = [m for m in metrics if f'"{m}"' not in csv_text]
+    if absent:
+        log(f"  ncu: these metrics are absent from the report (their columns stay null): {', '.join(absent)}")
+    facts = {"status": "ok", "argv": argv, "metrics": metrics, "dropped_metrics": dropped + absent,
              "clock_control": "none", "cache_control": "all", "wall_s": round(run.wall_s, 2),
              "kernels_profiled": len(passes), "replay_passes_per_kernel": sorted(set(passes)),
              "version": run_capture_output([ncu, "--version"]).strip().splitlines()[-1]}

@@ -22,8 +22,18 @@ _FLOP_OPS = {"fp16": "h", "fp32": "f", "fp64": "d"}
 # Operations per thread instruction of (add, mul, fma): a packed half instruction does two.
 _OPS_PER_INST = {"h": (2.0, 2.0, 4.0), "f": (1.0, 1.0, 2.0), "d": (1.0, 1.0, 2.0)}
 
-# Tensor-pipe source precisions on Hopper/Ampere; the column is ``flops_tensor_<precision>``.
-TENSOR_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "tf32", "fp8", "fp64", "int8")
+# Tensor-pipe counters by source precision, as ``ncu --query-metrics --chip gh100`` names them
+# (ncu 2025.3): bf16 and tf32 exist only with their fp32 destination in the name. The column is
+# ``flops_tensor_<precision>``.
+TENSOR_METRICS: dict[str, str] = {
+    "fp16": "sm__ops_path_tensor_src_fp16.sum",
+    "bf16": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "fp8": "sm__ops_path_tensor_src_fp8.sum",
+    "fp64": "sm__ops_path_tensor_src_fp64.sum",
+    "int8": "sm__ops_path_tensor_src_int8.sum",
+}
+TENSOR_PRECISIONS: tuple[str, ...] = tuple(TENSOR_METRICS)
 
 
 def _inst(prefix: str, op: str) -> str:
@@ -31,7 +41,7 @@ def _inst(prefix: str, op: str) -> str:
 
 
 def tensor_metric(precision: str) -> str:
-    return f"sm__ops_path_tensor_src_{precision}.sum"
+    return TENSOR_METRICS[precision]
 
 
 OCCUPANCY_LIMITS: dict[str, str] = {
