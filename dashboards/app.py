@@ -18,9 +18,9 @@ import streamlit as st
 from fuseprof import figures, load, load_timings
 from fuseprof.errors import FuseprofError
 from fuseprof.model import catalog, launches
-from fuseprof.model.devices import DEFAULT_DEVICE, DEVICES
+from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.occupancy import occupancy_table
-from fuseprof.model.roofline import Roof, datasheet_roof, measured_roofs, ncu_roof, place
+from fuseprof.model.roofline import Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place
 from fuseprof.summary import summarize
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
@@ -65,30 +65,50 @@ def filtered(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def roofline_page(kernels: pd.DataFrame, kinds: dict[str, str], roofs: dict[str, Roof]) -> None:
-    options = {f"{name} (datasheet)": datasheet_roof(spec) for name, spec in DEVICES.items()}
-    options.update({roof.label: roof for roof in roofs.values()})
+CAPTURE_ROOF = "each kernel's own GPU (measured, else datasheet)"
+
+
+def _keyed_choice(widget, label: str, options: list[str], param: str) -> str:  # type: ignore[no-untyped-def]
+    """A radio or selectbox whose state lives under a widget key, seeded once from the URL.
+
+    Passing ``index=`` from the URL on every run made Streamlit see a new widget whenever the
+    URL changed, which dropped every second click; the key keeps one widget across runs."""
+    key = f"choice-{param}"
+    if key not in st.session_state:
+        wanted = st.query_params.get(param)
+        st.session_state[key] = wanted if wanted in options else options[0]
+    value = widget(label, options, key=key)
+    st.query_params[param] = value
+    return str(value)
+
+
+def roofline_page(kernels: pd.DataFrame, kinds: dict[str, str], measured: dict[str, Roof]) -> None:
+    options: dict[str, Roof | None] = {CAPTURE_ROOF: None}
+    options.update({f"{name} (datasheet)": datasheet_roof(spec) for name, spec in DEVICES.items()})
+    options.update({roof.label: roof for roof in measured.values()})
     for device in sorted(kernels["device"].dropna().unique()):
         found = ncu_roof(kernels, device)
         if found:
             options[found.label] = found
-    wanted = st.query_params.get("roof", f"{DEFAULT_DEVICE} (datasheet)")
-    labels = list(options)
-    label = st.sidebar.selectbox("Roof", labels, index=labels.index(wanted) if wanted in labels else 0)
-    st.query_params["roof"] = label
-    placed = place(kernels, options[label])
+    label = _keyed_choice(st.sidebar.selectbox, "Roof", list(options), "roof")
+    placed = place(kernels, options[label], measured)
     if placed.empty:
         st.info("No ncu-measured kernels in the selection: the roofline needs DRAM bytes and FLOPs.")
         return
-    st.plotly_chart(figures.roofline_figure(placed, options[label], kinds), key="roofline")
-    no_flops = int((placed["flops"] == 0).sum())
-    st.caption("Points: one per ncu-profiled kernel (FLOPs = fadd + fmul + 2·ffma over all precisions; bytes = "
-               "DRAM read + write). Stars: an unfused chain taken as one. × marks a kernel whose bytes/s exceed "
-               f"the DRAM roof (L2-resident), drawn on the roof instead of above it. {no_flops} kernels without "
-               "FLOPs (copies, casts) are in the table but not on the log axes.")
+    chosen = options[label]
+    roofs = [chosen] if chosen else [capture_roof(d, measured) for d in sorted(placed["device"].dropna().unique())]
+    reference = datasheet_roof(DEVICES[REFERENCE_DEVICE])
+    st.plotly_chart(figures.roofline_figure(placed, roofs, reference, kinds), key="roofline")
+    no_flops = int((placed["flops"].fillna(0) == 0).sum())
+    st.caption("Points: one per ncu-profiled kernel, measured against the ceiling of the pipe that did most of its "
+               "FLOPs (tensor-core FLOPs by source precision, SIMT FP16/FP32/FP64); bytes = DRAM read + write. "
+               f"Black: the roof points are judged against; grey: the {REFERENCE_DEVICE} reference. Stars: a call's "
+               "whole chain of kernels as one. × marks a kernel faster than its own GPU's DRAM (L2-resident), drawn "
+               f"on the roof. {no_flops} kernels without FLOPs are in the table but not on the log axes. "
+               "Formulas: `fuseprof columns`.")
     columns = ["bundle", "variant", "shape", "kernel_short", "flops", "dram_bytes", "duration_ns",
-               "arithmetic_intensity", "achieved_flops_per_s", "achieved_bytes_per_s", "attainable_flops_per_s",
-               "bound", "pct_of_roof", "l2_resident", "roof"]
+               "arithmetic_intensity", "achieved_flops_per_s", "achieved_bytes_per_s", "roof_pipe", "peak_flops_per_s",
+               "attainable_flops_per_s", "bound", "pct_of_roof", "l2_resident", "roof"]
     data_table(placed[columns], "roofline")
 
 
@@ -148,9 +168,7 @@ def main() -> None:
     except FuseprofError as exc:
         st.error(str(exc))
         return
-    wanted = st.query_params.get("page", PAGES[0])
-    page = st.sidebar.radio("Page", PAGES, index=PAGES.index(wanted) if wanted in PAGES else 0)
-    st.query_params["page"] = page
+    page = _keyed_choice(st.sidebar.radio, "Page", list(PAGES), "page")
     st.title(f"fuseprof — {page}")
     st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {path}")
     selected = filtered(kernels)

@@ -40,6 +40,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="bundle name (default: case-dtype-device-time)")
     p.add_argument("--repeats", type=int, default=50, help="timing samples per variant and shape (default 50)")
     p.add_argument("--ncu-timeout", type=float, default=1800, help="seconds before ncu is stopped (default 1800)")
+    p.add_argument("--tensor-precisions", default="auto", metavar="LIST",
+                   help="tensor-core FLOP counters to collect: auto (the input dtype's: bf16 for bfloat16, fp16 "
+                        "for float16, tf32 for float32), all, none, or a comma list of fp16,bf16,tf32,fp8,fp64,int8. "
+                        "Each costs about one more ncu replay pass per kernel (default: auto)")
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs")
 
     p = sub.add_parser("bench", help="time every variant of cases over a shape grid beside a same-bytes copy",
@@ -114,6 +118,22 @@ def _emit(frame: pd.DataFrame, fmt: str) -> None:
             print(frame.dropna(axis=1, how="all").to_string(index=False))
 
 
+def _tensor_precisions(text: str) -> tuple[str, ...] | None:
+    from fuseprof.errors import InvalidArgumentError
+    from fuseprof.parse.ncu_metrics import TENSOR_PRECISIONS
+
+    if text == "auto":
+        return None
+    if text == "all":
+        return TENSOR_PRECISIONS
+    chosen = tuple(p.strip() for p in text.split(",") if p.strip() and p.strip() != "none")
+    unknown = [p for p in chosen if p not in TENSOR_PRECISIONS]
+    if unknown:
+        raise InvalidArgumentError(f"--tensor-precisions: unknown {', '.join(unknown)}; choose auto, all, none or "
+                                   f"from {', '.join(TENSOR_PRECISIONS)}")
+    return chosen
+
+
 def _cmd_profile(args: argparse.Namespace) -> int:
     from fuseprof.capture.profile import ProfileOptions, run_profile
     from fuseprof.case import parse_shapes
@@ -122,7 +142,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         case=args.case, variants=args.variants.split(",") if args.variants else None,
         shapes=parse_shapes(args.shapes) if args.shapes else None, dtype=args.dtype, device=args.device,
         ncu=args.ncu, out_dir=args.out, name=args.name, repeats=args.repeats, ncu_timeout_s=args.ncu_timeout,
-        seed=args.seed,
+        seed=args.seed, tensor_precisions=_tensor_precisions(args.tensor_precisions),
     )
     print(run_profile(opts))
     return 0
@@ -190,7 +210,8 @@ def _cmd_reparse(args: argparse.Namespace) -> int:
 
     for root in args.bundles:
         for bundle in find_bundles(root):
-            print(f"{bundle}: {reparse(bundle)} kernel rows")
+            rows = reparse(bundle)
+            print(f"{bundle}: {rows} kernel rows" if rows is not None else f"{bundle}: no raw/ folder, left as it is")
     return 0
 
 
@@ -239,9 +260,10 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_columns(args: argparse.Namespace) -> int:
+    from fuseprof.model.derived import DERIVED_COLUMNS
     from fuseprof.schema import describe_columns
 
-    _emit(describe_columns(), "table")
+    _emit(describe_columns(DERIVED_COLUMNS), "table")
     return 0
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from fuseprof.model.devices import PIPES
 from fuseprof.model.occupancy import block_size_curve, occupancy_curve
 from fuseprof.model.roofline import Roof, chain_points
 
@@ -27,48 +28,93 @@ def variant_colors(variants: list[str], kinds: dict[str, str]) -> dict[str, str]
     return colors
 
 
-def _hover(frame: pd.DataFrame) -> list[str]:
-    return [f"{k}<br>{v} {s}<br>{b / 1e6:.2f} MB DRAM, {f / 1e6:.2f} MFLOP<br>{t / 1e3:.2f} µs"
-            for k, v, s, b, f, t in zip(frame["kernel_short"], frame["variant"], frame["shape"],
-                                        frame["dram_bytes"].fillna(0), frame["flops"].fillna(0),
-                                        frame["duration_ns"].fillna(0))]
+def _si(value: float, unit: str) -> str:
+    """1.23e14, 'FLOP/s' -> '123 TFLOP/s': hovers carry units, scaled for a human."""
+    if value is None or pd.isna(value):
+        return f"n/a {unit}"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
 
 
-def roofline_figure(placed: pd.DataFrame, roof: Roof, variant_kinds: dict[str, str] | None = None) -> go.Figure:
-    """Log-log roofline: DRAM slope, compute ceilings, a point per kernel, a star per chain.
-    Kernels without FLOPs (copies, casts) have no place on a log FLOP axis and are left out."""
+def roofline_hover(frame: pd.DataFrame) -> list[str]:
+    """Kernel, bundle, variant and shape; bytes, FLOPs, time; and the roof it is measured against."""
+    out = []
+    for row in frame.itertuples(index=False):
+        pipe = PIPES.get(str(row.roof_pipe), "DRAM")
+        against = (f"{pipe} {_si(row.peak_flops_per_s, 'FLOP/s')}" if row.roof_pipe in PIPES
+                   else f"DRAM {_si(row.achieved_bytes_per_s, 'B/s')} achieved")
+        out.append(f"<b>{row.kernel_short}</b><br>{row.bundle}<br>{row.variant} {row.shape}<br>"
+                   f"{_si(row.dram_bytes, 'B')} DRAM, {_si(row.flops, 'FLOP')}, {row.duration_ns / 1e3:.2f} µs<br>"
+                   f"AI {row.arithmetic_intensity:.3g} FLOP/B · {_si(row.achieved_flops_per_s, 'FLOP/s')} · "
+                   f"{_si(row.achieved_bytes_per_s, 'B/s')}<br>"
+                   f"measured against {against} of {row.roof}: {row.pct_of_roof:.1f}% of roof ({row.bound}-bound)"
+                   + ("<br>L2-resident: faster than the capture GPU's DRAM" if row.l2_resident else ""))
+    return out
+
+
+# Roofs are drawn in greys and dashes, never in a variant's colour.
+ROOF_DASHES = ["dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
+
+
+def _draw_roof(fig: go.Figure, roof: Roof, pipes: list[str], ai: np.ndarray, color: str, suffix: str) -> None:
+    top = max(roof.peak(p) for p in pipes) if pipes else roof.dram_bytes_per_s
+    fig.add_trace(go.Scatter(x=ai, y=np.minimum(ai * roof.dram_bytes_per_s, top), mode="lines",
+                             name=f"{roof.label}: DRAM {roof.dram_bytes_per_s / 1e12:.2f} TB/s{suffix}",
+                             line={"color": color, "width": 2 if not suffix else 1}, hoverinfo="name"))
+    for i, pipe in enumerate(pipes):
+        peak = roof.peak(pipe)
+        if np.isnan(peak):
+            continue
+        fig.add_trace(go.Scatter(x=[peak / roof.dram_bytes_per_s, ai[-1]], y=[peak, peak], mode="lines",
+                                 line={"dash": ROOF_DASHES[i % len(ROOF_DASHES)], "color": color,
+                                       "width": 2 if not suffix else 1},
+                                 name=f"{roof.label}: {PIPES[pipe]} {peak / 1e12:.1f} TFLOP/s{suffix}",
+                                 hoverinfo="name"))
+
+
+def roofline_figure(placed: pd.DataFrame, roofs: list[Roof], reference: Roof | None = None,
+                    variant_kinds: dict[str, str] | None = None) -> go.Figure:
+    """Log-log roofline: the roofs the points are judged against (black), the reference roof
+    (grey), a point per kernel, a star per chain. Only the ceilings of pipes that some point is
+    measured against are drawn (plus FP32). Kernels without FLOPs (copies, casts) have no place
+    on a log FLOP axis and are left out."""
     colors = variant_colors([str(v) for v in placed["variant"].dropna().unique()], variant_kinds or {})
+    points = placed[placed["flops"].fillna(0) > 0].copy()
+    pipes = sorted(set(points["roof_pipe"].dropna().astype(str)) & set(PIPES) | {"fp32"}, key=list(PIPES).index)
     fig = go.Figure()
-    ai = np.logspace(-3, 3, 200)
-    fig.add_trace(go.Scatter(x=ai, y=np.minimum(ai * roof.dram_bytes_per_s, max(roof.compute.values())),
-                             mode="lines", name=f"DRAM {roof.dram_bytes_per_s / 1e12:.2f} TB/s",
-                             line={"color": "black"}))
-    for name, flops in roof.compute.items():
-        ridge = flops / roof.dram_bytes_per_s
-        fig.add_trace(go.Scatter(x=[ridge, ai[-1]], y=[flops, flops], mode="lines", line={"dash": "dash"},
-                                 name=f"{name} {flops / 1e12:.1f} TFLOP/s"))
-    points = placed[placed["flops"] > 0].copy()
+    ai = np.logspace(-2, 4, 200)
+    for roof in roofs:
+        _draw_roof(fig, roof, pipes, ai, "black", "")
+    if reference is not None and reference.label not in {r.label for r in roofs}:
+        _draw_roof(fig, reference, pipes, ai, "#9e9e9e", " (reference)")
     points["x"] = points["arithmetic_intensity"]
-    points["y"] = points["achieved_flops_per_s"].where(~points["l2_resident"], points["attainable_flops_per_s"])
+    points["y"] = points["achieved_flops_per_s"].where(~points["l2_resident"].fillna(False),
+                                                       points["attainable_flops_per_s"])
     for variant, group in points.groupby("variant", dropna=False, sort=True):
-        for resident, part in group.groupby("l2_resident"):
+        for resident, part in group.groupby(group["l2_resident"].fillna(False)):
             fig.add_trace(go.Scatter(
-                x=part["x"], y=part["y"], mode="markers", hovertext=_hover(part),
+                x=part["x"], y=part["y"], mode="markers", hovertext=roofline_hover(part),
                 hoverinfo="text", name=f"{variant}{' (L2-resident)' if resident else ''}",
                 marker={"color": colors.get(str(variant), OTHER_COLOR), "size": 9,
-                        "symbol": "x" if resident else "circle"},
-                customdata=part[["kernel_short", "shape", "dram_bytes", "flops", "duration_ns"]].to_numpy()))
+                        "symbol": "x" if resident else "circle"}))
     chains = chain_points(placed)
-    chains = chains[(chains["kernels"] > 1) & (chains["flops"] > 0)]
+    chains = chains[(chains["kernels"] > 1) & (chains["flops"] > 0) & ~chains["l2_resident"].fillna(False)]
     if not chains.empty:
         fig.add_trace(go.Scatter(
             x=chains["arithmetic_intensity"], y=chains["achieved_flops_per_s"],
-            mode="markers", marker={"symbol": "star", "size": 14, "color": "#ff7f0e"}, name="unfused chain (whole)",
-            hovertext=[f"{v} {s}: {k} kernels as one" for v, s, k in
-                       zip(chains["variant"], chains["shape"], chains["kernels"])], hoverinfo="text"))
-    fig.update_layout(title=f"Roofline against {roof.label}", xaxis_type="log", yaxis_type="log",
-                      xaxis_title="arithmetic intensity (FLOP / DRAM byte)", yaxis_title="achieved FLOP/s",
-                      legend_title="variant", height=560)
+            mode="markers", marker={"symbol": "star", "size": 14, "color": "#ff7f0e"}, name="whole chain of a call",
+            hovertext=[f"{b}<br>{v} {s}: {k} kernels as one<br>{_si(f, 'FLOP')} over {_si(d, 'B')} DRAM in "
+                       f"{t / 1e3:.1f} µs: {_si(f / (t * 1e-9), 'FLOP/s')}" for b, v, s, k, f, d, t in
+                       zip(chains["bundle"], chains["variant"], chains["shape"], chains["kernels"], chains["flops"],
+                           chains["dram_bytes"], chains["duration_ns"])], hoverinfo="text"))
+    judged = ", ".join(r.label for r in roofs)
+    fig.update_layout(title=f"Roofline: each kernel against its pipe's ceiling on {judged}",
+                      xaxis_type="log", yaxis_type="log", xaxis_title="arithmetic intensity (FLOP / DRAM byte)",
+                      yaxis_title="achieved FLOP/s", height=640,
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0, "font": {"size": 11}},
+                      margin={"b": 40})
     return fig
 
 

@@ -14,9 +14,12 @@ from fuseprof.capture.provenance import now_utc
 from fuseprof.parse.dispatch import parse_raw_dir
 
 
-def reparse(bundle: Path) -> int:
-    """Re-parse ``bundle/raw`` into ``kernels.parquet``; returns the number of kernel rows."""
+def reparse(bundle: Path) -> int | None:
+    """Re-parse ``bundle/raw`` into ``kernels.parquet``; returns the number of kernel rows, or
+    None for a bundle that keeps no raw artifacts (bench and ceilings bundles hold timings only)."""
     manifest = read_manifest(bundle)
+    if not (bundle / RAW).is_dir():
+        return None
     kernels = parse_raw_dir(bundle / RAW)
     if manifest.get("case"):
         kernels["case"], kernels["dtype"] = manifest["case"], manifest.get("dtype")

@@ -134,8 +134,10 @@ def conform_timings(rows: pd.DataFrame) -> pd.DataFrame:
     return _conform(rows, TIMING_COLUMNS)
 
 
-def describe_columns() -> pd.DataFrame:
-    """The schema as a table (name, dtype, origin) for ``fuseprof columns`` and the README."""
+def describe_columns(derived: tuple[Column, ...] = ()) -> pd.DataFrame:
+    """The schema as a table (table, name, dtype, origin) for ``fuseprof columns`` and the README;
+    ``derived`` (``fuseprof.model.derived.DERIVED_COLUMNS``) adds the computed columns."""
     rows = [("kernels", c.name, c.dtype, c.origin) for c in KERNEL_COLUMNS]
     rows += [("timings", c.name, c.dtype, c.origin) for c in TIMING_COLUMNS]
+    rows += [("derived", c.name, c.dtype, c.origin) for c in derived]
     return pd.DataFrame(rows, columns=["table", "column", "dtype", "origin"])

@@ -1,24 +1,23 @@
 """Per variant and shape: launches, measured bytes and time beside the nominal byte model.
 
 Every column is a sum or a copy of kernel-frame / timing columns, named so a reader can
-recompute it: ``dram_bytes = Σ (dram_read_bytes + dram_write_bytes)`` over the ncu rows of
-one call, ``ncu_time_ns = Σ duration_ns`` over the same rows.
+recompute it: ``dram_bytes``, ``l2_bytes`` and ``flops`` are sums of the per-kernel columns of
+``fuseprof.model.derived`` over the ncu rows of one call, ``ncu_time_ns = Σ duration_ns`` over
+the same rows.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from fuseprof.model.derived import derive
 from fuseprof.schema import NCU_SOURCE, PROFILER_SOURCE
 
 KEYS = ["bundle", "case", "variant", "shape", "dtype"]
 
 
 def _ncu_per_call(kernels: pd.DataFrame) -> pd.DataFrame:
-    ncu = kernels[kernels["source"] == NCU_SOURCE].copy()
-    ncu["dram_bytes"] = ncu["dram_read_bytes"] + ncu["dram_write_bytes"]
-    ncu["l2_bytes"] = ncu["l2_read_bytes"] + ncu["l2_write_bytes"]
-    ncu["flops"] = ncu["flops_fp16"] + ncu["flops_fp32"] + ncu["flops_fp64"]
+    ncu = derive(kernels[kernels["source"] == NCU_SOURCE])
     return ncu.groupby(KEYS, dropna=False).agg(
         kernels_per_call=("kernel", "size"),
         ncu_time_ns=("duration_ns", "sum"),

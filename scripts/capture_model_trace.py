@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import torch
-from fuseprof_kernels.llama_model.model import Config, Decoder
+from fuseprof_kernels._llama_model.model import Config, Decoder
 
 PROMPT, DECODE = 256, 8
 

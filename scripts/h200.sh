@@ -17,6 +17,7 @@
 #   mlp        fuseprof profile llama_mlp (bf16, M = 128 and 2048) with ncu
 #   model      whole-model traces of the small Llama decoder, eager and compiled
 #   captests   only the capture tests (tests/test_gpu_capture.py)
+#   mlpauto    llama_mlp eager at M = 128 with the default metric list: replay passes per kernel
 #   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
@@ -77,6 +78,10 @@ step_ncuinfo() {
 step_rooffix() { timeout 300 python3 scripts/roofline_fixture.py --capture "$W" 2>&1 | grep -v "^  ncu: kernel" | tail -20; }
 step_mlp() {
   timeout 420 fuseprof profile llama_mlp --shapes 128x4096,2048x4096 --dtype bfloat16 --out "$W/traces" 2>&1 | tail -14
+}
+step_mlpauto() {
+  timeout 300 fuseprof profile llama_mlp --shapes 128x4096 --variants eager --out "$W/traces" --name mlp-auto 2>&1 | tail -5
+  python3 -c "import json; m = json.load(open('$W/traces/mlp-auto/manifest.json'))['ncu']; print('passes', m['replay_passes_per_kernel'], 'tensor', m['tensor_precisions'], 'dropped', m['dropped_metrics'])"
 }
 step_model() { timeout 300 python3 scripts/capture_model_trace.py --out "$W/model" 2>&1 | tail -8; }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }

@@ -13,17 +13,13 @@ from pathlib import Path
 
 from fuseprof.capture.ncu_command import NcuRequest, profile_argv
 from fuseprof.capture.ncu_run import find_ncu, run_ncu
-from fuseprof.parse.ncu_metrics import NCU_METRICS, TENSOR_METRICS
+from fuseprof.parse.ncu_metrics import BASE_METRICS, NCU_METRICS, TENSOR_METRICS, capture_metrics
 
-TENSOR = set(TENSOR_METRICS.values())
-SASS = {m for m in NCU_METRICS if m.startswith("sm__sass_thread_inst_executed_op_") and "peak" not in m}
-BASE = [m for m in NCU_METRICS if m not in TENSOR]
 CANDIDATES = {
-    "session 1 list (no tensor)": BASE,
-    "full list (base + 6 tensor)": list(NCU_METRICS),
-    "base + bf16/fp16 tensor": BASE + [TENSOR_METRICS["bf16"], TENSOR_METRICS["fp16"]],
-    "full list without SIMT inst counters": [m for m in NCU_METRICS if m not in SASS],
-    "full list without L2 sectors and local bytes": [m for m in NCU_METRICS if not m.startswith(("lts__", "l1tex__"))],
+    "base list (session 1, no tensor counters)": list(BASE_METRICS),
+    "bfloat16 capture default (base + bf16)": capture_metrics(("bf16",)),
+    "base + bf16 + fp16": capture_metrics(("bf16", "fp16")),
+    "--tensor-precisions all (base + 6)": list(NCU_METRICS),
     "6 tensor counters only": ["gpu__time_duration.sum", *TENSOR_METRICS.values()],
 }
 

@@ -9,7 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, SEED_BUNDLE
+from fuseprof.model.roofline import measured_roofs
+from tests.conftest import ROOT, SEED_BUNDLE, TRACES
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 APP = str(ROOT / "dashboards" / "app.py")
@@ -46,22 +47,37 @@ def seed_only(**extra: str | list[str]) -> dict:
 
 def test_roofline_draws_the_known_kernel_where_the_model_puts_it() -> None:
     at = run_page("Roofline", **seed_only(variant=["compiled"], shape=["1024x8192"]))
-    data = figure(at)["data"]
-    compiled = next(t for t in data if t.get("name") == "compiled")
-    assert list(compiled["x"]) == [pytest.approx(123_731_968 / 35_713_536)]
-    assert list(compiled["y"]) == [pytest.approx(123_731_968 / 15_008e-9)]
-    assert data[0]["name"] == "DRAM 3.35 TB/s"  # the H100 SXM datasheet roof by default
-    table = at.dataframe[0].value
-    assert len(table) == 1 and table["pct_of_roof"].iloc[0] == pytest.approx(71.03, abs=0.01)
-
-
-def test_roofline_against_the_measured_capture_gpu() -> None:
-    at = run_page("Roofline", roof="NVIDIA H200 (measured)", **seed_only())
     fig = figure(at)
-    assert fig["title"] == "Roofline against NVIDIA H200 (measured)"
-    assert fig["data"][0]["name"] == "DRAM 4.25 TB/s"
-    stars = next(t for t in fig["data"] if t.get("name") == "unfused chain (whole)")
+    compiled = next(t for t in fig["data"] if t.get("name") == "compiled")
+    # raw ncu: FLOPs 89,128,960 (fp32) + 69,206,016 (packed fp16) = 158,334,976 over 35,713,536 DRAM bytes
+    assert list(compiled["x"]) == [pytest.approx(158_334_976 / 35_713_536)]
+    assert list(compiled["y"]) == [pytest.approx(158_334_976 / 15_008e-9)]
+    names = [t["name"] for t in fig["data"]]
+    # by default the capture GPU's own roof (measured by fuseprof ceilings), the H100 SXM beside it
+    assert names[0] == "NVIDIA H200 (measured): DRAM 4.25 TB/s"
+    assert "H100 SXM (datasheet): DRAM 3.35 TB/s (reference)" in names
+    table = at.dataframe[0].value
+    measured = measured_roofs(TRACES)["NVIDIA H200"].dram_bytes_per_s
+    assert len(table) == 1 and table["roof_pipe"].iloc[0] == "fp32" and table["bound"].iloc[0] == "memory"
+    assert table["pct_of_roof"].iloc[0] == pytest.approx(100 * 35_713_536 / 15_008e-9 / measured)  # 55.9 %
+
+
+def test_roofline_against_a_chosen_roof_keeps_the_reference() -> None:
+    at = run_page("Roofline", roof="H100 SXM (datasheet)", **seed_only())
+    fig = figure(at)
+    assert fig["title"] == "Roofline: each kernel against its pipe's ceiling on H100 SXM (datasheet)"
+    assert fig["data"][0]["name"] == "H100 SXM (datasheet): DRAM 3.35 TB/s"
+    stars = next(t for t in fig["data"] if t.get("name") == "whole chain of a call")
     assert len(stars["x"]) == 4  # the eager chain at each of the seed's four shapes
+
+
+def test_gemms_sit_on_their_bf16_tensor_roof() -> None:
+    at = run_page("Roofline", bundle=["llama_mlp-bfloat16-h200-20261129t150856z"], shape=["2048x4096"])
+    names = [t["name"] for t in figure(at)["data"]]
+    assert "NVIDIA H200 (measured): BF16 tensor 751.6 TFLOP/s" in names
+    table = at.dataframe[0].value
+    gemms = table[table["roof_pipe"] == "tensor_bf16"]
+    assert len(gemms) == 9 and (gemms["bound"] == "compute").all()
 
 
 def test_occupancy_page_sets_computed_beside_measured() -> None:

@@ -29,7 +29,7 @@ from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shap
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import CorrectnessError, InvalidArgumentError, NcuError, NoGPUError
 from fuseprof.parse.dispatch import parse_raw_dir
-from fuseprof.parse.ncu_metrics import NCU_METRICS
+from fuseprof.parse.ncu_metrics import capture_metrics, tensor_precisions_for
 from fuseprof.ranges import range_label
 
 
@@ -46,6 +46,7 @@ class ProfileOptions:
     profiler_repeats: int = 3
     seed: int = 0
     ncu_timeout_s: float = 1800.0
+    tensor_precisions: tuple[str, ...] | None = None  # None: the input dtype's (tensor_precisions_for)
     name: str | None = None
     repo_root: Path = field(default_factory=Path.cwd)
 
@@ -78,11 +79,14 @@ def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: 
     report = writer.path / "ncu.ncu-rep"
     shapes_arg = ",".join(shape_label(s) for s in shapes)
     target = target_argv(sys.executable, case_spec, variants, shapes_arg, dtype, opts.seed)
-    log(f"  ncu: replaying kernels of {len(labels)} ranges ({len(NCU_METRICS)} metrics, --clock-control none)")
+    tensor = opts.tensor_precisions if opts.tensor_precisions is not None else tensor_precisions_for(dtype)
+    requested = capture_metrics(tensor)
+    log(f"  ncu: replaying kernels of {len(labels)} ranges ({len(requested)} metrics, tensor counters "
+        f"{', '.join(tensor) or 'none'}; --clock-control none)")
     run, argv, metrics, dropped = run_ncu_known_metrics(
         lambda kept: profile_argv(NcuRequest(ncu=ncu, report_path=report, range_labels=labels, metrics=kept,
                                              target_argv=target)),
-        NCU_METRICS, opts.ncu_timeout_s, log)
+        requested, opts.ncu_timeout_s, log)
     writer.raw("ncu.log").write_text(run.log)
     csv_text = run_capture_output(import_csv_argv(ncu, report))
     csv_path = writer.raw("ncu_raw.csv.gz")
@@ -95,6 +99,7 @@ def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: 
     if absent:
         log(f"  ncu: these metrics are absent from the report (their columns stay null): {', '.join(absent)}")
     facts = {"status": "ok", "argv": argv, "metrics": metrics, "dropped_metrics": dropped + absent,
+             "tensor_precisions": list(tensor),
              "clock_control": "none", "cache_control": "all", "wall_s": round(run.wall_s, 2),
              "kernels_profiled": len(passes), "replay_passes_per_kernel": sorted(set(passes)),
              "version": run_capture_output([ncu, "--version"]).strip().splitlines()[-1]}

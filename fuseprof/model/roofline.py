@@ -1,42 +1,39 @@
-"""Roofline placement of each ncu-measured kernel.
+"""Roofline placement of each ncu-measured kernel, against the roof of its own pipe and precision.
 
-Per kernel (ncu rows only: they carry measured bytes and FLOPs):
-    flops                  = flops_fp16 + flops_fp32 + flops_fp64
-    dram_bytes             = dram_read_bytes + dram_write_bytes
-    arithmetic_intensity   = flops / dram_bytes                      (FLOP/byte)
-    achieved_flops_per_s   = flops / (duration_ns · 1e-9)
-    achieved_bytes_per_s   = dram_bytes / (duration_ns · 1e-9)
-    attainable_flops_per_s = min(peak_flops, arithmetic_intensity · peak_bytes)
-    bound                  = "memory" if arithmetic_intensity · peak_bytes < peak_flops else "compute"
-    pct_of_roof            = 100 · achieved / attainable (for a kernel with no FLOPs: bytes/s over peak_bytes)
-    l2_resident            = achieved_bytes_per_s > peak_bytes: the kernel moved more than DRAM can,
-                             so its data came from L2; it is marked, not drawn above the roof.
+A kernel is measured against the ceiling of the pipe that did most of its FLOPs (``roof_pipe``:
+BF16 tensor for a bf16 GEMM, FP32 SIMT for an elementwise kernel computing in float), and the DRAM
+slope, which is the same for all. By default each kernel is judged against the roof of the GPU
+that ran it (measured by ``fuseprof ceilings`` when a ceilings bundle for that GPU exists, else its
+datasheet); the H100 SXM roof is drawn beside it as the reference. Whether a kernel is L2-resident
+is decided against its capture device's DRAM roof only, whichever roof it is drawn against.
+The formulas are listed in ``fuseprof.model.derived.DERIVED_COLUMNS``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from fuseprof.bundle import find_bundles, read_manifest
-from fuseprof.model.devices import DeviceSpec
+from fuseprof.model.derived import derive
+from fuseprof.model.devices import DEFAULT_DEVICE, DEVICES, PIPES, DeviceSpec, spec_for_device_name
 
 
 @dataclass(frozen=True)
 class Roof:
-    """One device's roofs for the chart: a DRAM slope and one or more flat compute ceilings."""
+    """One device's roofs: a DRAM slope and a flat ceiling per pipe (keys of ``PIPES``)."""
 
     label: str
     dram_bytes_per_s: float
     compute: dict[str, float]
     origin: str  # "datasheet", "measured (fuseprof ceilings)" or "ncu peak"
 
-    @property
-    def fp32_flops_per_s(self) -> float:
-        return self.compute.get("FP32", max(self.compute.values()))
+    def peak(self, pipe: str) -> float:
+        """Ceiling of ``pipe``; NaN where the source gives none (e.g. FP8 on an A100)."""
+        return self.compute.get(pipe, float("nan"))
 
 
 def datasheet_roof(spec: DeviceSpec) -> Roof:
@@ -44,59 +41,91 @@ def datasheet_roof(spec: DeviceSpec) -> Roof:
 
 
 def measured_roofs(traces: str | Path) -> dict[str, Roof]:
-    """Roofs from ``fuseprof ceilings`` bundles, keyed by device name."""
+    """Roofs from ``fuseprof ceilings`` bundles, keyed by device name: the measured copy rate,
+    FP32 FMA rate and BF16 matmul rate, over the datasheet's other pipes where the device is known."""
     roofs: dict[str, Roof] = {}
     for bundle in find_bundles(Path(traces)):
         manifest = read_manifest(bundle)
         if manifest.get("kind") != "ceilings":
             continue
         c, name = manifest["ceilings"], manifest["device"]["name"]
-        roofs[name] = Roof(f"{name} (measured)", c["dram_bytes_per_s"],
-                           {"FP32": c["fp32_flops_per_s"], "FP16/BF16 tensor": c["bf16_tensor_flops_per_s"]},
-                           "measured (fuseprof ceilings)")
+        spec = spec_for_device_name(name)
+        compute = {**(spec.compute_roofs() if spec else {}), "fp32": c["fp32_flops_per_s"],
+                   "tensor_bf16": c["bf16_tensor_flops_per_s"]}
+        roofs[name] = Roof(f"{name} (measured)", c["dram_bytes_per_s"], compute, "measured (fuseprof ceilings)")
     return roofs
 
 
 def ncu_roof(kernels: pd.DataFrame, device: str) -> Roof | None:
-    """The peaks ncu reported for the device (median over its kernels)."""
+    """The DRAM and FP32 peaks ncu reported for the device (median over its kernels), over the
+    datasheet's other pipes where the device is known."""
     rows = kernels[(kernels["source"] == "ncu") & (kernels["device"] == device)]
     rows = rows.dropna(subset=["peak_dram_bytes_per_s", "peak_flops_fp32_per_s"])
     if rows.empty:
         return None
-    return Roof(f"{device} (ncu peaks)", float(rows["peak_dram_bytes_per_s"].median()),
-                {"FP32": float(rows["peak_flops_fp32_per_s"].median())}, "ncu peak")
+    spec = spec_for_device_name(device)
+    compute = {**(spec.compute_roofs() if spec else {}), "fp32": float(rows["peak_flops_fp32_per_s"].median())}
+    return Roof(f"{device} (ncu peaks)", float(rows["peak_dram_bytes_per_s"].median()), compute, "ncu peak")
 
 
-def place(kernels: pd.DataFrame, roof: Roof) -> pd.DataFrame:
-    """ncu rows with the roofline columns of the module docstring, against ``roof``'s FP32 ceiling."""
-    rows = kernels[kernels["source"] == "ncu"].copy()
-    seconds = rows["duration_ns"].astype("Float64") * 1e-9
-    rows["flops"] = rows["flops_fp16"] + rows["flops_fp32"] + rows["flops_fp64"]
-    rows["dram_bytes"] = rows["dram_read_bytes"] + rows["dram_write_bytes"]
-    rows["arithmetic_intensity"] = (rows["flops"] / rows["dram_bytes"]).replace([np.inf], pd.NA)
-    rows["achieved_flops_per_s"] = rows["flops"] / seconds
-    rows["achieved_bytes_per_s"] = rows["dram_bytes"] / seconds
-    peak_flops, peak_bytes = roof.fp32_flops_per_s, roof.dram_bytes_per_s
+def capture_roof(device: str | None, measured: dict[str, Roof] | None = None) -> Roof:
+    """The roof a kernel captured on ``device`` is judged against: measured, else datasheet, else
+    the default device's datasheet, labelled as an assumption."""
+    if device and measured and device in measured:
+        return measured[device]
+    spec = spec_for_device_name(device)
+    if spec is not None:
+        return datasheet_roof(spec)
+    fallback = datasheet_roof(DEVICES[DEFAULT_DEVICE])
+    return replace(fallback, label=f"{fallback.label}, assumed for unknown device {device!r}")
+
+
+def _place_against(rows: pd.DataFrame, roof: Roof, capture_dram_bytes_per_s: float) -> pd.DataFrame:
+    peak_bytes = roof.dram_bytes_per_s
+    pipes = rows["roof_pipe"].astype(object)
+    rows["peak_flops_per_s"] = pd.array([roof.peak(p) if p in PIPES else np.nan for p in pipes], dtype="Float64")
     memory_roof = rows["arithmetic_intensity"] * peak_bytes
-    rows["attainable_flops_per_s"] = memory_roof.clip(upper=peak_flops)
-    rows["bound"] = np.where(memory_roof < peak_flops, "memory", "compute")
+    rows["attainable_flops_per_s"] = np.minimum(memory_roof, rows["peak_flops_per_s"])
+    has_flops = rows["flops"].fillna(0) > 0
+    compute_bound = has_flops & (memory_roof >= rows["peak_flops_per_s"]).fillna(False)
+    rows["bound"] = pd.array(np.where(compute_bound, "compute", "memory"), dtype="string")
     by_flops = 100 * rows["achieved_flops_per_s"] / rows["attainable_flops_per_s"]
     by_bytes = 100 * rows["achieved_bytes_per_s"] / peak_bytes
-    rows["pct_of_roof"] = by_flops.where(rows["flops"] > 0, by_bytes)
-    rows["l2_resident"] = rows["achieved_bytes_per_s"] > peak_bytes
+    rows["pct_of_roof"] = by_flops.where(has_flops, by_bytes)
+    rows["l2_resident"] = (rows["achieved_bytes_per_s"] > capture_dram_bytes_per_s).astype("boolean")
     rows["roof"] = roof.label
     return rows
 
 
-def chain_points(placed: pd.DataFrame) -> pd.DataFrame:
+def place(kernels: pd.DataFrame, roof: Roof | None = None, measured: dict[str, Roof] | None = None) -> pd.DataFrame:
+    """ncu rows with every column of ``DERIVED_COLUMNS``.
+
+    ``roof=None`` judges each kernel against its capture device's roof (``capture_roof``, with the
+    ``measured`` roofs preferred); a given ``roof`` judges all of them against that one. Either way
+    ``l2_resident`` compares with the capture device's own DRAM rate.
+    """
+    rows = derive(kernels[kernels["source"] == "ncu"])
+    if rows.empty:
+        for column in ("peak_flops_per_s", "attainable_flops_per_s", "bound", "pct_of_roof", "l2_resident", "roof"):
+            rows[column] = pd.Series(dtype="object")
+        return rows
+    parts = []
+    for device, part in rows.groupby(rows["device"].astype(object).fillna(""), sort=False):
+        own = capture_roof(str(device) or None, measured)
+        parts.append(_place_against(part.copy(), roof or own, own.dram_bytes_per_s))
+    return pd.concat(parts).loc[rows.index]
+
+
+def chain_points(placed: pd.DataFrame, measured: dict[str, Roof] | None = None) -> pd.DataFrame:
     """One point per variant and shape: the whole chain of its kernels as one (total FLOPs over
-    total DRAM bytes, over total time), to set an unfused chain beside the kernel replacing it."""
+    total DRAM bytes, over total time), to set an unfused chain beside the kernel replacing it.
+    Derived like a kernel; L2-resident against its capture device's DRAM rate, like a kernel."""
     keys = ["bundle", "case", "variant", "shape"]
-    agg = placed.groupby(keys, dropna=False).agg(flops=("flops", "sum"), dram_bytes=("dram_bytes", "sum"),
-                                                 duration_ns=("duration_ns", "sum"), kernels=("kernel", "size"))
-    agg = agg.reset_index()
-    seconds = agg["duration_ns"].astype("Float64") * 1e-9
-    agg["arithmetic_intensity"] = agg["flops"] / agg["dram_bytes"]
-    agg["achieved_flops_per_s"] = agg["flops"] / seconds
-    agg["achieved_bytes_per_s"] = agg["dram_bytes"] / seconds
+    summed = ["dram_read_bytes", "dram_write_bytes", "l2_read_bytes", "l2_write_bytes", "duration_ns",
+              *(c for c in placed.columns if c.startswith("flops_"))]
+    agg = placed.groupby(keys, dropna=False).agg(**{c: (c, "sum") for c in summed}, kernels=("kernel", "size"),
+                                                 device=("device", "first"))
+    agg = derive(agg.reset_index())
+    capture_rate = agg["device"].astype(object).map(lambda d: capture_roof(d, measured).dram_bytes_per_s)
+    agg["l2_resident"] = (agg["achieved_bytes_per_s"] > capture_rate.astype(float)).astype("boolean")
     return agg

@@ -54,16 +54,14 @@ OCCUPANCY_LIMITS: dict[str, str] = {
 GRID_DIMS = tuple(f"launch__grid_dim_{a}" for a in "xyz")
 BLOCK_DIMS = tuple(f"launch__block_dim_{a}" for a in "xyz")
 
-# Every metric requested from ncu. Keep the list short: each extra counter group can add a
-# replay pass (the design notes saw 11-14 passes for a few full sections).
-NCU_METRICS: tuple[str, ...] = (
+# The metrics every capture requests: 3 replay passes per kernel on the H200 (ncu 2025.3.1).
+BASE_METRICS: tuple[str, ...] = (
     "gpu__time_duration.sum",
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
     "lts__t_sectors_op_read.sum",
     "lts__t_sectors_op_write.sum",
     *(_inst(p, op) for p in _FLOP_OPS.values() for op in ("add", "mul", "fma")),
-    *(tensor_metric(p) for p in TENSOR_PRECISIONS),
     "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
     "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
     "sm__maximum_warps_per_active_cycle_pct",
@@ -82,6 +80,31 @@ NCU_METRICS: tuple[str, ...] = (
     "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
     "device__attribute_display_name",
 )
+
+# Every metric the parsers read (and a .ncu-rep is searched for).
+NCU_METRICS: tuple[str, ...] = (*BASE_METRICS, *TENSOR_METRICS.values())
+
+# Each tensor counter costs about one more replay pass (measured on the H200 with
+# scripts/ncu_passes.py: base 3 passes, + bf16 and fp16 5, + all six 8), so a capture collects
+# the tensor precision of its input dtype unless told otherwise.
+DTYPE_TENSOR_PRECISIONS: dict[str, tuple[str, ...]] = {
+    "bfloat16": ("bf16",), "float16": ("fp16",), "float32": ("tf32",), "float64": ("fp64",),
+    "float8_e4m3fn": ("fp8",), "float8_e5m2": ("fp8",), "int8": ("int8",),
+}
+
+
+def tensor_precisions_for(dtype: str) -> tuple[str, ...]:
+    """The tensor-core precisions a capture in ``dtype`` collects by default."""
+    return DTYPE_TENSOR_PRECISIONS.get(dtype, ())
+
+
+def capture_metrics(tensor_precisions: tuple[str, ...]) -> list[str]:
+    """The ncu metric list of a capture: the base list plus the named tensor counters."""
+    unknown = [p for p in tensor_precisions if p not in TENSOR_METRICS]
+    if unknown:
+        raise ValueError(f"unknown tensor precision(s) {unknown}; known: {', '.join(TENSOR_METRICS)}")
+    return [*BASE_METRICS, *(TENSOR_METRICS[p] for p in tensor_precisions)]
+
 
 Metrics = Mapping[str, float | str | None]
 
