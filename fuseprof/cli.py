@@ -102,6 +102,19 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--case", help="only this case")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
 
+    p = sub.add_parser("roofline", help="every ncu-profiled kernel on the roofline: pipe, intensity, % of roof",
+                       description="Each kernel against the ceiling of the pipe that did most of its FLOPs (tensor "
+                                   "cores by precision, SIMT FP16/FP32/FP64), on its capture GPU's roof (measured "
+                                   "by `fuseprof ceilings` when a ceilings bundle is in DIR, else the datasheet) "
+                                   "unless --roof names another. Formulas: `fuseprof columns`.")
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="bundle or folder (default: traces)")
+    p.add_argument("--case", help="only this case")
+    p.add_argument("--roof", default="capture",
+                   help="capture (default: each kernel's own GPU) or a datasheet device: "
+                        "'H100 SXM', 'H100 PCIe', 'H200', 'A100 80GB', 'B200'")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table (human units), or csv/json with every column in base units (default: table)")
+
     sub.add_parser("columns", help="every column with the raw metric and formula behind it")
     sub.add_parser("cases", help="list the built-in cases")
     return parser
@@ -259,6 +272,36 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_roofline(args: argparse.Namespace) -> int:
+    from fuseprof.load import load
+    from fuseprof.model.devices import DEVICES
+    from fuseprof.model.roofline import datasheet_roof, measured_roofs, place
+
+    if args.roof != "capture" and args.roof not in DEVICES:
+        raise FuseprofError(f"--roof {args.roof!r}: use capture or one of {', '.join(DEVICES)}")
+    kernels = load(args.dir)
+    if args.case:
+        kernels = kernels[kernels["case"] == args.case]
+    roof = None if args.roof == "capture" else datasheet_roof(DEVICES[args.roof])
+    placed = place(kernels, roof, measured_roofs(args.dir))
+    if placed.empty:
+        raise FuseprofError(f"{args.dir}: no ncu-profiled kernels{' of case ' + args.case if args.case else ''}")
+    if args.format != "table":
+        _emit(placed, args.format)
+        return 0
+    table = pd.DataFrame({
+        "case": placed["case"], "variant": placed["variant"], "shape": placed["shape"],
+        "kernel": placed["kernel_short"].str.slice(0, 40), "pipe": placed["roof_pipe"],
+        "GFLOP": (placed["flops"] / 1e9).round(3), "DRAM MB": (placed["dram_bytes"] / 1e6).round(2),
+        "µs": (placed["duration_ns"] / 1e3).round(2), "FLOP/B": placed["arithmetic_intensity"].round(2),
+        "TFLOP/s": (placed["achieved_flops_per_s"] / 1e12).round(2),
+        "TB/s": (placed["achieved_bytes_per_s"] / 1e12).round(2), "% roof": placed["pct_of_roof"].round(1),
+        "bound": placed["bound"], "L2": placed["l2_resident"].map({True: "L2", False: ""})})
+    _emit(table, "table")
+    print(f"roof: {', '.join(sorted(placed['roof'].unique()))}")
+    return 0
+
+
 def _cmd_columns(args: argparse.Namespace) -> int:
     from fuseprof.model.derived import DERIVED_COLUMNS
     from fuseprof.schema import describe_columns
@@ -279,7 +322,7 @@ def _cmd_cases(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "ls": _cmd_ls, "show": _cmd_show,
-             "summary": _cmd_summary, "columns": _cmd_columns, "cases": _cmd_cases}
+             "summary": _cmd_summary, "roofline": _cmd_roofline, "columns": _cmd_columns, "cases": _cmd_cases}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -142,3 +142,34 @@ def test_no_committed_h200_kernel_is_l2_resident_against_its_own_dram() -> None:
 
     against_h100 = place(fuseprof.load(TRACES), datasheet_roof(DEVICES["H100 SXM"]), measured_roofs(TRACES))
     assert not against_h100["l2_resident"].any()  # drawn against the H100, judged against the H200's DRAM
+
+
+def test_a_capture_collects_the_tensor_counter_of_its_dtype() -> None:
+    from fuseprof.parse.ncu_metrics import (
+        BASE_METRICS,
+        NCU_METRICS,
+        TENSOR_METRICS,
+        capture_metrics,
+        tensor_precisions_for,
+    )
+
+    bf16 = capture_metrics(tensor_precisions_for("bfloat16"))
+    # measured on the H200 (scripts/ncu_passes.py): base 3 passes, base + bf16 still 3, all six 8
+    assert bf16 == [*BASE_METRICS, "sm__ops_path_tensor_src_bf16_dst_fp32.sum"]
+    assert capture_metrics(tensor_precisions_for("float32"))[-1] == "sm__ops_path_tensor_src_tf32_dst_fp32.sum"
+    assert capture_metrics(tuple(TENSOR_METRICS)) == list(NCU_METRICS)
+    with pytest.raises(ValueError, match="fp4"):
+        capture_metrics(("fp4",))
+
+
+def test_roofline_command_prints_each_gemm_on_its_roof(capsys) -> None:
+    from fuseprof.cli import main
+
+    assert main(["roofline", str(TRACES), "--case", "llama_mlp"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if "tensor_bf16" in line]
+    assert len(rows) == 18
+    assert sum(r[-1] == "compute" for r in rows) == 9  # the M = 2048 GEMMs
+    assert out.rstrip().endswith("roof: NVIDIA H200 (measured)")
+    assert main(["roofline", str(TRACES), "--roof", "H300"]) == 2
+    assert "--roof 'H300'" in capsys.readouterr().err

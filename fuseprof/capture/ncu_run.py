@@ -131,7 +131,7 @@ def run_ncu_known_metrics(
     Returns the run, the argv that succeeded, the metrics kept and the metrics dropped (the
     caller records both: a column that is null because ncu lacked its counter must say so).
     """
-    kept, dropped = list(metrics), []
+    kept, dropped = list(metrics), list[str]()
     for _attempt in range(attempts):
         argv = build_argv(kept)
         try:
