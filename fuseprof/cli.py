@@ -88,6 +88,22 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "kernels.parquet; raw artifacts and timings are kept as they are.")
     p.add_argument("bundles", nargs="+", type=Path, help="bundles, or folders of bundles")
 
+    p = sub.add_parser("analyze", help="whole-model trace: GPU timeline, categories, top ops, per-op roofline",
+                       description="For each torch.profiler trace (a .json/.json.gz file, or the trace in a "
+                                   "bundle's raw/): the GPU timeline (busy, idle, computation, memcpy, memset, "
+                                   "communication; overall and per stream; exact to the ns), time per category, "
+                                   "the top kernels and ops with the op and nn.Module that launched them, launch "
+                                   "statistics, and a roofline per op from its recorded input shapes (needs "
+                                   "record_shapes=True) against the trace's own GPU.")
+    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE")
+    p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
+                                    "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
+    p.add_argument("--top", type=int, default=15, help="rows in the top-kernels, top-ops and roofline tables "
+                                                       "(default 15)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table for reading; csv (one long table with 'trace' and 'table' columns) or json "
+                        "(trace -> table -> rows) for scripts (default: table)")
+
     p = sub.add_parser("ls", help="list bundles in a folder")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
 
@@ -228,6 +244,23 @@ def _cmd_reparse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from fuseprof.analysis import analyze
+    from fuseprof.analysis.report import print_analysis, to_json, to_long_frame
+
+    if args.top < 1:
+        raise FuseprofError(f"--top {args.top}: give a positive number of rows")
+    results = analyze(args.traces, args.device, args.top)
+    if args.format == "json":
+        sys.stdout.write(to_json(results) + "\n")
+    elif args.format == "csv":
+        to_long_frame(results).to_csv(sys.stdout, index=False)
+    else:
+        for result in results:
+            print_analysis(result)
+    return 0
+
+
 def _cmd_ls(args: argparse.Namespace) -> int:
     from fuseprof.bundle import find_bundles, read_manifest
 
@@ -321,7 +354,7 @@ def _cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "ls": _cmd_ls, "show": _cmd_show,
+_COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "analyze": _cmd_analyze, "ls": _cmd_ls, "show": _cmd_show,
              "summary": _cmd_summary, "roofline": _cmd_roofline, "columns": _cmd_columns, "cases": _cmd_cases}
 
 

@@ -1,0 +1,191 @@
+"""``fuseprof analyze``: a whole-model torch.profiler trace as tables, on traces fuseprof did not capture.
+
+Pure functions from the linked event table (``fuseprof.analysis.events``) to result tables; the
+facade ``analyze_trace`` runs them all. Times are integer nanoseconds throughout.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.categories import CATEGORIES, Rule
+from fuseprof.analysis.events import link_gpu_events
+from fuseprof.analysis.timeline import gpu_timeline
+from fuseprof.bundle import RAW, is_bundle
+from fuseprof.errors import TraceFormatError
+from fuseprof.model.devices import PIPES
+from fuseprof.model.op_models import estimate
+from fuseprof.model.roofline import Roof, capture_roof
+from fuseprof.parse.trace_events import read_trace_tables
+
+
+@dataclass
+class TraceAnalysis:
+    """Every table ``fuseprof analyze`` prints for one trace; ``notes`` say what could not be done."""
+
+    name: str
+    device: str | None
+    roof: Roof
+    events: pd.DataFrame
+    timeline: pd.DataFrame
+    categories: pd.DataFrame
+    top_kernels: pd.DataFrame
+    top_ops: pd.DataFrame
+    launches: pd.DataFrame
+    op_roofline: pd.DataFrame
+    rank: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"timeline": self.timeline, "categories": self.categories, "top_kernels": self.top_kernels,
+                "top_ops": self.top_ops, "launches": self.launches, "op_roofline": self.op_roofline}
+
+
+def category_table(events: pd.DataFrame) -> pd.DataFrame:
+    """Per category: events, GPU time (sum of durations), share of the trace's GPU event time."""
+    grouped = events.groupby("category").agg(count=("dur_ns", "size"), time_ns=("dur_ns", "sum"))
+    grouped = grouped.reindex([c for c in CATEGORIES if c in grouped.index] +
+                              sorted(set(grouped.index) - set(CATEGORIES)))
+    grouped["share_pct"] = 100 * grouped["time_ns"] / grouped["time_ns"].sum()
+    return grouped.reset_index().sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _mode(values: pd.Series) -> object:
+    counts = values.dropna().value_counts()
+    return counts.index[0] if len(counts) else None
+
+
+def top_kernels(events: pd.DataFrame, n: int) -> pd.DataFrame:
+    """Kernels (and copies) by total time, with the op and module that launch them most often."""
+    grouped = events.groupby("name", sort=False).agg(
+        category=("category", "first"), count=("dur_ns", "size"), time_ns=("dur_ns", "sum"),
+        mean_ns=("dur_ns", "mean"), op=("op", _mode), module=("module", _mode))
+    grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
+    return grouped.sort_values("time_ns", ascending=False).head(n).reset_index()
+
+
+def _signature(events: pd.DataFrame) -> pd.Series:
+    """op name and its input shapes, e.g. 'aten::addmm [[512], [141, 512], [512, 512]]'."""
+    dims = events["input_dims"].map(lambda d: "" if not isinstance(d, list) else str(d))
+    return events["op"].fillna("(no op)").astype(str) + " " + dims
+
+
+def top_ops(events: pd.DataFrame, n: int) -> pd.DataFrame:
+    """CPU ops (by name and input shapes) by the GPU time of the kernels they launched."""
+    rows = events.assign(signature=_signature(events))
+    calls = rows.groupby("signature", sort=False)["op_id"].nunique()
+    grouped = rows.groupby("signature", sort=False).agg(
+        op=("op", "first"), category=("category", "first"), kernels=("dur_ns", "size"), time_ns=("dur_ns", "sum"),
+        module=("module", _mode))
+    grouped["calls"] = calls
+    grouped["kernels_per_call"] = grouped["kernels"] / grouped["calls"].where(grouped["calls"] > 0)
+    grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
+    return grouped.sort_values("time_ns", ascending=False).head(n).reset_index()
+
+
+def launch_stats(events: pd.DataFrame) -> pd.DataFrame:
+    """Per launch API: count, host time per launch call and launch-to-start latency (GPU start −
+    launch call start: queueing plus launch latency), median and 90th percentile, in ns."""
+    rows = events[events["launch_api"].notna()].copy()
+    rows["latency_ns"] = rows["start_ns"] - rows["launch_start_ns"].astype("float64")
+    out = rows.groupby("launch_api").agg(
+        launches=("dur_ns", "size"), host_median_ns=("launch_dur_ns", "median"),
+        host_p90_ns=("launch_dur_ns", lambda s: s.astype("float64").quantile(0.9)),
+        latency_median_ns=("latency_ns", "median"), latency_p90_ns=("latency_ns", lambda s: s.quantile(0.9)))
+    return out.reset_index().sort_values("launches", ascending=False).reset_index(drop=True)
+
+
+def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
+    """Per op signature with a shape model: analytic FLOPs and bytes per call, the measured GPU time
+    of its kernels per call, achieved TFLOP/s and TB/s and % of ``roof`` (compute-bound work against
+    its pipe's ceiling, the rest against DRAM)."""
+    with_op = events[events["op_id"].notna()]
+    if with_op.empty:
+        return pd.DataFrame()
+    per_call = with_op.groupby("op_id", sort=False).agg(
+        op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
+        concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
+    estimates = [estimate(o, d, t, c) for o, d, t, c in
+                 zip(per_call["op"], per_call["dims"], per_call["types"], per_call["concrete"])]
+    per_call["flops"] = [e.flops if e else np.nan for e in estimates]
+    per_call["bytes"] = [e.bytes if e else np.nan for e in estimates]
+    per_call["pipe"] = [e.pipe if e else None for e in estimates]
+    per_call = per_call[per_call["pipe"].notna()]
+    if per_call.empty:
+        return pd.DataFrame()
+    per_call["signature"] = per_call["op"] + " " + per_call["dims"].map(str) + " " + per_call["types"].map(
+        lambda t: str([x for x in t if x]) if isinstance(t, list) else "")
+    out = per_call.groupby("signature", sort=False).agg(
+        op=("op", "first"), pipe=("pipe", "first"), calls=("time_ns", "size"), flops=("flops", "first"),
+        bytes=("bytes", "first"), time_ns=("time_ns", "sum"), kernels_per_call=("kernels", "mean"))
+    seconds = out["time_ns"] / out["calls"] * 1e-9
+    out["tflop_per_s"] = out["flops"] / seconds / 1e12
+    out["tb_per_s"] = out["bytes"] / seconds / 1e12
+    out["intensity"] = out["flops"] / out["bytes"]
+    peak = out["pipe"].map(lambda p: roof.peak(p) if p in PIPES else math.nan)
+    attainable = np.minimum(peak, out["intensity"] * roof.dram_bytes_per_s)
+    compute = (out["flops"] > 0) & (out["intensity"] * roof.dram_bytes_per_s >= peak)
+    out["bound"] = np.where(compute, "compute", "memory")
+    by_flops = 100 * out["tflop_per_s"] * 1e12 / attainable
+    out["pct_of_roof"] = by_flops.where(peak.notna() & (out["flops"] > 0),
+                                        100 * out["tb_per_s"] * 1e12 / roof.dram_bytes_per_s)
+    return out.sort_values("time_ns", ascending=False).reset_index()
+
+
+def trace_files(path: Path) -> list[Path]:
+    """The trace(s) behind a path: a trace file, or a bundle's raw profiler trace(s)."""
+    if path.is_dir():
+        if not is_bundle(path):
+            raise TraceFormatError(f"{path}: a folder that is not a fuseprof bundle; give a trace file or a bundle")
+        found = sorted((path / RAW).glob("*.json*"))
+        if not found:
+            raise TraceFormatError(f"{path}: bundle holds no torch.profiler trace under {RAW}/")
+        return found
+    if not path.exists():
+        raise TraceFormatError(f"{path}: no such file")
+    return [path]
+
+
+def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: list[Rule] | None = None,
+                  measured: dict[str, Roof] | None = None) -> TraceAnalysis:
+    """Every table for one trace file. ``device`` names the GPU when the trace lacks
+    ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', ..."""
+    tables = read_trace_tables(path)
+    events = link_gpu_events(tables, rules)
+    notes = []
+    if events.empty:
+        raise TraceFormatError(f"{path}: no GPU kernels, memcpys or memsets; was the trace captured with "
+                               "ProfilerActivity.CUDA?")
+    names = sorted({tables.devices.get(int(d), "") for d in events["device"].dropna().unique()} - {""})
+    device_name = device or (names[0] if names else None)
+    roof = capture_roof(device_name, measured)
+    if "assumed" in roof.label:
+        notes.append(f"roof: {roof.label}; pass --device to name the GPU")
+    if events["input_dims"].map(lambda d: isinstance(d, list)).sum() == 0:
+        notes.append("no input shapes in the trace (captured without record_shapes=True): no per-op roofline")
+    if events["module"].isna().all():
+        notes.append("no nn.Module paths (captured without with_stack=True / with_modules=True)")
+    return TraceAnalysis(
+        name=path.name, device=device_name, roof=roof, events=events, timeline=gpu_timeline(events),
+        categories=category_table(events), top_kernels=top_kernels(events, top), top_ops=top_ops(events, top),
+        launches=launch_stats(events), op_roofline=op_roofline(events, roof), rank=tables.rank, notes=notes)
+
+
+def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
+            rules: list[Rule] | None = None) -> list[TraceAnalysis]:
+    """``analyze_trace`` over trace files and bundles (one result per trace)."""
+    from fuseprof.model.roofline import measured_roofs
+
+    if isinstance(paths, (str, Path)):
+        paths = [Path(paths)]
+    results = []
+    for path in paths:
+        measured = measured_roofs(path.parent) if path.is_dir() else None
+        for trace in trace_files(Path(path)):
+            results.append(analyze_trace(trace, device, top, rules, measured))
+    return results

@@ -1,0 +1,101 @@
+"""``fuseprof analyze``'s output: terminal tables in human units (≤ 160 characters a line), or the
+same tables as JSON or one long CSV in base units for scripts. Formatting only: no analysis here."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from fuseprof.analysis.analyze import TraceAnalysis
+
+WIDTH = 160
+
+
+def us(ns: float) -> str:
+    """Nanoseconds as microseconds with three decimals: exact, and readable."""
+    return "" if ns is None or (isinstance(ns, float) and math.isnan(ns)) else f"{ns / 1e3:,.3f}"
+
+
+def _short(text: object, width: int) -> str:
+    s = "" if text is None or (isinstance(text, float) and math.isnan(text)) or text is pd.NA else str(text)
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _print(title: str, frame: pd.DataFrame) -> None:
+    print(f"\n{title}")
+    if frame.empty:
+        print("  (none)")
+        return
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", WIDTH,
+                           "display.max_colwidth", 60):
+        print(frame.to_string(index=False))
+
+
+def _timeline(result: TraceAnalysis) -> pd.DataFrame:
+    t = result.timeline
+    return pd.DataFrame({
+        "stream": t["stream"], "span µs": t["span_ns"].map(us), "busy µs": t["busy_ns"].map(us),
+        "idle µs": t["idle_ns"].map(us), "busy %": t["busy_pct"].round(2),
+        "compute µs": t["computation_ns"].map(us), "memcpy µs": t["memcpy_ns"].map(us),
+        "memset µs": t["memset_ns"].map(us), "comm µs": t["communication_ns"].map(us),
+        "exposed comm µs": t["exposed_communication_ns"].map(us), "events": t["events"]})
+
+
+def print_analysis(result: TraceAnalysis) -> None:
+    print(f"== {result.name}  ({result.device or 'device unknown'}; roof: {result.roof.label}"
+          f"{'; rank ' + str(result.rank) if result.rank is not None else ''})")
+    for note in result.notes:
+        print(f"note: {note}")
+    _print("GPU timeline (union of intervals: overlapping kernels count once)", _timeline(result))
+    c = result.categories
+    _print("Time by category", pd.DataFrame({"category": c["category"], "count": c["count"],
+                                             "time µs": c["time_ns"].map(us), "share %": c["share_pct"].round(2)}))
+    k = result.top_kernels
+    _print("Top kernels", pd.DataFrame({
+        "kernel": k["name"].map(lambda s: _short(s, 48)), "category": k["category"], "count": k["count"],
+        "time µs": k["time_ns"].map(us), "share %": k["share_pct"].round(2), "op": k["op"].map(lambda s: _short(s, 28)),
+        "module": k["module"].map(lambda s: _short(s, 40))}))
+    o = result.top_ops
+    _print("Top ops (by the GPU time of their kernels)", pd.DataFrame({
+        "op and input shapes": o["signature"].map(lambda s: _short(s, 70)), "calls": o["calls"],
+        "kernels/call": o["kernels_per_call"].round(2), "time µs": o["time_ns"].map(us),
+        "share %": o["share_pct"].round(2), "module": o["module"].map(lambda s: _short(s, 36))}))
+    la = result.launches
+    _print("Launches (host time per call; launch-to-start = GPU start − launch call start)", pd.DataFrame({
+        "api": la["launch_api"], "launches": la["launches"], "host median µs": la["host_median_ns"].map(us),
+        "host p90 µs": la["host_p90_ns"].map(us), "to start median µs": la["latency_median_ns"].map(us),
+        "to start p90 µs": la["latency_p90_ns"].map(us)}))
+    r = result.op_roofline.head(len(result.top_ops))
+    if r.empty:
+        _print("Per-op roofline from recorded shapes", r)
+        return
+    _print(f"Per-op roofline from recorded shapes, against {result.roof.label}", pd.DataFrame({
+        "op and input shapes": r["signature"].map(lambda s: _short(s, 64)), "pipe": r["pipe"], "calls": r["calls"],
+        "GFLOP/call": (r["flops"] / 1e9).round(4), "MB/call": (r["bytes"] / 1e6).round(3),
+        "µs/call": (r["time_ns"] / r["calls"]).map(us), "TFLOP/s": r["tflop_per_s"].round(2),
+        "TB/s": r["tb_per_s"].round(3), "% roof": r["pct_of_roof"].round(1), "bound": r["bound"]}))
+
+
+def _clean(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns JSON and CSV can carry (shape lists as text)."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].map(lambda v: isinstance(v, (list, dict))).any():
+            out[column] = out[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
+    return out
+
+
+def to_json(results: list[TraceAnalysis]) -> str:
+    body = {}
+    for r in results:
+        tables = {name: json.loads(_clean(t).to_json(orient="records")) for name, t in r.tables().items()}
+        body[str(r.name)] = {"device": r.device, "roof": r.roof.label, "rank": r.rank, "notes": r.notes, **tables}
+    return json.dumps(body, indent=1)
+
+
+def to_long_frame(results: list[TraceAnalysis]) -> pd.DataFrame:
+    parts = [_clean(t).assign(trace=r.name, table=name) for r in results for name, t in r.tables().items()]
+    frame = pd.concat(parts, ignore_index=True)
+    return frame[["trace", "table", *[c for c in frame.columns if c not in ("trace", "table")]]]

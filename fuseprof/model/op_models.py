@@ -1,0 +1,250 @@
+"""Analytic FLOPs and bytes of PyTorch ops from the shapes torch.profiler recorded (``record_shapes``).
+
+One table, ``OP_MODELS``, maps an op name to a model; a user adds a row for an op of their own::
+
+    from fuseprof.model.op_models import OP_MODELS, OpModel, elementwise
+    OP_MODELS["mylib::fused_gelu"] = elementwise(flops_per_element=8)
+
+Each model gets the op's ``Input Dims``, ``Input type`` and ``Concrete Inputs`` and returns FLOPs,
+bytes (every input tensor read once, every output written once: the minimum traffic) and the pipe
+the work runs on (``tensor_bf16`` for a bf16 GEMM, ``memory`` for ops whose FLOPs do not matter).
+Conventions, chosen to agree with TraceLens's perf models where both exist:
+    mm (M,K)x(K,N): 2·M·N·K FLOPs; (MK + KN + MN) elements moved
+    addmm: the mm plus M·N for the bias add; the bias is read once
+    bmm/baddbmm: the same per batch
+    attention (q: B,H,L,D; k/v: B,Hkv,S,D): 4·B·H·L·S·D (QKᵀ and PV; a causal mask is not halved)
+    elementwise: FLOPs per output element from the op's row (1 for add, 4 for SiLU, 8 for GELU)
+    norms/softmax: 4-5 FLOPs per element; reductions one per input element; copies and gathers 0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# torch.profiler's 'Input type' strings -> bytes per element
+DTYPE_BYTES: dict[str, int] = {
+    "c10::BFloat16": 2, "c10::Half": 2, "float": 4, "double": 8, "long int": 8, "int": 4, "short int": 2,
+    "signed char": 1, "unsigned char": 1, "bool": 1, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1,
+    "c10::Float8_e4m3fnuz": 1, "c10::Float8_e5m2fnuz": 1, "c10::complex<float>": 8,
+}
+# 'Input type' -> tensor-core pipe of a matrix op in that precision (fuseprof.model.devices.PIPES)
+MATRIX_PIPE: dict[str, str] = {
+    "c10::BFloat16": "tensor_bf16", "c10::Half": "tensor_fp16", "float": "fp32", "double": "tensor_fp64",
+    "c10::Float8_e4m3fn": "tensor_fp8", "c10::Float8_e5m2": "tensor_fp8", "signed char": "tensor_int8",
+}
+
+
+@dataclass(frozen=True)
+class OpInputs:
+    dims: Sequence[Any]
+    types: Sequence[Any]
+    concrete: Sequence[Any]
+
+    def tensor(self, i: int) -> list[int] | None:
+        """Shape of input ``i`` if it is a tensor (a list of ints), else None."""
+        if i >= len(self.dims):
+            return None
+        d = self.dims[i]
+        return list(d) if isinstance(d, list) and all(isinstance(x, int) for x in d) and self.is_tensor(i) else None
+
+    def is_tensor(self, i: int) -> bool:
+        t = self.types[i] if i < len(self.types) else ""
+        return isinstance(t, str) and t in DTYPE_BYTES
+
+    def itemsize(self, i: int) -> int:
+        return DTYPE_BYTES.get(str(self.types[i]), 0) if i < len(self.types) else 0
+
+    def tensor_bytes(self, i: int) -> int:
+        shape = self.tensor(i)
+        return 0 if shape is None else math.prod(shape) * self.itemsize(i)
+
+    def tensors(self) -> list[int]:
+        return [i for i in range(len(self.dims)) if self.tensor(i) is not None]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    flops: float
+    bytes: float
+    pipe: str  # a key of fuseprof.model.devices.PIPES, or "memory"
+
+
+@dataclass(frozen=True)
+class OpModel:
+    family: str
+    estimate: Callable[[OpInputs], Estimate | None]
+
+
+def _pipe(x: OpInputs, i: int) -> str:
+    return MATRIX_PIPE.get(str(x.types[i]), "fp32") if i < len(x.types) else "fp32"
+
+
+def _mm(bias: bool, batched: bool) -> Callable[[OpInputs], Estimate | None]:
+    first = 1 if bias else 0
+
+    def estimate(x: OpInputs) -> Estimate | None:
+        a, b = x.tensor(first), x.tensor(first + 1)
+        if not a or not b or len(a) != (3 if batched else 2) or len(b) != len(a):
+            return None
+        batch = a[0] if batched else 1
+        m, k, n = a[-2], a[-1], b[-1]
+        flops = 2 * batch * m * n * k + (batch * m * n if bias else 0)
+        size = x.itemsize(first)
+        moved = batch * (m * k + k * n + m * n) * size + (x.tensor_bytes(0) if bias else 0)
+        return Estimate(flops, moved, _pipe(x, first))
+
+    return estimate
+
+
+def _linear(x: OpInputs) -> Estimate | None:
+    inp, weight = x.tensor(0), x.tensor(1)
+    if not inp or not weight or len(weight) != 2:
+        return None
+    rows, (n, k) = math.prod(inp[:-1]), weight
+    bias = x.tensor(2) is not None
+    flops = 2 * rows * n * k + (rows * n if bias else 0)
+    moved = (rows * k + n * k + rows * n) * x.itemsize(0) + (x.tensor_bytes(2) if bias else 0)
+    return Estimate(flops, moved, _pipe(x, 0))
+
+
+def _attention(layout: str) -> Callable[[OpInputs], Estimate | None]:
+    """q, k, v as the first three inputs, in layout 'BHLD' (SDPA) or 'BLHD' (flash/efficient forward)."""
+
+    def estimate(x: OpInputs) -> Estimate | None:
+        q, k, v = x.tensor(0), x.tensor(1), x.tensor(2)
+        if not q or not k or not v or len(q) != 4 or len(k) != 4:
+            return None
+        if layout == "BHLD":
+            (b, h, length, d), s = q, k[2]
+        else:
+            (b, length, h, d), s = q, k[1]
+        flops = 4 * b * h * length * s * d
+        moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + x.tensor_bytes(0)  # q, k, v in; out
+        return Estimate(flops, moved, _pipe(x, 0))
+
+    return estimate
+
+
+def _broadcast(shapes: list[list[int]]) -> list[int]:
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        sizes = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
+        out.append(max(sizes))
+    return out
+
+
+def elementwise(flops_per_element: float = 1.0) -> OpModel:
+    """Inputs read once, one output of the broadcast shape (in the first tensor's dtype) written once;
+    an in-place op (``add_``) writes its first input."""
+
+    def estimate(x: OpInputs) -> Estimate | None:
+        tensors = x.tensors()
+        if not tensors:
+            return None
+        out = math.prod(_broadcast([x.tensor(i) or [] for i in tensors]))
+        moved = sum(x.tensor_bytes(i) for i in tensors) + out * x.itemsize(tensors[0])
+        return Estimate(flops_per_element * out, moved, "memory")
+
+    return OpModel("elementwise", estimate)
+
+
+def _per_element(flops_per_element: float, out_equals_input: bool = True) -> Callable[[OpInputs], Estimate | None]:
+    """Norms, softmax, reductions: read the first tensor (and small weights), write an output of the
+    same size (or a negligible one for a reduction)."""
+
+    def estimate(x: OpInputs) -> Estimate | None:
+        first = x.tensor(0)
+        if first is None:
+            return None
+        n = math.prod(first)
+        extra = sum(x.tensor_bytes(i) for i in x.tensors()[1:])
+        moved = x.tensor_bytes(0) * (2 if out_equals_input else 1) + extra
+        return Estimate(flops_per_element * n, moved, "memory")
+
+    return estimate
+
+
+def _copy(x: OpInputs) -> Estimate | None:
+    """copy_(dst, src) reads src and writes dst; _to_copy/clone read and write the first input."""
+    tensors = x.tensors()
+    if not tensors:
+        return None
+    moved = sum(x.tensor_bytes(i) for i in tensors[:2]) if len(tensors) >= 2 else 2 * x.tensor_bytes(tensors[0])
+    return Estimate(0.0, moved, "memory")
+
+
+def _gather(x: OpInputs) -> Estimate | None:
+    """embedding(weight (V, D), indices) / index_select(self, dim, index): read the indices and the
+    gathered rows, write the output."""
+    weight, index = x.tensor(0), x.tensor(2) if x.tensor(1) is None else x.tensor(1)
+    if not weight or index is None:
+        return None
+    rows = math.prod(index)
+    row_bytes = math.prod(weight[1:]) * x.itemsize(0)
+    return Estimate(0.0, 2 * rows * row_bytes + rows * 8, "memory")
+
+
+def _cat(x: OpInputs) -> Estimate | None:
+    """cat(tensors): the inputs arrive as one TensorList ('Input Dims' holds a list of shapes)."""
+    if not x.dims or not isinstance(x.dims[0], list) or not x.dims[0] or not isinstance(x.dims[0][0], list):
+        return None
+    size = DTYPE_BYTES.get(str(x.types[0]).removeprefix("TensorList"), 2) if x.types else 2
+    moved = 2 * sum(math.prod(s) for s in x.dims[0]) * size
+    return Estimate(0.0, moved, "memory")
+
+
+def _model(family: str, fn: Callable[[OpInputs], Estimate | None]) -> OpModel:
+    return OpModel(family, fn)
+
+
+_ELEMENTWISE_FLOPS = {
+    "add": 1, "sub": 1, "rsub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1, "rsqrt": 1, "sqrt": 1,
+    "reciprocal": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "sigmoid": 4, "silu": 4, "gelu": 8,
+    "relu": 1, "where": 1, "eq": 1, "ne": 1, "lt": 1, "gt": 1, "le": 1, "ge": 1, "masked_fill": 1, "clamp": 1,
+    "fill": 0, "zero": 0, "minimum": 1, "maximum": 1, "erf": 1, "addcmul": 2, "addcdiv": 2, "lerp": 2,
+}
+
+OP_MODELS: dict[str, OpModel] = {
+    "aten::mm": _model("GEMM", _mm(bias=False, batched=False)),
+    "aten::addmm": _model("GEMM", _mm(bias=True, batched=False)),
+    "aten::bmm": _model("GEMM", _mm(bias=False, batched=True)),
+    "aten::baddbmm": _model("GEMM", _mm(bias=True, batched=True)),
+    "aten::matmul": _model("GEMM", _mm(bias=False, batched=False)),
+    "aten::linear": _model("GEMM", _linear),
+    "aten::scaled_dot_product_attention": _model("attention", _attention("BHLD")),
+    "aten::_scaled_dot_product_flash_attention": _model("attention", _attention("BHLD")),
+    "aten::_scaled_dot_product_efficient_attention": _model("attention", _attention("BHLD")),
+    "aten::_scaled_dot_product_cudnn_attention": _model("attention", _attention("BHLD")),
+    "aten::_flash_attention_forward": _model("attention", _attention("BLHD")),
+    "aten::_efficient_attention_forward": _model("attention", _attention("BLHD")),
+    "aten::native_layer_norm": _model("normalization", _per_element(5)),
+    "aten::layer_norm": _model("normalization", _per_element(5)),
+    "aten::_fused_rms_norm": _model("normalization", _per_element(4)),
+    "aten::rms_norm": _model("normalization", _per_element(4)),
+    "aten::_softmax": _model("reduction", _per_element(5)),
+    "aten::softmax": _model("reduction", _per_element(5)),
+    **{f"aten::{op}": _model("reduction", _per_element(1, out_equals_input=False))
+       for op in ("sum", "mean", "amax", "amin", "max", "min", "all", "any", "prod", "argmax", "norm")},
+    "aten::copy_": _model("copy/cast", _copy),
+    "aten::_to_copy": _model("copy/cast", _copy),
+    "aten::clone": _model("copy/cast", _copy),
+    "aten::cat": _model("copy/cast", _cat),
+    "aten::embedding": _model("other", _gather),
+    "aten::index_select": _model("other", _gather),
+    **{f"aten::{op}{suffix}": elementwise(flops) for op, flops in _ELEMENTWISE_FLOPS.items() for suffix in ("", "_")},
+}
+
+
+def estimate(op: str, dims: Any, types: Any, concrete: Any) -> Estimate | None:
+    """The op's analytic cost from its recorded inputs, or None (no model, or no shapes recorded)."""
+    model = OP_MODELS.get(op)
+    if model is None or not isinstance(dims, list) or not isinstance(types, list):
+        return None
+    try:
+        return model.estimate(OpInputs(dims, types, concrete if isinstance(concrete, list) else []))
+    except (TypeError, ValueError, IndexError):
+        return None  # shapes of an unexpected form: no estimate rather than a wrong one
