@@ -35,6 +35,9 @@ KERNEL_COLUMNS: tuple[Column, ...] = (
     Column("device", "string", "GPU name (profiler deviceProperties / ncu device__attribute_display_name)"),
     Column("source", "string", "'torch.profiler' or 'ncu': which tool measured the row"),
     Column("kernel", "string", "kernel name as the tool reports it (demangled)"),
+    Column("kind", "string",
+           "profiler: 'kernel', 'memcpy' or 'memset' (event cat kernel / gpu_memcpy / gpu_memset), 'cpu_op' on a CPU "
+           "capture; ncu: 'kernel'"),
     Column("kernel_short", "string",
            "kernel's function name without return type, namespaces, template arguments, parameters "
            "(equal across torch.profiler and ncu, whose demanglers differ)"),

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from fuseprof.parse.chrome_trace import kernel_rows, load_trace, read_chrome_trace, to_ns
+import numpy as np
+
+from fuseprof.errors import TraceFormatError
+from fuseprof.parse.chrome_trace import kernel_rows, read_chrome_trace
+from fuseprof.parse.trace_events import ns_from_us, read_trace_tables
 from tests.conftest import SEED_BUNDLE
 
 
@@ -30,9 +34,17 @@ def test_kernel_time_total_matches_the_trace_to_the_nanosecond(trace_path: Path,
     assert rows["duration_ns"].sum() == int(sum(durations) * 1000) == 1_387_523
 
 
-def test_to_ns_keeps_digits_a_float_would_lose() -> None:
-    assert to_ns(Decimal("5084948946814.126")) == 5_084_948_946_814_126
-    assert to_ns(Decimal("2.400")) == 2400
+def test_microsecond_floats_give_back_the_written_nanoseconds(trace_path: Path) -> None:
+    # every ts and dur of the trace, read as exact decimals, against the float path
+    raw = json.loads(gzip.decompress(trace_path.read_bytes()), parse_float=Decimal)
+    written = [v for e in raw["traceEvents"] for k, v in e.items() if k in ("ts", "dur") and isinstance(v, Decimal)]
+    exact = np.array([int(v * 1000) for v in written], dtype=np.int64)
+    assert len(written) > 1000
+    assert (ns_from_us(np.array([float(v) for v in written]), trace_path, "ts") == exact).all()
+    assert ns_from_us(np.array([5084948946814.126, 2.4]), trace_path, "ts").tolist() == [5_084_948_946_814_126, 2400]
+    # past 2**43 µs a float's spacing exceeds 1 ns: refused, not rounded
+    with pytest.raises(TraceFormatError, match="too large"):
+        ns_from_us(np.array([2.0**44]), trace_path, "ts")
 
 
 def test_every_kernel_maps_to_its_variant_and_shape(rows) -> None:
@@ -74,6 +86,6 @@ def test_device_name_from_device_properties(rows) -> None:
 
 
 def test_trace_without_kernels_or_ranges_gives_no_rows(trace_path: Path) -> None:
-    trace = load_trace(trace_path)
-    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") not in ("kernel", "user_annotation")]
-    assert kernel_rows(trace).empty
+    tables = read_trace_tables(trace_path)
+    tables.gpu, tables.annotations = tables.gpu.iloc[:0], tables.annotations.iloc[:0]
+    assert kernel_rows(tables).empty

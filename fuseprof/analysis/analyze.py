@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.categories import CATEGORIES, Rule
-from fuseprof.analysis.events import link_gpu_events
+from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.timeline import gpu_timeline
 from fuseprof.bundle import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
@@ -156,7 +156,7 @@ def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: l
     """Every table for one trace file. ``device`` names the GPU when the trace lacks
     ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', ..."""
     tables = read_trace_tables(path)
-    events = link_gpu_events(tables, rules)
+    events = categorized_events(tables, rules)
     notes = []
     if events.empty:
         raise TraceFormatError(f"{path}: no GPU kernels, memcpys or memsets; was the trace captured with "

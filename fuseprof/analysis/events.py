@@ -1,87 +1,15 @@
-"""One row per GPU event, linked to what launched it: the runtime call (by ``correlation``), the CPU
-op (by ``External id``, the kernel's own or its launch call's: Triton launches carry it only on the
-call), the ``nn.Module`` path and the ``record_function`` range (a profiler step) around that op.
-"""
+"""The linked GPU events of a trace (``fuseprof.parse.trace_link``) with a category each."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.categories import Rule, categorize
 from fuseprof.parse.trace_events import TraceTables
-
-_KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
-_NCCL = ("nccl",)
+from fuseprof.parse.trace_link import link_gpu_events
 
 
-def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None) -> pd.Series:
-    """For each point (``start_ns``, ``tid``), the names of the spans (``start_ns``, ``dur_ns``,
-    ``name``, ``tid``) around it on the same thread: outermost first, joined by ``joiner``, or
-    only the innermost when ``joiner`` is None. Null where none encloses it."""
-    out = pd.Series(pd.NA, index=points.index, dtype="string")
-    if spans.empty or points.empty:
-        return out
-    by_thread: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
-    for s, d, n, t in zip(spans["start_ns"], spans["dur_ns"], spans["name"], spans["tid"]):
-        by_thread[t].append((int(s), int(s) + int(d), str(n)))
-    values: dict[int, str] = {}
-    for tid, part in points.groupby("tid", sort=False):
-        intervals = sorted(by_thread.get(str(tid), []), key=lambda x: (x[0], -x[1]))
-        if not intervals:
-            continue
-        order = part["start_ns"].sort_values(kind="stable")
-        stack: list[tuple[int, str]] = []
-        i = 0
-        for idx, t in zip(order.index, order.to_numpy()):
-            while i < len(intervals) and intervals[i][0] <= t:
-                while stack and stack[-1][0] <= intervals[i][0]:
-                    stack.pop()
-                stack.append((intervals[i][1], intervals[i][2]))
-                i += 1
-            while stack and stack[-1][0] <= t:
-                stack.pop()
-            live = [name for end, name in stack if end > t]
-            if live:
-                values[idx] = live[-1] if joiner is None else joiner.join(live)
-    if values:
-        out.loc[list(values)] = list(values.values())
-    return out
-
-
-def link_gpu_events(tables: TraceTables, rules: list[Rule] | None = None) -> pd.DataFrame:
-    """The GPU events of ``tables`` with kind, category, launch call, CPU op (name, shapes, types),
-    module path, enclosing ``record_function`` ranges and the outermost of them (``step``)."""
-    gpu = tables.gpu.copy()
-    kind = gpu["cat"].map(_KIND)
-    is_nccl = gpu["name"].str.lower().str.startswith(_NCCL) & (kind == "kernel")
-    gpu["kind"] = kind.where(~is_nccl, "communication")
-    launches = tables.launches.drop_duplicates("correlation").set_index("correlation")
-    joined = launches.reindex(gpu["correlation"].astype("float64"))
-    gpu["launch_api"] = joined["name"].to_numpy()
-    gpu["launch_start_ns"] = pd.array(joined["start_ns"].to_numpy(), dtype="Int64")
-    gpu["launch_dur_ns"] = pd.array(joined["dur_ns"].to_numpy(), dtype="Int64")
-    gpu["tid"] = joined["tid"].to_numpy()
-    external = gpu["external_id"].astype("Float64").fillna(pd.Series(joined["external_id"].to_numpy(),
-                                                                     index=gpu.index, dtype="Float64"))
-    ops = tables.ops.dropna(subset=["external_id"]).drop_duplicates("external_id", keep="last")
-    ops = ops.set_index(ops["external_id"].astype("float64"))
-    op_rows = ops.reindex(external.astype("float64").to_numpy())
-    gpu["op"] = pd.array(op_rows["name"].to_numpy(), dtype="string")
-    gpu["op_start_ns"] = pd.array(op_rows["start_ns"].to_numpy(), dtype="Int64")
-    gpu["op_id"] = pd.array(op_rows["external_id"].to_numpy(), dtype="Int64")
-    for column in ("input_dims", "input_type", "concrete"):
-        gpu[column] = op_rows[column].to_numpy()
-    gpu["tid"] = gpu["tid"].where(pd.notna(gpu["tid"]), op_rows["tid"].to_numpy())
-    anchor = pd.DataFrame({"start_ns": gpu["op_start_ns"].fillna(gpu["launch_start_ns"]), "tid": gpu["tid"]})
-    anchor = anchor.dropna()
-    anchor["start_ns"] = anchor["start_ns"].astype(np.int64)
-    modules = tables.modules.assign(name=tables.modules["name"].str.removeprefix("nn.Module: "))
-    gpu["module"] = enclosing(modules, anchor, " / ").reindex(gpu.index)
-    gpu["ranges"] = enclosing(tables.annotations, anchor, " / ").reindex(gpu.index)
-    gpu["step"] = gpu["ranges"].str.split(" / ").str[0]  # outermost: ProfilerStep#N or the user's own range
-    gpu["category"] = categorize(gpu["kind"], gpu["op"], gpu["name"], rules)
-    gpu["end_ns"] = gpu["start_ns"] + gpu["dur_ns"]
-    return gpu.sort_values("start_ns", kind="stable").reset_index(drop=True)
+def categorized_events(tables: TraceTables, rules: list[Rule] | None = None) -> pd.DataFrame:
+    events = link_gpu_events(tables)
+    events["category"] = categorize(events["kind"], events["op"], events["name"], rules)
+    return events

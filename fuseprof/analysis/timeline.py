@@ -61,7 +61,10 @@ def _breakdown(gpu: pd.DataFrame) -> dict[str, int]:
     comm = merged(kind == "communication")
     memcpy = merged(kind == "memcpy")
     memset = merged(kind == "memset")
-    total = (lambda m: int((m[1] - m[0]).sum()))
+
+    def total(m: tuple[np.ndarray, np.ndarray]) -> int:
+        return int((m[1] - m[0]).sum())
+
     span = int(end.max() - start.min()) if start.size else 0
     busy = union_ns(start, end)
     return {

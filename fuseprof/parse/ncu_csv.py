@@ -90,6 +90,6 @@ def read_ncu_csv(path: Path) -> pd.DataFrame:
         cols["block"] = cols["block"] or _dims(record.get("Block Size"))
         found = _range_of(record, nvtx_columns)
         cols["variant"], cols["shape"] = found if found else (None, None)
-        cols["source"] = NCU_SOURCE
+        cols["source"], cols["kind"] = NCU_SOURCE, "kernel"
         out.append(cols)
     return pd.DataFrame(out)

@@ -89,7 +89,7 @@ def read_ncu_rep(path: Path) -> pd.DataFrame:
             cols["kernel"] = action.name(reader.IAction.NameBase_DEMANGLED)
             found = _range_of(action)
             cols["variant"], cols["shape"] = found if found else (None, None)
-            cols["source"] = NCU_SOURCE
+            cols["source"], cols["kind"] = NCU_SOURCE, "kernel"
             rows.append(cols)
     if not rows:
         raise TraceFormatError(f"{path}: the report holds no profiled kernel (empty, or truncated)")

@@ -124,13 +124,19 @@ def _decode(path: Path) -> _Trace:
     try:
         return _DECODER.decode(raw)
     except msgspec.ValidationError as exc:
-        raise TraceFormatError(f"{path}: not a torch.profiler trace: {exc}") from None
+        text = str(exc)
+        if "`$`" in text or "required field `traceEvents`" in text or text.endswith("at `$.traceEvents`"):
+            raise TraceFormatError(f"{path}: no 'traceEvents' list; is this a torch.profiler Chrome trace?") from None
+        raise TraceFormatError(f"{path}: not a torch.profiler trace: {text}") from None
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"{path}: not valid JSON ({exc}); truncated?") from None
 
 
 def _frame(rows: dict[str, list[Any]], path: Path) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
+    for column in ("name", "cat", "pid", "tid"):
+        if column in frame:
+            frame[column] = frame[column].astype(object)  # an empty list would otherwise make floats
     for column in ("ts", "dur"):
         values = frame.pop(column).to_numpy(dtype="float64") if column in frame else np.empty(0)
         frame[f"{'start' if column == 'ts' else 'dur'}_ns"] = ns_from_us(values, path, column)
