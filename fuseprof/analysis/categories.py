@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-CATEGORIES = ("GEMM", "attention", "normalization", "elementwise", "reduction", "copy/cast", "memcpy", "memset",
+CATEGORIES = ("GEMM", "convolution", "attention", "normalization", "elementwise", "reduction", "copy/cast", "memcpy", "memset",
               "communication", "other")
 
 
@@ -43,6 +43,8 @@ RULES: list[Rule] = [
     Rule("communication", kernel=r"^nccl|ncclDevKernel|ncclKernel"),
     Rule("GEMM", op=r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|addmv|mv|dot|_scaled_mm|_int_mm|einsum|"
                     r"_addmm_activation)$"),
+    Rule("convolution", op=r"^aten::(convolution|_convolution|cudnn_convolution\w*|conv\dd|conv_transpose\dd|"
+                           r"miopen_convolution\w*|_convolution_mode|mkldnn_convolution)$"),
     Rule("attention", op=r"^aten::(_?scaled_dot_product\w*|_flash_attention_\w+|_efficient_attention_\w+|"
                          r"_cudnn_attention_\w+)$|^flash_attn\w*::|^\w+::\w*attention\w*$"),
     Rule("normalization", op=r"^aten::(native_layer_norm|layer_norm|rms_norm|_fused_rms_norm|native_group_norm|"
