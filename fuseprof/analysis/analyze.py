@@ -110,7 +110,15 @@ def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     per_call = with_op.groupby("op_id", sort=False).agg(
         op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
         concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
-    estimates = [estimate(o, d, t, c) for o, d, t, c in
+    cache: dict[str, object] = {}  # one estimate per distinct op and inputs: a decode trace repeats a few hundred
+
+    def cached(o: str, d: object, t: object, c: object) -> object:
+        key = f"{o}|{d}|{t}|{c}"
+        if key not in cache:
+            cache[key] = estimate(o, d, t, c)
+        return cache[key]
+
+    estimates = [cached(o, d, t, c) for o, d, t, c in
                  zip(per_call["op"], per_call["dims"], per_call["types"], per_call["concrete"])]
     per_call["flops"] = [e.flops if e else np.nan for e in estimates]
     per_call["bytes"] = [e.bytes if e else np.nan for e in estimates]

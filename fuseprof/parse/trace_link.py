@@ -16,10 +16,11 @@ _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 _NCCL = ("nccl",)
 
 
-def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None) -> pd.Series:
+def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None, outermost: bool = False) -> pd.Series:
     """For each point (``start_ns``, ``tid``), the names of the spans (``start_ns``, ``dur_ns``,
     ``name``, ``tid``) around it on the same thread: outermost first, joined by ``joiner``, or
-    only the innermost when ``joiner`` is None. Null where none encloses it."""
+    only the innermost (the outermost with ``outermost``) when ``joiner`` is None. Null where none
+    encloses it."""
     out = pd.Series(pd.NA, index=points.index, dtype="string")
     if spans.empty or points.empty:
         return out
@@ -44,7 +45,7 @@ def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None) -> 
                 stack.pop()
             live = [name for end, name in stack if end > t]
             if live:
-                values[idx] = live[-1] if joiner is None else joiner.join(live)
+                values[idx] = (live[0] if outermost else live[-1]) if joiner is None else joiner.join(live)
     if values:
         out.loc[list(values)] = list(values.values())
     return out
@@ -80,6 +81,7 @@ def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     modules = tables.modules.assign(name=tables.modules["name"].str.removeprefix("nn.Module: "))
     gpu["module"] = enclosing(modules, anchor, " / ").reindex(gpu.index)
     gpu["ranges"] = enclosing(tables.annotations, anchor, " / ").reindex(gpu.index)
-    gpu["step"] = gpu["ranges"].str.split(" / ").str[0]  # outermost: ProfilerStep#N or the user's own range
+    # the outermost range: ProfilerStep#N, or the user's own range when the trace has no steps
+    gpu["step"] = enclosing(tables.annotations, anchor, None, outermost=True).reindex(gpu.index)
     gpu["end_ns"] = gpu["start_ns"] + gpu["dur_ns"]
     return gpu.sort_values("start_ns", kind="stable").reset_index(drop=True)
