@@ -151,13 +151,19 @@ def launches_page(kernels: pd.DataFrame, repeats: dict[str, int], kinds: dict[st
         st.info("No torch.profiler kernels in the selection.")
         return
     bundle = st.selectbox("Bundle", sorted(profiled["bundle"].unique()))
-    shapes = profiled[profiled["bundle"] == bundle]["shape"].dropna().unique().tolist()
-    shape = st.selectbox("Shape", shapes)
-    rows = profiled[(profiled["bundle"] == bundle) & (profiled["shape"] == shape)]
-    one_call = launches.last_call(rows, repeats.get(bundle, 1))
+    rows = profiled[profiled["bundle"] == bundle]
+    if rows["variant"].notna().any():  # fuseprof's own capture: one call of each variant at a shape
+        shape = st.selectbox("Shape", rows["shape"].dropna().unique().tolist())
+        one_call = launches.last_call(rows[rows["shape"] == shape], repeats.get(bundle, 1))
+    else:  # someone else's trace: one profiler step, every stream
+        steps = rows.drop_duplicates("step").sort_values("start_ns")["step"].dropna().tolist()
+        if not steps:
+            st.info(f"{bundle} has no variants and no record_function ranges to split it by; showing it whole.")
+            one_call = rows
+        else:
+            one_call = rows[rows["step"] == st.selectbox("Profiler step", steps)]
     st.plotly_chart(figures.launches_figure(one_call, kinds), key="launches")
-    gaps = launches.launch_gaps(one_call)
-    data_table(gaps, "launch-gaps")
+    data_table(launches.launch_gaps(one_call), "launch-gaps")
 
 
 def main() -> None:

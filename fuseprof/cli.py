@@ -222,7 +222,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from fuseprof.compare import compare_variants
     from fuseprof.load import load_timings
 
-    _emit(compare_variants(load_timings(args.dir), args.baseline), args.format)
+    timings = load_timings(args.dir)
+    if timings.empty:
+        raise FuseprofError(f"{args.dir}: no timings to compare (compare reads bundles from `fuseprof profile` or "
+                            "`fuseprof bench`); for a trace you did not capture use `fuseprof analyze`, or "
+                            "`fuseprof diff A B` for two of them")
+    if args.baseline not in set(timings["variant"]):
+        raise FuseprofError(f"--baseline {args.baseline!r}: no such variant in {args.dir}; variants: "
+                            f"{', '.join(sorted(timings['variant'].dropna().unique()))}")
+    _emit(compare_variants(timings, args.baseline), args.format)
     return 0
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from fuseprof.model.devices import PIPES
+from fuseprof.model.launches import lanes
 from fuseprof.model.occupancy import block_size_curve, occupancy_curve
 from fuseprof.model.roofline import Roof, chain_points
 
@@ -181,19 +182,23 @@ def fusion_figure(summary: pd.DataFrame, variant_kinds: dict[str, str] | None = 
 
 
 def launches_figure(kernels: pd.DataFrame, variant_kinds: dict[str, str] | None = None) -> go.Figure:
-    """Each variant's kernels on a time axis (one profiled call), with the launch calls beneath."""
+    """Each lane's kernels on a time axis (one call per variant, or one step per stream for a trace
+    without variants), with the host launch calls beneath."""
     fig = go.Figure()
-    colors = variant_colors([str(v) for v in kernels["variant"].dropna().unique()], variant_kinds or {})
-    for variant, part in kernels.groupby("variant", sort=True):
-        color = colors.get(str(variant), OTHER_COLOR)
-        origin = part["launch_start_ns"].min()
+    keys = lanes(kernels)
+    rows = kernels.assign(lane=kernels[keys].astype(str).agg(" ".join, axis=1) if keys[0] == "step"
+                          else kernels["variant"].astype(str))
+    colors = variant_colors(sorted(rows["lane"].unique()), variant_kinds or {})
+    origin = rows["launch_start_ns"].min() if rows["launch_start_ns"].notna().any() else rows["start_ns"].min()
+    for lane, part in rows.groupby("lane", sort=True):
+        color = colors.get(str(lane), OTHER_COLOR)
         fig.add_trace(go.Bar(
-            y=[f"{variant} GPU"] * len(part), x=part["duration_ns"] / 1e3, base=(part["start_ns"] - origin) / 1e3,
-            orientation="h", name=f"{variant} kernels", hovertext=part["kernel_short"], hoverinfo="text+x",
+            y=[f"{lane} GPU"] * len(part), x=part["duration_ns"] / 1e3, base=(part["start_ns"] - origin) / 1e3,
+            orientation="h", name=f"{lane} kernels", hovertext=part["kernel_short"], hoverinfo="text+x",
             marker={"color": color}))
         fig.add_trace(go.Bar(
-            y=[f"{variant} host"] * len(part), x=part["launch_api_ns"] / 1e3,
-            base=(part["launch_start_ns"] - origin) / 1e3, orientation="h", name=f"{variant} launch calls",
+            y=[f"{lane} host"] * len(part), x=part["launch_api_ns"] / 1e3,
+            base=(part["launch_start_ns"] - origin) / 1e3, orientation="h", name=f"{lane} launch calls",
             hovertext=part["launch_api"], hoverinfo="text+x", marker={"color": color, "opacity": 0.45}))
     fig.update_layout(barmode="overlay", xaxis_title="µs from the first launch call", height=420,
                       title="Launches: host launch calls and GPU kernels")

@@ -57,7 +57,11 @@ KERNEL_COLUMNS: tuple[Column, ...] = (
     Column("launch_api", "string", "profiler: runtime/driver event sharing the kernel's correlation id"),
     Column("launch_api_ns", "Int64", "profiler: duration of that launch API call × 1000 (host enqueue time)"),
     Column("launch_start_ns", "Int64", "profiler: ts of the launch API call × 1000 (trace clock)"),
-    Column("cpu_op", "string", "profiler: innermost cpu_op enclosing the launch call on the same thread"),
+    Column("cpu_op", "string", "profiler: the cpu_op that launched the kernel (its 'External id', or the launch "
+                               "call's)"),
+    Column("step", "string",
+           "profiler: outermost record_function range around that op (ProfilerStep#N, or the user's range, "
+           "numbered ' #k' when its name repeats); null outside any range"),
     Column("dram_read_bytes", "Float64", "ncu: dram__bytes_read.sum"),
     Column("dram_write_bytes", "Float64", "ncu: dram__bytes_write.sum (writes still in L2 at kernel end are not counted)"),
     Column("l2_read_bytes", "Float64", "ncu: lts__t_sectors_op_read.sum × 32 B"),

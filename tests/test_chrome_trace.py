@@ -7,9 +7,8 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
-
 import numpy as np
+import pytest
 
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.chrome_trace import kernel_rows, read_chrome_trace

@@ -110,6 +110,20 @@ def test_launches_page_times_one_call() -> None:
     assert "eager kernels" in names and "eager launch calls" in names
 
 
+def test_launches_page_on_a_trace_without_variants_shows_one_step() -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["page"] = "Launches"
+    at.query_params["bundle"] = ["llama4l-eager-h200"]
+    at.run()
+    assert not at.exception and not at.error
+    assert [s.label for s in at.selectbox][-1] == "Profiler step"
+    assert at.selectbox[-1].value == "prefill"  # steps in time order
+    at.selectbox[-1].select("decode_step #2").run()
+    gaps = at.dataframe[0].value
+    assert len(gaps) == 1 and gaps["step"].iloc[0] == "decode_step #2"
+    assert gaps["gpu_busy_ns"].iloc[0] + gaps["gap_ns"].iloc[0] == gaps["span_ns"].iloc[0]
+
+
 def test_every_chart_has_a_csv_download() -> None:
     for page in ("Roofline", "Occupancy", "Fusion", "Launches"):
         at = run_page(page, **seed_only())

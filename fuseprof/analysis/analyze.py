@@ -19,7 +19,7 @@ from fuseprof.analysis.timeline import gpu_timeline
 from fuseprof.bundle import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
 from fuseprof.model.devices import PIPES
-from fuseprof.model.op_models import estimate
+from fuseprof.model.op_models import Estimate, estimate
 from fuseprof.model.roofline import Roof, capture_roof
 from fuseprof.parse.trace_events import read_trace_tables
 
@@ -110,9 +110,9 @@ def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     per_call = with_op.groupby("op_id", sort=False).agg(
         op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
         concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
-    cache: dict[str, object] = {}  # one estimate per distinct op and inputs: a decode trace repeats a few hundred
+    cache: dict[str, Estimate | None] = {}  # one estimate per distinct op and inputs: a decode trace repeats a few hundred
 
-    def cached(o: str, d: object, t: object, c: object) -> object:
+    def cached(o: str, d: object, t: object, c: object) -> Estimate | None:
         key = f"{o}|{d}|{t}|{c}"
         if key not in cache:
             cache[key] = estimate(o, d, t, c)

@@ -42,7 +42,7 @@ def _gpu_rows(tables: TraceTables) -> pd.DataFrame:
         "stream": events["stream"], "device": events["device"].map(lambda d: tables.devices.get(int(d))
                                                                     if pd.notna(d) else None),
         "launch_api": events["launch_api"], "launch_api_ns": events["launch_dur_ns"],
-        "launch_start_ns": events["launch_start_ns"], "cpu_op": events["op"]})
+        "launch_start_ns": events["launch_start_ns"], "cpu_op": events["op"], "step": events["step"]})
     rows["blocks"] = [_product(g) for g in events["grid"]]
     rows["threads_per_block"] = [_product(b) for b in events["block"]]
     return rows
@@ -69,7 +69,7 @@ def _cpu_op_rows(tables: TraceTables) -> pd.DataFrame:
     found = [next((f for f in map(parse_range_label, r.split(_SEPARATOR)) if f), None) if isinstance(r, str)
              else None for r in ranges]
     keep = pd.Series([f is not None for f in found], index=ops.index) & (nesting == 0)
-    picked, labels = ops[keep], [f for f, k in zip(found, keep) if k]
+    picked, labels = ops[keep], [f for f, k in zip(found, keep) if k and f is not None]
     return pd.DataFrame({"kernel": picked["name"], "kind": "cpu_op", "variant": [f[0] for f in labels],
                          "shape": [f[1] for f in labels], "duration_ns": picked["dur_ns"],
                          "start_ns": picked["start_ns"], "cpu_op": picked["name"], "device": "cpu"})

@@ -51,6 +51,17 @@ def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None, out
     return out
 
 
+def numbered(spans: pd.DataFrame) -> pd.DataFrame:
+    """Spans whose name occurs more than once get ' #k' (k-th in time order): 'decode_step #3'."""
+    if spans.empty:
+        return spans
+    ordered = spans.sort_values("start_ns", kind="stable")
+    counts = ordered.groupby("name")["name"].transform("size")
+    rank = ordered.groupby("name").cumcount()
+    names = ordered["name"].where(counts == 1, ordered["name"] + " #" + rank.astype(str))
+    return ordered.assign(name=names)
+
+
 def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     """The GPU events of ``tables`` with kind, launch call, CPU op (name, shapes, types),
     module path, enclosing ``record_function`` ranges and the outermost of them (``step``)."""
@@ -81,7 +92,7 @@ def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     modules = tables.modules.assign(name=tables.modules["name"].str.removeprefix("nn.Module: "))
     gpu["module"] = enclosing(modules, anchor, " / ").reindex(gpu.index)
     gpu["ranges"] = enclosing(tables.annotations, anchor, " / ").reindex(gpu.index)
-    # the outermost range: ProfilerStep#N, or the user's own range when the trace has no steps
-    gpu["step"] = enclosing(tables.annotations, anchor, None, outermost=True).reindex(gpu.index)
+    # the outermost range: ProfilerStep#N, or the user's own range (numbered when its name repeats)
+    gpu["step"] = enclosing(numbered(tables.annotations), anchor, None, outermost=True).reindex(gpu.index)
     gpu["end_ns"] = gpu["start_ns"] + gpu["dur_ns"]
     return gpu.sort_values("start_ns", kind="stable").reset_index(drop=True)

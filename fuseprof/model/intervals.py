@@ -1,0 +1,38 @@
+"""Unions and overlaps of [start, end) intervals in integer ns: busy time counts overlapping work once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def merge(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of [start, end) intervals as sorted, disjoint intervals."""
+    if start.size == 0:
+        return start.astype(np.int64), end.astype(np.int64)
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.empty(s.size, dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > reach[:-1]
+    return s[new], np.maximum.reduceat(e, np.flatnonzero(new))
+
+
+def union_ns(start: np.ndarray, end: np.ndarray) -> int:
+    s, e = merge(start, end)
+    return int((e - s).sum())
+
+
+def overlap_ns(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
+    """Length of (∪a) ∩ (∪b) for two merged interval sets."""
+    (as_, ae), (bs, be) = a, b
+    total, i, j = 0, 0, 0
+    while i < as_.size and j < bs.size:
+        lo, hi = max(as_[i], bs[j]), min(ae[i], be[j])
+        if hi > lo:
+            total += int(hi - lo)
+        if ae[i] < be[j]:
+            i += 1
+        else:
+            j += 1
+    return total

@@ -1,0 +1,109 @@
+"""``fuseprof analyze`` and the launch analysis on the committed whole-model H200 traces (a 4-layer
+Llama, one prefill of 256 tokens and 8 decode steps; eager and torch.compile), captured with
+``scripts/capture_model_trace.py`` and ingested as bundles."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+import fuseprof
+from fuseprof.analysis import analyze
+from fuseprof.cli import main
+from fuseprof.model.launches import lanes, launch_gaps
+from tests.conftest import TRACES
+
+EAGER = TRACES / "llama4l-eager-h200"
+COMPILED = TRACES / "llama4l-compiled-h200"
+
+
+@pytest.fixture(scope="module")
+def eager():
+    (result,) = analyze(EAGER)
+    return result
+
+
+def _raw_events(bundle):
+    (trace,) = (bundle / "raw").glob("*.json.gz")
+    return json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+
+
+def test_every_gpu_event_is_a_row_and_the_totals_are_exact(eager) -> None:
+    raw = _raw_events(EAGER)
+    by_cat = {c: [e for e in raw if e.get("cat") == c] for c in ("kernel", "gpu_memcpy", "gpu_memset")}
+    assert [len(v) for v in by_cat.values()] == [1729, 9, 4]
+    events = eager.events
+    assert len(events) == 1742
+    # exact to the ns: each dur written with three decimals of µs, summed as integers
+    exact = sum(round(e["dur"] * 1000) for e in by_cat["kernel"])
+    assert events.loc[events["kind"] == "kernel", "dur_ns"].sum() == exact
+    timeline = eager.timeline.set_index("stream").loc["all"]
+    assert timeline["memcpy_ns"] == sum(round(e["dur"] * 1000) for e in by_cat["gpu_memcpy"])
+    assert timeline["memset_ns"] == sum(round(e["dur"] * 1000) for e in by_cat["gpu_memset"])
+    assert timeline["busy_ns"] + timeline["idle_ns"] == timeline["span_ns"]
+
+
+def test_categories_modules_and_steps_of_the_llama_trace(eager) -> None:
+    cats = eager.categories.set_index("category")
+    # 4 layers x 9 steps x (QKV, O, gate, up, down) + the LM head per step = 189 GEMMs, + the 32 ...
+    assert cats.loc["GEMM", "count"] == 221
+    assert cats.loc["attention", "count"] > 0 and cats.loc["memset", "count"] == 4
+    assert cats["share_pct"].sum() == pytest.approx(100)
+    events = eager.events
+    rms = events[events["module"].fillna("").str.contains("RMSNorm")]
+    assert set(rms["op"]) >= {"aten::pow", "aten::mean", "aten::rsqrt", "aten::mul", "aten::add", "aten::copy_"}
+    assert set(events["step"].dropna()) == {"prefill", *(f"decode_step #{i}" for i in range(8))}
+
+
+def test_per_op_roofline_from_recorded_shapes(eager) -> None:
+    roof = eager.op_roofline.set_index("signature")
+    assert eager.roof.label == "NVIDIA H200 (measured)"  # the ceilings bundle beside it in traces/
+    # the decode-step gate projection: x (1, 1, 2048) through F.linear -> aten::mm (1, 2048) x (2048, 5632)
+    gate = roof[roof.index.str.startswith("aten::mm [[1, 2048], [2048, 5632]]")].iloc[0]
+    assert gate["flops"] == 2 * 1 * 2048 * 5632
+    assert gate["bytes"] == (1 * 2048 + 2048 * 5632 + 1 * 5632) * 2
+    assert gate["bound"] == "memory" and gate["pipe"] == "tensor_bf16"
+    assert 0 < gate["pct_of_roof"] < 100
+
+
+def test_launch_analysis_groups_a_trace_without_variants_by_step_and_stream() -> None:
+    kernels = fuseprof.load(EAGER)
+    assert kernels["variant"].isna().all()
+    assert lanes(kernels) == ["step", "stream"]
+    gaps = launch_gaps(kernels[kernels["step"].fillna("").str.startswith("decode_step")])
+    assert len(gaps) == 8  # eight decode steps, one stream
+    assert gaps["kernels"].nunique() == 1  # the same ops every step
+    assert (gaps["gpu_busy_ns"] + gaps["gap_ns"] == gaps["span_ns"]).all()
+    assert (gaps["gap_ns"] > 5 * gaps["gpu_busy_ns"]).all()  # batch-1 decode: the GPU waits on the host
+
+
+def test_compiled_trace_launches_fewer_kernels() -> None:
+    (eager_r,), (compiled_r,) = analyze(EAGER), analyze(COMPILED)
+    assert (compiled_r.events["kind"] == "kernel").sum() < (eager_r.events["kind"] == "kernel").sum() / 2
+
+
+def test_analyze_command_formats(capsys) -> None:
+    assert main(["analyze", str(EAGER), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "GPU timeline" in out and "Per-op roofline" in out
+    assert max(len(line) for line in out.splitlines()) <= 160
+    assert main(["analyze", str(EAGER), "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    (trace,) = body.values()
+    assert trace["timeline"][0]["stream"] == "all" and trace["device"] == "NVIDIA H200"
+    assert main(["analyze", str(EAGER), "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("trace,table,")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["analyze", "no/such/trace.json"], "no such file"),
+    (["analyze", str(TRACES)], "not a fuseprof bundle"),
+    (["analyze", str(EAGER), "--top", "0"], "--top 0"),
+    (["compare", str(EAGER)], "no timings to compare"),
+])
+def test_analyze_and_compare_errors_are_one_line(args, message, capsys) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
