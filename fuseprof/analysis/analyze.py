@@ -160,7 +160,7 @@ def trace_files(path: Path) -> list[Path]:
 
 
 def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: list[Rule] | None = None,
-                  measured: dict[str, Roof] | None = None) -> TraceAnalysis:
+                  measured: dict[str, Roof] | None = None, name: str | None = None) -> TraceAnalysis:
     """Every table for one trace file. ``device`` names the GPU when the trace lacks
     ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', ..."""
     tables = read_trace_tables(path)
@@ -179,7 +179,7 @@ def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: l
     if events["module"].isna().all():
         notes.append("no nn.Module paths (captured without with_stack=True / with_modules=True)")
     return TraceAnalysis(
-        name=path.name, device=device_name, roof=roof, events=events, timeline=gpu_timeline(events),
+        name=name or path.name, device=device_name, roof=roof, events=events, timeline=gpu_timeline(events),
         categories=category_table(events), top_kernels=top_kernels(events, top), top_ops=top_ops(events, top),
         launches=launch_stats(events), op_roofline=op_roofline(events, roof), rank=tables.rank, notes=notes)
 
@@ -195,5 +195,6 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     for path in paths:
         measured = measured_roofs(path.parent) if path.is_dir() else None
         for trace in trace_files(Path(path)):
-            results.append(analyze_trace(trace, device, top, rules, measured))
+            name = f"{Path(path).name}/{trace.relative_to(path)}" if Path(path).is_dir() else trace.name
+            results.append(analyze_trace(trace, device, top, rules, measured, name))
     return results
