@@ -6,10 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from fuseprof.errors import FuseprofError
+
+if TYPE_CHECKING:
+    from fuseprof.analysis import TraceAnalysis
 
 DEFAULT_TRACES = Path("traces")
 
@@ -103,6 +107,31 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
                    help="table for reading; csv (one long table with 'trace' and 'table' columns) or json "
                         "(trace -> table -> rows) for scripts (default: table)")
+
+    p = sub.add_parser("fusion", help="rank fusion opportunities in a whole-model trace",
+                       description="Chains of memory-bound kernels between GEMM/attention/communication kernels, "
+                                   "per stream and profiler step, grouped by their op sequence (one group per "
+                                   "repeated chain, e.g. the RMSNorm of every layer and step), with the bytes a "
+                                   "fused kernel would move, its predicted time (bytes at the copy rate plus one "
+                                   "kernel's floor), the saving as a share of GPU busy time and of the span, and "
+                                   "the kernel that already fuses such a chain. Formulas: fuseprof/analysis/fusion.py.")
+    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE")
+    p.add_argument("--device", help="GPU whose copy rate predicts fused time when the trace does not name one "
+                                    "(default: the trace's deviceProperties)")
+    p.add_argument("--top", type=int, default=10, help="opportunities to print (default 10)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table, or every group in csv/json (default: table)")
+
+    p = sub.add_parser("diff", help="A/B diff of two traces: totals, categories, ops matched by op and shapes",
+                       description="Time and launches per category and per op signature (CPU op + input shapes) in "
+                                   "A and B, what appeared and what disappeared, ranked by time delta. Kernels are "
+                                   "matched by the op that launched them, not by name (compiled Triton kernels "
+                                   "have other names).")
+    p.add_argument("a", type=Path, metavar="A", help="trace file or bundle (the baseline)")
+    p.add_argument("b", type=Path, metavar="B", help="trace file or bundle (the change)")
+    p.add_argument("--top", type=int, default=15, help="op rows to print in the table (default 15)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table, or every row in csv/json (default: table)")
 
     p = sub.add_parser("ls", help="list bundles in a folder")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
@@ -269,6 +298,57 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_trace(path: Path, device: str | None) -> TraceAnalysis:
+    from fuseprof.analysis import analyze
+
+    results = analyze([path], device)
+    if len(results) != 1:
+        raise FuseprofError(f"{path}: holds {len(results)} traces; give one trace file")
+    return results[0]
+
+
+def _cmd_fusion(args: argparse.Namespace) -> int:
+    from fuseprof.analysis import analyze
+    from fuseprof.analysis.report import print_fusion
+
+    if args.top < 1:
+        raise FuseprofError(f"--top {args.top}: give a positive number of rows")
+    results = analyze(args.traces, args.device)
+    if args.format != "table":
+        frame = pd.concat([r.fusion.assign(trace=r.name) for r in results], ignore_index=True)
+        _emit(frame, args.format)
+        return 0
+    for result in results:
+        print(f"== {result.name}  ({result.device or 'device unknown'})")
+        print_fusion(result, args.top)
+    return 0
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
+    from fuseprof.analysis.report import us
+
+    a, b = _one_trace(args.a, None), _one_trace(args.b, None)
+    tables = {"totals": diff_totals(a, b), "categories": diff_by_category(a, b), "ops": diff_by_op(a, b)}
+    if args.format != "table":
+        _emit(pd.concat([t.assign(table=name) for name, t in tables.items()], ignore_index=True), args.format)
+        return 0
+    print(f"A: {a.name}\nB: {b.name}")
+    t = tables["totals"]
+    times = t["metric"] != "events"
+    for column in ("a", "b", "delta"):
+        t[column] = t[column].astype(object).where(~times, t[column].map(us))
+    _emit(t.rename(columns={"metric": "total (µs; events a count)"}), "table")
+    for name in ("categories", "ops"):
+        d = tables[name].head(args.top if name == "ops" else len(tables[name]))
+        print()
+        _emit(pd.DataFrame({name[:-1] if name == "ops" else "category": d["key"].str.slice(0, 72),
+                            "A µs": d["time_ns_a"].map(us), "B µs": d["time_ns_b"].map(us),
+                            "Δ µs": d["time_delta_ns"].map(us), "A launches": d["launches_a"],
+                            "B launches": d["launches_b"], "change": d["change"]}), "table")
+    return 0
+
+
 def _cmd_ls(args: argparse.Namespace) -> int:
     from fuseprof.bundle import find_bundles, read_manifest
 
@@ -362,7 +442,7 @@ def _cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "analyze": _cmd_analyze, "ls": _cmd_ls, "show": _cmd_show,
+_COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "analyze": _cmd_analyze, "fusion": _cmd_fusion, "diff": _cmd_diff, "ls": _cmd_ls, "show": _cmd_show,
              "summary": _cmd_summary, "roofline": _cmd_roofline, "columns": _cmd_columns, "cases": _cmd_cases}
 
 

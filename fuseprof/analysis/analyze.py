@@ -15,6 +15,7 @@ import pandas as pd
 
 from fuseprof.analysis.categories import CATEGORIES, Rule
 from fuseprof.analysis.events import categorized_events
+from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns, opportunities
 from fuseprof.analysis.timeline import gpu_timeline
 from fuseprof.bundle import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
@@ -38,12 +39,14 @@ class TraceAnalysis:
     top_ops: pd.DataFrame
     launches: pd.DataFrame
     op_roofline: pd.DataFrame
+    fusion: pd.DataFrame
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {"timeline": self.timeline, "categories": self.categories, "top_kernels": self.top_kernels,
-                "top_ops": self.top_ops, "launches": self.launches, "op_roofline": self.op_roofline}
+                "top_ops": self.top_ops, "launches": self.launches, "op_roofline": self.op_roofline,
+                "fusion": self.fusion}
 
 
 def category_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -160,7 +163,8 @@ def trace_files(path: Path) -> list[Path]:
 
 
 def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: list[Rule] | None = None,
-                  measured: dict[str, Roof] | None = None, name: str | None = None) -> TraceAnalysis:
+                  measured: dict[str, Roof] | None = None, name: str | None = None,
+                  copy: CopyModel | None = None) -> TraceAnalysis:
     """Every table for one trace file. ``device`` names the GPU when the trace lacks
     ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', ..."""
     tables = read_trace_tables(path)
@@ -178,23 +182,31 @@ def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: l
         notes.append("no input shapes in the trace (captured without record_shapes=True): no per-op roofline")
     if events["module"].isna().all():
         notes.append("no nn.Module paths (captured without with_stack=True / with_modules=True)")
+    timeline = gpu_timeline(events)
     return TraceAnalysis(
-        name=name or path.name, device=device_name, roof=roof, events=events, timeline=gpu_timeline(events),
+        name=name or path.name, device=device_name, roof=roof, events=events, timeline=timeline,
         categories=category_table(events), top_kernels=top_kernels(events, top), top_ops=top_ops(events, top),
-        launches=launch_stats(events), op_roofline=op_roofline(events, roof), rank=tables.rank, notes=notes)
+        launches=launch_stats(events), op_roofline=op_roofline(events, roof),
+        fusion=opportunities(events, timeline, copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
+                                                                   f"{roof.label} DRAM + the trace's kernel floor")),
+        rank=tables.rank, notes=notes)
 
 
 def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             rules: list[Rule] | None = None) -> list[TraceAnalysis]:
     """``analyze_trace`` over trace files and bundles (one result per trace)."""
+    from fuseprof.load import load_timings
     from fuseprof.model.roofline import measured_roofs
 
     if isinstance(paths, (str, Path)):
         paths = [Path(paths)]
     results = []
-    for path in paths:
+    for path in map(Path, paths):
+        traces = trace_files(path)
+        # a bundle among others (traces/): their measured ceilings and bench copies apply to it
         measured = measured_roofs(path.parent) if path.is_dir() else None
-        for trace in trace_files(Path(path)):
-            name = f"{Path(path).name}/{trace.relative_to(path)}" if Path(path).is_dir() else trace.name
-            results.append(analyze_trace(trace, device, top, rules, measured, name))
+        copy = copy_model_from_bench(load_timings(path.parent)) if path.is_dir() else None
+        for trace in traces:
+            name = f"{path.name}/{trace.relative_to(path)}" if path.is_dir() else trace.name
+            results.append(analyze_trace(trace, device, top, rules, measured, name, copy))
     return results

@@ -67,6 +67,26 @@ def print_analysis(result: TraceAnalysis) -> None:
         "api": la["launch_api"], "launches": la["launches"], "host median µs": la["host_median_ns"].map(us),
         "host p90 µs": la["host_p90_ns"].map(us), "to start median µs": la["latency_median_ns"].map(us),
         "to start p90 µs": la["latency_p90_ns"].map(us)}))
+    print_roofline(result)
+    print_fusion(result, len(result.top_ops))
+
+
+def print_fusion(result: TraceAnalysis, top: int) -> None:
+    f = result.fusion.head(top)
+    if f.empty:
+        _print("Fusion opportunities", f)
+        return
+    _print(f"Fusion opportunities (memory-bound chains between GEMM/attention/communication kernels; predicted "
+           f"fused time = bytes at {f['copy_bytes_per_s'].iloc[0] / 1e12:.2f} TB/s + {f['fixed_ns'].iloc[0] / 1e3:.2f} µs)",
+           pd.DataFrame({
+               "chain (ops in order)": f["signature"].map(lambda s: _short(s, 52)), "×": f["count"],
+               "kernels": f["kernels_per_chain"], "measured µs": f["measured_ns"].map(us),
+               "fused MB": (f["fused_bytes"] / 1e6).round(3), "predicted µs": f["predicted_fused_ns"].map(us),
+               "saving µs": f["saving_ns"].map(us), "% busy": f["share_of_busy_pct"].round(2),
+               "% span": f["share_of_span_pct"].round(2), "fused by": f["known_fusion"].map(lambda s: _short(s, 26))}))
+
+
+def print_roofline(result: TraceAnalysis) -> None:
     r = result.op_roofline.head(len(result.top_ops))
     if r.empty:
         _print("Per-op roofline from recorded shapes", r)

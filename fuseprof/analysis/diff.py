@@ -1,0 +1,74 @@
+"""A/B diff of two traces (eager against torch.compile, before against after a change, one GPU
+against another): totals, per category and per op signature, matched by op, never by kernel name
+(compiled Triton kernels are named after what they fuse).
+
+An op signature is the CPU op's name with its input shapes; GPU work with no op (a kernel launched
+outside any recorded op) is keyed by its kernel name. For each row: time and launches in A and B,
+their deltas, and whether it appeared (only in B) or disappeared (only in A). Rows are ranked by
+the size of the time delta.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fuseprof.analysis.analyze import TraceAnalysis
+
+# Inputs of an op's functional form; Inductor calls the out= overload (``extern_kernels.mm(a, b,
+# out=buf)``), which the profiler records as one more input: dropped so eager and compiled match.
+FUNCTIONAL_INPUTS = {"aten::mm": 2, "aten::bmm": 2, "aten::addmm": 3, "aten::baddbmm": 3}
+
+
+def _dims(op: object, dims: object) -> str:
+    if not isinstance(dims, list):
+        return ""
+    keep = FUNCTIONAL_INPUTS.get(str(op))
+    return f" {dims[:keep] if keep else dims}"
+
+
+def _signature(events: pd.DataFrame) -> pd.Series:
+    dims = [_dims(o, d) for o, d in zip(events["op"], events["input_dims"])]
+    return events["op"].fillna("(kernel) " + events["name"].str.slice(0, 80)).astype(str) + pd.Series(
+        dims, index=events.index)
+
+
+def _side(events: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
+    return events.assign(key=key).groupby("key").agg(time_ns=("dur_ns", "sum"), launches=("dur_ns", "size"),
+                                                     category=("category", "first"))
+
+
+def _diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    both = a.join(b, how="outer", lsuffix="_a", rsuffix="_b")
+    for column in ("time_ns_a", "time_ns_b", "launches_a", "launches_b"):
+        both[column] = both[column].fillna(0).astype("int64")
+    both["category"] = both["category_b"].fillna(both["category_a"])
+    both["time_delta_ns"] = both["time_ns_b"] - both["time_ns_a"]
+    both["launch_delta"] = both["launches_b"] - both["launches_a"]
+    both["change"] = "changed"
+    both.loc[both["launches_a"] == 0, "change"] = "appeared"
+    both.loc[both["launches_b"] == 0, "change"] = "disappeared"
+    both.loc[(both["time_delta_ns"] == 0) & (both["launch_delta"] == 0), "change"] = "same"
+    out = both.drop(columns=["category_a", "category_b"]).reset_index(names="key")
+    order = out["time_delta_ns"].abs().sort_values(ascending=False, kind="stable").index
+    return out.loc[order].reset_index(drop=True)
+
+
+def diff_by_op(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
+    """Per op signature: time and launches in A and B, deltas, change; ranked by |time delta|."""
+    return _diff(_side(a.events, _signature(a.events)), _side(b.events, _signature(b.events)))
+
+
+def diff_by_category(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
+    return _diff(_side(a.events, a.events["category"]), _side(b.events, b.events["category"]))
+
+
+def diff_totals(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
+    """Span, busy, idle, computation, memcpy time and GPU events of each trace, and B − A."""
+    ta = a.timeline.set_index("stream").loc["all"]
+    tb = b.timeline.set_index("stream").loc["all"]
+    rows = []
+    for column in ("span_ns", "busy_ns", "idle_ns", "computation_ns", "communication_ns", "memcpy_ns", "memset_ns",
+                   "events"):
+        rows.append({"metric": column, "a": int(ta[column]), "b": int(tb[column]),
+                     "delta": int(tb[column]) - int(ta[column])})
+    return pd.DataFrame(rows)
