@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+import model_page  # noqa: E402  (dashboards/, beside this file)
 import pandas as pd
 import streamlit as st
 
@@ -24,7 +25,7 @@ from fuseprof.model.roofline import Roof, capture_roof, datasheet_roof, measured
 from fuseprof.summary import summarize
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
-PAGES = ("Roofline", "Occupancy", "Fusion", "Launches")
+PAGES = ("Roofline", "Occupancy", "Fusion", "Launches", "Model")
 
 
 def traces_dir() -> Path:
@@ -177,6 +178,9 @@ def main() -> None:
     page = _keyed_choice(st.sidebar.radio, "Page", list(PAGES), "page")
     st.title(f"fuseprof — {page}")
     st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {path}")
+    if page == "Model":  # a whole trace: the kernel filters do not apply
+        model_page.render(path, data_table)
+        return
     selected = filtered(kernels)
     selected_timings = timings[timings["bundle"].isin(selected["bundle"].unique())]
     if page == "Roofline":

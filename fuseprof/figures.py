@@ -203,3 +203,64 @@ def launches_figure(kernels: pd.DataFrame, variant_kinds: dict[str, str] | None 
     fig.update_layout(barmode="overlay", xaxis_title="µs from the first launch call", height=420,
                       title="Launches: host launch calls and GPU kernels")
     return fig
+
+
+def timeline_figure(timeline: pd.DataFrame) -> go.Figure:
+    """Busy time split by kind and idle time, per stream (and 'all'), in µs: stacked bars."""
+    fig = go.Figure()
+    parts = (("computation_ns", "computation", "#1f77b4"), ("communication_ns", "communication", "#9467bd"),
+             ("memcpy_ns", "memcpy", "#ff7f0e"), ("memset_ns", "memset", "#bcbd22"), ("idle_ns", "idle", "#d9d9d9"))
+    for column, name, color in parts:
+        fig.add_trace(go.Bar(x=timeline[column] / 1e3, y=timeline["stream"].astype(str), orientation="h", name=name,
+                             marker={"color": color}, hovertemplate=f"{name}: %{{x:,.3f}} µs<extra>stream %{{y}}</extra>"))
+    fig.update_layout(barmode="stack", xaxis_title="µs (kinds of busy time can overlap across streams)",
+                      yaxis_title="stream", height=260 + 30 * len(timeline), title="GPU timeline")
+    return fig
+
+
+def categories_figure(categories: pd.DataFrame) -> go.Figure:
+    """GPU time per category (µs), largest first."""
+    fig = go.Figure(go.Bar(x=categories["category"], y=categories["time_ns"] / 1e3,
+                           customdata=categories[["count", "share_pct"]].to_numpy(),
+                           hovertemplate="%{x}: %{y:,.3f} µs, %{customdata[0]} events, %{customdata[1]:.1f}%"
+                                         "<extra></extra>"))
+    fig.update_layout(yaxis_title="GPU time (µs)", height=360, title="Time by category")
+    return fig
+
+
+def op_roofline_figure(op_roofline: pd.DataFrame, roof: Roof, reference: Roof | None = None) -> go.Figure:
+    """One point per op signature with a shape model (aggregated: a 60k-kernel trace stays a few
+    hundred points): analytic intensity against achieved FLOP/s, on the trace's GPU roof."""
+    points = op_roofline[(op_roofline["flops"] > 0) & (op_roofline["bytes"] > 0)]
+    fig = go.Figure()
+    ai = np.logspace(-2, 4, 200)
+    pipes = sorted(set(points["pipe"]) & set(PIPES) | {"fp32"}, key=list(PIPES).index)
+    _draw_roof(fig, roof, pipes, ai, "black", "")
+    if reference is not None and reference.label != roof.label:
+        _draw_roof(fig, reference, pipes, ai, "#9e9e9e", " (reference)")
+    for pipe, part in points.groupby("pipe"):
+        fig.add_trace(go.Scatter(
+            x=part["intensity"], y=part["tflop_per_s"] * 1e12, mode="markers", name=f"ops on {PIPES.get(pipe, pipe)}",
+            marker={"size": np.clip(np.sqrt(part["time_ns"] / part["time_ns"].max()) * 22, 6, 22)},
+            hovertext=[f"<b>{s}</b><br>{c} calls, {t / c / 1e3:.2f} µs each<br>{f / 1e9:.4g} GFLOP, {b / 1e6:.4g} MB a call"
+                       f"<br>{tf:.3g} TFLOP/s, {tb:.3g} TB/s: {p:.1f}% of roof ({bd}-bound)"
+                       for s, c, t, f, b, tf, tb, p, bd in zip(part["signature"], part["calls"], part["time_ns"],
+                                                              part["flops"], part["bytes"], part["tflop_per_s"],
+                                                              part["tb_per_s"], part["pct_of_roof"], part["bound"])],
+            hoverinfo="text"))
+    fig.update_layout(title=f"Per-op roofline from recorded shapes, against {roof.label} (size: GPU time)",
+                      xaxis_type="log", yaxis_type="log", xaxis_title="analytic intensity (FLOP / byte)",
+                      yaxis_title="achieved FLOP/s", height=560,
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0, "font": {"size": 11}})
+    return fig
+
+
+def diff_figure(by_category: pd.DataFrame) -> go.Figure:
+    """Per category: GPU time in A and in B (µs), side by side."""
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=by_category["key"], y=by_category["time_ns_a"] / 1e3, name="A",
+                         hovertemplate="A %{x}: %{y:,.3f} µs<extra></extra>"))
+    fig.add_trace(go.Bar(x=by_category["key"], y=by_category["time_ns_b"] / 1e3, name="B",
+                         hovertemplate="B %{x}: %{y:,.3f} µs<extra></extra>"))
+    fig.update_layout(barmode="group", yaxis_title="GPU time (µs)", height=380, title="A against B, per category")
+    return fig

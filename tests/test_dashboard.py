@@ -128,3 +128,19 @@ def test_every_chart_has_a_csv_download() -> None:
     for page in ("Roofline", "Occupancy", "Fusion", "Launches"):
         at = run_page(page, **seed_only())
         assert len(at.get("download_button")) >= 1, page
+
+
+def test_model_page_shows_the_trace_its_opportunities_and_a_diff() -> None:
+    at = run_page("Model")
+    assert at.selectbox[-2].value == "llama4l-compiled-h200" or at.selectbox[-2].label == "Trace bundle"
+    at.selectbox(key="model-bundle").select("llama4l-eager-h200").run()
+    at.selectbox(key="model-diff").select("llama4l-compiled-h200").run()
+    assert not at.exception and not at.error
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert titles[:2] == ["GPU timeline", "Time by category"]
+    assert titles[2].startswith("Per-op roofline from recorded shapes, against NVIDIA H200 (measured)")
+    assert titles[3] == "A against B, per category"
+    fusion = next(d.value for d in at.dataframe if "known_fusion" in d.value.columns)
+    assert fusion["count"].iloc[0] == 36 and fusion["kernels_per_chain"].iloc[0] == 15
+    diff = next(d.value for d in at.dataframe if "metric" in d.value.columns).set_index("metric")
+    assert diff.loc["events", "a"] == 1742 and diff.loc["events", "b"] == 574

@@ -47,7 +47,7 @@ def url():
         yield address
 
 
-@pytest.mark.parametrize("name", ["Roofline", "Occupancy", "Fusion", "Launches"])
+@pytest.mark.parametrize("name", ["Roofline", "Occupancy", "Fusion", "Launches", "Model"])
 def test_page_renders_its_plotly_chart(browser_page, url: str, name: str) -> None:
     browser_page.goto(f"{url}/?page={name}")
     browser_page.wait_for_selector(PLOT_SELECTOR, timeout=60_000)
@@ -59,3 +59,6 @@ def test_page_renders_its_plotly_chart(browser_page, url: str, name: str) -> Non
     assert browser_page.get_by_text(f"fuseprof — {name}").count() == 1
     if name == "Roofline":  # markers drawn, not just axes
         assert browser_page.locator(".js-plotly-plot .scatterlayer .point").count() > 50
+    if name == "Model":  # timeline, categories, per-op roofline and the diff, on the 1,742-event trace
+        browser_page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=60_000)
+        assert browser_page.get_by_text("Fusion opportunities").count() >= 1

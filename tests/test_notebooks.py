@@ -51,3 +51,12 @@ def test_launch_overhead() -> None:
     assert elapsed < 60
     assert "**fused_cuda**: host dispatch" in markdown[-1]
     assert "launch 2–13 kernels a call" in markdown[-1]
+
+
+def test_model_fusion_opportunities() -> None:
+    markdown, elapsed = execute("model_fusion_opportunities")
+    assert elapsed < 60
+    text = markdown[-1]
+    assert "×36 (15 kernels" in text and "RMSNorm chain ×72 (9 kernels" in text
+    assert "leaves neither chain in its trace: no RMSNorm chain and no rotary chain" in text
+    assert "predicts the measured fused_cuda kernels at M ≥ 1024 within 17.7%" in text

@@ -1,0 +1,71 @@
+"""The Model page: a whole-model trace bundle's timeline, categories, per-op roofline and fusion
+opportunities, and a diff of two bundles. Calls the analysis facade and the figure builders only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from fuseprof import figures
+from fuseprof.analysis import TraceAnalysis, analyze
+from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
+from fuseprof.bundle import RAW, find_bundles
+from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
+from fuseprof.model.roofline import datasheet_roof
+
+
+@st.cache_data(show_spinner="Analysing the trace…", max_entries=8)
+def analysis(bundle: str) -> TraceAnalysis:
+    return analyze(Path(bundle))[0]
+
+
+def trace_bundles(traces: Path) -> list[Path]:
+    """Bundles that keep a torch.profiler trace (captures and ingested traces)."""
+    return [b for b in find_bundles(traces) if any((b / RAW).glob("*.json*"))]
+
+
+def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
+    bundles = {b.name: b for b in trace_bundles(traces)}
+    if not bundles:
+        st.info("No bundle with a torch.profiler trace in this folder; `fuseprof ingest TRACE` makes one.")
+        return
+    names = sorted(bundles, key=lambda n: (not n.startswith("llama4l"), n))
+    chosen = st.selectbox("Trace bundle", names, key="model-bundle")
+    result = analysis(str(bundles[chosen]))
+    for note in result.notes:
+        st.caption(f"Note: {note}")
+    whole = result.timeline.iloc[0]
+    st.caption(f"{result.device or 'device unknown'} · roof: {result.roof.label} · span {whole['span_ns'] / 1e3:,.3f} µs, "
+               f"GPU busy {whole['busy_ns'] / 1e3:,.3f} µs ({whole['busy_pct']:.1f}%)")
+    left, right = st.columns(2)
+    left.plotly_chart(figures.timeline_figure(result.timeline), key="model-timeline")
+    right.plotly_chart(figures.categories_figure(result.categories), key="model-categories")
+    data_table(result.timeline, "model-timeline")
+    data_table(result.categories, "model-categories")
+    if result.op_roofline.empty:
+        st.info("No per-op roofline: the trace was captured without record_shapes=True.")
+    else:
+        reference = datasheet_roof(DEVICES[REFERENCE_DEVICE])
+        st.plotly_chart(figures.op_roofline_figure(result.op_roofline, result.roof, reference), key="model-roofline")
+        data_table(result.op_roofline.drop(columns=["signature"]).assign(signature=result.op_roofline["signature"]),
+                   "model-op-roofline")
+    st.subheader("Fusion opportunities")
+    st.caption("Chains of memory-bound kernels between GEMM / attention / communication kernels, grouped by op "
+               "sequence and ranked by predicted saving (fused bytes at the copy rate plus one kernel's fixed cost). "
+               "% busy and % span: what the GPU and the whole run gain (Amdahl). Formulas: fuseprof/analysis/fusion.py.")
+    shown = ["signature", "count", "kernels_per_chain", "measured_ns", "fused_bytes", "predicted_fused_ns",
+             "saving_ns", "share_of_busy_pct", "share_of_span_pct", "launches_saved", "known_fusion"]
+    st.dataframe(result.fusion[shown] if not result.fusion.empty else pd.DataFrame(), hide_index=True)
+    data_table(result.fusion, "model-fusion")
+    st.subheader("Diff against another trace")
+    others = [n for n in names if n != chosen]
+    if not others:
+        return
+    other = st.selectbox("B (A is the bundle above)", others, key="model-diff")
+    b = analysis(str(bundles[other]))
+    st.dataframe(diff_totals(result, b), hide_index=True)
+    by_category = diff_by_category(result, b)
+    st.plotly_chart(figures.diff_figure(by_category), key="model-diff-figure")
+    data_table(diff_by_op(result, b), "model-diff-ops")
