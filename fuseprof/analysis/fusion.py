@@ -55,10 +55,13 @@ class CopyModel:
 
 
 def copy_model_from_bench(timings: pd.DataFrame, min_bytes: float = 2e7) -> CopyModel | None:
-    """A least-squares line through the fastest same-bytes copy of each shape of a bench bundle
-    (copies of at least ``min_bytes``: smaller ones measure launch latency, not DRAM)."""
+    """A least-squares line through the fastest same-bytes copy of each shape of the newest bench
+    bundle in ``timings`` (copies of at least ``min_bytes``: smaller ones measure launch latency)."""
     copies = timings[timings["variant"].str.startswith("copy") & timings["gpu_median_ns"].notna()]
-    copies = copies.groupby(["bundle", "case", "shape"]).agg(b=("nominal_bytes", "first"), ns=("gpu_median_ns", "min"))
+    if copies.empty:
+        return None
+    copies = copies[copies["bundle"] == max(copies["bundle"])]  # bundle names end in their capture time
+    copies = copies.groupby(["case", "shape"]).agg(b=("nominal_bytes", "first"), ns=("gpu_median_ns", "min"))
     copies = copies[copies["b"] >= min_bytes]
     if len(copies) < 2:
         return None
