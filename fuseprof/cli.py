@@ -22,32 +22,41 @@ def _bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_t
     parser.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=default, help=help_text)
 
 
+class _HelpfulParser(argparse.ArgumentParser):
+    """Every subcommand shows each option's default in --help."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="fuseprof",
+        prog="fuseprof", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Measure what fusing GPU kernels buys: capture kernels with torch.profiler and Nsight "
                     "Compute into trace bundles, then read them as one DataFrame on any machine.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_HelpfulParser)
 
     p = sub.add_parser("profile", help="capture a case on a GPU into a new bundle",
                        description="Check every variant against a float64 reference, time it (CUDA events "
                                    "and CUDA-graph replay, L2 flushed), trace it with torch.profiler and "
                                    "profile it with ncu --clock-control none; write one bundle.")
     p.add_argument("case", help="built-in case name (see `fuseprof cases`) or module:attribute")
-    p.add_argument("--variants", help="comma-separated variant names (default: all)")
-    p.add_argument("--shapes", help="comma-separated MxN shapes (default: the case's)")
-    p.add_argument("--dtype", help="input dtype, e.g. float16 or bfloat16 (default: the case's first)")
+    p.add_argument("--variants", help="comma-separated variant names")
+    p.add_argument("--shapes", help="comma-separated MxN shapes")
+    p.add_argument("--dtype", help="input dtype, e.g. float16 or bfloat16")
     p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu to run the capture path on CPU ops")
-    _bool_flag(p, "ncu", True, "profile with Nsight Compute (default: on)")
-    p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle (default: traces)")
-    p.add_argument("--name", help="bundle name (default: case-dtype-device-time)")
-    p.add_argument("--repeats", type=int, default=50, help="timing samples per variant and shape (default 50)")
-    p.add_argument("--ncu-timeout", type=float, default=1800, help="seconds before ncu is stopped (default 1800)")
+    _bool_flag(p, "ncu", True, "profile with Nsight Compute")
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
+    p.add_argument("--name", help="bundle name")
+    p.add_argument("--repeats", type=int, default=50, help="timing samples per variant and shape")
+    p.add_argument("--ncu-timeout", type=float, default=1800, help="seconds before ncu is stopped")
     p.add_argument("--tensor-precisions", default="auto", metavar="LIST",
                    help="tensor-core FLOP counters to collect: auto (the input dtype's: bf16 for bfloat16, fp16 "
                         "for float16, tf32 for float32), all, none, or a comma list of fp16,bf16,tf32,fp8,fp64,int8. "
-                        "Each costs about one more ncu replay pass per kernel (default: auto)")
+                        "Each costs about one more ncu replay pass per kernel")
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs")
 
     p = sub.add_parser("bench", help="time every variant of cases over a shape grid beside a same-bytes copy",
@@ -55,37 +64,37 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "replay) and as-called time, L2 flushed, beside a device copy of the same "
                                    "number of bytes. Writes one bundle of timings; no profiler, no ncu.")
     p.add_argument("cases", nargs="+", help="built-in case names or module:attribute")
-    p.add_argument("--shapes", help="comma-separated MxN shapes (default: M in 1..32768 x N in 4096, 8192)")
-    p.add_argument("--dtype", help="input dtype for every case (default: each case's first)")
-    p.add_argument("--variants", help="comma-separated variant names (default: all that run here)")
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--out", type=Path, default=DEFAULT_TRACES)
-    p.add_argument("--repeats", type=int, default=50)
+    p.add_argument("--shapes", help="comma-separated MxN shapes")
+    p.add_argument("--dtype", help="input dtype for every case")
+    p.add_argument("--variants", help="comma-separated variant names")
+    p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu")
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
+    p.add_argument("--repeats", type=int, default=50, help="timing samples per variant and shape")
 
     p = sub.add_parser("ceilings", help="measure this GPU's DRAM, FP32 and BF16 roofs into a bundle",
                        description="A 2 GiB device copy, an FMA-bound kernel and an 8192^3 bf16 matmul; the "
                                    "bundle's manifest holds the rates for the roofline.")
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--out", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("--device", default="cuda", help="cuda or cuda:N")
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
 
     p = sub.add_parser("dashboard", help="open the Streamlit dashboard over a folder of bundles",
                        description="Roofline, occupancy, fusion and launch pages over the bundles in DIR "
                                    "(default: traces). Listens on localhost unless --address says otherwise.")
-    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
-    p.add_argument("--address", default="localhost", help="address to listen on (default localhost)")
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="folder of bundles")
+    p.add_argument("--address", default="localhost", help="address to listen on")
+    p.add_argument("--port", type=int, default=8501, help="port to listen on")
 
     p = sub.add_parser("compare", help="variants side by side: GPU and as-called time, GB/s, vs copy")
-    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="bench/capture bundle or folder")
     p.add_argument("--baseline", default="compiled", help="variant to compute speedups against")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
 
     p = sub.add_parser("ingest", help="make a bundle from existing traces (no GPU needed)",
                        description="Accepts torch.profiler Chrome traces (.json, .json.gz), ncu raw CSV "
                                    "(--csv --page raw; .csv, .csv.gz) and .ncu-rep reports.")
-    p.add_argument("files", nargs="+", type=Path)
-    p.add_argument("--out", type=Path, default=DEFAULT_TRACES)
-    p.add_argument("--name", help="bundle name (default: derived from the first file)")
+    p.add_argument("files", nargs="+", type=Path, help="trace, CSV or report files (each once)")
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
+    p.add_argument("--name", help="bundle name")
 
     p = sub.add_parser("reparse", help="rebuild bundles' kernel tables from their raw artifacts",
                        description="Re-run the parsers over each bundle's raw/ folder and replace its "
@@ -99,14 +108,15 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "the top kernels and ops with the op and nn.Module that launched them, launch "
                                    "statistics, and a roofline per op from its recorded input shapes (needs "
                                    "record_shapes=True) against the trace's own GPU.")
-    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE")
+    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
+                   help="torch.profiler traces (.json, .json.gz) or bundles")
     p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
                                     "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
     p.add_argument("--top", type=int, default=15, help="rows in the top-kernels, top-ops and roofline tables "
                                                        "(default 15)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
                    help="table for reading; csv (one long table with 'trace' and 'table' columns) or json "
-                        "(trace -> table -> rows) for scripts (default: table)")
+                        "(trace -> table -> rows) for scripts")
 
     p = sub.add_parser("fusion", help="rank fusion opportunities in a whole-model trace",
                        description="Chains of memory-bound kernels between GEMM/attention/communication kernels, "
@@ -115,12 +125,13 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "fused kernel would move, its predicted time (bytes at the copy rate plus one "
                                    "kernel's floor), the saving as a share of GPU busy time and of the span, and "
                                    "the kernel that already fuses such a chain. Formulas: fuseprof/analysis/fusion.py.")
-    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE")
+    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
+                   help="torch.profiler traces (.json, .json.gz) or bundles")
     p.add_argument("--device", help="GPU whose copy rate predicts fused time when the trace does not name one "
                                     "(default: the trace's deviceProperties)")
-    p.add_argument("--top", type=int, default=10, help="opportunities to print (default 10)")
+    p.add_argument("--top", type=int, default=10, help="opportunities to print")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table, or every group in csv/json (default: table)")
+                   help="table, or every group in csv/json")
 
     p = sub.add_parser("diff", help="A/B diff of two traces: totals, categories, ops matched by op and shapes",
                        description="Time and launches per category and per op signature (CPU op + input shapes) in "
@@ -129,36 +140,39 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "have other names).")
     p.add_argument("a", type=Path, metavar="A", help="trace file or bundle (the baseline)")
     p.add_argument("b", type=Path, metavar="B", help="trace file or bundle (the change)")
-    p.add_argument("--top", type=int, default=15, help="op rows to print in the table (default 15)")
+    p.add_argument("--top", type=int, default=15, help="op rows to print in the table")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table, or every row in csv/json (default: table)")
+                   help="table, or every row in csv/json")
 
     p = sub.add_parser("ls", help="list bundles in a folder")
-    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="folder of bundles")
 
     p = sub.add_parser("show", help="print a bundle's kernel frame (or timings)")
     p.add_argument("bundle", type=Path, help="a bundle, or a folder of bundles")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
     p.add_argument("--timings", action="store_true", help="show the timing table instead of kernels")
     p.add_argument("--source", choices=["torch.profiler", "ncu"], help="only rows from this tool")
 
-    p = sub.add_parser("summary", help="launches, bytes and time per variant and shape")
-    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES)
+    p = sub.add_parser("summary", help="launches, bytes and time per case, variant and shape",
+                       description="One line per case, variant and shape of the capture bundles in DIR, in human "
+                                   "units; bench bundles are summarised by `fuseprof compare`, whole-model traces "
+                                   "by `fuseprof analyze`. csv/json carry every column in base units.")
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="bundle or folder of bundles")
     p.add_argument("--case", help="only this case")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
 
-    p = sub.add_parser("roofline", help="every ncu-profiled kernel on the roofline: pipe, intensity, % of roof",
+    p = sub.add_parser("roofline", help="every ncu-profiled kernel on the roofline: pipe, intensity, %% of roof",
                        description="Each kernel against the ceiling of the pipe that did most of its FLOPs (tensor "
                                    "cores by precision, SIMT FP16/FP32/FP64), on its capture GPU's roof (measured "
                                    "by `fuseprof ceilings` when a ceilings bundle is in DIR, else the datasheet) "
                                    "unless --roof names another. Formulas: `fuseprof columns`.")
-    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="bundle or folder (default: traces)")
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="bundle or folder")
     p.add_argument("--case", help="only this case")
     p.add_argument("--roof", default="capture",
                    help="capture (default: each kernel's own GPU) or a datasheet device: "
                         "'H100 SXM', 'H100 PCIe', 'H200', 'A100 80GB', 'B200'")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table (human units), or csv/json with every column in base units (default: table)")
+                   help="table (human units), or csv/json with every column in base units")
 
     sub.add_parser("columns", help="every column with the raw metric and formula behind it")
     sub.add_parser("cases", help="list the built-in cases")
@@ -230,21 +244,33 @@ def _cmd_ceilings(args: argparse.Namespace) -> int:
     return 0
 
 
+def dashboard_app() -> Path:
+    """app.py of the installed dashboard package (``dashboards/`` in a checkout)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fuseprof_dashboards")
+    if spec is None or spec.origin is None:
+        raise FuseprofError("the dashboard package (fuseprof_dashboards) is not installed; reinstall fuseprof")
+    return Path(spec.origin).with_name("app.py")
+
+
 def _cmd_dashboard(args: argparse.Namespace) -> int:
-    import subprocess
+    import os
 
     from fuseprof.bundle import find_bundles
 
-    app = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
-    if not app.exists():
-        raise FuseprofError(f"{app} is missing: the dashboard runs from a checkout (pip install -e .)")
+    if not args.dir.is_dir():
+        raise FuseprofError(f"{args.dir}: no such folder; give a folder of bundles")
     if not find_bundles(args.dir):
         raise FuseprofError(f"{args.dir}: holds no fuseprof bundle to show")
-    argv = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.address,
+    argv = [sys.executable, "-m", "streamlit", "run", str(dashboard_app()), "--server.address", args.address,
             "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
             "--", "--traces", str(args.dir.resolve())]
-    print(f"fuseprof dashboard: http://{args.address}:{args.port}  (Ctrl-C stops it)", file=sys.stderr)
-    return subprocess.call(argv)
+    print(f"fuseprof dashboard: http://{args.address}:{args.port}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    # Become the server rather than wait on a child: SIGTERM and SIGINT then reach Streamlit itself,
+    # and no server outlives the command (a child survived its parent's SIGTERM before).
+    os.execv(sys.executable, argv)
+    return 0  # not reached
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -383,13 +409,33 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     from fuseprof.load import load, load_timings
     from fuseprof.summary import summarize
 
-    table = summarize(load(args.dir), load_timings(args.dir))
+    kernels = load(args.dir)
+    table = summarize(kernels, load_timings(args.dir))
     if args.case:
         if args.case not in set(table["case"].dropna()):
             raise FuseprofError(f"no bundle in {args.dir} holds case {args.case!r}; cases: "
                                 f"{', '.join(sorted(table['case'].dropna().unique()))}")
         table = table[table["case"] == args.case]
-    _emit(table, args.format)
+    if args.format != "table":
+        _emit(table, args.format)
+        return 0
+    captured = table[table["case"].notna() & (table["kernels_per_call"].notna() | table["profiler_kernels"].notna())]
+    if captured.empty:
+        raise FuseprofError(f"{args.dir}: no capture bundle (fuseprof profile) to summarise")
+    mb = (lambda c: (captured[c] / 1e6).round(2))  # noqa: E731
+    _emit(pd.DataFrame({
+        "case": captured["case"], "variant": captured["variant"], "shape": captured["shape"],
+        "dtype": captured["dtype"], "kernels": captured["kernels_per_call"], "GPU µs": (captured["gpu_median_ns"] / 1e3).round(2),
+        "called µs": (captured["as_called_median_ns"] / 1e3).round(2), "DRAM MB": mb("dram_bytes"),
+        "L2 MB": mb("l2_bytes"), "nominal MB": mb("nominal_bytes"),
+        "DRAM/nominal": captured["dram_bytes_over_nominal"].round(2), "GFLOP": (captured["flops"] / 1e9).round(3),
+        "ok": captured["correct"].map({True: "yes", False: "WRONG"})}), "table")
+    benches = table[table["case"].notna() & table["kernels_per_call"].isna() & table["profiler_kernels"].isna()]
+    if not benches.empty:
+        print(f"\n+ {benches['bundle'].nunique()} bench bundle(s), {len(benches)} rows: `fuseprof compare {args.dir}`")
+    traces = kernels[kernels["case"].isna()]["bundle"].nunique()
+    if traces:
+        print(f"+ {traces} trace bundle(s) without cases: `fuseprof analyze BUNDLE`")
     return 0
 
 

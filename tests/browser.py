@@ -29,11 +29,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def dashboard(traces: Path, timeout_s: float = 90) -> Iterator[str]:
-    """``fuseprof dashboard TRACES`` on a free localhost port; yields its URL, stops it after."""
+def dashboard(traces: Path, timeout_s: float = 90, command: list[str] | None = None,
+              cwd: Path | None = None) -> Iterator[str]:
+    """``fuseprof dashboard TRACES`` (or ``command``, e.g. an installed ``fuseprof`` executable) on a
+    free localhost port; yields its URL, stops it after."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "fuseprof.cli", "dashboard", str(traces), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([*(command or [sys.executable, "-m", "fuseprof.cli"]), "dashboard", str(traces),
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     url = f"http://localhost:{port}"
     try:
         deadline = time.monotonic() + timeout_s

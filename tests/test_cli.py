@@ -114,3 +114,31 @@ def test_summary_filters_by_case(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and {r["case"] for r in rows} == {"silu_and_mul"}
     code, _, err = run(["summary", str(TRACES), "--case", "nope"], capsys)
     assert code == 2 and "cases: add_rms_norm" in err
+
+
+def _parsers():
+    from fuseprof.cli import _build_parser
+
+    root = _build_parser()
+    sub = next(a for a in root._actions if isinstance(a, __import__("argparse")._SubParsersAction))
+    return root, sub.choices
+
+
+def test_every_option_has_help_and_every_help_renders(capsys) -> None:
+    root, commands = _parsers()
+    for name, parser in commands.items():
+        for action in parser._actions:
+            assert action.help, f"fuseprof {name} {action.option_strings or action.dest} has no help text"
+        parser.format_help()  # a stray % in a help string breaks --help
+    assert "(default:" in commands["profile"].format_help()
+
+
+def test_summary_is_one_readable_line_per_case_variant_and_shape(capsys) -> None:
+    from fuseprof.cli import main
+
+    assert main(["summary", str(TRACES)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 160
+    body = [line for line in lines[1:] if line.strip() and not line.startswith("+")]
+    assert 40 <= len(body) <= 100  # capture rows only; the 672 bench rows are one line pointing to compare
+    assert any(line.startswith("+ 2 bench bundle(s)") for line in lines)

@@ -1,0 +1,63 @@
+"""A normal (non-editable) install works from any directory: build the wheel, install it into a fresh
+venv, and from an empty temporary directory run the commands a new user runs first. Slow (a venv
+and its dependencies, from pip's cache): marked ``wheel``; CI runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, chromium_path, dashboard
+from tests.conftest import FIXTURES, ROOT, TRACES
+
+pytestmark = pytest.mark.wheel
+
+
+def run(argv: list[str], cwd: Path, timeout: float = 900) -> str:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{argv[:4]} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin/ of a fresh venv with the wheel installed (torch pinned first: the CPU wheel on disk)."""
+    work = tmp_path_factory.mktemp("wheel")
+    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(ROOT)], work)
+    (wheel,) = (work / "dist").glob("fuseprof-*.whl")
+    run([sys.executable, "-m", "venv", str(work / "venv")], work)
+    pip = [str(work / "venv" / "bin" / "python"), "-m", "pip", "install", "-q"]
+    run([*pip, "torch==2.13.0"], work)
+    run([*pip, str(wheel)], work)
+    return work / "venv" / "bin"
+
+
+def test_installed_commands_work_from_another_directory(installed: Path, tmp_path: Path) -> None:
+    fuseprof = str(installed / "fuseprof")
+    assert "Measure what fusing GPU kernels buys" in run([fuseprof, "--help"], tmp_path)
+    summary = run([fuseprof, "summary", str(TRACES)], tmp_path)
+    assert "rmsnorm_swiglu" in summary and "llama_mlp" in summary
+    analysis = run([fuseprof, "analyze", str(FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz")], tmp_path)
+    assert "GPU timeline" in analysis and "307.197" in analysis
+    cases = run([fuseprof, "cases"], tmp_path)
+    assert "llama_mlp" in cases  # the kernels package is installed too
+    imports = run([str(installed / "python"), "-c", "import fuseprof.figures, fuseprof.analysis, fuseprof_dashboards"],
+                  tmp_path)
+    assert imports == ""
+
+
+def test_installed_dashboard_draws_its_first_chart(installed: Path, tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    if chromium_path() is None:
+        pytest.skip("Debian's chromium is not installed")
+    with dashboard(TRACES, command=[str(installed / "fuseprof")], cwd=tmp_path) as url, \
+            playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto(url)
+        page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        browser.close()
