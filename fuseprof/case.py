@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import pkgutil
 import re
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -114,11 +115,11 @@ def shape_label(shape: Shape) -> str:
 
 def builtin_case_names() -> list[str]:
     """Names of the cases shipped in ``kernels/``."""
-    try:
-        package = importlib.import_module("fuseprof_kernels")
-    except ImportError:
+    spec = importlib.util.find_spec("fuseprof_kernels")
+    if spec is None or not spec.submodule_search_locations:
         return []
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg and not m.name.startswith("_"))
+    return sorted(m.name for m in pkgutil.iter_modules(list(spec.submodule_search_locations))
+                  if m.ispkg and not m.name.startswith("_"))
 
 
 def load_case(spec: str) -> Case:
@@ -157,16 +158,57 @@ def select_variants(case: Case, names: Sequence[str] | None, device_type: str = 
 
 
 def compile_static(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.compile(fn, dynamic=False)`` that recompiles per shape instead of falling back.
+    """``torch.compile(fn, dynamic=False)`` that recompiles per shape instead of falling back,
+    built on first call (importing a case imports no torch and changes no global setting).
 
     With dynamic=False every new shape is a recompile; past Dynamo's recompile limit (8) it
     silently runs the function eagerly, and a sweep of 12 shapes would then time eager code
-    under the name "compiled". Raise the limit so each shape gets its own graph.
+    under the name "compiled". The limit is raised, when the first compiled variant runs, so each
+    shape gets its own graph.
     """
-    import torch
-    import torch._dynamo.config as dynamo_config
+    compiled: list[Callable[..., Any]] = []
 
-    for knob in ("recompile_limit", "cache_size_limit"):
-        if hasattr(dynamo_config, knob):
-            setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), 256))
-    return torch.compile(fn, dynamic=False)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not compiled:
+            import torch
+            import torch._dynamo.config as dynamo_config
+
+            for knob in ("recompile_limit", "cache_size_limit"):
+                if hasattr(dynamo_config, knob):
+                    setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), 256))
+            compiled.append(torch.compile(fn, dynamic=False))
+        return compiled[0](*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = f"compiled_{getattr(fn, '__name__', 'fn')}"
+    return call
+
+
+def builtin_case_summaries() -> list[dict[str, str]]:
+    """Name, variants and description of each built-in case, read from its source without importing
+    it (importing a case imports torch: seconds), for ``fuseprof cases``."""
+    import ast
+
+    spec = importlib.util.find_spec("fuseprof_kernels")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    root = Path(list(spec.submodule_search_locations)[0])
+
+    def calls(tree: ast.AST, func: str) -> list[ast.Call]:
+        return [c for c in ast.walk(tree) if isinstance(c, ast.Call) and getattr(c.func, "id", "") == func]
+
+    rows = []
+    for name in builtin_case_names():
+        tree = ast.parse((root / name / "__init__.py").read_text())
+        cases = calls(tree, "Case")
+        # a case defined in a sibling package and re-exported (silu_mul is silu_and_mul's SPLIT_CASE)
+        source = next((n.module.split(".")[-1] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not cases
+                       and (n.module or "").startswith("fuseprof_kernels.")), None)
+        if source:
+            tree = ast.parse((root / source / "__init__.py").read_text())
+            cases = [c for c in calls(tree, "Case") if any(kw.arg == "name" and getattr(kw.value, "value", None)
+                                                           == name for kw in c.keywords)]
+        variants = [c.args[0].value for c in calls(tree, "Variant") if c.args and isinstance(c.args[0], ast.Constant)]
+        description = next((kw.value.value for c in cases for kw in c.keywords
+                            if kw.arg == "description" and isinstance(kw.value, ast.Constant)), "")
+        rows.append({"case": name, "variants": ",".join(variants), "description": description})
+    return rows

@@ -478,13 +478,9 @@ def _cmd_columns(args: argparse.Namespace) -> int:
 
 
 def _cmd_cases(args: argparse.Namespace) -> int:
-    from fuseprof.case import builtin_case_names, load_case
+    from fuseprof.case import builtin_case_summaries
 
-    rows = []
-    for name in builtin_case_names():
-        case = load_case(name)
-        rows.append({"case": name, "variants": ",".join(case.variant_names), "description": case.description})
-    _emit(pd.DataFrame(rows), "table")
+    _emit(pd.DataFrame(builtin_case_summaries()), "table")
     return 0
 
 

@@ -48,3 +48,18 @@ def test_load_case_errors_name_the_way_out() -> None:
         load_case("nope")
     with pytest.raises(CaseNotFoundError, match="is not a fuseprof.case.Case"):
         load_case("fuseprof.case:parse_shape")
+
+
+def test_cases_listing_reads_sources_and_equals_the_loaded_cases() -> None:
+    import subprocess
+    import sys
+
+    from fuseprof.case import builtin_case_summaries, load_case
+
+    for row in builtin_case_summaries():
+        case = load_case(row["case"])
+        assert row["variants"].split(",") == case.variant_names and row["description"] == case.description
+    # listing imports no torch and sets no global: a subprocess, to see its own sys.modules
+    code = "import sys; from fuseprof.cli import main; main(['cases']); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("False")
