@@ -50,11 +50,16 @@ class BundleWriter:
     def __init__(self, out_dir: Path, name: str) -> None:
         self.out_dir = out_dir
         self.name = slug(name)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self.path = out_dir / f".{self.name}.partial-{os.getpid()}"
-        if self.path.exists():
-            shutil.rmtree(self.path)
-        (self.path / RAW).mkdir(parents=True)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise BundleError(f"--out {out_dir}: is a file, not a folder")
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            self.path = out_dir / f".{self.name}.partial-{os.getpid()}"
+            if self.path.exists():
+                shutil.rmtree(self.path)
+            (self.path / RAW).mkdir(parents=True)
+        except OSError as exc:
+            raise BundleError(f"--out {out_dir}: cannot write a bundle there ({exc.strerror})") from None
 
     def raw(self, filename: str) -> Path:
         return self.path / RAW / filename
@@ -72,7 +77,10 @@ class BundleWriter:
         if not (self.path / MANIFEST).exists():
             raise BundleError(f"{self.path}: refusing to commit a bundle without a manifest")
         final = _free_path(self.out_dir / self.name)
-        os.rename(self.path, final)
+        try:
+            os.rename(self.path, final)
+        except OSError as exc:
+            raise BundleError(f"{final}: cannot move the finished bundle into place ({exc.strerror})") from None
         return final
 
     def abort(self) -> None:
@@ -84,6 +92,8 @@ class BundleWriter:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc_type is not None:
             self.abort()
+            if isinstance(exc, OSError):  # the disk filled or went read-only while writing
+                raise BundleError(f"{self.out_dir}: writing the bundle failed ({exc.strerror or exc})") from None
 
 
 def _replace_atomically(target: Path, write: Any) -> None:
@@ -122,6 +132,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise BundleError(f"{path}: not a fuseprof bundle (no {MANIFEST})") from None
     except json.JSONDecodeError as exc:
         raise BundleError(f"{path / MANIFEST}: damaged JSON ({exc.msg} at line {exc.lineno})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{path / MANIFEST}: unreadable ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise BundleError(f"{path / MANIFEST}: holds a {type(manifest).__name__}, not a fuseprof manifest (an object)")
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise BundleError(
             f"{path}: bundle schema {manifest.get('schema_version')!r}, this fuseprof reads {SCHEMA_VERSION}"

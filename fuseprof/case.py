@@ -10,9 +10,9 @@ import importlib
 import importlib.util
 import pkgutil
 import re
-from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from fuseprof.errors import CaseNotFoundError, InvalidArgumentError
@@ -201,14 +201,15 @@ def builtin_case_summaries() -> list[dict[str, str]]:
         tree = ast.parse((root / name / "__init__.py").read_text())
         cases = calls(tree, "Case")
         # a case defined in a sibling package and re-exported (silu_mul is silu_and_mul's SPLIT_CASE)
-        source = next((n.module.split(".")[-1] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not cases
-                       and (n.module or "").startswith("fuseprof_kernels.")), None)
+        source = next((str(n.module).split(".")[-1] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                       and not cases and (n.module or "").startswith("fuseprof_kernels.")), None)
         if source:
             tree = ast.parse((root / source / "__init__.py").read_text())
             cases = [c for c in calls(tree, "Case") if any(kw.arg == "name" and getattr(kw.value, "value", None)
                                                            == name for kw in c.keywords)]
-        variants = [c.args[0].value for c in calls(tree, "Variant") if c.args and isinstance(c.args[0], ast.Constant)]
-        description = next((kw.value.value for c in cases for kw in c.keywords
+        variants = [str(c.args[0].value) for c in calls(tree, "Variant")
+                    if c.args and isinstance(c.args[0], ast.Constant)]
+        description = next((str(kw.value.value) for c in cases for kw in c.keywords
                             if kw.arg == "description" and isinstance(kw.value, ast.Constant)), "")
         rows.append({"case": name, "variants": ",".join(variants), "description": description})
     return rows

@@ -488,8 +488,15 @@ _COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceil
              "summary": _cmd_summary, "roofline": _cmd_roofline, "columns": _cmd_columns, "cases": _cmd_cases}
 
 
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    print(f"fuseprof: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
     args = _build_parser().parse_args(argv)
+    warnings.showwarning = _warn_in_one_line
     try:
         return _COMMANDS[args.command](args)
     except FuseprofError as exc:

@@ -61,3 +61,7 @@ class TraceFormatError(FuseprofError):
 
 class BundleError(FuseprofError):
     """A bundle path that is missing, incomplete or not a fuseprof bundle."""
+
+
+class FuseprofWarning(UserWarning):
+    """Data that is still usable but incomplete; the CLI prints it as one line naming the file."""

@@ -34,14 +34,22 @@ def ingest(files: Sequence[Path], out_dir: Path, name: str | None = None,
     if not files:
         raise TraceFormatError("give at least one trace file to ingest")
     parsed = []
+    seen: dict[str, Path] = {}
     for path in files:
+        if path.is_dir():
+            raise TraceFormatError(f"{path}: is a directory; give trace files (a bundle needs no ingest)")
         if not path.is_file():
             raise TraceFormatError(f"{path}: no such file")
+        digest = _sha256(path)
+        if digest in seen:  # every row would be counted twice
+            raise TraceFormatError(f"{path}: the same content as {seen[digest]}, given twice")
+        seen[digest] = path
         reader, kind, raw_name = require_artifact_kind(path)
         frame = reader(path)
         if frame.empty:
             raise TraceFormatError(f"{path}: the {kind} holds no kernel")
-        log(f"  {path}: {kind}, {len(frame)} kernels")
+        kinds = frame["kind"].value_counts().to_dict() if "kind" in frame else {"kernel": len(frame)}
+        log(f"  {path}: {kind}, " + ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in kinds.items()))
         parsed.append((path, kind, raw_name, frame))
     kernels = pd.concat([f for *_, f in parsed], ignore_index=True)
     devices = sorted(set(kernels["device"].dropna())) if "device" in kernels else []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # before triton is first imported, so it is set here, for the whole test process.
 if not _has_cuda():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+# Outcomes of tests/test_fuzz_inputs.py, printed after the run (CI's log shows the counts).
+FUZZ_RESULTS: Counter[str] = Counter()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]
+    if FUZZ_RESULTS:
+        tried = sum(FUZZ_RESULTS.values())
+        terminalreporter.write_line(
+            f"fuzz: tried {tried} malformed or varied inputs: {FUZZ_RESULTS['clear error']} clear errors, "
+            f"{FUZZ_RESULTS['warning']} warnings, {FUZZ_RESULTS['identical']} accepted with identical values")

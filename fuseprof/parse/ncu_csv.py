@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import csv
 import io
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from fuseprof.errors import TraceFormatError
-from fuseprof.parse.ncu_metrics import columns_from_metrics
+from fuseprof.errors import FuseprofWarning, TraceFormatError
+from fuseprof.parse.ncu_metrics import BASE_METRICS, NCU_METRICS, columns_from_metrics
 from fuseprof.parse.textio import read_text
-from fuseprof.parse.units import scale_to_base
+from fuseprof.parse.units import UnknownUnitError, scale_to_base
 from fuseprof.ranges import search_range_label
 from fuseprof.schema import NCU_SOURCE
 
@@ -31,6 +32,10 @@ def _cell_value(cell: str, factor: float) -> float | str | None:
         return float(cell.replace(",", "")) * factor
     except ValueError:
         return cell
+
+
+# the columns fuseprof reads must hold numbers (a string there would silently become a null)
+_NUMERIC = {m for m in NCU_METRICS if m != "device__attribute_display_name"}
 
 
 def _dims(cell: str | None) -> str | None:
@@ -63,19 +68,33 @@ def _split_header(path: Path, text: str) -> list[list[str]]:
 
 
 def read_ncu_csv(path: Path) -> pd.DataFrame:
-    """One row per profiled kernel, columns named as in ``fuseprof.schema``."""
-    rows = _split_header(path, read_text(path))
+    """One row per profiled kernel, columns named as in ``fuseprof.schema``. The units row is
+    required (without it durations and bytes could be off by 10³–10⁶); metrics fuseprof reads that
+    are absent give a warning naming them; a non-number in one of them is an error."""
+    rows = _split_header(path, read_text(path).lstrip("\ufeff"))
     header, body = rows[0], rows[1:]
-    units = [""] * len(header)
-    if body and body[0] and body[0][0] == "":
-        units, body = body[0], body[1:]
+    if not body or not body[0] or body[0][0] != "":
+        raise TraceFormatError(f"{path}: no units row under the header; values cannot be scaled safely. Export "
+                               "with `ncu --import X.ncu-rep --csv --page raw --print-units base`")
+    units, body = body[0], body[1:]
     if not body:
         raise TraceFormatError(f"{path}: ncu CSV has a header but no kernel rows")
     if "Kernel Name" not in header:
         raise TraceFormatError(f"{path}: no 'Kernel Name' column; is this `--page raw` output?")
     # e.g. "thread Domain:Push/Pop_Range:PL_Type:..." when ncu ran with --nvtx
     nvtx_columns = [h for h in header if "push/pop" in h.lower() or "nvtx" in h.lower()]
-    factors = [scale_to_base(u) for u in units]
+    try:
+        factors = [scale_to_base(u) for u in units]
+    except UnknownUnitError as exc:
+        column = header[[i for i, u in enumerate(units) if str(exc) in u][0]]
+        raise TraceFormatError(f"{path}: unknown unit {str(exc)!r} in column {column!r}; fuseprof will not guess "
+                               "its scale (export with --print-units base)") from None
+    absent = sorted(set(BASE_METRICS) - set(header))
+    if absent:
+        warnings.warn(FuseprofWarning(f"{path}: {len(absent)} metric(s) fuseprof reads are absent, their columns "
+                                      f"stay null: {', '.join(absent[:6])}{' …' if len(absent) > 6 else ''}"),
+                      stacklevel=2)
+    numeric = [i for i, h in enumerate(header) if h in _NUMERIC]
     out = []
     for line_no, row in enumerate(body, start=3):
         if len(row) != len(header):
@@ -84,6 +103,9 @@ def read_ncu_csv(path: Path) -> pd.DataFrame:
             )
         record = dict(zip(header, row))
         metrics = {h: _cell_value(c, f) for h, c, f in zip(header, row, factors)}
+        bad = next((header[i] for i in numeric if isinstance(metrics[header[i]], str)), None)
+        if bad is not None:
+            raise TraceFormatError(f"{path}: line {line_no}, column {bad!r}: {record[bad]!r} is not a number")
         cols = columns_from_metrics(metrics)
         cols["kernel"] = record["Kernel Name"]
         cols["grid"] = cols["grid"] or _dims(record.get("Grid Size"))

@@ -93,4 +93,10 @@ def read_ncu_rep(path: Path) -> pd.DataFrame:
             rows.append(cols)
     if not rows:
         raise TraceFormatError(f"{path}: the report holds no profiled kernel (empty, or truncated)")
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    measured = frame[["duration_ns", "dram_read_bytes", "registers_per_thread"]]
+    if measured.isna().all(axis=1).any():  # a kernel entry without its metrics: a cut or foreign report
+        first = int(measured.isna().all(axis=1).to_numpy().argmax())
+        raise TraceFormatError(f"{path}: kernel {first} ({frame['kernel'].iloc[first]!r}) has none of the metrics "
+                               "fuseprof reads; is the report truncated, or profiled without them?")
+    return frame

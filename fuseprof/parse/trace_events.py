@@ -171,6 +171,10 @@ def _gpu_rows(events: list[_Event], args: list[_Args | None], path: Path) -> pd.
             raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has no {'dur' if e.ts else 'ts'}")
         if e.dur < 0:
             raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has a negative duration ({e.dur})")
+        if not e.name:
+            raise TraceFormatError(f"{path}: GPU event {i} (ts {e.ts}) has no name")
+        if args[i] is None:  # torch.profiler always writes them: correlation, stream, device
+            raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has no args (correlation, stream, device)")
         a = args[i] or _Args()
         cols["name"].append(e.name)
         cols["cat"].append(e.cat)

@@ -1,0 +1,328 @@
+"""Fuzzing the inputs: malformed variants of the committed fixtures (Chrome traces, ncu CSVs,
+``.ncu-rep``, bundles, output folders), each through the CLI in-process. For every variant: no
+traceback, exit 2 with one line naming the file, or exit 0 with values identical to the clean
+input's (a BOM, CRLF, reordered keys...), or exit 0 with a one-line warning; never a partial bundle.
+The counts are printed at the end of the run (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fuseprof.cli import main
+from tests.conftest import FIXTURES, FUZZ_RESULTS, SEED_BUNDLE
+
+BERT = FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz"
+CSV = SEED_BUNDLE / "raw" / "ncu_raw.csv.gz"
+REP = FIXTURES / "compiled_128x4096.ncu-rep"
+COMPARED = ["kernel", "kind", "duration_ns", "start_ns", "grid", "block", "stream", "device", "cpu_op",
+            "dram_read_bytes", "flops_fp32", "registers_per_thread"]
+
+Variant = Callable[[Path], list[str]]  # writes its input under tmp, returns the CLI argv
+
+
+def _trace() -> dict:
+    return json.loads(gzip.decompress(BERT.read_bytes()))
+
+
+def _first(trace: dict, cat: str = "kernel") -> dict:
+    return next(e for e in trace["traceEvents"] if e.get("cat") == cat)
+
+
+def _write_json(tmp: Path, trace: object, name: str = "t.json", **dump) -> Path:
+    path = tmp / name
+    path.write_text(json.dumps(trace, **dump))
+    return path
+
+
+def _trace_variant(edit: Callable[[dict], object]) -> Variant:
+    def make(tmp: Path) -> list[str]:
+        trace = _trace()
+        result = edit(trace)
+        return ["ingest", str(_write_json(tmp, trace if result is None else result)), "--out", str(tmp / "out")]
+    return make
+
+
+def _set(field: str, value: object, cat: str = "kernel", in_args: bool = False) -> Variant:
+    def edit(trace: dict) -> None:
+        event = _first(trace, cat)
+        (event["args"] if in_args else event)[field] = value
+    return _trace_variant(edit)
+
+
+def _drop(field: str, cat: str = "kernel") -> Variant:
+    return _trace_variant(lambda t: _first(t, cat).pop(field) and None)
+
+
+def _raw_bytes(data: Callable[[], bytes], name: str) -> Variant:
+    def make(tmp: Path) -> list[str]:
+        (tmp / name).write_bytes(data())
+        return ["ingest", str(tmp / name), "--out", str(tmp / "out")]
+    return make
+
+
+def _csv_text() -> str:
+    return gzip.decompress(CSV.read_bytes()).decode()
+
+
+def _csv_variant(edit: Callable[[str], str], name: str = "n.csv") -> Variant:
+    def make(tmp: Path) -> list[str]:
+        (tmp / name).write_text(edit(_csv_text()), newline="")
+        return ["ingest", str(tmp / name), "--out", str(tmp / "out")]
+    return make
+
+
+def _csv_cell(column: str, value: str) -> Callable[[str], str]:
+    """Put ``value`` (a raw CSV cell, quotes included) in ``column`` of the first kernel row."""
+    def edit(text: str) -> str:
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+        import csv
+        import io
+
+        header = next(csv.reader([lines[start]]))
+        row = next(csv.reader([lines[start + 2]]))
+        row[header.index(column)] = value
+        out = io.StringIO()
+        csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="").writerow(row)
+        lines[start + 2] = out.getvalue()
+        return "\n".join(lines) + "\n"
+    return edit
+
+
+def _csv_drop_column(column: str) -> Callable[[str], str]:
+    def edit(text: str) -> str:
+        import csv
+        import io
+
+        rows = list(csv.reader(io.StringIO(text)))
+        i = rows[0].index(column)
+        out = io.StringIO()
+        csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([r[:i] + r[i + 1:] for r in rows])
+        return out.getvalue()
+    return edit
+
+
+def _bundle_variant(edit: Callable[[Path], None], command: str = "show") -> Variant:
+    def make(tmp: Path) -> list[str]:
+        bundle = tmp / SEED_BUNDLE.name
+        shutil.copytree(SEED_BUNDLE, bundle)
+        edit(bundle)
+        return [command, str(bundle)]
+    return make
+
+
+def _parquet_edit(table: str, edit: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[Path], None]:
+    def apply(bundle: Path) -> None:
+        path = bundle / table
+        edit(pd.read_parquet(path)).to_parquet(path)
+    return apply
+
+
+def _same_as_clean(make: Callable[[Path], Path]) -> Variant:
+    def variant(tmp: Path) -> list[str]:
+        return ["ingest", str(make(tmp)), "--out", str(tmp / "out")]
+    return variant
+
+
+CUT_POINTS = [0.001, 0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95, 0.999]
+TRACE_JSON = gzip.decompress(BERT.read_bytes())
+
+ERRORS: dict[str, Variant] = {
+    **{f"trace dur={v!r}": _set("dur", v) for v in ("abc", 1e300, -5, None, [], {}, True)},
+    "trace dur=NaN": _trace_variant(lambda t: _first(t).update(dur=float("nan"))),
+    "trace dur=Infinity": _trace_variant(lambda t: _first(t).update(dur=float("inf"))),
+    "trace kernel without dur": _drop("dur"),
+    "trace kernel without ts": _drop("ts"),
+    "trace kernel without name": _drop("name"),
+    **{f"trace ts={v!r}": _set("ts", v) for v in ("abc", None, 1e300, -1e300, [1])},
+    **{f"trace name={v!r}": _set("name", v) for v in (5, None, [])},
+    **{f"trace args={v!r}": _set("args", v) for v in (5, "x", [], None)},
+    "trace kernel without args": _drop("args"),
+    **{f"trace args.grid={v!r}": _set("grid", v, in_args=True) for v in (["a", 1, 1], "1,1,1", [1.5, 1, 1], 7)},
+    **{f"trace args.block={v!r}": _set("block", v, in_args=True) for v in (["x"], {"x": 1})},
+    **{f"trace args.device={v!r}": _set("device", v, in_args=True) for v in ("gpu0", 1.5, [0])},
+    **{f"trace args.stream={v!r}": _set("stream", v, in_args=True) for v in ("7", 7.5)},
+    **{f"trace args.correlation={v!r}": _set("correlation", v, in_args=True) for v in ("x", 1.5)},
+    "trace memcpy dur=-1": _set("dur", -1, cat="gpu_memcpy"),
+    "trace cpu_op ts='x'": _set("ts", "x", cat="cpu_op"),
+    "trace cpu_op without ts": _drop("ts", cat="cpu_op"),
+    "trace launch args=5": _set("args", 5, cat="cuda_runtime"),
+    "trace traceEvents={}": _trace_variant(lambda t: {**t, "traceEvents": {}}),
+    "trace traceEvents missing": _trace_variant(lambda t: {k: v for k, v in t.items() if k != "traceEvents"}),
+    "trace top level []": _trace_variant(lambda t: []),
+    "trace top level 5": _trace_variant(lambda t: 5),
+    "trace no events": _trace_variant(lambda t: {**t, "traceEvents": []}),
+    "trace no GPU events": _trace_variant(lambda t: {**t, "traceEvents": [e for e in t["traceEvents"]
+                                                                          if e.get("cat") not in ("kernel", "gpu_memcpy")]}),
+    "trace deviceProperties='x'": _trace_variant(lambda t: {**t, "deviceProperties": "x"}),
+    "trace event is a number": _trace_variant(lambda t: {**t, "traceEvents": [5, *t["traceEvents"]]}),
+    **{f"trace json cut at {p:.0%}": _raw_bytes(lambda p=p: TRACE_JSON[: int(len(TRACE_JSON) * p)], "cut.json")
+       for p in CUT_POINTS},
+    **{f"trace gzip cut at {p:.0%}": _raw_bytes(lambda p=p: BERT.read_bytes()[: int(len(BERT.read_bytes()) * p)],
+                                                "cut.json.gz") for p in CUT_POINTS},
+    "trace empty file": _raw_bytes(lambda: b"", "empty.json"),
+    "trace random bytes": _raw_bytes(lambda: random.Random(1).randbytes(4096), "noise.json"),
+    "trace latin-1 bytes": _raw_bytes(lambda: b'{"traceEvents": ["\xe9"]}', "latin.json"),
+    "csv without units row": _csv_variant(lambda t: "\n".join(
+        line for i, line in enumerate(t.splitlines()) if i != next(j for j, x in enumerate(t.splitlines())
+                                                                   if x.startswith('"ID"')) + 1) + "\n"),
+    "csv unknown unit": _csv_variant(lambda t: t.replace('"ns"', '"fortnight"', 1)),
+    "csv unknown byte prefix": _csv_variant(lambda t: t.replace('"byte"', '"Qbyte"', 1)),
+    "csv non-numeric duration": _csv_variant(_csv_cell("gpu__time_duration.sum", '"fast"')),
+    "csv non-numeric dram bytes": _csv_variant(_csv_cell("dram__bytes_read.sum", '"lots"')),
+    "csv non-numeric registers": _csv_variant(_csv_cell("launch__registers_per_thread", '"36 regs"')),
+    **{f"csv cut at {p:.0%}": _csv_variant(lambda t, p=p: t[: int(len(t) * p)]) for p in CUT_POINTS},
+    "csv header only": _csv_variant(lambda t: "\n".join(t.splitlines()[:2]) + "\n"),
+    "csv without Kernel Name": _csv_variant(lambda t: t.replace('"Kernel Name"', '"Kernel"', 1)),
+    "csv empty": _csv_variant(lambda t: ""),
+    "csv random bytes": _raw_bytes(lambda: random.Random(2).randbytes(2048), "noise.csv"),
+    "csv extra field in a row": _csv_variant(lambda t: t.replace("\n", ',"extra"\n', 3).replace(',"extra"', "", 2)),
+    "ncu-rep cut at 10%": _raw_bytes(lambda: REP.read_bytes()[: len(REP.read_bytes()) // 10], "cut.ncu-rep"),
+    "ncu-rep cut at 60%": _raw_bytes(lambda: REP.read_bytes()[: len(REP.read_bytes()) * 6 // 10], "cut.ncu-rep"),
+    "ncu-rep random bytes": _raw_bytes(lambda: random.Random(3).randbytes(8192), "noise.ncu-rep"),
+    "ncu-rep empty": _raw_bytes(lambda: b"", "empty.ncu-rep"),
+    "unknown file kind": _raw_bytes(lambda: b"{}", "trace.txt"),
+    "a directory given as FILE": lambda tmp: ["ingest", str(tmp), "--out", str(tmp / "out")],
+    "no such file": lambda tmp: ["ingest", str(tmp / "missing.json"), "--out", str(tmp / "out")],
+    "the same file twice": lambda tmp: ["ingest", str(BERT), str(BERT), "--out", str(tmp / "out")],
+    "the same content under two names": lambda tmp: ["ingest", str(BERT), str(shutil.copy(BERT, tmp / "b.json.gz")),
+                                                      "--out", str(tmp / "out")],
+    "--out is a file": lambda tmp: ["ingest", str(BERT), "--out", str(shutil.copy(BERT, tmp / "file"))],
+    "--out under /proc": lambda tmp: ["ingest", str(BERT), "--out", "/proc/fuseprof-out"],
+    "--out under /sys": lambda tmp: ["ingest", str(BERT), "--out", "/sys/fuseprof-out"],
+    "--out under a file": lambda tmp: ["ingest", str(BERT), "--out", str(shutil.copy(BERT, tmp / "f")) + "/sub"],
+    "bundle manifest []": _bundle_variant(lambda b: (b / "manifest.json").write_text("[]")),
+    "bundle manifest 5": _bundle_variant(lambda b: (b / "manifest.json").write_text("5")),
+    "bundle manifest damaged": _bundle_variant(lambda b: (b / "manifest.json").write_text('{"schema_version": 1,')),
+    "bundle manifest binary": _bundle_variant(lambda b: (b / "manifest.json").write_bytes(b"\xff\xfe\x00")),
+    "bundle manifest schema 99": _bundle_variant(lambda b: (b / "manifest.json").write_text(
+        (b / "manifest.json").read_text().replace('"schema_version": 1', '"schema_version": 99'))),
+    "bundle without manifest": _bundle_variant(lambda b: (b / "manifest.json").unlink()),
+    "bundle kernels.parquet deleted": _bundle_variant(lambda b: (b / "kernels.parquet").unlink()),
+    "bundle timings.parquet deleted": _bundle_variant(lambda b: (b / "timings.parquet").unlink(), "summary"),
+    "bundle kernels.parquet is text": _bundle_variant(lambda b: (b / "kernels.parquet").write_text("hello")),
+    "bundle kernels.parquet cut": _bundle_variant(lambda b: (b / "kernels.parquet").write_bytes(
+        (b / "kernels.parquet").read_bytes()[:300])),
+    "bundle duration_ns as strings": _bundle_variant(_parquet_edit(
+        "kernels.parquet", lambda f: f.assign(duration_ns=f["duration_ns"].astype(str) + "ns"))),
+    "bundle registers as strings": _bundle_variant(_parquet_edit(
+        "kernels.parquet", lambda f: f.assign(registers_per_thread="many"))),
+    "bundle foreign-schema parquet": _bundle_variant(_parquet_edit(
+        "kernels.parquet", lambda f: pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}))),
+    "bundle timings gpu time as strings": _bundle_variant(_parquet_edit(
+        "timings.parquet", lambda f: f.assign(gpu_median_ns="slow")), "summary"),
+}
+
+WARNINGS: dict[str, Variant] = {
+    "csv without a metric column": _csv_variant(_csv_drop_column("dram__bytes_write.sum")),
+    "csv without the occupancy columns": _csv_variant(lambda t: _csv_drop_column(
+        "sm__warps_active.avg.pct_of_peak_sustained_active")(t)),
+}
+
+
+def _bom(tmp: Path) -> Path:
+    path = tmp / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + gzip.decompress(CSV.read_bytes()))
+    return path
+
+
+def _crlf(tmp: Path) -> Path:
+    path = tmp / "crlf.csv"
+    path.write_bytes(gzip.decompress(CSV.read_bytes()).replace(b"\n", b"\r\n"))
+    return path
+
+
+def _plain_csv(tmp: Path) -> Path:
+    path = tmp / "plain.csv"
+    path.write_bytes(gzip.decompress(CSV.read_bytes()))
+    return path
+
+
+SAME: dict[str, tuple[Path, Callable[[Path], Path]]] = {
+    "trace plain JSON": (BERT, lambda tmp: _write_json(tmp, _trace())),
+    "trace indented": (BERT, lambda tmp: _write_json(tmp, _trace(), indent=2)),
+    "trace keys reordered": (BERT, lambda tmp: _write_json(tmp, _trace(), sort_keys=True)),
+    "trace with unknown fields": (BERT, lambda tmp: _write_json(tmp, {**_trace(), "extra": {"x": [1]}, "traceEvents": [
+        {**e, "mystery": 1} for e in _trace()["traceEvents"]]})),
+    "csv with a UTF-8 BOM": (CSV, _bom),
+    "csv with CRLF line ends": (CSV, _crlf),
+    "csv not gzipped": (CSV, _plain_csv),
+}
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = int(exc.code or 0)
+    except Exception as exc:  # a traceback is the failure this suite exists to catch
+        pytest.fail(f"traceback: {type(exc).__name__}: {exc}")
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _no_partial_output(tmp: Path) -> None:
+    out = tmp / "out"
+    leftovers = [p.name for p in out.iterdir()] if out.is_dir() else []
+    assert leftovers == [], f"left behind: {leftovers}"
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_malformed_input_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ERRORS[name](tmp_path)
+    code, _, err = _run(argv, capsys)
+    lines = err.strip().splitlines()
+    errors = [line for line in lines if line.startswith("fuseprof: error:")]
+    assert code == 2 and len(errors) == 1, (code, err)
+    assert "Traceback" not in err
+    named = argv[1] if argv[0] == "ingest" else argv[-1]
+    assert Path(named).name in errors[0] or "--out" in errors[0] or "/proc" in errors[0], errors[0]
+    if argv[0] == "ingest":
+        _no_partial_output(tmp_path)
+    FUZZ_RESULTS["clear error"] += 1
+
+
+@pytest.mark.parametrize("name", sorted(WARNINGS))
+def test_incomplete_input_warns_and_keeps_the_rest(name: str, tmp_path: Path, capsys) -> None:
+    code, out, err = _run(WARNINGS[name](tmp_path), capsys)
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("fuseprof: warning:")]
+    assert len(warnings) == 1 and "absent" in warnings[0] and "n.csv" in warnings[0]
+    bundle = Path(out.strip().splitlines()[-1])
+    clean = _ingested(CSV, tmp_path / "clean", capsys)
+    assert (fuseprof_load(bundle)["duration_ns"] == clean["duration_ns"]).all()
+    FUZZ_RESULTS["warning"] += 1
+
+
+def fuseprof_load(bundle: Path) -> pd.DataFrame:
+    import fuseprof
+
+    return fuseprof.load(bundle)
+
+
+def _ingested(source: Path, out: Path, capsys) -> pd.DataFrame:
+    code, text, err = _run(["ingest", str(source), "--out", str(out)], capsys)
+    assert code == 0, err
+    return fuseprof_load(Path(text.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("name", sorted(SAME))
+def test_harmless_variation_gives_identical_values(name: str, tmp_path: Path, capsys) -> None:
+    clean_source, make = SAME[name]
+    variant = _ingested(make(tmp_path), tmp_path / "a", capsys)
+    clean = _ingested(clean_source, tmp_path / "b", capsys)
+    columns = [c for c in COMPARED if clean[c].notna().any()]
+    pd.testing.assert_frame_equal(variant[columns], clean[columns])
+    FUZZ_RESULTS["identical"] += 1
+
+
+def test_the_suite_is_at_least_a_hundred_variants() -> None:
+    assert len(ERRORS) + len(WARNINGS) + len(SAME) >= 100
