@@ -20,7 +20,7 @@ from fuseprof import figures, load, load_timings
 from fuseprof.errors import FuseprofError
 from fuseprof.model import catalog, launches
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
-from fuseprof.model.occupancy import occupancy_table
+from fuseprof.model.occupancy import occupancy, occupancy_table
 from fuseprof.model.roofline import Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place
 from fuseprof.summary import summarize
 
@@ -125,10 +125,25 @@ def occupancy_page(kernels: pd.DataFrame) -> None:
                "spill_store_bytes"]
     data_table(table[columns], "occupancy")
     labels = figures.kernel_labels(table)
-    chosen = st.selectbox("Kernel for the occupancy curves", range(len(labels)), format_func=lambda i: labels[i])
+    chosen = st.selectbox("Start from kernel", range(len(labels)), format_func=lambda i: labels[i], key="occ-kernel")
     row = table.iloc[chosen]
-    st.plotly_chart(figures.occupancy_curves_figure(int(row["threads_per_block"]), int(row["registers_per_thread"]),
-                                                    int(row["shared_mem_bytes"])), key="occupancy-curves")
+    st.subheader("Occupancy calculator (compute capability 9.0)")
+    left, middle, right = st.columns(3)
+    registers = left.number_input("registers per thread", 1, 255, int(row["registers_per_thread"]),
+                                  key=f"occ-regs-{chosen}")
+    threads = middle.number_input("threads per block", 1, 1024, int(row["threads_per_block"]),
+                                  key=f"occ-threads-{chosen}")
+    shared = right.number_input("shared memory per block (bytes)", 0, 232448, int(row["shared_mem_bytes"]),
+                                key=f"occ-smem-{chosen}")
+    result = occupancy(int(threads), int(registers), int(shared))
+    st.metric("theoretical occupancy", f"{result.theoretical_pct:.1f}%", help=f"limited by {result.limiter}")
+    st.dataframe(pd.DataFrame({"resource": ["warps", "registers", "shared memory", "block slots"],
+                               "blocks per SM it allows": [result.blocks_by_warps, result.blocks_by_registers,
+                                                           result.blocks_by_shared_mem, result.blocks_by_block_limit]}),
+                 hide_index=True)
+    st.caption(f"{result.blocks} resident blocks × {result.warps_per_block} warps of {result.limits.max_warps}; "
+               f"limiter: {result.limiter} (as ncu's launch__occupancy_limit_* name it).")
+    st.plotly_chart(figures.occupancy_curves_figure(int(threads), int(registers), int(shared)), key="occupancy-curves")
 
 
 def fusion_page(kernels: pd.DataFrame, timings: pd.DataFrame, kinds: dict[str, str]) -> None:

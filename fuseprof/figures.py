@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from fuseprof.model.devices import PIPES
 from fuseprof.model.launches import lanes
-from fuseprof.model.occupancy import block_size_curve, occupancy_curve
+from fuseprof.model.occupancy import block_size_curve, occupancy, occupancy_curve
 from fuseprof.model.roofline import Roof, chain_points
 
 # Warm colours for unfused chains, blue for compiled, greens for fused kernels, purple for libraries.
@@ -124,9 +124,10 @@ def occupancy_figure(table: pd.DataFrame) -> go.Figure:
     kernel name recurs within a chain and across bundles)."""
     labels = kernel_labels(table)
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=labels, y=table["theoretical_occupancy_pct"], name="theoretical (ncu)"))
-    fig.add_trace(go.Bar(x=labels, y=table["computed_occupancy_pct"], name="theoretical (computed)"))
-    fig.add_trace(go.Bar(x=labels, y=table["achieved_occupancy_pct"], name="achieved (ncu)"))
+    for column, name in (("theoretical_occupancy_pct", "theoretical (ncu)"),
+                         ("computed_occupancy_pct", "theoretical (computed)"), ("achieved_occupancy_pct", "achieved (ncu)")):
+        fig.add_trace(go.Bar(x=labels, y=table[column], name=name, customdata=table["bundle"],
+                             hovertemplate=f"%{{x}}<br>{name}: %{{y:.1f}}%<extra>%{{customdata}}</extra>"))
     fig.update_layout(barmode="group", yaxis_title="occupancy %", height=480, title="Occupancy per kernel")
     return fig
 
@@ -138,23 +139,26 @@ def kernel_labels(table: pd.DataFrame) -> list[str]:
 
 
 def occupancy_curves_figure(threads: int, registers: int, shared_bytes: int) -> go.Figure:
-    """Theoretical occupancy against registers per thread and against block size; the kernel's own
-    configuration marked on each."""
+    """Theoretical occupancy against registers per thread and against block size (every value the
+    calculator gives, drawn as steps); the launch's own configuration marked on each."""
     by_regs = occupancy_curve(threads, shared_bytes)
     by_block = block_size_curve(registers, shared_bytes)
+    own = occupancy(threads, registers, shared_bytes)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=by_regs["registers_per_thread"], y=by_regs["theoretical_occupancy_pct"],
-                             mode="lines", name=f"vs registers/thread ({threads} threads)", line_shape="hv"))
+                             mode="lines", name=f"vs registers/thread ({threads} threads)", line_shape="hv",
+                             hovertemplate="%{x} registers/thread: %{y:.1f}% occupancy<extra></extra>"))
     fig.add_trace(go.Scatter(x=by_block["threads_per_block"], y=by_block["theoretical_occupancy_pct"],
                              mode="lines", name=f"vs block size ({registers} registers)", line_shape="hv",
-                             xaxis="x2"))
-    fig.add_trace(go.Scatter(x=[registers], y=[float(by_regs.set_index("registers_per_thread")
-                                                     ["theoretical_occupancy_pct"].reindex([registers], method="ffill")
-                                                     .iloc[0])],
-                             mode="markers", marker={"size": 12}, name="this kernel"))
+                             xaxis="x2", hovertemplate="%{x} threads/block: %{y:.1f}% occupancy<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[registers], y=[own.theoretical_pct], mode="markers", marker={"size": 12},
+                             name=f"this launch: {own.theoretical_pct:.1f}% ({own.limiter})",
+                             hovertemplate=f"{registers} registers, {threads} threads, {shared_bytes} B shared: "
+                                           "%{y:.1f}%<extra></extra>"))
     fig.update_layout(xaxis={"title": "registers per thread"}, yaxis={"title": "theoretical occupancy %"},
                       xaxis2={"title": "threads per block", "overlaying": "x", "side": "top"}, height=420,
-                      title="Occupancy as a function of registers and block size")
+                      title="Occupancy as a function of registers and block size",
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0})
     return fig
 
 
@@ -165,19 +169,31 @@ def fusion_figure(summary: pd.DataFrame, variant_kinds: dict[str, str] | None = 
     colors = variant_colors([str(v) for v in summary["variant"].unique()], variant_kinds or {})
     fig = make_subplots(rows=1, cols=3, subplot_titles=("GPU time (µs)", "DRAM bytes per call (MB)",
                                                         "kernels per call"))
+    bundle = str(summary["bundle"].iloc[0]) if len(summary) else ""
     for variant, part in summary.groupby("variant", sort=True):
         color = {"color": colors.get(str(variant), OTHER_COLOR)}
         fig.add_trace(go.Bar(x=part["shape"], y=part["gpu_median_ns"] / 1e3, name=str(variant),
-                             legendgroup=str(variant), marker=color), row=1, col=1)
+                             legendgroup=str(variant), marker=color,
+                             hovertemplate=f"{variant} %{{x}}: %{{y:,.2f}} µs GPU time<extra>{bundle}</extra>"),
+                      row=1, col=1)
         fig.add_trace(go.Bar(x=part["shape"], y=part["dram_bytes"] / 1e6, name=str(variant),
-                             legendgroup=str(variant), showlegend=False, marker=color), row=1, col=2)
+                             legendgroup=str(variant), showlegend=False, marker=color,
+                             hovertemplate=f"{variant} %{{x}}: %{{y:,.2f}} MB DRAM<extra>{bundle}</extra>"),
+                      row=1, col=2)
         fig.add_trace(go.Bar(x=part["shape"], y=part["kernels_per_call"], name=str(variant),
-                             legendgroup=str(variant), showlegend=False, marker=color), row=1, col=3)
+                             legendgroup=str(variant), showlegend=False, marker=color,
+                             hovertemplate=f"{variant} %{{x}}: %{{y}} kernels per call<extra>{bundle}</extra>"),
+                      row=1, col=3)
     nominal = summary.drop_duplicates("shape")
     fig.add_trace(go.Scatter(x=nominal["shape"], y=nominal["nominal_bytes"] / 1e6, mode="markers",
                              marker={"symbol": "line-ew-open", "size": 30, "color": "black"},
-                             name="nominal bytes"), row=1, col=2)
-    fig.update_layout(barmode="group", height=460, title="Fused against unfused")
+                             name="nominal bytes", hovertemplate="%{x}: %{y:,.2f} MB nominal<extra></extra>"),
+                  row=1, col=2)
+    # shapes span decades (1x4096 to 32768x8192): log axes keep the small ones visible
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(type="log", row=1, col=2)
+    fig.update_layout(barmode="group", height=460, title="Fused against unfused (log axes)",
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0})
     return fig
 
 
@@ -194,12 +210,13 @@ def launches_figure(kernels: pd.DataFrame, variant_kinds: dict[str, str] | None 
         color = colors.get(str(lane), OTHER_COLOR)
         fig.add_trace(go.Bar(
             y=[f"{lane} GPU"] * len(part), x=part["duration_ns"] / 1e3, base=(part["start_ns"] - origin) / 1e3,
-            orientation="h", name=f"{lane} kernels", hovertext=part["kernel_short"], hoverinfo="text+x",
-            marker={"color": color}))
+            orientation="h", name=f"{lane} kernels", customdata=part["kernel_short"],
+            hovertemplate="%{customdata}: %{x:,.3f} µs<extra></extra>", marker={"color": color}))
         fig.add_trace(go.Bar(
             y=[f"{lane} host"] * len(part), x=part["launch_api_ns"] / 1e3,
             base=(part["launch_start_ns"] - origin) / 1e3, orientation="h", name=f"{lane} launch calls",
-            hovertext=part["launch_api"], hoverinfo="text+x", marker={"color": color, "opacity": 0.45}))
+            customdata=part["launch_api"], hovertemplate="%{customdata}: %{x:,.3f} µs on the host<extra></extra>",
+            marker={"color": color, "opacity": 0.45}))
     fig.update_layout(barmode="overlay", xaxis_title="µs from the first launch call", height=420,
                       title="Launches: host launch calls and GPU kernels")
     return fig

@@ -89,7 +89,40 @@ def test_occupancy_page_sets_computed_beside_measured() -> None:
     bars = figure(at, 0)["data"]
     assert [t["name"] for t in bars] == ["theoretical (ncu)", "theoretical (computed)", "achieved (ncu)"]
     curves = figure(at, 1)["data"]
-    assert curves[2]["name"] == "this kernel" and list(curves[2]["x"]) == [27]  # 27 registers (ptxas via ncu)
+    # 27 registers (ptxas, via ncu), 512 threads: 100%, limited by registers and warps alike
+    assert curves[2]["name"] == "this launch: 100.0% (registers+warps)" and list(curves[2]["x"]) == [27]
+
+
+def test_occupancy_calculator_takes_new_inputs() -> None:
+    at = run_page("Occupancy", **seed_only(variant=["compiled"]))
+    at.number_input(key="occ-regs-0").set_value(128).run()
+    assert not at.exception
+    # 128 registers x 512 threads = 64K registers: one block of 16 warps = 25%, the register file decides
+    assert at.metric[0].value == "25.0%"
+    curves = figure(at, 1)["data"]
+    assert curves[2]["name"] == "this launch: 25.0% (registers)"
+
+
+def test_occupancy_curves_equal_the_calculator_for_every_committed_kernel() -> None:
+    import fuseprof
+    from fuseprof.model.occupancy import block_size_curve, occupancy, occupancy_curve, occupancy_table
+
+    table = occupancy_table(fuseprof.load(TRACES))
+    configs = table[["threads_per_block", "registers_per_thread", "shared_mem_bytes"]].drop_duplicates()
+    assert len(configs) > 20
+    for threads, regs, smem in configs.astype(int).itertuples(index=False):
+        by_regs = occupancy_curve(threads, smem).set_index("registers_per_thread")["theoretical_occupancy_pct"]
+        assert by_regs.index.tolist() == list(range(1, 256))  # every register count, nothing held over
+        for r in range(1, 256):
+            assert by_regs[r] == occupancy(threads, r, smem).theoretical_pct
+        by_block = block_size_curve(regs, smem).set_index("threads_per_block")["theoretical_occupancy_pct"]
+        for b, pct in by_block.items():
+            assert pct == occupancy(b, regs, smem).theoretical_pct
+    # and at each kernel's own registers the curve gives ncu's theoretical occupancy
+    for row in table.itertuples():
+        curve = occupancy_curve(int(row.threads_per_block), int(row.shared_mem_bytes)).set_index("registers_per_thread")
+        assert curve.loc[int(row.registers_per_thread), "theoretical_occupancy_pct"] == pytest.approx(
+            row.theoretical_occupancy_pct)
 
 
 def test_fusion_page_shows_bytes_and_launches_per_call() -> None:

@@ -62,3 +62,22 @@ def test_page_renders_its_plotly_chart(browser_page, url: str, name: str) -> Non
     if name == "Model":  # timeline, categories, per-op roofline and the diff, on the 1,742-event trace
         browser_page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=60_000)
         assert browser_page.get_by_text("Fusion opportunities").count() >= 1
+
+
+def test_six_consecutive_page_and_roof_changes_each_take_effect(browser_page, url: str) -> None:
+    page = browser_page
+    page.goto(f"{url}/?page=Roofline")
+    page.wait_for_selector(PLOT_SELECTOR, timeout=60_000)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    for name in ["Occupancy", "Fusion", "Launches", "Model", "Roofline", "Occupancy"]:
+        sidebar.get_by_text(name, exact=True).click()
+        page.get_by_role("heading", name=f"fuseprof — {name}").wait_for(timeout=30_000)
+        assert f"page={name}" in page.url
+    sidebar.get_by_text("Roofline", exact=True).click()
+    page.get_by_role("heading", name="fuseprof — Roofline").wait_for(timeout=30_000)
+    for roof in ["H100 SXM (datasheet)", "H200 (datasheet)", "A100 80GB (datasheet)", "B200 (datasheet)",
+                 "H100 PCIe (datasheet)", "NVIDIA H200 (measured)"]:
+        sidebar.locator('[data-testid="stSelectbox"]').filter(has_text="Roof").click()
+        page.get_by_role("option", name=roof, exact=True).click()
+        page.wait_for_function(f"[...document.querySelectorAll('.gtitle')].some(t => t.textContent.endsWith({roof!r}))",
+                               timeout=30_000)
