@@ -12,7 +12,6 @@ import os
 import sys
 from pathlib import Path
 
-import model_page  # noqa: E402  (dashboards/, beside this file)
 import pandas as pd
 import streamlit as st
 
@@ -35,16 +34,20 @@ def traces_dir() -> Path:
     return Path(args.traces)
 
 
-@st.cache_data(show_spinner="Loading bundles…")
+@st.cache_resource(show_spinner="Loading bundles…")  # shared, not copied: the pages never modify these frames
 def load_everything(path: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str], dict[str, int], dict[str, Roof]]:
     return (load(path), load_timings(path), catalog.variant_kinds(path), catalog.profiler_repeats(path),
             measured_roofs(path))
 
 
+INLINE_ROWS = 500  # a bigger table is sent to the browser only when asked for: 3,000 rows cost a second
+
+
 def data_table(frame: pd.DataFrame, name: str) -> None:
     """The numbers behind a chart, one click away, with a CSV download."""
     with st.expander(f"Data: {name} ({len(frame)} rows)"):
-        st.dataframe(frame, hide_index=True)
+        if len(frame) <= INLINE_ROWS or st.toggle(f"Show all {len(frame)} rows", key=f"show-{name}"):
+            st.dataframe(frame, hide_index=True)
         st.download_button("Download CSV", frame.to_csv(index=False), file_name=f"{name}.csv", mime="text/csv",
                            key=f"csv-{name}")
 
@@ -152,13 +155,15 @@ def fusion_page(kernels: pd.DataFrame, timings: pd.DataFrame, kinds: dict[str, s
     if summary.empty:
         st.info("Fusion needs capture bundles with both ncu kernels and timings.")
         return
-    for (case, bundle), part in summary.groupby(["case", "bundle"], sort=True):
-        st.subheader(f"{case}")
-        st.caption(bundle)
-        st.plotly_chart(figures.fusion_figure(part, kinds), key=f"fusion-{bundle}")
-        data_table(part[["bundle", "variant", "shape", "kernels_per_call", "gpu_median_ns", "as_called_median_ns",
-                         "dram_bytes", "l2_bytes", "nominal_bytes", "dram_bytes_over_nominal", "ncu_time_ns"]],
-                   f"fusion-{bundle}")
+    bundles = sorted(summary["bundle"].unique())
+    bundle = st.selectbox("Bundle", bundles, key="fusion-bundle") if len(bundles) > 1 else bundles[0]
+    part = summary[summary["bundle"] == bundle]
+    st.subheader(f"{part['case'].iloc[0]}")
+    st.caption(bundle)
+    st.plotly_chart(figures.fusion_figure(part, kinds), key=f"fusion-{bundle}")
+    data_table(part[["bundle", "variant", "shape", "kernels_per_call", "gpu_median_ns", "as_called_median_ns",
+                     "dram_bytes", "l2_bytes", "nominal_bytes", "dram_bytes_over_nominal", "ncu_time_ns"]],
+               f"fusion-{bundle}")
 
 
 def launches_page(kernels: pd.DataFrame, repeats: dict[str, int], kinds: dict[str, str]) -> None:
@@ -194,6 +199,8 @@ def main() -> None:
     st.title(f"fuseprof — {page}")
     st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {path}")
     if page == "Model":  # a whole trace: the kernel filters do not apply
+        import model_page  # dashboards/, beside this file; imported here so other pages never pay for it
+
         model_page.render(path, data_table)
         return
     selected = filtered(kernels)

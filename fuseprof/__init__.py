@@ -9,6 +9,19 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from fuseprof.load import load, load_timings  # noqa: E402
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fuseprof.loading import load, load_timings
 
 __all__ = ["load", "load_timings", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``fuseprof.load`` and ``fuseprof.load_timings`` import pandas on first use, not at
+    ``import fuseprof``: the CLI's fast paths (``cases``, ``dashboard``) never pay for it."""
+    if name in ("load", "load_timings"):
+        from fuseprof import loading
+
+        return getattr(loading, name)
+    raise AttributeError(f"module 'fuseprof' has no attribute {name!r}")

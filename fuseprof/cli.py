@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from fuseprof.errors import FuseprofError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from fuseprof.analysis import TraceAnalysis
 
 DEFAULT_TRACES = Path("traces")
@@ -180,6 +180,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _emit(frame: pd.DataFrame, fmt: str) -> None:
+    import pandas as pd
+
     if fmt == "csv":
         frame.to_csv(sys.stdout, index=False)
     elif fmt == "json":
@@ -230,7 +232,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     path = run_bench(args.cases, shapes, args.dtype, args.device, args.out, args.repeats,
                      variants=args.variants.split(",") if args.variants else None)
     from fuseprof.compare import compare_variants
-    from fuseprof.load import load_timings
+    from fuseprof.loading import load_timings
 
     _emit(compare_variants(load_timings(path)).drop(columns=["bundle"]), "table")
     print(path)
@@ -275,7 +277,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from fuseprof.compare import compare_variants
-    from fuseprof.load import load_timings
+    from fuseprof.loading import load_timings
 
     timings = load_timings(args.dir)
     if timings.empty:
@@ -334,6 +336,8 @@ def _one_trace(path: Path, device: str | None) -> TraceAnalysis:
 
 
 def _cmd_fusion(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from fuseprof.analysis import analyze
     from fuseprof.analysis.report import print_fusion
 
@@ -351,6 +355,8 @@ def _cmd_fusion(args: argparse.Namespace) -> int:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
     from fuseprof.analysis.report import us
 
@@ -376,6 +382,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _cmd_ls(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from fuseprof.bundle import find_bundles, read_manifest
 
     rows = []
@@ -396,7 +404,7 @@ def _cmd_ls(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from fuseprof.load import load, load_timings
+    from fuseprof.loading import load, load_timings
 
     frame = load_timings(args.bundle) if args.timings else load(args.bundle)
     if args.source and not args.timings:
@@ -406,7 +414,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    from fuseprof.load import load, load_timings
+    import pandas as pd
+
+    from fuseprof.loading import load, load_timings
     from fuseprof.summary import summarize
 
     kernels = load(args.dir)
@@ -440,7 +450,9 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_roofline(args: argparse.Namespace) -> int:
-    from fuseprof.load import load
+    import pandas as pd
+
+    from fuseprof.loading import load
     from fuseprof.model.devices import DEVICES
     from fuseprof.model.roofline import datasheet_roof, measured_roofs, place
 
@@ -478,6 +490,8 @@ def _cmd_columns(args: argparse.Namespace) -> int:
 
 
 def _cmd_cases(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from fuseprof.case import builtin_case_summaries
 
     _emit(pd.DataFrame(builtin_case_summaries()), "table")

@@ -195,7 +195,7 @@ def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: l
 def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             rules: list[Rule] | None = None) -> list[TraceAnalysis]:
     """``analyze_trace`` over trace files and bundles (one result per trace)."""
-    from fuseprof.load import load_timings
+    from fuseprof.loading import load_timings
     from fuseprof.model.roofline import measured_roofs
 
     if isinstance(paths, (str, Path)):
