@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fuseprof.loading import load, load_timings
+    from fuseprof.regions import region
 
-__all__ = ["load", "load_timings", "__version__"]
+__all__ = ["load", "load_timings", "region", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,4 +25,8 @@ def __getattr__(name: str) -> Any:
         from fuseprof import loading
 
         return getattr(loading, name)
+    if name == "region":
+        from fuseprof.regions import region
+
+        return region
     raise AttributeError(f"module 'fuseprof' has no attribute {name!r}")

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import pkgutil
 import re
+import sys
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,24 +125,95 @@ def builtin_case_names() -> list[str]:
                   if m.ispkg and not m.name.startswith("_"))
 
 
-def load_case(spec: str) -> Case:
-    """Resolve a built-in case name or a ``module:attribute`` spec to a Case."""
-    if ":" in spec:
-        module_name, _, attr = spec.partition(":")
-    else:
-        module_name, attr = f"fuseprof_kernels.{spec}", "CASE"
+def _user_frame(exc: BaseException, source: str | None) -> str:
+    """'path:line' of the innermost traceback frame in the user's own file (or the last frame
+    outside fuseprof and importlib), for a one-line report of a bug in their module."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if source and Path(f.filename).resolve() == Path(source).resolve()]
+    outside = [f for f in frames if "importlib" not in f.filename and "/fuseprof/" not in f.filename]
+    chosen = mine or outside or list(frames)
+    return f"{chosen[-1].filename}:{chosen[-1].lineno}" if chosen else "?"
+
+
+def _import_user_module(module_name: str, spec: str) -> Any:
+    """Import ``module_name`` as the user's own code: the current directory is on the path (as for
+    ``python -m``), and an error inside their module is one line naming their file and line."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        known = ", ".join(builtin_case_names()) or "(none installed)"
-        raise CaseNotFoundError(
-            f"cannot import {module_name!r} for case {spec!r} ({exc}). Built-in cases: {known}; "
-            "a case of your own is given as module:attribute, with the module importable."
-        ) from None
+        if exc.name and (module_name == exc.name or module_name.startswith(f"{exc.name}.")):
+            known = ", ".join(builtin_case_names()) or "(none installed)"
+            raise CaseNotFoundError(
+                f"cannot import {module_name!r} for case {spec!r} ({exc}). Built-in cases: {known}; a case of "
+                "your own is module:attribute (importable from the current directory) or path/to/file.py:NAME"
+            ) from None
+        found = importlib.util.find_spec(module_name.split(".")[0])
+        raise CaseNotFoundError(f"{_user_frame(exc, found.origin if found else None)}: {type(exc).__name__}: "
+                                f"{exc} (while importing {module_name!r} for case {spec!r})") from None
+    except Exception as exc:  # a bug in the user's module: their file and line, not a traceback
+        found = importlib.util.find_spec(module_name.split(".")[0])
+        raise CaseNotFoundError(f"{_user_frame(exc, found.origin if found else None)}: {type(exc).__name__}: "
+                                f"{exc} (while importing {module_name!r} for case {spec!r})") from None
+
+
+def _import_user_file(path: Path, spec: str) -> Any:
+    if not path.is_file():
+        raise CaseNotFoundError(f"{path}: no such file (case {spec!r})")
+    module_name = f"fuseprof_user_{abs(hash(str(path.resolve())))}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise CaseNotFoundError(f"{path}: not a Python file fuseprof can import (case {spec!r})")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(path.resolve().parent))  # its own sibling imports work as under `python file.py`
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise CaseNotFoundError(f"{_user_frame(exc, str(path))}: {type(exc).__name__}: {exc} "
+                                f"(while importing {path} for case {spec!r})") from None
+    return module
+
+
+def validate_case(case: Case, where: str) -> Case:
+    """Refuse a case fuseprof would mis-handle later: unknown variant kinds, bad shapes, no dtypes."""
+    kinds = ("unfused", "compiled", "fused", "library")
+    for variant in case.variants:
+        if variant.kind not in kinds:
+            raise InvalidArgumentError(f"{where}: variant {variant.name!r} has kind {variant.kind!r}; use one of "
+                                       f"{', '.join(kinds)}")
+        if not callable(variant.fn):
+            raise InvalidArgumentError(f"{where}: variant {variant.name!r} is not callable")
+    names = [v.name for v in case.variants]
+    if len(set(names)) != len(names) or not names:
+        raise InvalidArgumentError(f"{where}: variant names must be unique and at least one: {names}")
+    for shape in case.default_shapes:
+        if not isinstance(shape, tuple) or not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+            raise InvalidArgumentError(f"{where}: default shape {shape!r} is not a tuple of positive ints")
+    if not case.dtypes or any(d not in case.tolerances for d in case.dtypes):
+        raise InvalidArgumentError(f"{where}: every dtype in {case.dtypes} needs a tolerance")
+    return case
+
+
+def load_case(spec: str) -> Case:
+    """Resolve a built-in case name, ``module:attribute`` (from the current directory too) or
+    ``path/to/file.py:NAME`` to a validated Case."""
+    if ":" in spec:
+        source, _, attr = spec.rpartition(":")
+        module = (_import_user_file(Path(source), spec) if source.endswith(".py") or "/" in source
+                  else _import_user_module(source, spec))
+    else:
+        source, attr = f"fuseprof_kernels.{spec}", "CASE"
+        module = _import_user_module(source, spec)
     case = getattr(module, attr, None)
     if not isinstance(case, Case):
-        raise CaseNotFoundError(f"{module_name}:{attr} is not a fuseprof.case.Case (got {type(case).__name__})")
-    return case
+        raise CaseNotFoundError(f"{source}:{attr} is not a fuseprof.case.Case (got {type(case).__name__})")
+    return validate_case(case, spec)
 
 
 def select_variants(case: Case, names: Sequence[str] | None, device_type: str = "cuda") -> tuple[Variant, ...]:

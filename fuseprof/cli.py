@@ -59,6 +59,19 @@ def _build_parser() -> argparse.ArgumentParser:
                         "Each costs about one more ncu replay pass per kernel")
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs")
 
+    p = sub.add_parser("run", help="capture your own script, its fuseprof.region blocks as the variants",
+                       description="Run SCRIPT once under torch.profiler (record_shapes, with_modules) as "
+                                   "`python SCRIPT ARGS` would, and on a GPU again under ncu, profiling only the "
+                                   "kernels inside its `with fuseprof.region(\"name\"):` blocks; write one bundle.")
+    p.add_argument("script", type=Path, help="the Python script to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
+    p.add_argument("--name", help="bundle name (default: run-SCRIPT-device-time)")
+    _bool_flag(p, "ncu", True, "profile the regions' kernels with Nsight Compute on a GPU")
+    p.add_argument("--tensor-precisions", default="bf16,fp16", metavar="LIST",
+                   help="tensor-core FLOP counters for ncu: all, none, or a comma list of fp16,bf16,tf32,fp8,fp64,int8")
+    p.add_argument("--ncu-timeout", type=float, default=1800, help="seconds before ncu is stopped")
+
     p = sub.add_parser("bench", help="time every variant of cases over a shape grid beside a same-bytes copy",
                        description="On a GPU: check each variant against float64, then GPU time (CUDA-graph "
                                    "replay) and as-called time, L2 flushed, beside a device copy of the same "
@@ -219,6 +232,17 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         seed=args.seed, tensor_precisions=_tensor_precisions(args.tensor_precisions),
     )
     print(run_profile(opts))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from fuseprof.capture.run import RunOptions, run_script
+    from fuseprof.parse.ncu_metrics import TENSOR_PRECISIONS
+
+    tensor = _tensor_precisions(args.tensor_precisions)
+    print(run_script(RunOptions(script=args.script, args=list(args.args), out_dir=args.out, name=args.name,
+                                ncu=args.ncu, tensor_precisions=TENSOR_PRECISIONS if tensor is None else tensor,
+                                ncu_timeout_s=args.ncu_timeout)))
     return 0
 
 
@@ -498,7 +522,7 @@ def _cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"profile": _cmd_profile, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "analyze": _cmd_analyze, "fusion": _cmd_fusion, "diff": _cmd_diff, "ls": _cmd_ls, "show": _cmd_show,
+_COMMANDS = {"profile": _cmd_profile, "run": _cmd_run, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "analyze": _cmd_analyze, "fusion": _cmd_fusion, "diff": _cmd_diff, "ls": _cmd_ls, "show": _cmd_show,
              "summary": _cmd_summary, "roofline": _cmd_roofline, "columns": _cmd_columns, "cases": _cmd_cases}
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 PREFIX = "fuseprof"
+REGION = "region"  # the shape field of a user's own region (fuseprof.region): it has no case shape
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
-_LABEL_IN_TEXT_RE = re.compile(rf"{PREFIX}:([A-Za-z0-9_.\-]+):(\d+(?:x\d+)*)")
+_LABEL_IN_TEXT_RE = re.compile(rf"{PREFIX}:([A-Za-z0-9_.\-]+):(\d+(?:x\d+)*|{REGION})")
 
 
 def check_variant_name(name: str) -> str:
@@ -23,6 +24,11 @@ def check_variant_name(name: str) -> str:
 def range_label(variant: str, shape: str) -> str:
     """'fuseprof:eager:128x4096'."""
     return f"{PREFIX}:{check_variant_name(variant)}:{shape}"
+
+
+def region_label(name: str) -> str:
+    """'fuseprof:decode_step:region' for ``fuseprof.region("decode_step")``."""
+    return f"{PREFIX}:{check_variant_name(name)}:{REGION}"
 
 
 def parse_range_label(text: str) -> tuple[str, str] | None:

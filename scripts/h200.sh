@@ -18,6 +18,7 @@
 #   model      whole-model traces of the small Llama decoder, eager and compiled
 #   captests   only the capture tests (tests/test_gpu_capture.py)
 #   mlpauto    llama_mlp eager at M = 128 with the default metric list: replay passes per kernel
+#   regions    fuseprof run on examples/region_demo.py with ncu, and the run/capture GPU tests
 #   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
@@ -84,6 +85,11 @@ step_mlpauto() {
   python3 -c "import json; m = json.load(open('$W/traces/mlp-auto/manifest.json'))['ncu']; print('passes', m['replay_passes_per_kernel'], 'tensor', m['tensor_precisions'], 'dropped', m['dropped_metrics'])"
 }
 step_model() { timeout 300 python3 scripts/capture_model_trace.py --out "$W/model" 2>&1 | tail -8; }
+step_regions() {
+  timeout 300 python3 -m pytest tests/test_run_regions.py tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 \
+    | tee "$W/regions_tests.log" | tail -4
+  (cd "$W" && timeout 300 fuseprof run --out "$W/traces" "$OLDPWD/examples/region_demo.py" --steps 2 2>&1 | tail -3)
+}
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
 step_captests() {
   timeout 200 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6

@@ -7,7 +7,6 @@ failure still leaves a committed bundle with everything before it.
 
 from __future__ import annotations
 
-import gzip
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,8 +19,7 @@ from fuseprof.bundle import RAW, BundleWriter
 from fuseprof.capture import timing
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
-from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
-from fuseprof.capture.ncu_run import find_ncu, run_capture_output, run_ncu_known_metrics
+from fuseprof.capture.ncu_capture import capture_with_ncu
 from fuseprof.capture.ncu_target import target_argv
 from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.torch_profile import record_trace
@@ -29,7 +27,7 @@ from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shap
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import CorrectnessError, InvalidArgumentError, NcuError, NoGPUError
 from fuseprof.parse.dispatch import parse_raw_dir
-from fuseprof.parse.ncu_metrics import capture_metrics, tensor_precisions_for
+from fuseprof.parse.ncu_metrics import tensor_precisions_for
 from fuseprof.ranges import range_label
 
 
@@ -71,39 +69,22 @@ def resolve_dtype(case: Case, dtype: str | None) -> str:
     return dtype
 
 
+def absolute_spec(spec: str) -> str:
+    """A ``path/to/file.py:NAME`` spec with an absolute path, for a child process (ncu's target)."""
+    source, sep, attr = spec.rpartition(":")
+    if sep and (source.endswith(".py") or "/" in source):
+        return f"{Path(source).resolve()}:{attr}"
+    return spec
+
+
 def _run_ncu(writer: BundleWriter, case_spec: str, variants: list[str], shapes: tuple[Shape, ...],
              dtype: str, opts: ProfileOptions, log: Log) -> dict[str, Any]:
-    """Profile in a child process; leaves raw/ncu_raw.csv.gz and raw/ncu.log, returns manifest facts."""
-    ncu = find_ncu()
+    """Profile the case's measured calls with ncu in a child process (``fuseprof.capture.ncu_capture``)."""
     labels = [range_label(v, shape_label(s)) for s in shapes for v in variants]
-    report = writer.path / "ncu.ncu-rep"
     shapes_arg = ",".join(shape_label(s) for s in shapes)
-    target = target_argv(sys.executable, case_spec, variants, shapes_arg, dtype, opts.seed)
+    target = target_argv(sys.executable, absolute_spec(case_spec), variants, shapes_arg, dtype, opts.seed)
     tensor = opts.tensor_precisions if opts.tensor_precisions is not None else tensor_precisions_for(dtype)
-    requested = capture_metrics(tensor)
-    log(f"  ncu: replaying kernels of {len(labels)} ranges ({len(requested)} metrics, tensor counters "
-        f"{', '.join(tensor) or 'none'}; --clock-control none)")
-    run, argv, metrics, dropped = run_ncu_known_metrics(
-        lambda kept: profile_argv(NcuRequest(ncu=ncu, report_path=report, range_labels=labels, metrics=kept,
-                                             target_argv=target)),
-        requested, opts.ncu_timeout_s, log)
-    writer.raw("ncu.log").write_text(run.log)
-    csv_text = run_capture_output(import_csv_argv(ncu, report))
-    csv_path = writer.raw("ncu_raw.csv.gz")
-    with gzip.open(csv_path, "wt", compresslevel=9) as fh:
-        fh.write(csv_text)
-    report.unlink()  # tens of MB for PyTorch's kernels: the CSV keeps every metric asked for
-    passes = [p for _, p in run.passes]
-    # ncu 2025.3 accepts some unknown names without an error and simply leaves them out
-    absent = [m for m in metrics if f'"{m}"' not in csv_text]
-    if absent:
-        log(f"  ncu: these metrics are absent from the report (their columns stay null): {', '.join(absent)}")
-    facts = {"status": "ok", "argv": argv, "metrics": metrics, "dropped_metrics": dropped + absent,
-             "tensor_precisions": list(tensor),
-             "clock_control": "none", "cache_control": "all", "wall_s": round(run.wall_s, 2),
-             "kernels_profiled": len(passes), "replay_passes_per_kernel": sorted(set(passes)),
-             "version": run_capture_output([ncu, "--version"]).strip().splitlines()[-1]}
-    return facts
+    return capture_with_ncu(writer, labels, target, tensor, opts.ncu_timeout_s, log)
 
 
 def _manifest(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ...], dtype: str,

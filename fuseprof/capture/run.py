@@ -1,0 +1,113 @@
+"""``fuseprof run SCRIPT [ARGS...]``: capture a program of your own, marked with ``fuseprof.region``.
+
+The script runs once in this process under torch.profiler (``record_shapes`` and ``with_modules``
+on), as ``python SCRIPT ARGS`` would run it; the regions it entered name the variants of the
+bundle's rows. On a GPU it then runs again as a child of ncu, which profiles only the kernels inside
+those regions (their NVTX ranges). One bundle holds both, and ``fuseprof analyze`` reads it like any
+whole-model trace.
+"""
+
+from __future__ import annotations
+
+import gzip
+import runpy
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fuseprof.bundle import RAW, BundleWriter
+from fuseprof.capture.ncu_capture import capture_with_ncu
+from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
+from fuseprof.case import _user_frame
+from fuseprof.console import Log, log_to_stderr
+from fuseprof.errors import CaseNotFoundError, InvalidArgumentError, NcuError
+from fuseprof.parse.dispatch import parse_raw_dir
+from fuseprof.ranges import REGION, region_label
+
+
+@dataclass
+class RunOptions:
+    script: Path
+    args: list[str] = field(default_factory=list)
+    out_dir: Path = Path("traces")
+    name: str | None = None
+    ncu: bool = True
+    tensor_precisions: tuple[str, ...] = ("bf16", "fp16")
+    ncu_timeout_s: float = 1800.0
+
+
+def _run_script(opts: RunOptions) -> None:
+    """``python SCRIPT ARGS`` in this process; an exception in it is one line with its file and line."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(opts.script), *opts.args]
+    sys.path.insert(0, str(opts.script.resolve().parent))
+    try:
+        runpy.run_path(str(opts.script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise InvalidArgumentError(f"{opts.script}: exited with status {exc.code}") from None
+    except Exception as exc:
+        raise CaseNotFoundError(f"{_user_frame(exc, str(opts.script))}: {type(exc).__name__}: {exc} "
+                                f"(in {opts.script})") from None
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def run_script(opts: RunOptions, log: Log = log_to_stderr) -> Path:
+    """Capture ``opts.script`` into a new bundle and return its path."""
+    import torch
+
+    from fuseprof.capture.device_facts import device_facts
+
+    if not opts.script.is_file():
+        raise InvalidArgumentError(f"{opts.script}: no such script")
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    started = time.monotonic()
+    manifest: dict[str, Any] = {
+        "kind": "run", "case": None, "script": str(opts.script), "args": opts.args, "created_utc": now_utc(),
+        "command_line": command_line(), "git": git_state(Path.cwd()), "versions": versions(),
+        "device": device_facts(device), "profiler": {"record_shapes": True, "with_modules": True},
+    }
+    name = opts.name or bundle_name(f"run-{opts.script.stem}", manifest["device"]["name"], manifest["created_utc"])
+    with BundleWriter(opts.out_dir, name) as writer:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if cuda:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        log(f"fuseprof: running {opts.script} under torch.profiler ({'CUDA' if cuda else 'CPU only'})")
+        with torch.profiler.profile(activities=activities, record_shapes=True, with_modules=True) as prof:
+            _run_script(opts)
+            if cuda:
+                torch.cuda.synchronize()
+        plain = writer.raw("profiler_trace.json")
+        prof.export_chrome_trace(str(plain))
+        with plain.open("rb") as src, gzip.open(writer.raw("profiler_trace.json.gz"), "wb", compresslevel=9) as dst:
+            shutil.copyfileobj(src, dst)
+        plain.unlink()
+        kernels = parse_raw_dir(writer.path / RAW)
+        regions = sorted(kernels["variant"].dropna().unique()) if "variant" in kernels else []
+        if not regions:
+            raise InvalidArgumentError(f"{opts.script}: entered no fuseprof.region; mark what to measure with "
+                                       "`with fuseprof.region(\"name\"):`")
+        manifest["regions"] = regions
+        log(f"  regions: {', '.join(regions)}; {len(kernels)} rows")
+        if opts.ncu and cuda:
+            labels = [region_label(r) for r in regions]
+            target = [sys.executable, str(opts.script.resolve()), *opts.args]
+            try:
+                manifest["ncu"] = capture_with_ncu(writer, labels, target, opts.tensor_precisions, opts.ncu_timeout_s,
+                                                   log)
+            except NcuError as exc:
+                manifest["ncu"] = {"status": "failed", "error": str(exc)}
+            kernels = parse_raw_dir(writer.path / RAW)
+        else:
+            manifest["ncu"] = {"status": "skipped", "reason": "--no-ncu" if not opts.ncu else "no CUDA GPU"}
+        manifest["wall_s"] = round(time.monotonic() - started, 2)
+        writer.write_kernels(kernels)
+        writer.write_manifest(manifest)
+        path = writer.commit()
+    log(f"fuseprof: wrote {path} (regions {', '.join(regions)}; shape column '{REGION}')")
+    return path

@@ -1,0 +1,66 @@
+"""``fuseprof run`` on a user script marked with ``fuseprof.region``: on CPU here (CI), on the H200
+with ncu through scripts/h200.sh step ``regions``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fuseprof
+from tests.conftest import ROOT
+
+DEMO = ROOT / "examples" / "region_demo.py"
+
+
+def _fuseprof() -> str:
+    return str(Path(sys.executable).with_name("fuseprof"))
+
+
+def test_run_captures_each_region_of_a_user_script(tmp_path: Path) -> None:
+    done = subprocess.run([_fuseprof(), "run", "--out", str(tmp_path / "out"), str(DEMO), "--steps", "3"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ran 3 steps on cpu" in done.stdout  # the script's own output, its arguments passed through
+    bundle = Path(done.stdout.strip().splitlines()[-1])
+    kernels = fuseprof.load(bundle)
+    assert set(kernels["variant"]) == {"rmsnorm", "gate"} and set(kernels["shape"]) == {"region"}
+    ops = kernels.groupby("variant")["kernel"].apply(set)
+    assert {"aten::pow", "aten::mean", "aten::rsqrt"} <= ops["rmsnorm"] and {"aten::silu", "aten::mul"} <= ops["gate"]
+    # three steps: every op of a region once per step
+    assert (kernels[kernels["kernel"] == "aten::silu"]["invocation"].tolist()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("print('no regions here')\n", "entered no fuseprof.region"),
+    ("import fuseprof\nwith fuseprof.region('x'):\n    1 / 0\n", "script.py:3: ZeroDivisionError"),
+    ("import sys\nsys.exit(3)\n", "exited with status 3"),
+])
+def test_run_reports_script_problems_in_one_line(tmp_path: Path, body: str, message: str) -> None:
+    (tmp_path / "script.py").write_text(body)
+    done = subprocess.run([_fuseprof(), "run", "--out", str(tmp_path / "out"), str(tmp_path / "script.py")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    errors = [line for line in done.stderr.splitlines() if line.startswith("fuseprof: error:")]
+    assert done.returncode == 2 and len(errors) == 1 and message in errors[0], done.stderr[-1500:]
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+@pytest.mark.gpu
+@pytest.mark.ncu
+def test_run_profiles_the_regions_with_ncu_on_a_gpu(tmp_path: Path) -> None:
+    done = subprocess.run([_fuseprof(), "run", "--out", str(tmp_path), str(DEMO), "--steps", "2"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    kernels = fuseprof.load(Path(done.stdout.strip().splitlines()[-1]))
+    ncu = kernels[kernels["source"] == "ncu"]
+    assert set(ncu["variant"]) == {"rmsnorm", "gate"}
+    assert ncu["dram_read_bytes"].notna().all() and (ncu["duration_ns"] > 0).all()
+    profiled = kernels[kernels["source"] == "torch.profiler"]
+    in_regions = profiled[(profiled["kind"] == "kernel") & profiled["variant"].notna()]
+    assert len(ncu) == len(in_regions)  # every kernel inside a region, and none outside
