@@ -48,9 +48,11 @@ _HOVER = ("<b>%{customdata[0]}</b><br>%{customdata[1]}<br>%{customdata[2]}<br>%{
 def roofline_customdata(frame: pd.DataFrame) -> np.ndarray:
     """The numbers behind each point's hover (``_HOVER``), in units a reader wants: a template and
     numbers instead of a sentence per point halves what a 3,000-kernel chart sends to the browser."""
-    labels = {(p, v): f"{PIPES[p]} {v / 1e12:.4g} TFLOP/s" if p in PIPES else "DRAM"
-              for p, v in set(zip(frame["roof_pipe"], frame["peak_flops_per_s"].astype(float)))}
-    pipe = [labels[key] for key in zip(frame["roof_pipe"], frame["peak_flops_per_s"].astype(float))]
+    peaks = frame["peak_flops_per_s"].astype(float)
+    text = {v: f"{v / 1e12:.4g} TFLOP/s" for v in peaks.dropna().unique()}
+    # a roof without this pipe's peak (B200 prints no SIMT FP16 rate) gives NaN, which no dict key equals
+    pipe = [f"{PIPES[p]} {text.get(v, '(no peak in this roof)')}" if p in PIPES else "DRAM"
+            for p, v in zip(frame["roof_pipe"], peaks)]
     return np.column_stack([
         frame["kernel_short"].astype(str), frame["bundle"].astype(str),
         (frame["variant"].astype(str) + " " + frame["shape"].astype(str)),
@@ -65,7 +67,8 @@ ROOF_DASHES = ["dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
 
 
 def _draw_roof(fig: go.Figure, roof: Roof, pipes: list[str], ai: np.ndarray, color: str, suffix: str) -> None:
-    top = max(roof.peak(p) for p in pipes) if pipes else roof.dram_bytes_per_s
+    known = [roof.peak(p) for p in pipes if not np.isnan(roof.peak(p))]
+    top = max(known) if known else roof.dram_bytes_per_s * ai[-1]
     fig.add_trace(go.Scatter(x=ai, y=np.minimum(ai * roof.dram_bytes_per_s, top), mode="lines",
                              name=f"{roof.label}: DRAM {roof.dram_bytes_per_s / 1e12:.2f} TB/s{suffix}",
                              line={"color": color, "width": 2 if not suffix else 1}, hoverinfo="name"))
