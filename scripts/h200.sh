@@ -19,6 +19,7 @@
 #   captests   only the capture tests (tests/test_gpu_capture.py)
 #   mlpauto    llama_mlp eager at M = 128 with the default metric list: replay passes per kernel
 #   regions    fuseprof run on examples/region_demo.py with ncu, and the run/capture GPU tests
+#   tpmlp      tensor-parallel MLP over every GPU with torchrun: one trace per rank (nvidia-h200-x2)
 #   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
@@ -89,6 +90,11 @@ step_regions() {
   timeout 300 python3 -m pytest tests/test_run_regions.py tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 \
     | tee "$W/regions_tests.log" | tail -4
   (cd "$W" && timeout 300 fuseprof run --out "$W/traces" "$OLDPWD/examples/region_demo.py" --steps 2 2>&1 | tail -3)
+}
+step_tpmlp() {
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
+  nvidia-smi topo -m | head -4
+  timeout 300 torchrun --nproc-per-node "$(nvidia-smi -L | wc -l)" scripts/capture_tp_mlp.py --out "$W/tp" 2>&1 | tail -6
 }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
 step_captests() {
