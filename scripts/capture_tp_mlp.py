@@ -4,8 +4,9 @@
 
 Column-parallel gate and up projections (each rank holds intermediate/world columns), SiLU·mul,
 row-parallel down projection, and an all-reduce of the output (NCCL), bf16, hidden 4096,
-intermediate 14336. Checked against a float64 reference on rank 0 first; then three profiled
-steps, each a profiler step, with record_shapes on. Writes DIR/tp_mlp-rank<r>.json.gz.
+intermediate 14336. Checked against a float64 reference first; then a profiler warm-up step (it
+absorbs the ranks' different profiler start-up, which otherwise shows as one all-reduce waiting
+hundreds of ms) and three recorded steps, record_shapes on. Writes DIR/tp_mlp-rank<r>.json.gz.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ def main() -> None:
     torch.cuda.synchronize()
     dist.barrier()
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-    with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
-        for _ in range(3):
+    schedule = torch.profiler.schedule(wait=0, warmup=1, active=3, repeat=1)
+    with torch.profiler.profile(activities=activities, record_shapes=True, schedule=schedule) as prof:
+        for _ in range(4):
             step()
             torch.cuda.synchronize()
             prof.step()
