@@ -55,15 +55,15 @@ def main() -> None:
     torch.cuda.synchronize()
     dist.barrier()
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    args.out.mkdir(parents=True, exist_ok=True)
+    plain = args.out / f"tp_mlp-rank{rank}.json"
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=3, repeat=1)
-    with torch.profiler.profile(activities=activities, record_shapes=True, schedule=schedule) as prof:
+    with torch.profiler.profile(activities=activities, record_shapes=True, schedule=schedule,
+                                on_trace_ready=lambda p: p.export_chrome_trace(str(plain))) as prof:
         for _ in range(4):
             step()
             torch.cuda.synchronize()
             prof.step()
-    args.out.mkdir(parents=True, exist_ok=True)
-    plain = args.out / f"tp_mlp-rank{rank}.json"
-    prof.export_chrome_trace(str(plain))
     with plain.open("rb") as src, gzip.open(plain.with_suffix(".json.gz"), "wb", compresslevel=9) as dst:
         shutil.copyfileobj(src, dst)
     plain.unlink()
