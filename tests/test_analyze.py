@@ -107,3 +107,20 @@ def test_analyze_and_compare_errors_are_one_line(args, message, capsys) -> None:
     assert main(args) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_ncu_measurements_stand_beside_the_analytic_per_op_numbers() -> None:
+    # `fuseprof run examples/region_demo.py --steps 2` on the H200: torch.profiler with shapes, then ncu
+    bundle = TRACES / "run-region_demo-h200-20261129t160959z"
+    (result,) = analyze(bundle)
+    roof = result.op_roofline.set_index("op")
+    ncu = fuseprof.load(bundle).query("source == 'ncu'")
+    silu = ncu[(ncu["variant"] == "gate") & ncu["kernel"].str.contains("silu", case=False)]
+    assert len(silu) == 2  # two steps
+    measured = (silu["dram_read_bytes"] + silu["dram_write_bytes"]).mean()
+    assert roof.loc["aten::silu", "ncu_dram_bytes"] == pytest.approx(measured)
+    assert roof.loc["aten::silu", "bytes"] == 2 * 256 * 4096 * 2  # analytic: read x, write silu(x), bf16
+    # every op that launched kernels inside a region has its ncu numbers; none outside the regions
+    inside = result.events[result.events["ranges"].fillna("").str.contains("fuseprof:")]
+    assert inside["ncu_flops"].notna().all() and result.events.loc[~result.events.index.isin(inside.index),
+                                                                        "ncu_flops"].isna().all()

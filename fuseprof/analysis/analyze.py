@@ -103,16 +103,47 @@ def launch_stats(events: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().sort_values("launches", ascending=False).reset_index(drop=True)
 
 
+def attach_ncu(events: pd.DataFrame, ncu_rows: pd.DataFrame) -> pd.DataFrame:
+    """ncu's measured FLOPs and DRAM bytes on the trace's kernels of the same capture: matched by the
+    fuseprof range (variant), the kernel's short name and its order within them (torch.profiler and
+    ncu demangle differently; both saw the same launches inside the same NVTX/record ranges)."""
+    from fuseprof.model.derived import derive
+    from fuseprof.parse.chrome_trace import _fuseprof_range
+    from fuseprof.parse.names import short_kernel_name
+
+    out = events.copy()
+    out["ncu_flops"], out["ncu_dram_bytes"] = np.nan, np.nan
+    if ncu_rows.empty:
+        return out
+    kernels = out[out["kind"] == "kernel"]
+    variant = kernels["ranges"].map(lambda r: (_fuseprof_range(r) or (None, None))[0])
+    keys = pd.DataFrame({"variant": variant, "short": kernels["name"].map(short_kernel_name)}, index=kernels.index)
+    keys["nth"] = keys.groupby(["variant", "short"], dropna=False).cumcount()
+    measured = derive(ncu_rows)
+    measured = measured.assign(short=measured["kernel_short"],
+                               nth=measured.groupby(["variant", "kernel_short"], dropna=False).cumcount())
+    joined = keys.reset_index().merge(measured[["variant", "short", "nth", "flops", "dram_bytes"]],
+                                      on=["variant", "short", "nth"], how="left").set_index("index")
+    out.loc[joined.index, "ncu_flops"] = joined["flops"].astype(float)
+    out.loc[joined.index, "ncu_dram_bytes"] = joined["dram_bytes"].astype(float)
+    return out
+
+
 def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     """Per op signature with a shape model: analytic FLOPs and bytes per call, the measured GPU time
     of its kernels per call, achieved TFLOP/s and TB/s and % of ``roof`` (compute-bound work against
-    its pipe's ceiling, the rest against DRAM)."""
+    its pipe's ceiling, the rest against DRAM); where ncu measured the same kernels (``attach_ncu``),
+    its FLOPs and DRAM bytes per call beside the analytic ones."""
     with_op = events[events["op_id"].notna()]
     if with_op.empty:
         return pd.DataFrame()
+    if "ncu_flops" not in with_op:
+        with_op = with_op.assign(ncu_flops=np.nan, ncu_dram_bytes=np.nan)
     per_call = with_op.groupby("op_id", sort=False).agg(
         op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
-        concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
+        concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"),
+        ncu_flops=("ncu_flops", lambda v: v.sum(min_count=1)),
+        ncu_dram_bytes=("ncu_dram_bytes", lambda v: v.sum(min_count=1)))
     cache: dict[str, Estimate | None] = {}  # one estimate per distinct op and inputs: a decode trace repeats a few hundred
 
     def cached(o: str, d: object, t: object, c: object) -> Estimate | None:
@@ -133,7 +164,8 @@ def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
         lambda t: str([x for x in t if x]) if isinstance(t, list) else "")
     out = per_call.groupby("signature", sort=False).agg(
         op=("op", "first"), pipe=("pipe", "first"), calls=("time_ns", "size"), flops=("flops", "first"),
-        bytes=("bytes", "first"), time_ns=("time_ns", "sum"), kernels_per_call=("kernels", "mean"))
+        bytes=("bytes", "first"), time_ns=("time_ns", "sum"), kernels_per_call=("kernels", "mean"),
+        ncu_flops=("ncu_flops", "mean"), ncu_dram_bytes=("ncu_dram_bytes", "mean"))
     seconds = out["time_ns"] / out["calls"] * 1e-9
     out["tflop_per_s"] = out["flops"] / seconds / 1e12
     out["tb_per_s"] = out["bytes"] / seconds / 1e12
@@ -164,11 +196,13 @@ def trace_files(path: Path) -> list[Path]:
 
 def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: list[Rule] | None = None,
                   measured: dict[str, Roof] | None = None, name: str | None = None,
-                  copy: CopyModel | None = None) -> TraceAnalysis:
+                  copy: CopyModel | None = None, ncu_rows: pd.DataFrame | None = None) -> TraceAnalysis:
     """Every table for one trace file. ``device`` names the GPU when the trace lacks
     ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', ..."""
     tables = read_trace_tables(path)
     events = categorized_events(tables, rules)
+    if ncu_rows is not None and not ncu_rows.empty:
+        events = attach_ncu(events, ncu_rows)
     notes = []
     if events.empty:
         raise TraceFormatError(f"{path}: no GPU kernels, memcpys or memsets; was the trace captured with "
@@ -206,7 +240,13 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
         # a bundle among others (traces/): their measured ceilings and bench copies apply to it
         measured = measured_roofs(path.parent) if path.is_dir() else None
         copy = copy_model_from_bench(load_timings(path.parent)) if path.is_dir() else None
+        ncu_rows = None
+        if path.is_dir():
+            from fuseprof.loading import load
+
+            kernels = load(path)
+            ncu_rows = kernels[kernels["source"] == "ncu"]
         for trace in traces:
             name = f"{path.name}/{trace.relative_to(path)}" if path.is_dir() else trace.name
-            results.append(analyze_trace(trace, device, top, rules, measured, name, copy))
+            results.append(analyze_trace(trace, device, top, rules, measured, name, copy, ncu_rows))
     return results

@@ -95,7 +95,9 @@ def print_roofline(result: TraceAnalysis) -> None:
         "op and input shapes": r["signature"].map(lambda s: _short(s, 64)), "pipe": r["pipe"], "calls": r["calls"],
         "GFLOP/call": (r["flops"] / 1e9).round(4), "MB/call": (r["bytes"] / 1e6).round(3),
         "µs/call": (r["time_ns"] / r["calls"]).map(us), "TFLOP/s": r["tflop_per_s"].round(2),
-        "TB/s": r["tb_per_s"].round(3), "% roof": r["pct_of_roof"].round(1), "bound": r["bound"]}))
+        "TB/s": r["tb_per_s"].round(3), "% roof": r["pct_of_roof"].round(1), "bound": r["bound"],
+        **({"ncu GFLOP": (r["ncu_flops"] / 1e9).round(4), "ncu MB": (r["ncu_dram_bytes"] / 1e6).round(3)}
+           if r["ncu_flops"].notna().any() else {})}))
 
 
 def _clean(frame: pd.DataFrame) -> pd.DataFrame:
