@@ -51,8 +51,11 @@ def summarize(kernels: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
 
 
 def _shape_key(shape: object) -> str:
-    """'1024x4096' -> '000000001024x000000004096': text that sorts 128x4096 before 1024x4096."""
-    return "x".join(f"{int(p):012d}" for p in shape.split("x")) if isinstance(shape, str) else ""
+    """'1024x4096' -> '000000001024x000000004096': text that sorts 128x4096 before 1024x4096
+    (a region's shape, 'region', sorts after every number)."""
+    if not isinstance(shape, str):
+        return ""
+    return "x".join(f"{int(p):012d}" if p.isdigit() else f"~{p}" for p in shape.split("x"))
 
 
 def sort_by_shape(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
