@@ -335,7 +335,7 @@ def _cmd_reparse(args: argparse.Namespace) -> int:
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from fuseprof.analysis import analyze
-    from fuseprof.analysis.report import print_analysis, to_json, to_long_frame
+    from fuseprof.analysis.report import print_analysis, print_ranks, to_json, to_long_frame
 
     if args.top < 1:
         raise FuseprofError(f"--top {args.top}: give a positive number of rows")
@@ -347,6 +347,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     else:
         for result in results:
             print_analysis(result)
+        if len({r.rank for r in results if r.rank is not None}) > 1:
+            print_ranks(results)
     return 0
 
 

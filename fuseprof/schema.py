@@ -34,6 +34,7 @@ KERNEL_COLUMNS: tuple[Column, ...] = (
     Column("dtype", "string", "input dtype of the capture"),
     Column("device", "string", "GPU name (profiler deviceProperties / ncu device__attribute_display_name)"),
     Column("source", "string", "'torch.profiler' or 'ncu': which tool measured the row"),
+    Column("rank", "Int64", "profiler: distributedInfo.rank of the trace (one trace per rank); null otherwise"),
     Column("kernel", "string", "kernel name as the tool reports it (demangled)"),
     Column("kind", "string",
            "profiler: 'kernel', 'memcpy' or 'memset' (event cat kernel / gpu_memcpy / gpu_memset), 'cpu_op' on a CPU "

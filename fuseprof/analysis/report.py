@@ -110,10 +110,15 @@ def _clean(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def to_json(results: list[TraceAnalysis]) -> str:
-    body = {}
+    body: dict[str, object] = {}
     for r in results:
         tables = {name: json.loads(_clean(t).to_json(orient="records")) for name, t in r.tables().items()}
         body[str(r.name)] = {"device": r.device, "roof": r.roof.label, "rank": r.rank, "notes": r.notes, **tables}
+    if len({r.rank for r in results if r.rank is not None}) > 1:
+        from fuseprof.analysis.ranks import collective_skew, rank_summary
+
+        body["across_ranks"] = {"ranks": json.loads(rank_summary(results).to_json(orient="records")),
+                                "collectives": json.loads(collective_skew(results).to_json(orient="records"))}
     return json.dumps(body, indent=1)
 
 
@@ -121,3 +126,24 @@ def to_long_frame(results: list[TraceAnalysis]) -> pd.DataFrame:
     parts = [_clean(t).assign(trace=r.name, table=name) for r in results for name, t in r.tables().items()]
     frame = pd.concat(parts, ignore_index=True)
     return frame[["trace", "table", *[c for c in frame.columns if c not in ("trace", "table")]]]
+
+
+def print_ranks(results: list[TraceAnalysis]) -> None:
+    """Across ranks: communication per rank and each collective's skew (fuseprof.analysis.ranks)."""
+    from fuseprof.analysis.ranks import collective_skew, rank_summary
+
+    summary = rank_summary(results)
+    print(f"\n== across {len(results)} ranks")
+    _print("Communication per rank (exposed: not overlapped by computation)", pd.DataFrame({
+        "rank": summary["rank"], "busy µs": summary["busy_ns"].map(us),
+        "compute µs": summary["computation_ns"].map(us), "comm µs": summary["communication_ns"].map(us),
+        "exposed comm µs": summary["exposed_communication_ns"].map(us),
+        "comm % of busy": summary["communication_share_pct"].round(1)}))
+    skew = collective_skew(results)
+    if skew.empty:
+        return
+    waits = [c for c in skew.columns if c.startswith("wait_ns_rank")]
+    _print("Collectives: the last rank to arrive sets the time", pd.DataFrame({
+        "#": skew["seq"], "collective": skew["collective"], "MB": (skew["bytes"] / 1e6).round(2),
+        "skew µs": skew["skew_ns"].map(us), "last rank": skew["last_rank"], "transfer µs": skew["transfer_ns"].map(us),
+        **{f"rank {c.removeprefix('wait_ns_rank')} waits µs": skew[c].map(us) for c in waits}}))

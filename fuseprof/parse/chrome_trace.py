@@ -82,7 +82,7 @@ def kernel_rows(tables: TraceTables) -> pd.DataFrame:
         return frame
     frame = frame.sort_values("start_ns", kind="stable").reset_index(drop=True)
     frame["invocation"] = frame.groupby(["variant", "shape", "kernel"], dropna=False).cumcount()
-    frame["source"] = PROFILER_SOURCE
+    frame["source"], frame["rank"] = PROFILER_SOURCE, tables.rank
     return frame
 
 
