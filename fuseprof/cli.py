@@ -30,6 +30,16 @@ class _HelpfulParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str) -> None:
+    """The arguments of the commands that read whole-model traces (analyze, fusion)."""
+    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
+                   help="torch.profiler traces (.json, .json.gz) or bundles; one per rank for a distributed run")
+    p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
+                                    "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
+    p.add_argument("--top", type=int, default=top, help=top_help)
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help=format_help)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fuseprof", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -121,15 +131,9 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "the top kernels and ops with the op and nn.Module that launched them, launch "
                                    "statistics, and a roofline per op from its recorded input shapes (needs "
                                    "record_shapes=True) against the trace's own GPU.")
-    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
-                   help="torch.profiler traces (.json, .json.gz) or bundles")
-    p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
-                                    "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
-    p.add_argument("--top", type=int, default=15, help="rows in the top-kernels, top-ops and roofline tables "
-                                                       "(default 15)")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table for reading; csv (one long table with 'trace' and 'table' columns) or json "
-                        "(trace -> table -> rows) for scripts")
+    _trace_arguments(p, 15, "rows in the top-kernels, top-ops and roofline tables",
+                     "table for reading; csv (one long table with 'trace' and 'table' columns) or json "
+                     "(trace -> table -> rows) for scripts")
 
     p = sub.add_parser("fusion", help="rank fusion opportunities in a whole-model trace",
                        description="Chains of memory-bound kernels between GEMM/attention/communication kernels, "
@@ -138,13 +142,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "fused kernel would move, its predicted time (bytes at the copy rate plus one "
                                    "kernel's floor), the saving as a share of GPU busy time and of the span, and "
                                    "the kernel that already fuses such a chain. Formulas: fuseprof/analysis/fusion.py.")
-    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
-                   help="torch.profiler traces (.json, .json.gz) or bundles")
-    p.add_argument("--device", help="GPU whose copy rate predicts fused time when the trace does not name one "
-                                    "(default: the trace's deviceProperties)")
-    p.add_argument("--top", type=int, default=10, help="opportunities to print")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table, or every group in csv/json")
+    _trace_arguments(p, 10, "opportunities to print", "table, or every group in csv/json")
 
     p = sub.add_parser("diff", help="A/B diff of two traces: totals, categories, ops matched by op and shapes",
                        description="Time and launches per category and per op signature (CPU op + input shapes) in "

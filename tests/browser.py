@@ -28,6 +28,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_healthy(proc: subprocess.Popen, port: int, timeout_s: float = 90) -> None:
+    """Until Streamlit's health endpoint on ``port`` answers; an error if ``proc`` exits first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the dashboard did not come up on port {port} (exit {proc.poll()})")
+        time.sleep(0.3)
+
+
 @contextlib.contextmanager
 def dashboard(traces: Path, timeout_s: float = 90, command: list[str] | None = None,
               cwd: Path | None = None) -> Iterator[str]:
@@ -38,17 +53,7 @@ def dashboard(traces: Path, timeout_s: float = 90, command: list[str] | None = N
                              "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     url = f"http://localhost:{port}"
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the dashboard did not come up on {url} (exit {proc.poll()})")
-            time.sleep(0.3)
+        wait_healthy(proc, port, timeout_s)
         yield url
     finally:
         proc.terminate()

@@ -7,11 +7,10 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
-from tests.browser import free_port
+from tests.browser import free_port, wait_healthy
 from tests.conftest import TRACES
 
 
@@ -27,16 +26,7 @@ def test_signal_stops_the_server(sig: signal.Signals) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "fuseprof.cli", "dashboard", str(TRACES), "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "the dashboard did not start"
-            time.sleep(0.3)
+        wait_healthy(proc, port)
         proc.send_signal(sig)
         proc.wait(timeout=30)
         time.sleep(0.5)

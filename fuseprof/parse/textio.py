@@ -9,10 +9,12 @@ from pathlib import Path
 from fuseprof.errors import TraceFormatError
 
 
-def read_text(path: Path) -> str:
-    """The file's text; gzip is detected by its magic bytes, not by the file name."""
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when they start with gzip's magic (not by the file's name)."""
     try:
         raw = path.read_bytes()
+    except IsADirectoryError:
+        raise TraceFormatError(f"{path}: is a directory, not a trace file") from None
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot read ({exc.strerror})") from None
     if raw[:2] == b"\x1f\x8b":
@@ -20,6 +22,12 @@ def read_text(path: Path) -> str:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise TraceFormatError(f"{path}: damaged or truncated gzip data ({exc})") from None
+    return raw
+
+
+def read_text(path: Path) -> str:
+    """The file's text (UTF-8; gunzipped as ``read_bytes`` does)."""
+    raw = read_bytes(path)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -15,8 +15,6 @@ gives back the written nanoseconds as long as the float's spacing is under 1 ns,
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.errors import TraceFormatError
+from fuseprof.parse.textio import read_bytes
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
@@ -108,22 +107,6 @@ class TraceTables:
     annotations: pd.DataFrame
     devices: dict[int, str]
     rank: int | None
-
-
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped when it starts with gzip's magic."""
-    try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise TraceFormatError(f"{path}: is a directory, not a trace file") from None
-    except OSError as exc:
-        raise TraceFormatError(f"{path}: cannot read ({exc.strerror})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(f"{path}: damaged or truncated gzip data ({exc})") from None
-    return raw
 
 
 def ns_from_us(values: np.ndarray, path: Path, field: str) -> np.ndarray:
