@@ -93,6 +93,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu")
     p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
     p.add_argument("--repeats", type=int, default=50, help="timing samples per variant and shape")
+    p.add_argument("--gpus", default="1", help="shard the grid over N GPUs (or all), one torchrun process per GPU; "
+                                               "on --device cpu, N processes (gloo)")
 
     p = sub.add_parser("ceilings", help="measure this GPU's DRAM, FP32 and BF16 roofs into a bundle",
                        description="A 2 GiB device copy, an FMA-bound kernel and an 8192^3 bf16 matmul; the "
@@ -248,11 +250,17 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from fuseprof_kernels._inputs import BENCH_SHAPES
 
     from fuseprof.capture.bench import run_bench
+    from fuseprof.capture.sharded_bench import gpu_count, run_sharded_bench
     from fuseprof.case import parse_shapes
 
     shapes = parse_shapes(args.shapes) if args.shapes else BENCH_SHAPES
-    path = run_bench(args.cases, shapes, args.dtype, args.device, args.out, args.repeats,
-                     variants=args.variants.split(",") if args.variants else None)
+    variants = args.variants.split(",") if args.variants else None
+    gpus = gpu_count(args.gpus, args.device)
+    if gpus > 1:
+        path = run_sharded_bench(args.cases, shapes, args.dtype, args.device, args.out, gpus, args.repeats,
+                                 variants=variants)
+    else:
+        path = run_bench(args.cases, shapes, args.dtype, args.device, args.out, args.repeats, variants=variants)
     from fuseprof.compare import compare_variants
     from fuseprof.loading import load_timings
 

@@ -102,6 +102,8 @@ TIMING_COLUMNS: tuple[Column, ...] = (
     Column("shape", "string", "'MxN'"),
     Column("dtype", "string", "input dtype"),
     Column("device", "string", "device name"),
+    Column("gpu", "Int64", "index of the GPU that timed the row in a sharded run (--gpus N); null otherwise"),
+    Column("rank", "Int64", "torch.distributed rank that timed the row in a sharded run; null otherwise"),
     Column("nominal_bytes", "Int64", "case's byte model: each input read once, each output written once"),
     Column("max_abs_err", "Float64", "max |out − ref| against the float64 reference"),
     Column("rel_err", "Float64", "‖out − ref‖₂ / ‖ref‖₂ against the float64 reference"),

@@ -20,6 +20,7 @@
 #   mlpauto    llama_mlp eager at M = 128 with the default metric list: replay passes per kernel
 #   regions    fuseprof run on examples/region_demo.py with ncu, and the run/capture GPU tests
 #   tpmlp      tensor-parallel MLP over every GPU with torchrun: one trace per rank (nvidia-h200-x2)
+#   shardbench the bench grid with --gpus 1 then --gpus 2: wall times and the ratio-to-copy agreement
 #   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
@@ -95,6 +96,25 @@ step_tpmlp() {
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
   nvidia-smi topo -m | head -4
   timeout 300 torchrun --nproc-per-node "$(nvidia-smi -L | wc -l)" scripts/capture_tp_mlp.py --out "$W/tp" 2>&1 | tail -6
+}
+step_shardbench() {
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
+  python3 -m fuseprof_kernels._cuda >/dev/null 2>&1  # build the extension once; both runs load it from the cache
+  local cases="rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul"
+  for n in 1 2; do
+    local t0; t0=$(date +%s.%N)
+    fuseprof bench $cases --dtype bfloat16 --gpus $n --out "$W/shard$n" >"$W/bench_gpus$n.log" 2>&1
+    echo "--gpus $n: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
+  done
+  python3 - "$W" <<'PY'
+import sys, glob, fuseprof
+from fuseprof.compare import compare_variants
+w = sys.argv[1]
+a, b = (compare_variants(fuseprof.load_timings(glob.glob(f"{w}/shard{n}/bench-*")[0])) for n in (1, 2))
+j = a.merge(b, on=["case", "shape", "variant"], suffixes=("_1", "_2"))
+d = (j["time_over_copy_2"] - j["time_over_copy_1"]).abs()
+print(f"time_over_copy, 2 GPUs vs 1, {len(j)} rows: median |diff| {d.median():.3f}, p90 {d.quantile(0.9):.3f}, max {d.max():.3f}")
+PY
 }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
 step_captests() {

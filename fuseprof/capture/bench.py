@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import torch
 
 from fuseprof.bundle import BundleWriter
 from fuseprof.capture import timing
@@ -24,40 +25,47 @@ from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import CorrectnessError
 
 
-def run_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str | None, device_name: str,
-              out_dir: Path, repeats: int = 50, seed: int = 0, variants: list[str] | None = None,
-              log: Log = log_to_stderr) -> Path:
-    """Benchmark each case over ``shapes``; one bundle holding every timing row."""
-    started = time.monotonic()
-    device = resolve_device(device_name)
-    facts = device_facts(device)
+def bench_rows(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str | None, device: torch.device,
+               repeats: int, seed: int, variants: list[str] | None, log: Log,
+               only: set[tuple[str, str]] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Timing rows of each case over ``shapes`` (restricted to the (case spec, shape) pairs in ``only``
+    when given: one GPU's share of a sharded run), and the manifest's description of the cases."""
     frames: list[pd.DataFrame] = []
     manifest_cases: list[dict[str, Any]] = []
-    case_names: list[str] = []
     for spec in case_specs:
         case = load_case(spec)
         chosen = select_variants(case, variants, device.type)
         case_dtype = resolve_dtype(case, dtype)
-        log(f"fuseprof bench: {case.name} ({case_dtype}): {', '.join(v.name for v in chosen)} x {len(shapes)} shapes")
-        frame, _ = check_and_time(case, chosen, shapes, case_dtype, device, repeats, seed, log, keep_calls=False,
-                                  copy_baseline=device.type == "cuda")
-        frames.append(frame)
-        case_names.append(case.name)
+        mine = tuple(s for s in shapes if only is None or (spec, shape_label(s)) in only)
         manifest_cases.append({"case": case.name, "dtype": case_dtype,
                                "variants": [{"name": v.name, "kind": v.kind, "description": v.description}
                                             for v in chosen]})
-    timings = pd.concat(frames, ignore_index=True)
-    timings["device"] = facts["name"]
-    created = now_utc()
-    manifest = {
-        "kind": "bench", "case": ",".join(case_names), "cases": manifest_cases,
+        if not mine:
+            continue
+        log(f"fuseprof bench: {case.name} ({case_dtype}) on {device}: {', '.join(v.name for v in chosen)} x "
+            f"{len(mine)} shapes")
+        frame, _ = check_and_time(case, chosen, mine, case_dtype, device, repeats, seed, log, keep_calls=False,
+                                  copy_baseline=device.type == "cuda")
+        frames.append(frame)
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), manifest_cases
+
+
+def bench_manifest(manifest_cases: list[dict[str, Any]], shapes: tuple[Shape, ...], facts: dict[str, Any],
+                   created: str, repeats: int, seed: int, device_type: str) -> dict[str, Any]:
+    return {
+        "kind": "bench", "case": ",".join(c["case"] for c in manifest_cases), "cases": manifest_cases,
         "shapes": [shape_label(s) for s in shapes], "device": facts, "created_utc": created,
         "command_line": command_line(), "git": git_state(Path.cwd()), "versions": versions(), "seed": seed,
         "timing": {"repeats": repeats, "warmup_calls": 3,
-                   "l2_policy": timing.L2_FLUSH_POLICY if device.type == "cuda" else timing.CPU_POLICY},
+                   "l2_policy": timing.L2_FLUSH_POLICY if device_type == "cuda" else timing.CPU_POLICY},
         "ncu": {"status": "skipped", "reason": "benchmark run"},
     }
-    with BundleWriter(out_dir, bundle_name("bench", facts["name"], created)) as writer:
+
+
+def write_bench_bundle(timings: pd.DataFrame, manifest: dict[str, Any], out_dir: Path, started: float,
+                       log: Log) -> Path:
+    """One bench bundle; wrong results are reported after it is written (the evidence is kept)."""
+    with BundleWriter(out_dir, bundle_name("bench", manifest["device"]["name"], manifest["created_utc"])) as writer:
         writer.write_timings(timings)
         manifest["wall_s"] = round(time.monotonic() - started, 2)
         writer.write_manifest(manifest)
@@ -68,3 +76,16 @@ def run_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str |
         pairs = ", ".join(f"{c} {v} {s}" for c, v, s in wrong[["case", "variant", "shape"]].itertuples(index=False))
         raise CorrectnessError(f"wrong results from: {pairs} (see rel_err in {path}/timings.parquet)")
     return path
+
+
+def run_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str | None, device_name: str,
+              out_dir: Path, repeats: int = 50, seed: int = 0, variants: list[str] | None = None,
+              log: Log = log_to_stderr) -> Path:
+    """Benchmark each case over ``shapes`` in this process; one bundle holding every timing row."""
+    started = time.monotonic()
+    device = resolve_device(device_name)
+    facts = device_facts(device)
+    timings, manifest_cases = bench_rows(case_specs, shapes, dtype, device, repeats, seed, variants, log)
+    timings["device"] = facts["name"]
+    manifest = bench_manifest(manifest_cases, shapes, facts, now_utc(), repeats, seed, device.type)
+    return write_bench_bundle(timings, manifest, out_dir, started, log)

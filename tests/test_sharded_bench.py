@@ -1,0 +1,72 @@
+"""``fuseprof bench --gpus N``: the grid sharded over N torchrun processes (gloo on CPU here; NCCL,
+one GPU each, on the device) and merged into one bundle that equals a one-process run, timings aside."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fuseprof
+from fuseprof.capture.shard import share, work_items
+from fuseprof.summary import sort_by_shape
+
+KEYS = ["case", "variant", "shape", "dtype", "nominal_bytes", "max_abs_err", "rel_err", "tolerance", "correct"]
+ARGS = ["silu_mul", "rmsnorm_swiglu", "--device", "cpu", "--shapes", "4x64,8x64,16x64", "--repeats", "3"]
+
+
+def _bench(tmp: Path, *extra: str) -> tuple[int, Path | None, str]:
+    fuseprof_exe = str(Path(sys.executable).with_name("fuseprof"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([fuseprof_exe, "bench", *extra, "--out", str(tmp)], capture_output=True, text=True,
+                          timeout=600, cwd=tmp)
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, Path(lines[-1]) if done.returncode == 0 else None, done.stderr
+
+
+def test_work_is_split_round_robin_and_whole() -> None:
+    items = work_items(["a", "b"], ["1x1", "2x2", "3x3"])
+    parts = [share(items, r, 2) for r in range(2)]
+    assert sorted(parts[0] + parts[1]) == sorted(items) and not set(parts[0]) & set(parts[1])
+
+
+def test_two_gloo_processes_give_the_rows_of_one(tmp_path: Path) -> None:
+    code, one, err = _bench(tmp_path / "one", *ARGS)
+    assert code == 0, err[-2000:]
+    code, two, err = _bench(tmp_path / "two", *ARGS, "--gpus", "2")
+    assert code == 0, err[-2000:]
+    a = sort_by_shape(fuseprof.load_timings(one), ["case", "shape", "variant"])
+    b = sort_by_shape(fuseprof.load_timings(two), ["case", "shape", "variant"])
+    assert len(a) == len(b) == 2 * 3 * 2  # 2 cases x 3 shapes x (eager, compiled) on CPU
+    assert a[KEYS].equals(b[KEYS])  # same inputs per shape, same checks: only the timings differ
+    assert sorted(b["rank"].unique()) == [0, 1] and a["rank"].isna().all()
+    manifest = json.loads((two / "manifest.json").read_text())
+    assert manifest["shards"] == {"world": 2, "failed": []} and len(manifest["device"]["ranks"]) == 2
+
+
+def test_a_failing_rank_is_named_and_the_others_rows_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "flaky.py").write_text(
+        "from fuseprof_kernels.silu_mul import CASE as BASE\n"
+        "import dataclasses\n"
+        "def make_inputs(shape, dtype, device, generator):\n"
+        "    if shape[0] == 8:\n"
+        "        raise RuntimeError('out of memory on this shape')\n"
+        "    return BASE.make_inputs(shape, dtype, device, generator)\n"
+        "CASE = dataclasses.replace(BASE, make_inputs=make_inputs)\n")
+    code, _, err = _bench(tmp_path, str(tmp_path / "flaky.py") + ":CASE", "--device", "cpu", "--shapes",
+                          "4x64,8x64", "--repeats", "2", "--gpus", "2")
+    assert code == 2
+    message = [line for line in err.splitlines() if line.startswith("fuseprof: error:")][-1]
+    assert "1 of 2 ranks failed (rank 1: RuntimeError: out of memory on this shape)" in message
+    (bundle,) = [p for p in tmp_path.iterdir() if p.name.startswith("bench-")]
+    kept = fuseprof.load_timings(bundle)
+    assert set(kept["shape"]) == {"4x64"} and set(kept["rank"]) == {0}
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two"])
+def test_bad_gpu_counts_are_refused(tmp_path: Path, value: str) -> None:
+    code, _, err = _bench(tmp_path, *ARGS, "--gpus", value)
+    assert code == 2 and f"--gpus {value!r}" in err
