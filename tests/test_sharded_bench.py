@@ -27,10 +27,13 @@ def _bench(tmp: Path, *extra: str) -> tuple[int, Path | None, str]:
     return done.returncode, Path(lines[-1]) if done.returncode == 0 else None, done.stderr
 
 
-def test_work_is_split_round_robin_and_whole() -> None:
-    items = work_items(["a", "b"], ["1x1", "2x2", "3x3"])
+def test_work_is_split_whole_and_balanced() -> None:
+    shapes = [f"{m}x{n}" for n in (4096, 8192) for m in (1, 128, 1024, 4096, 8192, 32768)]  # the bench grid
+    items = work_items(["a", "b", "c", "d"], shapes)
     parts = [share(items, r, 2) for r in range(2)]
     assert sorted(parts[0] + parts[1]) == sorted(items) and not set(parts[0]) & set(parts[1])
+    sizes = [sum(int(s.split("x")[0]) * int(s.split("x")[1]) for _, s in part) for part in parts]
+    assert max(sizes) / min(sizes) < 1.05  # within 5% of an even split (round robin: 1 : 1.9)
 
 
 def test_two_gloo_processes_give_the_rows_of_one(tmp_path: Path) -> None:
@@ -60,10 +63,11 @@ def test_a_failing_rank_is_named_and_the_others_rows_are_kept(tmp_path: Path) ->
                           "4x64,8x64", "--repeats", "2", "--gpus", "2")
     assert code == 2
     message = [line for line in err.splitlines() if line.startswith("fuseprof: error:")][-1]
-    assert "1 of 2 ranks failed (rank 1: RuntimeError: out of memory on this shape)" in message
+    # the larger shape goes first, to rank 0 (largest-first scheduling): rank 0 fails, rank 1's rows stay
+    assert "1 of 2 ranks failed (rank 0: RuntimeError: out of memory on this shape)" in message
     (bundle,) = [p for p in tmp_path.iterdir() if p.name.startswith("bench-")]
     kept = fuseprof.load_timings(bundle)
-    assert set(kept["shape"]) == {"4x64"} and set(kept["rank"]) == {0}
+    assert set(kept["shape"]) == {"4x64"} and set(kept["rank"]) == {1}
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two"])

@@ -27,9 +27,26 @@ def work_items(case_specs: list[str], shapes: list[str]) -> list[tuple[str, str]
     return [(c, s) for c in case_specs for s in shapes]
 
 
+def _cost(item: tuple[str, str]) -> int:
+    """A shape's size (the product of its dimensions): what its timing and compilation cost grow with."""
+    size = 1
+    for d in item[1].split("x"):
+        size *= int(d)
+    return size
+
+
 def share(items: list[tuple[str, str]], rank: int, world: int) -> list[tuple[str, str]]:
-    """Rank ``rank``'s items: every ``world``-th, so large and small shapes spread over the GPUs."""
-    return items[rank::world]
+    """Rank ``rank``'s items: largest first, each to the least loaded rank (LPT), so every GPU gets a
+    similar amount of work. Every-N-th by grid order gave one H200 both 32768-row shapes of every
+    case: 18.8 s of work on one GPU and 41.1 s on the other."""
+    loads = [0] * world
+    mine = []
+    for item in sorted(items, key=lambda i: (-_cost(i), i)):
+        target = loads.index(min(loads))
+        loads[target] += _cost(item)
+        if target == rank:
+            mine.append(item)
+    return mine
 
 
 def _rank_main(spec: dict[str, Any]) -> None:
