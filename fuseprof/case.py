@@ -125,7 +125,7 @@ def builtin_case_names() -> list[str]:
                   if m.ispkg and not m.name.startswith("_"))
 
 
-def _user_frame(exc: BaseException, source: str | None) -> str:
+def user_frame(exc: BaseException, source: str | None) -> str:
     """'path:line' of the innermost traceback frame in the user's own file (or the last frame
     outside fuseprof and importlib), for a one-line report of a bug in their module."""
     if isinstance(exc, SyntaxError) and exc.filename:
@@ -153,11 +153,11 @@ def _import_user_module(module_name: str, spec: str) -> Any:
                 "your own is module:attribute (importable from the current directory) or path/to/file.py:NAME"
             ) from None
         found = importlib.util.find_spec(module_name.split(".")[0])
-        raise CaseNotFoundError(f"{_user_frame(exc, found.origin if found else None)}: {type(exc).__name__}: "
+        raise CaseNotFoundError(f"{user_frame(exc, found.origin if found else None)}: {type(exc).__name__}: "
                                 f"{exc} (while importing {module_name!r} for case {spec!r})") from None
     except Exception as exc:  # a bug in the user's module: their file and line, not a traceback
         found = importlib.util.find_spec(module_name.split(".")[0])
-        raise CaseNotFoundError(f"{_user_frame(exc, found.origin if found else None)}: {type(exc).__name__}: "
+        raise CaseNotFoundError(f"{user_frame(exc, found.origin if found else None)}: {type(exc).__name__}: "
                                 f"{exc} (while importing {module_name!r} for case {spec!r})") from None
 
 
@@ -175,7 +175,7 @@ def _import_user_file(path: Path, spec: str) -> Any:
         module_spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[module_name]
-        raise CaseNotFoundError(f"{_user_frame(exc, str(path))}: {type(exc).__name__}: {exc} "
+        raise CaseNotFoundError(f"{user_frame(exc, str(path))}: {type(exc).__name__}: {exc} "
                                 f"(while importing {path} for case {spec!r})") from None
     return module
 

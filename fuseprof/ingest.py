@@ -50,17 +50,17 @@ def ingest(files: Sequence[Path], out_dir: Path, name: str | None = None,
             raise TraceFormatError(f"{path}: the {kind} holds no kernel")
         kinds = frame["kind"].value_counts().to_dict() if "kind" in frame else {"kernel": len(frame)}
         log(f"  {path}: {kind}, " + ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in kinds.items()))
-        parsed.append((path, kind, raw_name, frame))
-    kernels = pd.concat([f for *_, f in parsed], ignore_index=True)
+        parsed.append((path, kind, raw_name, frame, digest))
+    kernels = pd.concat([f for *_, f, _ in parsed], ignore_index=True)
     devices = sorted(set(kernels["device"].dropna())) if "device" in kernels else []
     manifest = {
         "kind": "ingest", "case": None, "created_utc": now_utc(), "command_line": command_line(),
         "device": {"name": devices[0] if len(devices) == 1 else ", ".join(devices) or None},
-        "sources": [{"file": str(p), "kind": k, "sha256": _sha256(p), "raw": f"raw/{i}-{r}", "kernels": len(f)}
-                    for i, (p, k, r, f) in enumerate(parsed)],
+        "sources": [{"file": str(p), "kind": k, "sha256": d, "raw": f"raw/{i}-{r}", "kernels": len(f)}
+                    for i, (p, k, r, f, d) in enumerate(parsed)],
     }
     with BundleWriter(out_dir, name or f"ingest-{parsed[0][0].name.split('.')[0]}-{now_utc()}") as writer:
-        for i, (path, _, raw_name, _) in enumerate(parsed):
+        for i, (path, _, raw_name, _, _) in enumerate(parsed):
             shutil.copyfile(path, writer.raw(f"{i}-{raw_name}"))
         writer.write_kernels(kernels)
         writer.write_manifest(manifest)

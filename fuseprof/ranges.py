@@ -39,6 +39,14 @@ def parse_range_label(text: str) -> tuple[str, str] | None:
     return parts[1], parts[2]
 
 
+def first_range_label(names: object, separator: str = " / ") -> tuple[str, str] | None:
+    """(variant, shape) of the first fuseprof label among range names joined by ``separator`` (the
+    ``ranges`` of a linked trace event), or None."""
+    if not isinstance(names, str):
+        return None
+    return next((found for found in map(parse_range_label, names.split(separator)) if found), None)
+
+
 def search_range_label(text: str) -> tuple[str, str] | None:
     """(variant, shape) of the first fuseprof label inside longer text, such as ncu's CSV cell
     ``888  "<default domain>:fuseprof:eager:128x4096:none:none:..."``."""

@@ -11,12 +11,12 @@ KV cache is static). Writes ``<out>/llama4l-<variant>.json.gz``; ``fuseprof inge
 from __future__ import annotations
 
 import argparse
-import gzip
-import shutil
 from pathlib import Path
 
 import torch
 from fuseprof_kernels._llama_model.model import Config, Decoder
+
+from fuseprof.capture.torch_profile import export_gzipped_trace, profiler_activities
 
 PROMPT, DECODE = 256, 8
 
@@ -50,17 +50,11 @@ def capture(variant: str, out_dir: Path) -> Path:
         for _ in range(2):  # warm-up: compilation, cuBLAS handles, autotuning
             warm = generate(forward, model, prompt, DECODE)
         torch.cuda.synchronize()
-        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-        with torch.profiler.profile(activities=activities, record_shapes=True, with_stack=True,
+        with torch.profiler.profile(activities=profiler_activities(True), record_shapes=True, with_stack=True,
                                     with_modules=True) as prof:
             tokens = generate(forward, model, prompt, DECODE, prof)
     assert tokens == warm, "decoding is not deterministic across runs"
-    plain = out_dir / f"llama4l-{variant}.json"
-    prof.export_chrome_trace(str(plain))
-    gz = plain.with_suffix(".json.gz")
-    with plain.open("rb") as src, gzip.open(gz, "wb", compresslevel=9) as dst:
-        shutil.copyfileobj(src, dst)
-    plain.unlink()
+    gz = export_gzipped_trace(prof, out_dir / f"llama4l-{variant}.json.gz")
     print(f"{variant}: tokens {tokens}; {gz} {gz.stat().st_size / 1e6:.2f} MB")
     return gz
 

@@ -12,14 +12,14 @@ hundreds of ms) and three recorded steps, record_shapes on. Writes DIR/tp_mlp-ra
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
-import shutil
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+
+from fuseprof.capture.torch_profile import export_gzipped_trace, profiler_activities
 
 HIDDEN, INTERMEDIATE = 4096, 14336
 
@@ -54,20 +54,16 @@ def main() -> None:
         step()
     torch.cuda.synchronize()
     dist.barrier()
-    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     args.out.mkdir(parents=True, exist_ok=True)
-    plain = args.out / f"tp_mlp-rank{rank}.json"
+    gz = args.out / f"tp_mlp-rank{rank}.json.gz"
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=3, repeat=1)
-    with torch.profiler.profile(activities=activities, record_shapes=True, schedule=schedule,
-                                on_trace_ready=lambda p: p.export_chrome_trace(str(plain))) as prof:
+    with torch.profiler.profile(activities=profiler_activities(True), record_shapes=True, schedule=schedule,
+                                on_trace_ready=lambda p: export_gzipped_trace(p, gz)) as prof:
         for _ in range(4):
             step()
             torch.cuda.synchronize()
             prof.step()
-    with plain.open("rb") as src, gzip.open(plain.with_suffix(".json.gz"), "wb", compresslevel=9) as dst:
-        shutil.copyfileobj(src, dst)
-    plain.unlink()
-    print(f"rank {rank}/{world}: rel_err {rel:.2e}; {plain.with_suffix('.json.gz')}", flush=True)
+    print(f"rank {rank}/{world}: rel_err {rel:.2e}; {gz}", flush=True)
     dist.destroy_process_group()
 
 

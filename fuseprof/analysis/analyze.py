@@ -20,9 +20,10 @@ from fuseprof.analysis.timeline import gpu_timeline
 from fuseprof.bundle import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
 from fuseprof.model.devices import PIPES
-from fuseprof.model.op_models import Estimate, estimate
+from fuseprof.model.op_models import estimate
 from fuseprof.model.roofline import Roof, capture_roof
 from fuseprof.parse.trace_events import read_trace_tables
+from fuseprof.ranges import first_range_label
 
 
 @dataclass
@@ -108,7 +109,6 @@ def attach_ncu(events: pd.DataFrame, ncu_rows: pd.DataFrame) -> pd.DataFrame:
     fuseprof range (variant), the kernel's short name and its order within them (torch.profiler and
     ncu demangle differently; both saw the same launches inside the same NVTX/record ranges)."""
     from fuseprof.model.derived import derive
-    from fuseprof.parse.chrome_trace import _fuseprof_range
     from fuseprof.parse.names import short_kernel_name
 
     out = events.copy()
@@ -116,7 +116,7 @@ def attach_ncu(events: pd.DataFrame, ncu_rows: pd.DataFrame) -> pd.DataFrame:
     if ncu_rows.empty:
         return out
     kernels = out[out["kind"] == "kernel"]
-    variant = kernels["ranges"].map(lambda r: (_fuseprof_range(r) or (None, None))[0])
+    variant = kernels["ranges"].map(lambda r: (first_range_label(r) or (None, None))[0])
     keys = pd.DataFrame({"variant": variant, "short": kernels["name"].map(short_kernel_name)}, index=kernels.index)
     keys["nth"] = keys.groupby(["variant", "short"], dropna=False).cumcount()
     measured = derive(ncu_rows)
@@ -144,15 +144,7 @@ def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
         concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"),
         ncu_flops=("ncu_flops", lambda v: v.sum(min_count=1)),
         ncu_dram_bytes=("ncu_dram_bytes", lambda v: v.sum(min_count=1)))
-    cache: dict[str, Estimate | None] = {}  # one estimate per distinct op and inputs: a decode trace repeats a few hundred
-
-    def cached(o: str, d: object, t: object, c: object) -> Estimate | None:
-        key = f"{o}|{d}|{t}|{c}"
-        if key not in cache:
-            cache[key] = estimate(o, d, t, c)
-        return cache[key]
-
-    estimates = [cached(o, d, t, c) for o, d, t, c in
+    estimates = [estimate(o, d, t, c) for o, d, t, c in
                  zip(per_call["op"], per_call["dims"], per_call["types"], per_call["concrete"])]
     per_call["flops"] = [e.flops if e else np.nan for e in estimates]
     per_call["bytes"] = [e.bytes if e else np.nan for e in estimates]

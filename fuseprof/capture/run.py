@@ -9,22 +9,24 @@ whole-model trace.
 
 from __future__ import annotations
 
-import gzip
 import runpy
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fuseprof.bundle import RAW, BundleWriter
+import pandas as pd
+
+from fuseprof.bundle import BundleWriter
 from fuseprof.capture.ncu_capture import capture_with_ncu
 from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
-from fuseprof.case import _user_frame
+from fuseprof.capture.torch_profile import export_gzipped_trace, profiler_activities
+from fuseprof.case import user_frame
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import CaseNotFoundError, InvalidArgumentError, NcuError
-from fuseprof.parse.dispatch import parse_raw_dir
+from fuseprof.parse.chrome_trace import read_chrome_trace
+from fuseprof.parse.ncu_csv import read_ncu_csv
 from fuseprof.ranges import REGION, region_label
 
 
@@ -50,7 +52,7 @@ def _run_script(opts: RunOptions) -> None:
         if exc.code not in (None, 0):
             raise InvalidArgumentError(f"{opts.script}: exited with status {exc.code}") from None
     except Exception as exc:
-        raise CaseNotFoundError(f"{_user_frame(exc, str(opts.script))}: {type(exc).__name__}: {exc} "
+        raise CaseNotFoundError(f"{user_frame(exc, str(opts.script))}: {type(exc).__name__}: {exc} "
                                 f"(in {opts.script})") from None
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
@@ -74,20 +76,13 @@ def run_script(opts: RunOptions, log: Log = log_to_stderr) -> Path:
     }
     name = opts.name or bundle_name(f"run-{opts.script.stem}", manifest["device"]["name"], manifest["created_utc"])
     with BundleWriter(opts.out_dir, name) as writer:
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if cuda:
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
         log(f"fuseprof: running {opts.script} under torch.profiler ({'CUDA' if cuda else 'CPU only'})")
-        with torch.profiler.profile(activities=activities, record_shapes=True, with_modules=True) as prof:
+        with torch.profiler.profile(activities=profiler_activities(cuda), record_shapes=True,
+                                    with_modules=True) as prof:
             _run_script(opts)
             if cuda:
                 torch.cuda.synchronize()
-        plain = writer.raw("profiler_trace.json")
-        prof.export_chrome_trace(str(plain))
-        with plain.open("rb") as src, gzip.open(writer.raw("profiler_trace.json.gz"), "wb", compresslevel=9) as dst:
-            shutil.copyfileobj(src, dst)
-        plain.unlink()
-        kernels = parse_raw_dir(writer.path / RAW)
+        kernels = read_chrome_trace(export_gzipped_trace(prof, writer.raw("profiler_trace.json.gz")))
         regions = sorted(kernels["variant"].dropna().unique()) if "variant" in kernels else []
         if not regions:
             raise InvalidArgumentError(f"{opts.script}: entered no fuseprof.region; mark what to measure with "
@@ -100,9 +95,9 @@ def run_script(opts: RunOptions, log: Log = log_to_stderr) -> Path:
             try:
                 manifest["ncu"] = capture_with_ncu(writer, labels, target, opts.tensor_precisions, opts.ncu_timeout_s,
                                                    log)
+                kernels = pd.concat([read_ncu_csv(writer.raw("ncu_raw.csv.gz")), kernels], ignore_index=True)
             except NcuError as exc:
                 manifest["ncu"] = {"status": "failed", "error": str(exc)}
-            kernels = parse_raw_dir(writer.path / RAW)
         else:
             manifest["ncu"] = {"status": "skipped", "reason": "--no-ncu" if not opts.ncu else "no CUDA GPU"}
         manifest["wall_s"] = round(time.monotonic() - started, 2)

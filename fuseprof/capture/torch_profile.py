@@ -21,6 +21,24 @@ class Call:
     inputs: Sequence[Any]
 
 
+def profiler_activities(cuda: bool) -> list[torch.profiler.ProfilerActivity]:
+    """CPU, and CUDA when kernels should be traced."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return activities
+
+
+def export_gzipped_trace(prof: torch.profiler.profile, gz_path: Path) -> Path:
+    """The profiler's Chrome trace as ``gz_path``: export writes plain JSON, gzipped beside and dropped."""
+    plain = gz_path.with_suffix("")
+    prof.export_chrome_trace(str(plain))
+    with plain.open("rb") as src, gzip.open(gz_path, "wb", compresslevel=9) as dst:
+        shutil.copyfileobj(src, dst)
+    plain.unlink()
+    return gz_path
+
+
 def record_trace(calls: Sequence[Call], repeats: int, gz_path: Path, cuda: bool) -> None:
     """Run each call ``repeats`` times inside its range and write the gzipped Chrome trace.
 
@@ -28,18 +46,11 @@ def record_trace(calls: Sequence[Call], repeats: int, gz_path: Path, cuda: bool)
     measured call; profiler durations are therefore warm-L2 figures (timings.parquet and
     ncu give the flushed ones).
     """
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if cuda:
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as prof:
+    with torch.profiler.profile(activities=profiler_activities(cuda)) as prof:
         for call in calls:
             with torch.profiler.record_function(call.label):
                 for _ in range(repeats):
                     call.fn(*call.inputs)
                 if cuda:
                     torch.cuda.synchronize()
-    plain = gz_path.with_suffix("")  # export writes plain JSON; gzip it beside, then drop the plain file
-    prof.export_chrome_trace(str(plain))
-    with plain.open("rb") as src, gzip.open(gz_path, "wb", compresslevel=9) as dst:
-        shutil.copyfileobj(src, dst)
-    plain.unlink()
+    export_gzipped_trace(prof, gz_path)

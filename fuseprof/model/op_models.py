@@ -197,10 +197,6 @@ def _cat(x: OpInputs) -> Estimate | None:
     return Estimate(0.0, moved, "memory")
 
 
-def _model(family: str, fn: Callable[[OpInputs], Estimate | None]) -> OpModel:
-    return OpModel(family, fn)
-
-
 _ELEMENTWISE_FLOPS = {
     "add": 1, "sub": 1, "rsub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1, "rsqrt": 1, "sqrt": 1,
     "reciprocal": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "sigmoid": 4, "silu": 4, "gelu": 8,
@@ -209,42 +205,54 @@ _ELEMENTWISE_FLOPS = {
 }
 
 OP_MODELS: dict[str, OpModel] = {
-    "aten::mm": _model("GEMM", _mm(bias=False, batched=False)),
-    "aten::addmm": _model("GEMM", _mm(bias=True, batched=False)),
-    "aten::bmm": _model("GEMM", _mm(bias=False, batched=True)),
-    "aten::baddbmm": _model("GEMM", _mm(bias=True, batched=True)),
-    "aten::matmul": _model("GEMM", _mm(bias=False, batched=False)),
-    "aten::linear": _model("GEMM", _linear),
-    "aten::scaled_dot_product_attention": _model("attention", _attention("BHLD")),
-    "aten::_scaled_dot_product_flash_attention": _model("attention", _attention("BHLD")),
-    "aten::_scaled_dot_product_efficient_attention": _model("attention", _attention("BHLD")),
-    "aten::_scaled_dot_product_cudnn_attention": _model("attention", _attention("BHLD")),
-    "aten::_flash_attention_forward": _model("attention", _attention("BLHD")),
-    "aten::_efficient_attention_forward": _model("attention", _attention("BLHD")),
-    "aten::native_layer_norm": _model("normalization", _per_element(5)),
-    "aten::layer_norm": _model("normalization", _per_element(5)),
-    "aten::_fused_rms_norm": _model("normalization", _per_element(4)),
-    "aten::rms_norm": _model("normalization", _per_element(4)),
-    "aten::_softmax": _model("reduction", _per_element(5)),
-    "aten::softmax": _model("reduction", _per_element(5)),
-    **{f"aten::{op}": _model("reduction", _per_element(1, out_equals_input=False))
+    "aten::mm": OpModel("GEMM", _mm(bias=False, batched=False)),
+    "aten::addmm": OpModel("GEMM", _mm(bias=True, batched=False)),
+    "aten::bmm": OpModel("GEMM", _mm(bias=False, batched=True)),
+    "aten::baddbmm": OpModel("GEMM", _mm(bias=True, batched=True)),
+    "aten::matmul": OpModel("GEMM", _mm(bias=False, batched=False)),
+    "aten::linear": OpModel("GEMM", _linear),
+    "aten::scaled_dot_product_attention": OpModel("attention", _attention("BHLD")),
+    "aten::_scaled_dot_product_flash_attention": OpModel("attention", _attention("BHLD")),
+    "aten::_scaled_dot_product_efficient_attention": OpModel("attention", _attention("BHLD")),
+    "aten::_scaled_dot_product_cudnn_attention": OpModel("attention", _attention("BHLD")),
+    "aten::_flash_attention_forward": OpModel("attention", _attention("BLHD")),
+    "aten::_efficient_attention_forward": OpModel("attention", _attention("BLHD")),
+    "aten::native_layer_norm": OpModel("normalization", _per_element(5)),
+    "aten::layer_norm": OpModel("normalization", _per_element(5)),
+    "aten::_fused_rms_norm": OpModel("normalization", _per_element(4)),
+    "aten::rms_norm": OpModel("normalization", _per_element(4)),
+    "aten::_softmax": OpModel("reduction", _per_element(5)),
+    "aten::softmax": OpModel("reduction", _per_element(5)),
+    **{f"aten::{op}": OpModel("reduction", _per_element(1, out_equals_input=False))
        for op in ("sum", "mean", "amax", "amin", "max", "min", "all", "any", "prod", "argmax", "norm")},
-    "aten::copy_": _model("copy/cast", _copy),
-    "aten::_to_copy": _model("copy/cast", _copy),
-    "aten::clone": _model("copy/cast", _copy),
-    "aten::cat": _model("copy/cast", _cat),
-    "aten::embedding": _model("other", _gather),
-    "aten::index_select": _model("other", _gather),
+    "aten::copy_": OpModel("copy/cast", _copy),
+    "aten::_to_copy": OpModel("copy/cast", _copy),
+    "aten::clone": OpModel("copy/cast", _copy),
+    "aten::cat": OpModel("copy/cast", _cat),
+    "aten::embedding": OpModel("other", _gather),
+    "aten::index_select": OpModel("other", _gather),
     **{f"aten::{op}{suffix}": elementwise(flops) for op, flops in _ELEMENTWISE_FLOPS.items() for suffix in ("", "_")},
 }
 
 
+_ESTIMATES: dict[tuple[str, int, str], Estimate | None] = {}
+
+
 def estimate(op: str, dims: Any, types: Any, concrete: Any) -> Estimate | None:
-    """The op's analytic cost from its recorded inputs, or None (no model, or no shapes recorded)."""
+    """The op's analytic cost from its recorded inputs, or None (no model, or no shapes recorded).
+
+    Memoised per op, model row and inputs: a decode trace repeats a few hundred distinct calls tens
+    of thousands of times, and both the per-op roofline and the fusion finder ask. A replaced row
+    of ``OP_MODELS`` is a new key, so an edited table is never answered from the old one."""
     model = OP_MODELS.get(op)
     if model is None or not isinstance(dims, list) or not isinstance(types, list):
         return None
-    try:
-        return model.estimate(OpInputs(dims, types, concrete if isinstance(concrete, list) else []))
-    except (TypeError, ValueError, IndexError):
-        return None  # shapes of an unexpected form: no estimate rather than a wrong one
+    key = (op, id(model), f"{dims}|{types}|{concrete}")
+    if key not in _ESTIMATES:
+        if len(_ESTIMATES) > 100_000:
+            _ESTIMATES.clear()
+        try:
+            _ESTIMATES[key] = model.estimate(OpInputs(dims, types, concrete if isinstance(concrete, list) else []))
+        except (TypeError, ValueError, IndexError):
+            _ESTIMATES[key] = None  # shapes of an unexpected form: no estimate rather than a wrong one
+    return _ESTIMATES[key]

@@ -15,25 +15,15 @@ import pandas as pd
 
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 from fuseprof.parse.trace_link import enclosing, link_gpu_events
-from fuseprof.ranges import parse_range_label
+from fuseprof.ranges import first_range_label
 from fuseprof.schema import PROFILER_SOURCE
 
 _SEPARATOR = "\x1f"  # joins range names; never part of one
 
 
-def _fuseprof_range(ranges: object) -> tuple[str, str] | None:
-    if not isinstance(ranges, str):
-        return None
-    for name in ranges.split(" / "):
-        found = parse_range_label(name)
-        if found:
-            return found
-    return None
-
-
 def _gpu_rows(tables: TraceTables) -> pd.DataFrame:
     events = link_gpu_events(tables)
-    found = [_fuseprof_range(r) for r in events["ranges"]]
+    found = [first_range_label(r) for r in events["ranges"]]
     rows = pd.DataFrame({
         "kernel": events["name"], "kind": events["kind"].replace({"communication": "kernel"}),
         "variant": [f[0] if f else None for f in found], "shape": [f[1] if f else None for f in found],
@@ -66,8 +56,7 @@ def _cpu_op_rows(tables: TraceTables) -> pd.DataFrame:
     points = ops[["start_ns", "tid"]]
     ranges = enclosing(tables.annotations, points, _SEPARATOR)
     nesting = enclosing(ops, points, _SEPARATOR).str.count(_SEPARATOR)  # 0: no op above this one
-    found = [next((f for f in map(parse_range_label, r.split(_SEPARATOR)) if f), None) if isinstance(r, str)
-             else None for r in ranges]
+    found = [first_range_label(r, _SEPARATOR) for r in ranges]
     keep = pd.Series([f is not None for f in found], index=ops.index) & (nesting == 0)
     picked, labels = ops[keep], [f for f, k in zip(found, keep) if k and f is not None]
     return pd.DataFrame({"kernel": picked["name"], "kind": "cpu_op", "variant": [f[0] for f in labels],
