@@ -84,6 +84,12 @@ KERNEL_COLUMNS: tuple[Column, ...] = (
     Column("achieved_occupancy_pct", "Float64", "ncu: sm__warps_active.avg.pct_of_peak_sustained_active"),
     Column("occupancy_limiter", "string",
            "ncu: the smallest of launch__occupancy_limit_{registers,shared_mem,warps,blocks} (ties joined by '+')"),
+    Column("waves_per_sm", "Float64",
+           "ncu: launch__waves_per_multiprocessor (blocks ÷ blocks resident at once; a fraction past a whole "
+           "number is a partly idle last wave)"),
+    Column("warp_instructions", "Float64", "ncu: smsp__inst_executed.sum (warp-level instructions executed)"),
+    Column("global_load_instructions", "Float64", "ncu: sm__sass_inst_executed_op_global_ld.sum (warp-level)"),
+    Column("global_store_instructions", "Float64", "ncu: sm__sass_inst_executed_op_global_st.sum (warp-level)"),
     Column("sm_clock_hz", "Float64", "ncu: sm__cycles_elapsed.avg.per_second during the kernel"),
     Column("dram_clock_hz", "Float64", "ncu: dram__cycles_elapsed.avg.per_second during the kernel"),
     Column("peak_dram_bytes_per_s", "Float64",
@@ -118,7 +124,7 @@ TIMING_COLUMNS: tuple[Column, ...] = (
     Column("host_dispatch_ns", "Float64",
            "mean host wall time per call over 100 back-to-back calls without sync (perf_counter)"),
     Column("repeats", "Int64", "samples behind each median"),
-    Column("timing_method", "string", "'cuda-events+graph' or 'cpu-perf-counter'"),
+    Column("timing_method", "string", "'cuda-events+graph', 'cuda-events (own graph)' (a variant that replays its own CUDA graph: as-called only, GPU columns null) or 'cpu-perf-counter'"),
     Column("l2_policy", "string", "how caches were cleared between samples"),
     Column("effective_bandwidth_bytes_per_s", "Float64", "nominal_bytes / (gpu_median_ns × 1e-9)"),
 )
@@ -144,10 +150,11 @@ def conform_timings(rows: pd.DataFrame) -> pd.DataFrame:
     return _conform(rows, TIMING_COLUMNS)
 
 
-def describe_columns(derived: tuple[Column, ...] = ()) -> pd.DataFrame:
+def describe_columns(computed: dict[str, tuple[Column, ...]] | None = None) -> pd.DataFrame:
     """The schema as a table (table, name, dtype, origin) for ``fuseprof columns`` and the README;
-    ``derived`` (``fuseprof.model.derived.DERIVED_COLUMNS``) adds the computed columns."""
+    ``computed`` adds computed tables by name (``derived``: per-kernel metrics, ``breakdown``: per
+    variant and shape)."""
     rows = [("kernels", c.name, c.dtype, c.origin) for c in KERNEL_COLUMNS]
     rows += [("timings", c.name, c.dtype, c.origin) for c in TIMING_COLUMNS]
-    rows += [("derived", c.name, c.dtype, c.origin) for c in derived]
+    rows += [(table, c.name, c.dtype, c.origin) for table, columns in (computed or {}).items() for c in columns]
     return pd.DataFrame(rows, columns=["table", "column", "dtype", "origin"])

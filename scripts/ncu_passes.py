@@ -13,11 +13,12 @@ from pathlib import Path
 
 from fuseprof.capture.ncu_command import NcuRequest, profile_argv
 from fuseprof.capture.ncu_run import find_ncu, run_ncu
-from fuseprof.parse.ncu_metrics import BASE_METRICS, NCU_METRICS, TENSOR_METRICS, capture_metrics
+from fuseprof.parse.ncu_metrics import BASE_METRICS, EXECUTION_METRICS, NCU_METRICS, TENSOR_METRICS, capture_metrics
 
 CANDIDATES = {
     "base list (session 1, no tensor counters)": list(BASE_METRICS),
-    "bfloat16 capture default (base + bf16)": capture_metrics(("bf16",)),
+    "base + execution metrics (waves, instructions)": [*BASE_METRICS, *EXECUTION_METRICS.values()],
+    "bfloat16 capture default (base + execution + bf16)": capture_metrics(("bf16",)),
     "base + bf16 + fp16": capture_metrics(("bf16", "fp16")),
     "--tensor-precisions all (base + 6)": list(NCU_METRICS),
     "6 tensor counters only": ["gpu__time_duration.sum", *TENSOR_METRICS.values()],

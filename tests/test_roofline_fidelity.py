@@ -147,6 +147,7 @@ def test_no_committed_h200_kernel_is_l2_resident_against_its_own_dram() -> None:
 def test_a_capture_collects_the_tensor_counter_of_its_dtype() -> None:
     from fuseprof.parse.ncu_metrics import (
         BASE_METRICS,
+        EXECUTION_METRICS,
         NCU_METRICS,
         TENSOR_METRICS,
         capture_metrics,
@@ -154,8 +155,9 @@ def test_a_capture_collects_the_tensor_counter_of_its_dtype() -> None:
     )
 
     bf16 = capture_metrics(tensor_precisions_for("bfloat16"))
-    # measured on the H200 (scripts/ncu_passes.py): base 3 passes, base + bf16 still 3, all six 8
-    assert bf16 == [*BASE_METRICS, "sm__ops_path_tensor_src_bf16_dst_fp32.sum"]
+    # measured on the H200 (scripts/ncu_passes.py): base 3 passes, + execution metrics still 3, the
+    # bf16 capture default 4, all six tensor counters 8
+    assert bf16 == [*BASE_METRICS, *EXECUTION_METRICS.values(), "sm__ops_path_tensor_src_bf16_dst_fp32.sum"]
     assert capture_metrics(tensor_precisions_for("float32"))[-1] == "sm__ops_path_tensor_src_tf32_dst_fp32.sum"
     assert capture_metrics(tuple(TENSOR_METRICS)) == list(NCU_METRICS)
     with pytest.raises(ValueError, match="fp4"):

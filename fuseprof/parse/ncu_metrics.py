@@ -81,8 +81,18 @@ BASE_METRICS: tuple[str, ...] = (
     "device__attribute_display_name",
 )
 
+# What a kernel executes and how its grid fills the GPU: the numbers that explain a memory-bound
+# kernel that trails another moving the same bytes (same pass count as BASE_METRICS on the H200).
+# Collected since fuseprof 0.3; older captures lack them and their columns stay null, unwarned.
+EXECUTION_METRICS: dict[str, str] = {
+    "waves_per_sm": "launch__waves_per_multiprocessor",
+    "warp_instructions": "smsp__inst_executed.sum",
+    "global_load_instructions": "sm__sass_inst_executed_op_global_ld.sum",
+    "global_store_instructions": "sm__sass_inst_executed_op_global_st.sum",
+}
+
 # Every metric the parsers read (and a .ncu-rep is searched for).
-NCU_METRICS: tuple[str, ...] = (*BASE_METRICS, *TENSOR_METRICS.values())
+NCU_METRICS: tuple[str, ...] = (*BASE_METRICS, *EXECUTION_METRICS.values(), *TENSOR_METRICS.values())
 
 # Each tensor counter costs about one more replay pass (measured on the H200 with
 # scripts/ncu_passes.py: base 3 passes, + bf16 and fp16 5, + all six 8), so a capture collects
@@ -103,7 +113,7 @@ def capture_metrics(tensor_precisions: tuple[str, ...]) -> list[str]:
     unknown = [p for p in tensor_precisions if p not in TENSOR_METRICS]
     if unknown:
         raise ValueError(f"unknown tensor precision(s) {unknown}; known: {', '.join(TENSOR_METRICS)}")
-    return [*BASE_METRICS, *(TENSOR_METRICS[p] for p in tensor_precisions)]
+    return [*BASE_METRICS, *EXECUTION_METRICS.values(), *(TENSOR_METRICS[p] for p in tensor_precisions)]
 
 
 Metrics = Mapping[str, float | str | None]
@@ -174,6 +184,7 @@ def columns_from_metrics(m: Metrics) -> dict[str, object]:
         "theoretical_occupancy_pct": _num(m, "sm__maximum_warps_per_active_cycle_pct"),
         "achieved_occupancy_pct": _num(m, "sm__warps_active.avg.pct_of_peak_sustained_active"),
         "occupancy_limiter": occupancy_limiter(m),
+        **{column: _num(m, metric) for column, metric in EXECUTION_METRICS.items()},
         "registers_per_thread": _int_or_none(_num(m, "launch__registers_per_thread")),
         "shared_mem_bytes": _int_or_none(
             _sum(_num(m, "launch__shared_mem_per_block_static"), _num(m, "launch__shared_mem_per_block_dynamic"))
