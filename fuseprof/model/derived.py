@@ -41,7 +41,8 @@ DERIVED_COLUMNS: tuple[Column, ...] = (
            "100 · achieved_flops_per_s / attainable_flops_per_s; without FLOPs, 100 · achieved_bytes_per_s / "
            "roof DRAM bytes/s"),
     Column("l2_resident", "boolean",
-           "achieved_bytes_per_s > the capture device's DRAM bytes/s: data came from L2 (drawn on the roof)"),
+           "achieved_bytes_per_s > the capture device's DRAM limit (the larger of its datasheet and measured copy "
+           "bytes/s): data came from L2 (drawn on the roof)"),
     Column("roof", "string", "label of the roof the row is measured against"),
 )
 

@@ -6,7 +6,13 @@
 
 namespace fuseprof {
 
-template <typename T, int VEC>
+// kWide: rows of more than kItems vectors a thread, whose rest is not cached and is read twice.
+// Compiling those loops only where needed keeps the common kernel at 32 registers: with them every
+// row paid 40, a 256-thread block fit 6 times per SM, 792 rows at once on the H200's 132 SMs, and
+// 1024 rows took 1.29 waves, the second 29% full (ncu launch__waves_per_multiprocessor), 5% behind
+// Inductor; at 32 registers 8 blocks fit and 1024 rows take one wave. (Forcing 32 registers with
+// __launch_bounds__ instead spilled 20 bytes a thread and ran slower still.)
+template <typename T, int VEC, bool kWide>
 __global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ residual,
                                     const T* __restrict__ weight, T* __restrict__ out, T* __restrict__ h_out,
                                     int64_t n, int64_t x_stride, int64_t r_stride, int64_t out_stride,
@@ -39,7 +45,7 @@ __global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict
     }
   }
   const int64_t first_uncached = static_cast<int64_t>(kItems) * blockDim.x;
-  for (int64_t c = first_uncached + threadIdx.x; c < vectors; c += blockDim.x) {
+  for (int64_t c = first_uncached + threadIdx.x; kWide && c < vectors; c += blockDim.x) {
     const auto xv = load_pack<T, VEC>(xr + c * VEC);
     const auto rv = load_pack<T, VEC>(rr + c * VEC);
     Pack<T, VEC> hv;
@@ -67,7 +73,7 @@ __global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict
   }
   // Rows past the register cache: recompute h from the inputs (not from the rounded h just
   // stored, which another block never touches but which would round twice).
-  for (int64_t c = first_uncached + threadIdx.x; c < vectors; c += blockDim.x) {
+  for (int64_t c = first_uncached + threadIdx.x; kWide && c < vectors; c += blockDim.x) {
     const auto xv = load_pack<T, VEC>(xr + c * VEC);
     const auto rv = load_pack<T, VEC>(rr + c * VEC);
     const auto wv = load_pack<T, VEC>(weight + c * VEC);
@@ -107,14 +113,17 @@ void add_rms_norm_out(const at::Tensor& x, const at::Tensor& residual, const at:
     auto* wp = reinterpret_cast<const scalar_t*>(weight.data_ptr());
     auto* yp = reinterpret_cast<scalar_t*>(out.data_ptr());
     auto* hp = reinterpret_cast<scalar_t*>(residual_out.data_ptr());
+    const int64_t vectors = vector_path ? n / kVec : n;
+    const int threads = row_threads(vectors);
+    const bool wide = vectors > static_cast<int64_t>(kItems) * threads;
+    const auto launch = [&](auto kernel) {
+      kernel<<<m, threads, 0, stream>>>(xp, rp, wp, yp, hp, n, x.stride(0), residual.stride(0), out.stride(0),
+                                        residual_out.stride(0), static_cast<float>(eps));
+    };
     if (vector_path) {
-      add_rms_norm_kernel<scalar_t, kVec><<<m, row_threads(n / kVec), 0, stream>>>(
-          xp, rp, wp, yp, hp, n, x.stride(0), residual.stride(0), out.stride(0), residual_out.stride(0),
-          static_cast<float>(eps));
+      wide ? launch(add_rms_norm_kernel<scalar_t, kVec, true>) : launch(add_rms_norm_kernel<scalar_t, kVec, false>);
     } else {
-      add_rms_norm_kernel<scalar_t, 1><<<m, row_threads(n), 0, stream>>>(
-          xp, rp, wp, yp, hp, n, x.stride(0), residual.stride(0), out.stride(0), residual_out.stride(0),
-          static_cast<float>(eps));
+      wide ? launch(add_rms_norm_kernel<scalar_t, 1, true>) : launch(add_rms_norm_kernel<scalar_t, 1, false>);
     }
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -1,17 +1,23 @@
 // SiLU-and-mul (seed 002): out = SiLU(gate) * up, from one (M, 2d) tensor [gate | up] as serving
 // engines pass it, or from two (M, d) tensors. Pure elementwise: each input element is read once
-// and each output written once, 16 bytes a thread. Rows on grid x (up to 2^31 - 1 of them),
-// 256-vector column blocks on grid y: no 64-bit division per element (a grid-stride version
-// that divided the flat index by the row length ran 7% over the copy time at 8192x8192).
+// and each output written once, 16 bytes a thread. One block per 256-vector tile of a row, tiles
+// numbered along the row first: blocks that run together read neighbouring addresses, as a flat
+// copy does. (Numbering rows first, as this kernel did, put the ~1000 blocks in flight at one
+// column offset of ~1000 rows, addresses a power-of-two row pitch apart: 3-6% slower than
+// Inductor at M >= 4096; see the README's "Explaining a kernel".) The block's row and tile come
+// from one division per block, none per element (a grid-stride version that divided the flat
+// index by the row length ran 7% over the copy time at 8192x8192).
 #include "../_cuda/common.cuh"
 
 namespace fuseprof {
 
 template <typename T, int VEC>
 __global__ void silu_mul_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ out,
-                                int64_t d, int64_t g_stride, int64_t u_stride, int64_t out_stride) {
-  const int64_t row = blockIdx.x;
-  const int64_t col = (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * VEC;
+                                int64_t d, int64_t g_stride, int64_t u_stride, int64_t out_stride,
+                                unsigned tiles_per_row) {
+  const int64_t row = blockIdx.x / tiles_per_row;
+  const int64_t tile = blockIdx.x % tiles_per_row;
+  const int64_t col = (tile * blockDim.x + threadIdx.x) * VEC;
   if (col >= d) return;
   const auto gv = load_pack<T, VEC>(gate + row * g_stride + col);
   const auto uv = load_pack<T, VEC>(up + row * u_stride + col);
@@ -34,18 +40,20 @@ void launch_silu_mul(const at::Tensor& gate, const at::Tensor& up, at::Tensor& o
                              out.stride(0) % kVec == 0 && aligned16(gate) && aligned16(up) && aligned16(out);
     const int vec = vector_path ? kVec : 1;
     constexpr int threads = 256;
-    const int64_t column_blocks = (d / vec + threads - 1) / threads;
-    TORCH_CHECK(column_blocks <= 65535, "fuseprof: rows of ", num(d), " elements are too wide for silu_mul");
-    const dim3 blocks(static_cast<unsigned>(m), static_cast<unsigned>(column_blocks));
+    const int64_t tiles_per_row = (d / vec + threads - 1) / threads;
+    TORCH_CHECK(m * tiles_per_row <= INT32_MAX, "fuseprof: ", num(m), " rows of ", num(d),
+                " elements need more than 2^31 - 1 blocks for silu_mul");
+    const dim3 blocks(static_cast<unsigned>(m * tiles_per_row));
+    const auto tiles = static_cast<unsigned>(tiles_per_row);
     auto* gp = reinterpret_cast<const scalar_t*>(gate.data_ptr());
     auto* up_p = reinterpret_cast<const scalar_t*>(up.data_ptr());
     auto* op = reinterpret_cast<scalar_t*>(out.data_ptr());
     if (vector_path) {
       silu_mul_kernel<scalar_t, kVec><<<blocks, threads, 0, stream>>>(gp, up_p, op, d, gate.stride(0), up.stride(0),
-                                                                       out.stride(0));
+                                                                       out.stride(0), tiles);
     } else {
       silu_mul_kernel<scalar_t, 1><<<blocks, threads, 0, stream>>>(gp, up_p, op, d, gate.stride(0), up.stride(0),
-                                                                   out.stride(0));
+                                                                   out.stride(0), tiles);
     }
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();

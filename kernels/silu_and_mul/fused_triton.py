@@ -1,4 +1,6 @@
-"""SiLU-and-mul in Triton: a 2-D grid of (row, column block) programs; packed or two-tensor input."""
+"""SiLU-and-mul in Triton: one program per BLOCK-wide tile of a row, tiles numbered along the row
+first (programs in flight read neighbouring addresses, as in the CUDA kernel); packed or
+two-tensor input."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ BLOCK = 2048
 
 
 @triton.jit
-def _silu_mul_kernel(g_ptr, u_ptr, o_ptr, g_stride, u_stride, o_stride, d, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+def _silu_mul_kernel(g_ptr, u_ptr, o_ptr, g_stride, u_stride, o_stride, d, tiles_per_row, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    row = (pid // tiles_per_row).to(tl.int64)
+    cols = (pid % tiles_per_row) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < d
     g = tl.load(g_ptr + row * g_stride + cols, mask=mask, other=0.0).to(tl.float32)
     u = tl.load(u_ptr + row * u_stride + cols, mask=mask, other=0.0).to(tl.float32)
@@ -25,9 +28,11 @@ def silu_mul_triton(gate: torch.Tensor, up: torch.Tensor, out: torch.Tensor | No
                          f"{tuple(gate.shape)}, {tuple(up.shape)}")
     m, d = gate.shape
     out = torch.empty((m, d), dtype=gate.dtype, device=gate.device) if out is None else out
-    # rows on grid axis 0, which allows 2^31 - 1 programs (axis 1 allows only 65535)
-    _silu_mul_kernel[(m, triton.cdiv(d, BLOCK))](gate, up, out, gate.stride(0), up.stride(0), out.stride(0), d,
-                                                  BLOCK=BLOCK, num_warps=8)
+    tiles = triton.cdiv(d, BLOCK)
+    if m * tiles > 2**31 - 1:  # grid axis 0's limit
+        raise ValueError(f"{m} rows of {d} elements need more than 2^31 - 1 programs")
+    _silu_mul_kernel[(m * tiles,)](gate, up, out, gate.stride(0), up.stride(0), out.stride(0), d, tiles,
+                                   BLOCK=BLOCK, num_warps=8)
     return out
 
 
