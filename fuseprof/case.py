@@ -35,7 +35,9 @@ class Variant:
     """One way to compute the case. ``fn(*inputs)`` returns a tensor or a tuple of tensors.
 
     ``devices`` says where it runs; ``requires`` names modules it imports (Triton, Liger), so a
-    machine without them skips the variant instead of failing the whole capture.
+    machine without them skips the variant instead of failing the whole capture. ``own_graph``
+    marks a variant that replays a CUDA graph of its own: its GPU time is its as-called time, since
+    capturing it into fuseprof's timing graph would nest one capture in another.
     """
 
     name: str
@@ -44,6 +46,7 @@ class Variant:
     description: str = ""
     devices: tuple[str, ...] = ("cpu", "cuda")
     requires: tuple[str, ...] = ()
+    own_graph: bool = False
 
     def unavailable_reason(self, device_type: str) -> str | None:
         if device_type not in self.devices:
@@ -231,29 +234,60 @@ def select_variants(case: Case, names: Sequence[str] | None, device_type: str = 
     return chosen
 
 
-def compile_static(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.compile(fn, dynamic=False)`` that recompiles per shape instead of falling back,
-    built on first call (importing a case imports no torch and changes no global setting).
+def compile_static(fn: Callable[..., Any], mode: str | None = None) -> Callable[..., Any]:
+    """``torch.compile(fn, dynamic=False, mode=mode)`` that recompiles per shape instead of falling
+    back, built on first call (importing a case imports no torch and changes no global setting).
 
     With dynamic=False every new shape is a recompile; past Dynamo's recompile limit (8) it
     silently runs the function eagerly, and a sweep of 12 shapes would then time eager code
     under the name "compiled". The limit is raised, when the first compiled variant runs, so each
-    shape gets its own graph.
+    shape gets its own graph. With ``mode="reduce-overhead"`` (CUDA graphs) each call is marked as
+    a new step, as a serving loop marks each decode step, so no call reuses a previous one's outputs.
     """
     compiled: list[Callable[..., Any]] = []
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
         if not compiled:
-            import torch
             import torch._dynamo.config as dynamo_config
 
             for knob in ("recompile_limit", "cache_size_limit"):
                 if hasattr(dynamo_config, knob):
                     setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), 256))
-            compiled.append(torch.compile(fn, dynamic=False))
+            compiled.append(torch.compile(fn, dynamic=False, mode=mode))
+        if mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()
         return compiled[0](*args, **kwargs)
 
-    call.__name__ = call.__qualname__ = f"compiled_{getattr(fn, '__name__', 'fn')}"
+    suffix = f"_{mode.replace('-', '_')}" if mode else ""
+    call.__name__ = call.__qualname__ = f"compiled_{getattr(fn, '__name__', 'fn')}{suffix}"
+    return call
+
+
+def graph_replayed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` captured as a CUDA graph on its first call with given inputs and replayed after, as
+    engines run eager decode steps: one launch per call, outputs in the graph's own buffers.
+
+    One graph per set of inputs (the same objects, by identity), so a later call with a shape's
+    inputs replays without capturing again; a graph is released with its first input.
+    """
+    import weakref
+
+    graphs: dict[tuple[int, ...], tuple[Any, Any]] = {}
+
+    def call(*args: Any) -> Any:
+        key = tuple(id(a) for a in args)
+        if key not in graphs:
+            from fuseprof.capture.timing import capture_graph
+
+            graphs[key] = capture_graph(fn, args)
+            weakref.finalize(args[0], graphs.pop, key, None)  # ids are reused once the inputs are gone
+        graph, outputs = graphs[key]
+        graph.replay()
+        return outputs
+
+    call.__name__ = call.__qualname__ = f"graph_replayed_{getattr(fn, '__name__', 'fn')}"
     return call
 
 

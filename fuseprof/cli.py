@@ -59,6 +59,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", help="input dtype, e.g. float16 or bfloat16")
     p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu to run the capture path on CPU ops")
     _bool_flag(p, "ncu", True, "profile with Nsight Compute")
+    _bool_flag(p, "copy-baseline", False, "also time a device copy of each shape's nominal bytes (the memory "
+                                          "roofline of the call, as in `fuseprof bench`)")
     p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
     p.add_argument("--name", help="bundle name")
     p.add_argument("--repeats", type=int, default=50, help="timing samples per variant and shape")
@@ -112,6 +114,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="variants side by side: GPU and as-called time, GB/s, vs copy")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="bench/capture bundle or folder")
     p.add_argument("--baseline", default="compiled", help="variant to compute speedups against")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
+
+    p = sub.add_parser("breakdown", help="per variant and shape: latency, GPU time, kernels and launches per "
+                                         "call, GEMM/attention/memory-bound shares, %% of the memory roofline",
+                       description="For a capture bundle (fuseprof profile; with --copy-baseline for the roofline "
+                                   "columns): one row per variant and shape; `fuseprof columns` gives each "
+                                   "column's formula.")
+    p.add_argument("bundle", type=Path, help="a bundle written by fuseprof profile")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
 
     p = sub.add_parser("ingest", help="make a bundle from existing traces (no GPU needed)",
@@ -229,7 +239,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         case=args.case, variants=args.variants.split(",") if args.variants else None,
         shapes=parse_shapes(args.shapes) if args.shapes else None, dtype=args.dtype, device=args.device,
         ncu=args.ncu, out_dir=args.out, name=args.name, repeats=args.repeats, ncu_timeout_s=args.ncu_timeout,
-        seed=args.seed, tensor_precisions=_tensor_precisions(args.tensor_precisions),
+        seed=args.seed, tensor_precisions=_tensor_precisions(args.tensor_precisions), copy_baseline=args.copy_baseline,
     )
     print(run_profile(opts))
     return 0
@@ -303,6 +313,18 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     # and no server outlives the command (a child survived its parent's SIGTERM before).
     os.execv(sys.executable, argv)
     return 0  # not reached
+
+
+def _cmd_breakdown(args: argparse.Namespace) -> int:
+    from fuseprof.analysis.breakdown import variant_breakdown
+
+    frame = variant_breakdown(args.bundle)
+    if args.format == "table":  # microseconds and percentages to the digit that the noise allows
+        frame = frame.drop(columns=["case", "dtype"]).round(
+            {c: 1 for c in frame.columns if c.endswith(("_us", "_call", "roofline"))}
+            | {c: 3 for c in frame.columns if c.endswith("_share")})
+    _emit(frame, args.format)
+    return 0
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -472,9 +494,13 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         "L2 MB": mb("l2_bytes"), "nominal MB": mb("nominal_bytes"),
         "DRAM/nominal": captured["dram_bytes_over_nominal"].round(2), "GFLOP": (captured["flops"] / 1e9).round(3),
         "ok": captured["correct"].map({True: "yes", False: "WRONG"})}), "table")
-    benches = table[table["case"].notna() & table["kernels_per_call"].isna() & table["profiler_kernels"].isna()]
+    # timing-only rows: bench bundles, and the copy rows of a capture run with --copy-baseline
+    timed_only = table[table["case"].notna() & table["kernels_per_call"].isna() & table["profiler_kernels"].isna()]
+    benches = timed_only[~timed_only["bundle"].isin(captured["bundle"])]
     if not benches.empty:
         print(f"\n+ {benches['bundle'].nunique()} bench bundle(s), {len(benches)} rows: `fuseprof compare {args.dir}`")
+    if len(timed_only) > len(benches):
+        print(f"+ {len(timed_only) - len(benches)} same-bytes copy rows of captures: `fuseprof breakdown BUNDLE`")
     traces = kernels[kernels["case"].isna()]["bundle"].nunique()
     if traces:
         print(f"+ {traces} trace bundle(s) without cases: `fuseprof analyze BUNDLE`")
@@ -514,10 +540,12 @@ def _cmd_roofline(args: argparse.Namespace) -> int:
 
 
 def _cmd_columns(args: argparse.Namespace) -> int:
+    from fuseprof.analysis.breakdown import AMDAHL_COLUMNS, BREAKDOWN_COLUMNS
     from fuseprof.model.derived import DERIVED_COLUMNS
     from fuseprof.schema import describe_columns
 
-    _emit(describe_columns(DERIVED_COLUMNS), "table")
+    _emit(describe_columns({"derived": DERIVED_COLUMNS, "breakdown": BREAKDOWN_COLUMNS, "amdahl": AMDAHL_COLUMNS}),
+          "table")
     return 0
 
 
@@ -530,7 +558,7 @@ def _cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"profile": _cmd_profile, "run": _cmd_run, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "analyze": _cmd_analyze, "fusion": _cmd_fusion, "diff": _cmd_diff, "ls": _cmd_ls, "show": _cmd_show,
+_COMMANDS = {"profile": _cmd_profile, "run": _cmd_run, "bench": _cmd_bench, "ceilings": _cmd_ceilings, "dashboard": _cmd_dashboard, "compare": _cmd_compare, "breakdown": _cmd_breakdown, "ingest": _cmd_ingest, "reparse": _cmd_reparse, "analyze": _cmd_analyze, "fusion": _cmd_fusion, "diff": _cmd_diff, "ls": _cmd_ls, "show": _cmd_show,
              "summary": _cmd_summary, "roofline": _cmd_roofline, "columns": _cmd_columns, "cases": _cmd_cases}
 
 

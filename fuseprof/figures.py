@@ -289,3 +289,24 @@ def diff_figure(by_category: pd.DataFrame) -> go.Figure:
                          hovertemplate="B %{x}: %{y:,.3f} µs<extra></extra>"))
     fig.update_layout(barmode="group", yaxis_title="GPU time (µs)", height=380, title="A against B, per category")
     return fig
+
+
+BREAKDOWN_PARTS = {"GEMM": ("gemm_share", "#1f77b4"), "attention": ("attention_share", "#9467bd"),
+                   "memory-bound kernels": ("memory_bound_share", "#ff7f0e")}
+
+
+def breakdown_figure(breakdown: pd.DataFrame, shape: str) -> go.Figure:
+    """One shape of ``fuseprof.analysis.breakdown.variant_breakdown``: each variant's as-called
+    latency split into kernel time by kind (profiler, per call) and the rest (host work and
+    launch gaps the GPU waited through)."""
+    view = breakdown[breakdown["shape"] == shape].sort_values("as_called_us")
+    fig = go.Figure()
+    for name, (share, color) in BREAKDOWN_PARTS.items():
+        fig.add_trace(go.Bar(y=view["variant"], x=view["kernel_us"] * view[share], name=name, orientation="h",
+                             marker_color=color, hovertemplate=f"%{{y}}: {name} %{{x:,.1f}} µs<extra></extra>"))
+    waiting = (view["as_called_us"] - view["kernel_us"]).clip(lower=0)
+    fig.add_trace(go.Bar(y=view["variant"], x=waiting, name="host and launch gaps", orientation="h",
+                         marker_color=OTHER_COLOR, hovertemplate="%{y}: GPU idle %{x:,.1f} µs<extra></extra>"))
+    fig.update_layout(barmode="stack", xaxis_title="µs per call (as called)", height=320,
+                      title=f"Where one call's time goes, {shape}", legend={"orientation": "h", "y": -0.25})
+    return fig

@@ -18,6 +18,12 @@ def norm_weight(n: int, dtype: str, device: str, generator: torch.Generator) -> 
     return w.to(getattr(torch, dtype))
 
 
+def projection_weight(rows: int, cols: int, dtype: str, device: str, generator: torch.Generator) -> torch.Tensor:
+    """A (rows, cols) weight scaled by 1/sqrt(fan-in), as an initialiser would: outputs stay O(1)."""
+    w = torch.randn((rows, cols), generator=generator, device=device, dtype=torch.float32) / cols**0.5
+    return w.to(getattr(torch, dtype))
+
+
 def row_norm_inputs(shape: tuple[int, ...], dtype: str, device: str,
                     generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Two (M, N) activations and a norm weight of N: the inputs of both row-norm cases."""

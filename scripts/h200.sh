@@ -22,6 +22,9 @@
 #   tpmlp      tensor-parallel MLP over every GPU with torchrun: one trace per rank (nvidia-h200-x2)
 #   shardbench the bench grid with --gpus 1 then --gpus 2: wall times and the ratio-to-copy agreement
 #   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
+#   explain    why Inductor's silu_mul / add_rms_norm beat the CUDA kernels: traversal-order A/B, ncu of each
+#   graphtests the GPU tests of variants that replay their own CUDA graphs (tests/test_gpu_graphs.py)
+#   decoder    fuseprof profile decoder_layer: 5 variants x prefill and decode shapes, copy baseline, no ncu
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}
@@ -116,7 +119,30 @@ d = (j["time_over_copy_2"] - j["time_over_copy_1"]).abs()
 print(f"time_over_copy, 2 GPUs vs 1, {len(j)} rows: median |diff| {d.median():.3f}, p90 {d.quantile(0.9):.3f}, max {d.max():.3f}")
 PY
 }
+step_explain() {
+  TORCH_LOGS=output_code timeout 240 python3 scripts/explain_silu_mul.py --out "$W/explain_silu_mul.csv" \
+    2>"$W/inductor_output_code.log" | tail -12
+  grep -A40 "def triton_poi_fused_mul_silu" "$W/inductor_output_code.log" | head -60 >"$W/inductor_silu_mul.py"
+  timeout 200 fuseprof profile silu_mul --variants compiled,fused_cuda,fused_triton --shapes 8192x8192,4096x8192 \
+    --dtype bfloat16 --repeats 20 --out "$W/traces" 2>&1 | tail -2
+  timeout 200 fuseprof profile add_rms_norm --variants compiled,fused_cuda --shapes 1024x4096,1024x8192,8192x8192 \
+    --dtype bfloat16 --repeats 20 --out "$W/traces" 2>&1 | tail -2
+}
+step_decoder() {
+  timeout 300 fuseprof profile decoder_layer --no-ncu --copy-baseline --repeats 30 --out "$W/traces" >"$W/decoder.log" 2>&1
+  local rc=$?; grep -vE "^USDT" "$W/decoder.log" | tail -30
+  if [ $rc -ne 0 ]; then  # which variant faults: each alone, launches synchronous
+    for v in eager fused_cuda eager_graph compiled compiled_graphs; do
+      CUDA_LAUNCH_BLOCKING=1 timeout 120 fuseprof profile decoder_layer --no-ncu --variants $v --repeats 3 \
+        --shapes 1x2048x2048,1x1x2048 --out /tmp/iso >"$W/decoder_$v.log" 2>&1
+      echo "alone: $v rc=$?"; grep -E "Error|error" "$W/decoder_$v.log" | head -3
+    done
+  fi
+}
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
+step_graphtests() {
+  timeout 200 python3 -m pytest tests/test_gpu_graphs.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_graph_tests.log" | tail -4
+}
 step_captests() {
   timeout 200 python3 -m pytest tests/test_gpu_capture.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_capture_tests.log" | tail -6
 }

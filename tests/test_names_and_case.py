@@ -63,3 +63,27 @@ def test_cases_listing_reads_sources_and_equals_the_loaded_cases() -> None:
     code = "import sys; from fuseprof.cli import main; main(['cases']); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("False")
+
+
+def test_decoder_layer_case_checks_against_float64_and_refuses_shapes_it_does_not_model() -> None:
+    import torch
+
+    from fuseprof.capture.correctness import compare
+    from fuseprof.errors import InvalidArgumentError
+
+    case = load_case("decoder_layer")
+    assert case.variant_names == ["eager", "fused_cuda", "eager_graph", "compiled", "compiled_graphs"]
+    assert [v.own_graph for v in case.variants] == [False, False, True, False, True]
+    for shape in ((1, 4, 16), (2, 2048), (1, 0, 16)):  # prefill into a part-full cache; 2-D; no tokens
+        with pytest.raises(InvalidArgumentError):
+            case.nominal_bytes(shape, "bfloat16")
+    # prefill (causal over 16 new tokens) and decode (one token over 16 cached slots), on the CPU
+    for shape in ((1, 16, 16), (2, 1, 16)):
+        inputs = case.make_inputs(shape, "bfloat16", "cpu", torch.Generator().manual_seed(1))
+        expected = case.reference(*inputs)
+        before = inputs[0].k_cache.clone()
+        result = compare(case.variant("eager").fn(*inputs), expected, case.tolerances["bfloat16"])
+        assert result["correct"] and result["rel_err"] > 1e-4, result  # bf16 rounding, not a copy of the reference
+        # the call writes its new keys at their slots and nothing else
+        changed = (inputs[0].k_cache != before).any(dim=(0, 1, 3))
+        assert changed.nonzero().flatten().tolist() == list(range(16 - shape[1], 16))

@@ -60,3 +60,19 @@ def test_model_fusion_opportunities() -> None:
     assert "×36 (15 kernels" in text and "RMSNorm chain ×72 (9 kernels" in text
     assert "leaves neither chain in its trace: no RMSNorm chain and no rotary chain" in text
     assert "predicts the measured fused_cuda kernels at M ≥ 1024 within 17.7%" in text
+
+
+def test_decoder_layer() -> None:
+    import pandas as pd
+
+    markdown, elapsed = execute("decoder_layer")
+    assert elapsed < 60
+    bundle = sorted((ROOT / "traces").glob("decoder_layer-bfloat16-h200-*"))[-1]
+    called = pd.read_parquet(bundle / "timings.parquet").set_index(["variant", "shape"])["as_called_median_ns"] / 1e3
+    batch1 = markdown[-1]
+    for variant in ("eager", "fused_cuda", "eager_graph", "compiled", "compiled_graphs"):
+        assert f"**{variant}** {called[variant, '1x1x2048']:,.1f} µs" in batch1
+    graphs = markdown[2]
+    assert f"eager {called['eager', '1x1x2048']:,.0f} µs as called (43 launches" in graphs
+    assert f"replayed as a graph {called['eager_graph', '1x1x2048']:,.0f} µs (1 launch)" in graphs
+    assert "kernels per call 43 -> 26" in markdown[1]

@@ -54,16 +54,22 @@ RULES: list[Rule] = [
     Rule("copy/cast", op=r"^aten::(copy_|_to_copy|to|contiguous|clone|cat|stack|_cat|index_copy_?|flip|roll|"
                          r"_reshape_copy|expand_copy|repeat|repeat_interleave|constant_pad_nd)$"),
     Rule("elementwise", op=rf"^aten::({_ELEMENTWISE_OPS})_?$"),
+    Rule("normalization", op=r"^fuseprof::\w*norm"),
+    Rule("elementwise", op=r"^fuseprof::silu"),
     # Inductor names its kernels after everything fused into them: the prefix says what kind of loop it is
     Rule("GEMM", kernel=r"^triton_tem_"),
     Rule("normalization", kernel=r"^triton_(red|per)_fused\w*(rsqrt|layer_norm|var_mean)"),
     Rule("reduction", kernel=r"^triton_(red|per)_"),
     Rule("elementwise", kernel=r"^triton_poi_"),
-    Rule("GEMM", kernel=r"gemm|gemv|nvjet|cutlass.*tensorop|xmma|cublas|wgmma"),
-    Rule("attention", kernel=r"flash|fmha|attention|attn"),
+    # splitKreduce: cuBLAS's split-K epilogue (launched by aten::mm); lean_reduction_kernel: cuDNN
+    # SDPA's split-KV reduction (launched by aten::_cudnn_attention_forward on the H200). Inside a
+    # CUDA graph no op launches them, so their names must say it.
+    # attention first: Hopper's flash kernels name their wgmma instructions (cuDNN's SDPA on the H200)
+    Rule("attention", kernel=r"flash|fmha|attention|attn|^lean_reduction_kernel$"),
+    Rule("GEMM", kernel=r"gemm|gemv|nvjet|cutlass.*tensorop|xmma|cublas|wgmma|splitKreduce"),
     Rule("normalization", kernel=r"layer_?norm|rms_?norm|batch_?norm|group_?norm"),
     Rule("reduction", kernel=r"reduce_kernel|softmax|reduction|argmax|topk"),
-    Rule("copy/cast", kernel=r"copy|CatArray|cat_|transpose|permute"),
+    Rule("copy/cast", kernel=r"copy|memcpy\d|CatArray|cat_|transpose|permute"),
     Rule("elementwise", kernel=r"elementwise|pointwise|vectorized"),
 ]
 

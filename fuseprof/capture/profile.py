@@ -45,6 +45,7 @@ class ProfileOptions:
     seed: int = 0
     ncu_timeout_s: float = 1800.0
     tensor_precisions: tuple[str, ...] | None = None  # None: the input dtype's (tensor_precisions_for)
+    copy_baseline: bool = False
     name: str | None = None
     repo_root: Path = field(default_factory=Path.cwd)
 
@@ -115,7 +116,8 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
                                                                  manifest["created_utc"]))
     with writer:
         log(f"fuseprof: {case.name} on {manifest['device']['name']}: {len(variants)} variants x {len(shapes)} shapes")
-        timings, calls = check_and_time(case, variants, shapes, dtype, device, opts.repeats, opts.seed, log)
+        timings, calls = check_and_time(case, variants, shapes, dtype, device, opts.repeats, opts.seed, log,
+                                        copy_baseline=opts.copy_baseline)
         log(f"  torch.profiler: {len(calls)} ranges x {opts.profiler_repeats} calls")
         record_trace(calls, opts.profiler_repeats, writer.raw("profiler_trace.json.gz"), device.type == "cuda")
         ncu_error: NcuError | None = None

@@ -66,8 +66,23 @@ def time_as_called(fn: Callable[..., Any], inputs: Sequence[Any], flush: L2Flush
     return _elapsed_ns(pairs)
 
 
-def capture_graph(fn: Callable[..., Any], inputs: Sequence[Any]) -> torch.cuda.CUDAGraph:
-    """Warm up on a side stream (as CUDA graph capture requires), then capture one call."""
+def _clear_cublas_workspaces() -> None:
+    """Drop cuBLAS's cached workspaces, so a capture allocates its own inside the graph's pool.
+
+    cuBLAS keeps one workspace per stream outside any graph; a graph captured with it keeps its
+    address, and the next clear (torch.compile's CUDA graphs clear before and after each recording)
+    frees it under the graph: a decoder-layer run that kept one graph per shape beside
+    mode="reduce-overhead" died with "unspecified launch failure" on replay. PyTorch's own CUDA
+    graph trees clear the same way.
+    """
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+
+
+def capture_graph(fn: Callable[..., Any], inputs: Sequence[Any]) -> tuple[torch.cuda.CUDAGraph, Any]:
+    """Warm up on a side stream (as CUDA graph capture requires), then capture one call; returns
+    the graph and the captured call's outputs (filled by each replay, not by the capture)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -75,14 +90,16 @@ def capture_graph(fn: Callable[..., Any], inputs: Sequence[Any]) -> torch.cuda.C
             fn(*inputs)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
+    _clear_cublas_workspaces()
     with torch.cuda.graph(graph):
-        fn(*inputs)
+        outputs = fn(*inputs)
     torch.cuda.synchronize()
-    return graph
+    _clear_cublas_workspaces()
+    return graph, outputs
 
 
 def time_graph_replay(fn: Callable[..., Any], inputs: Sequence[Any], flush: L2Flusher, repeats: int) -> list[float]:
-    graph = capture_graph(fn, inputs)
+    graph, _ = capture_graph(fn, inputs)
     pairs = []
     for _ in range(repeats):
         flush()

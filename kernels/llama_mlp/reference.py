@@ -8,16 +8,10 @@ part of the call's bytes exactly as in a real decoder layer.
 from __future__ import annotations
 
 import torch
-from fuseprof_kernels._inputs import activations, itemsize, norm_weight
+from fuseprof_kernels._inputs import activations, itemsize, norm_weight, projection_weight
 
 EPS = 1e-6
 INTERMEDIATE = 14336
-
-
-def _weight(rows: int, cols: int, dtype: str, device: str, generator: torch.Generator) -> torch.Tensor:
-    """Random projection weights scaled by 1/sqrt(fan-in), as an initialiser would: outputs stay O(1)."""
-    w = torch.randn((rows, cols), generator=generator, device=device, dtype=torch.float32) / cols**0.5
-    return w.to(getattr(torch, dtype))
 
 
 def make_inputs(shape: tuple[int, ...], dtype: str, device: str,
@@ -25,8 +19,9 @@ def make_inputs(shape: tuple[int, ...], dtype: str, device: str,
     """x, residual (M, H); norm weight (H); w_gate, w_up (I, H); w_down (H, I)."""
     m, h = shape
     return (activations((m, h), dtype, device, generator), activations((m, h), dtype, device, generator),
-            norm_weight(h, dtype, device, generator), _weight(INTERMEDIATE, h, dtype, device, generator),
-            _weight(INTERMEDIATE, h, dtype, device, generator), _weight(h, INTERMEDIATE, dtype, device, generator))
+            norm_weight(h, dtype, device, generator), projection_weight(INTERMEDIATE, h, dtype, device, generator),
+            projection_weight(INTERMEDIATE, h, dtype, device, generator),
+            projection_weight(h, INTERMEDIATE, dtype, device, generator))
 
 
 def reference(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, w_gate: torch.Tensor,
