@@ -70,6 +70,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         "for float16, tf32 for float32), all, none, or a comma list of fp16,bf16,tf32,fp8,fp64,int8. "
                         "Each costs about one more ncu replay pass per kernel")
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs")
+    p.add_argument("--gpus", default="1", help="shard the shapes over N GPUs (or all), one torchrun process per GPU, "
+                                               "each with its own ncu; on --device cpu, N processes (gloo)")
 
     p = sub.add_parser("run", help="capture your own script, its fuseprof.region blocks as the variants",
                        description="Run SCRIPT once under torch.profiler (record_shapes, with_modules) as "
@@ -233,6 +235,8 @@ def _tensor_precisions(text: str) -> tuple[str, ...] | None:
 
 def _cmd_profile(args: argparse.Namespace) -> int:
     from fuseprof.capture.profile import ProfileOptions, run_profile
+    from fuseprof.capture.sharded_bench import gpu_count
+    from fuseprof.capture.sharded_profile import run_sharded_profile
     from fuseprof.case import parse_shapes
 
     opts = ProfileOptions(
@@ -241,7 +245,8 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         ncu=args.ncu, out_dir=args.out, name=args.name, repeats=args.repeats, ncu_timeout_s=args.ncu_timeout,
         seed=args.seed, tensor_precisions=_tensor_precisions(args.tensor_precisions), copy_baseline=args.copy_baseline,
     )
-    print(run_profile(opts))
+    gpus = gpu_count(args.gpus, args.device)
+    print(run_sharded_profile(opts, gpus) if gpus > 1 else run_profile(opts))
     return 0
 
 

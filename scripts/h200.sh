@@ -20,7 +20,8 @@
 #   mlpauto    llama_mlp eager at M = 128 with the default metric list: replay passes per kernel
 #   regions    fuseprof run on examples/region_demo.py with ncu, and the run/capture GPU tests
 #   tpmlp      tensor-parallel MLP over every GPU with torchrun: one trace per rank (nvidia-h200-x2)
-#   shardbench the bench grid with --gpus 1 then --gpus 2: wall times and the ratio-to-copy agreement
+#   shardbench the bench grid with --gpus 1 then --gpus 2: wall times, the ratio-to-copy agreement, each rank's items
+#   shardprofile fuseprof profile --gpus 2 with ncu on each rank (nvidia-h200-x2)
 #   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
 #   explain    why Inductor's silu_mul / add_rms_norm beat the CUDA kernels: traversal-order A/B, ncu of each
 #   graphtests the GPU tests of variants that replay their own CUDA graphs (tests/test_gpu_graphs.py)
@@ -110,34 +111,33 @@ step_shardbench() {
     echo "--gpus $n: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
   done
   python3 - "$W" <<'PY'
-import sys, glob, fuseprof
+import sys, glob, json, fuseprof
 from fuseprof.compare import compare_variants
 w = sys.argv[1]
 a, b = (compare_variants(fuseprof.load_timings(glob.glob(f"{w}/shard{n}/bench-*")[0])) for n in (1, 2))
 j = a.merge(b, on=["case", "shape", "variant"], suffixes=("_1", "_2"))
 d = (j["time_over_copy_2"] - j["time_over_copy_1"]).abs()
 print(f"time_over_copy, 2 GPUs vs 1, {len(j)} rows: median |diff| {d.median():.3f}, p90 {d.quantile(0.9):.3f}, max {d.max():.3f}")
+for r in json.load(open(glob.glob(f"{w}/shard2/bench-*/manifest.json")[0]))["device"]["ranks"]:
+    slow = sorted(r["item_s"], key=lambda i: -i["s"])[:3]
+    print(f"rank {r['rank']} gpu {r['gpu']} {r['pci_bus_id']}: {r['items']} items, {r['wall_s']} s; first "
+          f"{r['item_s'][0]}, slowest {slow}")
 PY
 }
-step_explain() {
-  TORCH_LOGS=output_code timeout 240 python3 scripts/explain_silu_mul.py --out "$W/explain_silu_mul.csv" \
-    2>"$W/inductor_output_code.log" | tail -12
-  grep -A40 "def triton_poi_fused_mul_silu" "$W/inductor_output_code.log" | head -60 >"$W/inductor_silu_mul.py"
-  timeout 200 fuseprof profile silu_mul --variants compiled,fused_cuda,fused_triton --shapes 8192x8192,4096x8192 \
-    --dtype bfloat16 --repeats 20 --out "$W/traces" 2>&1 | tail -2
-  timeout 200 fuseprof profile add_rms_norm --variants compiled,fused_cuda --shapes 1024x4096,1024x8192,8192x8192 \
-    --dtype bfloat16 --repeats 20 --out "$W/traces" 2>&1 | tail -2
-}
-step_decoder() {
-  timeout 300 fuseprof profile decoder_layer --no-ncu --copy-baseline --repeats 30 --out "$W/traces" >"$W/decoder.log" 2>&1
-  local rc=$?; grep -vE "^USDT" "$W/decoder.log" | tail -30
-  if [ $rc -ne 0 ]; then  # which variant faults: each alone, launches synchronous
-    for v in eager fused_cuda eager_graph compiled compiled_graphs; do
-      CUDA_LAUNCH_BLOCKING=1 timeout 120 fuseprof profile decoder_layer --no-ncu --variants $v --repeats 3 \
-        --shapes 1x2048x2048,1x1x2048 --out /tmp/iso >"$W/decoder_$v.log" 2>&1
-      echo "alone: $v rc=$?"; grep -E "Error|error" "$W/decoder_$v.log" | head -3
-    done
-  fi
+step_shardprofile() {
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  timeout 300 fuseprof profile silu_mul --gpus 2 --variants compiled,fused_cuda --dtype bfloat16 --repeats 20 \
+    --shapes 1024x8192,4096x8192,8192x8192,32768x8192 --out "$W/traces" >"$W/profile_gpus2.log" 2>&1
+  echo "profile --gpus 2: rc=$?"; grep -vE "^USDT" "$W/profile_gpus2.log" | grep -E "wrote|error|ncu:" | tail -6
+  python3 - "$W" <<'PY'
+import sys, glob, json, fuseprof
+b = glob.glob(f"{sys.argv[1]}/traces/silu_mul-*")[0]
+m = json.load(open(f"{b}/manifest.json"))
+print([(r["rank"], r["gpu"], r["pci_bus_id"], r["shapes"], r["wall_s"]) for r in m["device"]["ranks"]])
+print([(r["rank"], r["status"], r.get("replay_passes_per_kernel")) for r in m["ncu"]["ranks"]])
+k = fuseprof.load(b)
+print(k.groupby(["source", "rank"]).size().to_dict(), fuseprof.load_timings(b)[["shape", "rank", "gpu", "correct"]].drop_duplicates().to_dict("records"))
+PY
 }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
 step_graphtests() {

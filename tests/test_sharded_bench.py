@@ -74,3 +74,37 @@ def test_a_failing_rank_is_named_and_the_others_rows_are_kept(tmp_path: Path) ->
 def test_bad_gpu_counts_are_refused(tmp_path: Path, value: str) -> None:
     code, _, err = _bench(tmp_path, *ARGS, "--gpus", value)
     assert code == 2 and f"--gpus {value!r}" in err
+
+
+def _profile(tmp: Path, *extra: str) -> tuple[int, Path | None, str]:
+    fuseprof_exe = str(Path(sys.executable).with_name("fuseprof"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([fuseprof_exe, "profile", "silu_mul", "--device", "cpu", "--shapes", "4x64,8x64,16x64",
+                           "--no-ncu", "--repeats", "3", *extra, "--out", str(tmp)], capture_output=True, text=True,
+                          timeout=600, cwd=tmp)
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, Path(lines[-1]) if done.returncode == 0 else None, done.stderr
+
+
+def test_sharded_profile_gives_the_rows_and_kernels_of_one_process(tmp_path: Path) -> None:
+    code, one, err = _profile(tmp_path / "one")
+    assert code == 0, err[-2000:]
+    code, two, err = _profile(tmp_path / "two", "--gpus", "2")
+    assert code == 0, err[-2000:]
+    a = sort_by_shape(fuseprof.load_timings(one), ["shape", "variant"])
+    b = sort_by_shape(fuseprof.load_timings(two), ["shape", "variant"])
+    assert a[KEYS].equals(b[KEYS])
+    # largest shape first, to the least loaded rank: 16x64 alone on rank 0, the two smaller on rank 1
+    assert dict(zip(b["shape"], b["rank"])) == {"16x64": 0, "8x64": 1, "4x64": 1}
+    ka, kb = fuseprof.load(one), fuseprof.load(two)
+    assert ka.groupby(["variant", "shape"]).size().equals(kb.groupby(["variant", "shape"]).size())
+    assert dict(zip(kb["shape"], kb["rank"])) == {"16x64": 0, "8x64": 1, "4x64": 1}
+    assert sorted(p.name for p in (two / "raw").iterdir()) == ["rank0", "rank1"]
+    manifest = json.loads((two / "manifest.json").read_text())
+    assert [r["shapes"] for r in manifest["device"]["ranks"]] == [["16x64"], ["4x64", "8x64"]]
+    # fuseprof reparse rebuilds the same frame from the per-rank raw folders
+    from fuseprof.reparse import reparse
+
+    (two / "kernels.parquet").unlink()
+    assert reparse(two) == len(kb)
+    assert fuseprof.load(two).equals(kb)

@@ -7,7 +7,7 @@ No profiler or ncu here: a benchmark's numbers should come from an undisturbed r
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,11 @@ from fuseprof.errors import CorrectnessError
 
 def bench_rows(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str | None, device: torch.device,
                repeats: int, seed: int, variants: list[str] | None, log: Log,
-               only: set[tuple[str, str]] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+               only: set[tuple[str, str]] | None = None,
+               done: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Timing rows of each case over ``shapes`` (restricted to the (case spec, shape) pairs in ``only``
-    when given: one GPU's share of a sharded run), and the manifest's description of the cases."""
+    when given: one GPU's share of a sharded run), and the manifest's description of the cases.
+    ``done`` hears of each (case, shape) as it finishes."""
     frames: list[pd.DataFrame] = []
     manifest_cases: list[dict[str, Any]] = []
     for spec in case_specs:
@@ -44,9 +46,12 @@ def bench_rows(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str 
             continue
         log(f"fuseprof bench: {case.name} ({case_dtype}) on {device}: {', '.join(v.name for v in chosen)} x "
             f"{len(mine)} shapes")
-        frame, _ = check_and_time(case, chosen, mine, case_dtype, device, repeats, seed, log, keep_calls=False,
-                                  copy_baseline=device.type == "cuda")
-        frames.append(frame)
+        for shape in mine:
+            frame, _ = check_and_time(case, chosen, (shape,), case_dtype, device, repeats, seed, log,
+                                      keep_calls=False, copy_baseline=device.type == "cuda")
+            frames.append(frame)
+            if done is not None:
+                done(f"{spec} {shape_label(shape)}")
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), manifest_cases
 
 

@@ -1,21 +1,27 @@
-"""A benchmark grid sharded over several GPUs: one process per GPU under ``torchrun``.
+"""A grid of work sharded over several GPUs: one process per GPU under ``torchrun``.
 
-``fuseprof bench … --gpus N`` starts ``torchrun --nproc-per-node N -m fuseprof.capture.shard SPEC``.
-Each rank (torch.distributed gives rank and world; NCCL on GPUs, gloo on CPU) takes every N-th
-(case, shape) item of the grid, runs it on its own device exactly as a one-GPU run would (the same
-correctness check, timing and L2 policy; its GPU busy with nothing else), and writes its rows to a
-part file. After a barrier rank 0 merges the parts into one bundle, with ``gpu`` and ``rank``
-columns and every rank's device facts. A rank that fails writes its error instead of rows: rank 0
-keeps the others' rows and names the failed rank and its error.
+``fuseprof bench … --gpus N`` and ``fuseprof profile … --gpus N`` start ``torchrun --nproc-per-node N
+-m fuseprof.capture.shard SPEC``. torch.distributed gives each process its rank and the world
+(gloo: the ranks only meet at a barrier, no tensors cross). Each rank sees its own GPU alone
+(``CUDA_VISIBLE_DEVICES``; also what the ncu child of a profile rank sees), compiles into its own
+Inductor and Triton caches with its share of the CPUs, takes its share of the (case, shape) items
+(largest first), runs them exactly as a one-GPU run would (the same correctness check, timing and
+L2 policy, its GPU busy with nothing else), and leaves its part: timing rows (bench) or a whole
+bundle (profile), and a status with the wall time of each item. The parent merges the parts into
+one bundle with ``gpu`` and ``rank`` columns and the device facts of every GPU. A rank that fails
+writes its error instead: the others' results are kept and the failed rank is named.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,54 +55,127 @@ def share(items: list[tuple[str, str]], rank: int, world: int) -> list[tuple[str
     return mine
 
 
-def _rank_main(spec: dict[str, Any]) -> None:
+def isolate_rank(local: int, world: int, cuda: bool) -> None:
+    """Before torch starts: this process sees only GPU ``local`` (as cuda:0), and compiles into caches
+    of its own with 1/world of the CPUs. Two ranks sharing one Inductor/Triton cache and each
+    starting a compile worker per CPU is what a sharded run must not turn into."""
+    if cuda:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible.split(",")[local] if visible else str(local)
+    user = getpass.getuser()
+    caches = {"TORCHINDUCTOR_CACHE_DIR": Path(tempfile.gettempdir()) / f"torchinductor_{user}",
+              "TRITON_CACHE_DIR": Path.home() / ".triton" / "cache"}
+    for variable, default in caches.items():
+        os.environ[variable] = str(Path(os.environ.get(variable, default)) / f"rank{local}")
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(max(1, (os.cpu_count() or 1) // world))
+
+
+def _bench_part(spec: dict[str, Any], mine: set[tuple[str, str]], part: Path, log: Callable[[str], None],
+                done: Callable[[str], None]) -> dict[str, Any]:
     import torch
-    import torch.distributed as dist
 
     from fuseprof.capture.bench import bench_rows
     from fuseprof.capture.device_facts import device_facts
     from fuseprof.case import parse_shapes
 
+    device = torch.device("cuda:0" if spec["device"] != "cpu" else "cpu")
+    rows, cases = bench_rows(spec["cases"], parse_shapes(",".join(spec["shapes"])), spec["dtype"], device,
+                             spec["repeats"], spec["seed"], spec["variants"], log, only=mine, done=done)
+    facts = device_facts(device)
+    rows.assign(device=facts["name"]).to_parquet(part.with_suffix(".parquet"))
+    return {"device": facts, "cases": cases}
+
+
+def _profile_part(spec: dict[str, Any], mine: set[tuple[str, str]], part: Path, log: Callable[[str], None],
+                  done: Callable[[str], None]) -> dict[str, Any]:
+    from fuseprof.capture.profile import ProfileOptions, run_profile
+    from fuseprof.case import parse_shapes
+
+    shapes = [s for s in spec["shapes"] if (spec["cases"][0], s) in mine]
+    if not shapes:
+        return {}
+    options = ProfileOptions(**spec["options"], shapes=parse_shapes(",".join(shapes)), device=spec["device"],
+                             out_dir=part.parent, name=part.name)
+    bundle = run_profile(options, log)
+    for shape in shapes:
+        done(shape)
+    return {"bundle": str(bundle)}
+
+
+JOBS = {"bench": _bench_part, "profile": _profile_part}
+
+
+def _rank_main(spec: dict[str, Any]) -> None:
     cuda = spec["device"] != "cpu"
-    dist.init_process_group("nccl" if cuda else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    if cuda:
-        torch.cuda.set_device(local)
-    device = torch.device(f"cuda:{local}" if cuda else "cpu")
-    parts = Path(spec["parts"])
+    local, world = int(os.environ.get("LOCAL_RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    isolate_rank(local, world, cuda)
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    part = Path(spec["parts"]) / f"rank{rank}"
     mine = set(share(work_items(spec["cases"], spec["shapes"]), rank, world))
     started = time.monotonic()
-    status: dict[str, Any]
+    item_started = [started]
+    items: list[dict[str, Any]] = []
+
+    def log(message: str) -> None:
+        print(f"[rank {rank} +{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def done(item: str) -> None:  # the wall time of each item: what a rank spent its time on
+        now = time.monotonic()
+        items.append({"item": item, "s": round(now - item_started[0], 2)})
+        item_started[0] = now
+
+    status: dict[str, Any] = {"rank": rank, "gpu": local if cuda else None, "items": len(mine)}
     try:
-        rows, cases = bench_rows(spec["cases"], parse_shapes(",".join(spec["shapes"])), spec["dtype"], device,
-                                 spec["repeats"], spec["seed"], spec["variants"], lambda m: print(f"[rank {rank}] {m}",
-                                                                                                   file=sys.stderr,
-                                                                                                   flush=True),
-                                 only=mine)
-        facts = device_facts(device)
-        rows = rows.assign(device=facts["name"], gpu=local if cuda else None, rank=rank)
-        rows.to_parquet(parts / f"rank{rank}.parquet")
-        status = {"rank": rank, "gpu": local if cuda else None, "device": facts, "cases": cases, "items": len(mine),
-                  "wall_s": round(time.monotonic() - started, 2)}
-    except Exception as exc:  # reported by name on rank 0; the other ranks' rows are kept
-        status = {"rank": rank, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
-    (parts / f"rank{rank}.json").write_text(json.dumps(status, default=str))
-    dist.barrier(device_ids=[local]) if cuda else dist.barrier()
+        status.update(JOBS[spec["job"]](spec, mine, part, log, done))
+    except Exception as exc:  # reported by name by the parent; the other ranks' results are kept
+        status.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-4000:])
+    status.update(wall_s=round(time.monotonic() - started, 2), item_s=items)
+    part.with_suffix(".json").write_text(json.dumps(status, default=str))
+    dist.barrier()
     dist.destroy_process_group()
 
 
-def merge(parts: Path, world: int) -> tuple[pd.DataFrame, list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every rank's rows (ordered as the grid), the ranks' status, and the failed ones."""
+def read_statuses(parts: Path, world: int) -> list[dict[str, Any]]:
+    """Each rank's status; a rank that left none was killed before it could write one."""
     statuses = []
     for rank in range(world):
         path = parts / f"rank{rank}.json"
         statuses.append(json.loads(path.read_text()) if path.exists()
                         else {"rank": rank, "error": "the process ended without a result (killed?)"})
-    frames = [pd.read_parquet(parts / f"rank{s['rank']}.parquet") for s in statuses
-              if "error" not in s and (parts / f"rank{s['rank']}.parquet").exists()]
+    return statuses
+
+
+def merge(parts: Path, world: int) -> tuple[pd.DataFrame, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every rank's bench rows (ordered as the grid), the ranks' status, and the failed ones."""
+    statuses = read_statuses(parts, world)
+    frames = [pd.read_parquet(parts / f"rank{s['rank']}.parquet").assign(gpu=s["gpu"], rank=s["rank"])
+              for s in statuses if "error" not in s and (parts / f"rank{s['rank']}.parquet").exists()]
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return rows, statuses, [s for s in statuses if "error" in s]
+
+
+def launch_ranks(spec: dict[str, Any], gpus: int, timeout_s: float) -> None:
+    """Run ``gpus`` ranks of this module under torchrun and wait for them; ``spec["parts"]`` is
+    where they leave their parts."""
+    import subprocess
+
+    from fuseprof.errors import FuseprofError
+
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(gpus),
+            "-m", "fuseprof.capture.shard", json.dumps(spec)]
+    try:
+        subprocess.run(argv, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise FuseprofError(f"the sharded {spec['job']} ran past {timeout_s:.0f} s") from None
+
+
+def failure_message(failed: list[dict[str, Any]], world: int) -> str:
+    """'1 of 2 ranks failed (rank 0: RuntimeError: …)'."""
+    names = "; ".join(f"rank {s['rank']}: {s['error']}" for s in failed)
+    return f"{len(failed)} of {world} ranks failed ({names})"
 
 
 def main() -> None:

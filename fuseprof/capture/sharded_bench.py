@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -12,7 +9,7 @@ from pathlib import Path
 
 from fuseprof.capture.bench import bench_manifest, write_bench_bundle
 from fuseprof.capture.provenance import now_utc
-from fuseprof.capture.shard import merge
+from fuseprof.capture.shard import failure_message, launch_ranks, merge
 from fuseprof.case import Shape, shape_label
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import FuseprofError, InvalidArgumentError
@@ -39,33 +36,32 @@ def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtyp
                       out_dir: Path, gpus: int, repeats: int = 50, seed: int = 0, variants: list[str] | None = None,
                       log: Log = log_to_stderr, timeout_s: float = 3600) -> Path:
     """One bundle from ``gpus`` ranks, each timing its share of the grid on its own GPU."""
-    if device not in ("cuda", "cpu"):
-        raise InvalidArgumentError(f"--device {device!r} with --gpus: use cuda (one rank per GPU) or cpu")
+    check_device(device)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fuseprof-shard-") as tmp:
         parts = Path(tmp)
-        spec = {"cases": list(case_specs), "shapes": [shape_label(s) for s in shapes], "dtype": dtype,
-                "device": device, "repeats": repeats, "seed": seed, "variants": variants, "parts": str(parts)}
-        argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(gpus),
-                "-m", "fuseprof.capture.shard", json.dumps(spec)]
+        spec = {"job": "bench", "cases": list(case_specs), "shapes": [shape_label(s) for s in shapes],
+                "dtype": dtype, "device": device, "repeats": repeats, "seed": seed, "variants": variants,
+                "parts": str(parts)}
         log(f"fuseprof bench: {len(case_specs)} cases x {len(shapes)} shapes over {gpus} "
             f"{'GPUs' if device == 'cuda' else 'processes'} (torchrun)")
-        try:
-            subprocess.run(argv, timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            raise FuseprofError(f"the sharded bench ran past {timeout_s:.0f} s") from None
+        launch_ranks(spec, gpus, timeout_s)
         rows, statuses, failed = merge(parts, gpus)
     if rows.empty:
         raise FuseprofError("every rank failed: " + "; ".join(f"rank {s['rank']}: {s['error']}" for s in failed))
     good = [s for s in statuses if "error" not in s]
     facts = dict(good[0]["device"])
-    facts["ranks"] = [{"rank": s["rank"], "gpu": s.get("gpu"), **s["device"], "items": s["items"], "wall_s": s["wall_s"]}
-                      for s in good]
+    facts["ranks"] = [{"rank": s["rank"], "gpu": s.get("gpu"), **s["device"], "items": s["items"],
+                       "wall_s": s["wall_s"], "item_s": s["item_s"]} for s in good]
     manifest = bench_manifest(good[0]["cases"], shapes, facts, now_utc(), repeats, seed, device)
     manifest["shards"] = {"world": gpus, "failed": failed}
     rows = sort_by_shape(rows, ["case", "shape"])  # each (case, shape) came whole from one rank, in its order
     path = write_bench_bundle(rows, manifest, out_dir, started, log)
     if failed:
-        names = "; ".join(f"rank {s['rank']}: {s['error']}" for s in failed)
-        raise FuseprofError(f"{len(failed)} of {gpus} ranks failed ({names}); {path} holds the others' rows")
+        raise FuseprofError(f"{failure_message(failed, gpus)}; {path} holds the others' rows")
     return path
+
+
+def check_device(device: str) -> None:
+    if device not in ("cuda", "cpu"):
+        raise InvalidArgumentError(f"--device {device!r} with --gpus: use cuda (one rank per GPU) or cpu")

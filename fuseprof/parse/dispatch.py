@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,7 +45,15 @@ def require_artifact_kind(path: Path) -> tuple[Reader, str, str]:
 
 
 def parse_raw_dir(raw_dir: Path) -> pd.DataFrame:
-    """Kernel rows from every recognised artifact in a bundle's ``raw/`` folder, in name order."""
+    """Kernel rows from every recognised artifact in a bundle's ``raw/`` folder, in name order; a
+    sharded capture (``profile --gpus N``) keeps each rank's artifacts in ``raw/rank<r>/``, whose
+    rows get ``rank`` r."""
+    ranks = sorted((p for p in raw_dir.iterdir() if p.is_dir() and re.fullmatch(r"rank\d+", p.name)),
+                   key=lambda p: int(p.name[4:]))
+    if ranks:
+        parts = [parse_raw_dir(p).assign(rank=int(p.name[4:])) for p in ranks]
+        parts = [f for f in parts if len(f.columns) > 1]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     frames = []
     for path in sorted(raw_dir.iterdir()):
         found = artifact_kind(path)
