@@ -47,7 +47,12 @@ def test_two_gloo_processes_give_the_rows_of_one(tmp_path: Path) -> None:
     assert a[KEYS].equals(b[KEYS])  # same inputs per shape, same checks: only the timings differ
     assert sorted(b["rank"].unique()) == [0, 1] and a["rank"].isna().all()
     manifest = json.loads((two / "manifest.json").read_text())
-    assert manifest["shards"] == {"world": 2, "failed": []} and len(manifest["device"]["ranks"]) == 2
+    assert manifest["shards"]["world"] == 2 and manifest["shards"]["failed"] == []
+    ranks = manifest["device"]["ranks"]
+    assert len(ranks) == 2 and manifest["shards"]["torchrun_s"] > max(r["wall_s"] for r in ranks)
+    # each (case, shape) item's wall time, as the rank saw it
+    assert sorted(i["item"] for r in ranks for i in r["item_s"]) == sorted(
+        f"{c} {s}" for c in ("silu_mul", "rmsnorm_swiglu") for s in ("4x64", "8x64", "16x64"))
 
 
 def test_a_failing_rank_is_named_and_the_others_rows_are_kept(tmp_path: Path) -> None:

@@ -45,7 +45,9 @@ def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtyp
                 "parts": str(parts)}
         log(f"fuseprof bench: {len(case_specs)} cases x {len(shapes)} shapes over {gpus} "
             f"{'GPUs' if device == 'cuda' else 'processes'} (torchrun)")
+        launched = time.monotonic()
         launch_ranks(spec, gpus, timeout_s)
+        torchrun_s = time.monotonic() - launched
         rows, statuses, failed = merge(parts, gpus)
     if rows.empty:
         raise FuseprofError("every rank failed: " + "; ".join(f"rank {s['rank']}: {s['error']}" for s in failed))
@@ -54,7 +56,8 @@ def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtyp
     facts["ranks"] = [{"rank": s["rank"], "gpu": s.get("gpu"), **s["device"], "items": s["items"],
                        "wall_s": s["wall_s"], "item_s": s["item_s"]} for s in good]
     manifest = bench_manifest(good[0]["cases"], shapes, facts, now_utc(), repeats, seed, device)
-    manifest["shards"] = {"world": gpus, "failed": failed}
+    # torchrun_s against the ranks' wall_s: what process start, imports and teardown cost
+    manifest["shards"] = {"world": gpus, "failed": failed, "torchrun_s": round(torchrun_s, 2)}
     rows = sort_by_shape(rows, ["case", "shape"])  # each (case, shape) came whole from one rank, in its order
     path = write_bench_bundle(rows, manifest, out_dir, started, log)
     if failed:

@@ -40,13 +40,15 @@ def run_sharded_profile(opts: ProfileOptions, gpus: int, log: Log = log_to_stder
         parts = Path(tmp)
         log(f"fuseprof profile: {case.name}, {len(shapes)} shapes over {gpus} "
             f"{'GPUs' if opts.device == 'cuda' else 'processes'} (torchrun)")
+        launched = time.monotonic()
         launch_ranks({"job": "profile", "cases": [opts.case], "shapes": shapes, "device": opts.device,
                       "parts": str(parts), "options": options}, gpus, timeout_s)
+        torchrun_s = round(time.monotonic() - launched, 2)
         statuses = read_statuses(parts, gpus)
         done = [s for s in statuses if (parts / f"rank{s['rank']}" / "manifest.json").exists()]
         if not done:
             raise FuseprofError("no rank wrote a bundle: " + failure_message(statuses, gpus))
-        path = _merge(parts, done, gpus, shapes, opts, started)
+        path = _merge(parts, done, {"world": gpus, "torchrun_s": torchrun_s}, shapes, opts, started)
     failed = [s for s in statuses if "error" in s]
     log(f"fuseprof: wrote {path} (shapes from {len(done)} of {gpus} ranks, {time.monotonic() - started:.1f} s)")
     if failed:
@@ -58,8 +60,8 @@ def run_sharded_profile(opts: ProfileOptions, gpus: int, log: Log = log_to_stder
     return path
 
 
-def _merge(parts: Path, statuses: list[dict[str, Any]], world: int, shapes: list[str], opts: ProfileOptions,
-           started: float) -> Path:
+def _merge(parts: Path, statuses: list[dict[str, Any]], shards: dict[str, Any], shapes: list[str],
+           opts: ProfileOptions, started: float) -> Path:
     manifests = {s["rank"]: read_manifest(parts / f"rank{s['rank']}") for s in statuses}
     first = manifests[statuses[0]["rank"]]
     manifest = {**first, "shapes": shapes, "created_utc": now_utc(), "command_line": command_line()}
@@ -67,7 +69,7 @@ def _merge(parts: Path, statuses: list[dict[str, Any]], world: int, shapes: list
         {"rank": s["rank"], "gpu": s.get("gpu"), **manifests[s["rank"]]["device"],
          "shapes": manifests[s["rank"]]["shapes"], "wall_s": s.get("wall_s")} for s in statuses]}
     manifest["ncu"] = {**first["ncu"], "ranks": [{"rank": r, **m["ncu"]} for r, m in manifests.items()]}
-    manifest["shards"] = {"world": world, "ranks_with_results": [s["rank"] for s in statuses],
+    manifest["shards"] = {**shards, "ranks_with_results": [s["rank"] for s in statuses],
                           "failed": [{"rank": s["rank"], "error": s["error"]} for s in statuses if "error" in s]}
     name = opts.name or bundle_name(f"{first['case']}-{first['dtype']}", first["device"]["name"],
                                     manifest["created_utc"])
