@@ -6,7 +6,6 @@ writes as many bytes in total as the op's nominal byte count, timed the same way
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,7 @@ import torch
 from fuseprof.capture import timing
 from fuseprof.capture.correctness import compare
 from fuseprof.capture.torch_profile import Call
-from fuseprof.case import Case, Shape, Variant, shape_label
+from fuseprof.case import Case, Shape, Variant, shape_label, shape_seed
 from fuseprof.console import Log
 from fuseprof.ranges import range_label
 
@@ -69,9 +68,7 @@ def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shap
     calls: list[Call] = []
     for shape in shapes:
         label = shape_label(shape)
-        # inputs depend on (seed, shape) only, not on which shapes ran before: a shape gets the same
-        # inputs in a sharded run (each GPU a share of the grid) as in a one-GPU run
-        generator.manual_seed(seed * 1_000_003 + zlib.crc32(label.encode()))
+        generator.manual_seed(shape_seed(seed, shape))
         inputs = case.make_inputs(shape, dtype, str(device), generator)
         expected = case.reference(*inputs)
         for variant in variants:

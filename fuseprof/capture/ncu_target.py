@@ -11,7 +11,7 @@ import argparse
 
 import torch
 
-from fuseprof.case import load_case, parse_shapes, select_variants, shape_label
+from fuseprof.case import load_case, parse_shapes, select_variants, shape_label, shape_seed
 from fuseprof.ranges import range_label
 
 WARMUP_CALLS = 2
@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     case = load_case(args.case)
     variants = select_variants(case, args.variants.split(","))
-    generator = torch.Generator(device="cuda").manual_seed(args.seed)
+    generator = torch.Generator(device="cuda")
     for shape in parse_shapes(args.shapes):
-        inputs = case.make_inputs(shape, args.dtype, "cuda", generator)
+        inputs = case.make_inputs(shape, args.dtype, "cuda", generator.manual_seed(shape_seed(args.seed, shape)))
         for variant in variants:
             for _ in range(WARMUP_CALLS):
                 variant.fn(*inputs)
