@@ -107,3 +107,11 @@ def test_fusion_and_diff_commands(capsys) -> None:
     assert "disappeared" in capsys.readouterr().out
     assert main(["diff", str(EAGER), "no/such.json"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_copy_model_comes_from_the_newest_bench_not_a_capture_with_copies() -> None:
+    """traces/ holds a decoder-layer capture with 4 same-bytes copies, newer than every bench and
+    named after its case ("decoder…" sorts after "bench…"): the model must still be the newest bench's."""
+    model = copy_model_from_bench(fuseprof.load_timings(TRACES))
+    newest = copy_model_from_bench(fuseprof.load_timings(TRACES / "bench-h200-20261129t174201z"))
+    assert model == newest and model.source == "fit to 32 same-bytes copies"

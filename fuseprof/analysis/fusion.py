@@ -15,8 +15,8 @@ step is one group) form one opportunity ×N. For each group:
                          no tensor identities, so an intermediate also used after the chain (a
                          residual stream) is not counted: a lower bound.
     predicted_fused_ns = fused_bytes / copy rate + fixed cost of one kernel (``CopyModel``: fitted to
-                         the same-bytes copies of a ``fuseprof bench`` bundle when one is at hand —
-                         4.29 TB/s + 2.81 µs on the H200 here — else the roof's DRAM rate and the
+                         the same-bytes copies of the newest ``fuseprof bench`` bundle at hand —
+                         4.31 TB/s + 2.95 µs on the H200 here — else the roof's DRAM rate and the
                          trace's floor per kernel, the 10th percentile of its kernel durations)
     saving_ns          = measured_ns − count · predicted_fused_ns
     share_of_busy_pct  = saving_ns / GPU busy time;  share_of_span_pct = saving_ns / trace span
@@ -60,7 +60,12 @@ def copy_model_from_bench(timings: pd.DataFrame, min_bytes: float = 2e7) -> Copy
     copies = timings[timings["variant"].str.startswith("copy") & timings["gpu_median_ns"].notna()]
     if copies.empty:
         return None
-    copies = copies[copies["bundle"] == max(copies["bundle"])]  # bundle names end in their capture time
+    # a bench bundle when there is one (a capture's --copy-baseline copies cover a few shapes only),
+    # the newest by the capture time that ends its name (not by the whole name: "decoder…" > "bench…")
+    benches = copies[copies["bundle"].str.startswith("bench-")]
+    copies = benches if not benches.empty else copies
+    newest = max(copies["bundle"].unique(), key=lambda name: re.findall(r"\d{8}t\d{6}z", name)[-1:])
+    copies = copies[copies["bundle"] == newest]
     copies = copies.groupby(["case", "shape"]).agg(b=("nominal_bytes", "first"), ns=("gpu_median_ns", "min"))
     copies = copies[copies["b"] >= min_bytes]
     if len(copies) < 2:
