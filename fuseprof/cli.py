@@ -55,7 +55,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "profile it with ncu --clock-control none; write one bundle.")
     p.add_argument("case", help="built-in case name (see `fuseprof cases`) or module:attribute")
     p.add_argument("--variants", help="comma-separated variant names")
-    p.add_argument("--shapes", help="comma-separated MxN shapes")
+    p.add_argument("--shapes", help="comma-separated shapes: MxN (e.g. 128x4096), or as many dimensions as the case takes (decoder_layer: 1x1x2048)")
     p.add_argument("--dtype", help="input dtype, e.g. float16 or bfloat16")
     p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu to run the capture path on CPU ops")
     _bool_flag(p, "ncu", True, "profile with Nsight Compute")
@@ -91,7 +91,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "replay) and as-called time, L2 flushed, beside a device copy of the same "
                                    "number of bytes. Writes one bundle of timings; no profiler, no ncu.")
     p.add_argument("cases", nargs="+", help="built-in case names or module:attribute")
-    p.add_argument("--shapes", help="comma-separated MxN shapes")
+    p.add_argument("--shapes", help="comma-separated shapes: MxN (e.g. 128x4096), or as many dimensions as the case takes (decoder_layer: 1x1x2048)")
     p.add_argument("--dtype", help="input dtype for every case")
     p.add_argument("--variants", help="comma-separated variant names")
     p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu")
