@@ -136,6 +136,11 @@ def _rank_main(spec: dict[str, Any]) -> None:
     part.with_suffix(".json").write_text(json.dumps(status, default=str))
     dist.barrier()
     dist.destroy_process_group()
+    # Everything this rank made is written; skip the interpreter's teardown (compile worker pools,
+    # GPU contexts) that torchrun, and the user, would otherwise wait for: ~1.3 s of a 2-rank CPU run.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def read_statuses(parts: Path, world: int) -> list[dict[str, Any]]:
