@@ -24,7 +24,7 @@ from fuseprof.model.roofline import Roof, capture_roof, datasheet_roof, measured
 from fuseprof.summary import summarize
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
-PAGES = ("Roofline", "Occupancy", "Fusion", "Launches", "Model")
+PAGES = ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Layer")
 
 
 def traces_dir() -> Path:
@@ -202,6 +202,11 @@ def main() -> None:
         import model_page  # dashboards/, beside this file; imported here so other pages never pay for it
 
         model_page.render(path, data_table)
+        return
+    if page == "Layer":  # one capture bundle's variants: the kernel filters do not apply
+        import layer_page  # dashboards/, beside this file
+
+        layer_page.render(path, data_table)
         return
     selected = filtered(kernels)
     selected_timings = timings[timings["bundle"].isin(selected["bundle"].unique())]

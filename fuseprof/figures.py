@@ -307,6 +307,7 @@ def breakdown_figure(breakdown: pd.DataFrame, shape: str) -> go.Figure:
     waiting = (view["as_called_us"] - view["kernel_us"]).clip(lower=0)
     fig.add_trace(go.Bar(y=view["variant"], x=waiting, name="host and launch gaps", orientation="h",
                          marker_color=OTHER_COLOR, hovertemplate="%{y}: GPU idle %{x:,.1f} µs<extra></extra>"))
-    fig.update_layout(barmode="stack", xaxis_title="µs per call (as called)", height=320,
-                      title=f"Where one call's time goes, {shape}", legend={"orientation": "h", "y": -0.25})
+    fig.update_layout(barmode="stack", xaxis_title="µs per call (as called)", height=360,
+                      title=f"Where one call's time goes, {shape}",
+                      legend={"orientation": "h", "y": -0.4, "traceorder": "normal"})
     return fig

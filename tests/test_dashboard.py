@@ -7,6 +7,7 @@ import base64
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fuseprof.model.roofline import measured_roofs
@@ -184,3 +185,22 @@ def test_every_datasheet_roof_draws(roof: str) -> None:
     # B200 and A100 lack some pipes' peaks (no SIMT FP16 rate printed, no FP8): drawn without them
     at = run_page("Roofline", roof=f"{roof} (datasheet)")
     assert figure(at)["title"].endswith(f"{roof} (datasheet)")
+
+
+def test_layer_page_breaks_the_decoder_layer_down_per_variant() -> None:
+    at = run_page("Layer")
+    assert at.selectbox(key="layer-bundle").value == "decoder_layer-bfloat16-h200-20261129t174445z"
+    assert at.selectbox(key="layer-shape").value == "1x1x2048"
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert title == "Where one call's time goes, 1x1x2048"
+    timings = pd.read_parquet(TRACES / "decoder_layer-bfloat16-h200-20261129t174445z" / "timings.parquet")
+    table = at.dataframe[0].value.set_index(["variant", "shape"])
+    expected = timings.set_index(["variant", "shape"]).loc[("eager", "1x1x2048"), "as_called_median_ns"] / 1e3
+    assert table.loc[("eager", "1x1x2048"), "as_called_us"] == expected
+    assert table.loc[("eager_graph", "1x1x2048"), "launches_per_call"] == 1
+    amdahl = at.dataframe[1].value
+    assert list(amdahl["shape"]) == ["1x1x2048", "1x2048x2048", "8x1x2048", "64x1x2048"]
+    at.selectbox(key="layer-shape").select("64x1x2048").run()
+    assert not at.exception
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert title.endswith("64x1x2048")

@@ -47,7 +47,7 @@ def url():
         yield address
 
 
-@pytest.mark.parametrize("name", ["Roofline", "Occupancy", "Fusion", "Launches", "Model"])
+@pytest.mark.parametrize("name", ["Roofline", "Occupancy", "Fusion", "Launches", "Model", "Layer"])
 def test_page_renders_its_plotly_chart(browser_page, url: str, name: str) -> None:
     browser_page.goto(f"{url}/?page={name}")
     browser_page.wait_for_selector(PLOT_SELECTOR, timeout=60_000)
