@@ -139,6 +139,19 @@ k = fuseprof.load(b)
 print(k.groupby(["source", "rank"]).size().to_dict(), fuseprof.load_timings(b)[["shape", "rank", "gpu", "correct"]].drop_duplicates().to_dict("records"))
 PY
 }
+step_explain() {
+  TORCH_LOGS=output_code timeout 240 python3 scripts/explain_silu_mul.py --out "$W/explain_silu_mul.csv" \
+    2>"$W/inductor_output_code.log" | tail -12
+  grep -A40 "def triton_poi_fused_mul_silu" "$W/inductor_output_code.log" | head -60 >"$W/inductor_silu_mul.py"
+  timeout 200 fuseprof profile silu_mul --variants compiled,fused_cuda,fused_triton --shapes 8192x8192,4096x8192 \
+    --dtype bfloat16 --repeats 20 --out "$W/traces" 2>&1 | tail -2
+  timeout 200 fuseprof profile add_rms_norm --variants compiled,fused_cuda --shapes 1024x4096,1024x8192,8192x8192 \
+    --dtype bfloat16 --repeats 20 --out "$W/traces" 2>&1 | tail -2
+}
+step_decoder() {
+  timeout 300 fuseprof profile decoder_layer --no-ncu --copy-baseline --repeats 30 --out "$W/traces" >"$W/decoder.log" 2>&1
+  echo "rc=$?"; grep -vE "^USDT" "$W/decoder.log" | tail -30
+}
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
 step_graphtests() {
   timeout 200 python3 -m pytest tests/test_gpu_graphs.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_graph_tests.log" | tail -4
