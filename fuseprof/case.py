@@ -37,8 +37,8 @@ class Variant:
 
     ``devices`` says where it runs; ``requires`` names modules it imports (Triton, Liger), so a
     machine without them skips the variant instead of failing the whole capture. ``own_graph``
-    marks a variant that replays a CUDA graph of its own: its GPU time is its as-called time, since
-    capturing it into fuseprof's timing graph would nest one capture in another.
+    marks a variant that replays a CUDA graph of its own: it is timed as called only (capturing it
+    into fuseprof's timing graph would nest one capture in another), its GPU columns null.
     """
 
     name: str
@@ -155,17 +155,14 @@ def _import_user_module(module_name: str, spec: str) -> Any:
         sys.path.insert(0, cwd)
     try:
         return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and (module_name == exc.name or module_name.startswith(f"{exc.name}.")):
+    except Exception as exc:  # a bug in the user's module: their file and line, not a traceback
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing and (module_name == missing or module_name.startswith(f"{missing}.")):  # the module itself
             known = ", ".join(builtin_case_names()) or "(none installed)"
             raise CaseNotFoundError(
                 f"cannot import {module_name!r} for case {spec!r} ({exc}). Built-in cases: {known}; a case of "
                 "your own is module:attribute (importable from the current directory) or path/to/file.py:NAME"
             ) from None
-        found = importlib.util.find_spec(module_name.split(".")[0])
-        raise CaseNotFoundError(f"{user_frame(exc, found.origin if found else None)}: {type(exc).__name__}: "
-                                f"{exc} (while importing {module_name!r} for case {spec!r})") from None
-    except Exception as exc:  # a bug in the user's module: their file and line, not a traceback
         found = importlib.util.find_spec(module_name.split(".")[0])
         raise CaseNotFoundError(f"{user_frame(exc, found.origin if found else None)}: {type(exc).__name__}: "
                                 f"{exc} (while importing {module_name!r} for case {spec!r})") from None

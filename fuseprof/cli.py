@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from fuseprof.analysis import TraceAnalysis
 
 DEFAULT_TRACES = Path("traces")
+SHAPES_HELP = ("comma-separated shapes: MxN (e.g. 128x4096), or as many dimensions as the case takes "
+               "(decoder_layer: 1x1x2048)")
 
 
 def _bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str) -> None:
@@ -30,6 +32,10 @@ class _HelpfulParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _format_option(p: argparse.ArgumentParser, help_text: str = "output format") -> None:
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help=help_text)
+
+
 def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str) -> None:
     """The arguments of the commands that read whole-model traces (analyze, fusion)."""
     p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
@@ -37,7 +43,7 @@ def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format
     p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
                                     "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
     p.add_argument("--top", type=int, default=top, help=top_help)
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help=format_help)
+    _format_option(p, format_help)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -55,7 +61,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "profile it with ncu --clock-control none; write one bundle.")
     p.add_argument("case", help="built-in case name (see `fuseprof cases`) or module:attribute")
     p.add_argument("--variants", help="comma-separated variant names")
-    p.add_argument("--shapes", help="comma-separated shapes: MxN (e.g. 128x4096), or as many dimensions as the case takes (decoder_layer: 1x1x2048)")
+    p.add_argument("--shapes", help=SHAPES_HELP)
     p.add_argument("--dtype", help="input dtype, e.g. float16 or bfloat16")
     p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu to run the capture path on CPU ops")
     _bool_flag(p, "ncu", True, "profile with Nsight Compute")
@@ -91,7 +97,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "replay) and as-called time, L2 flushed, beside a device copy of the same "
                                    "number of bytes. Writes one bundle of timings; no profiler, no ncu.")
     p.add_argument("cases", nargs="+", help="built-in case names or module:attribute")
-    p.add_argument("--shapes", help="comma-separated shapes: MxN (e.g. 128x4096), or as many dimensions as the case takes (decoder_layer: 1x1x2048)")
+    p.add_argument("--shapes", help=SHAPES_HELP)
     p.add_argument("--dtype", help="input dtype for every case")
     p.add_argument("--variants", help="comma-separated variant names")
     p.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu")
@@ -116,7 +122,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="variants side by side: GPU and as-called time, GB/s, vs copy")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="bench/capture bundle or folder")
     p.add_argument("--baseline", default="compiled", help="variant to compute speedups against")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
+    _format_option(p)
 
     p = sub.add_parser("breakdown", help="per variant and shape: latency, GPU time, kernels and launches per "
                                          "call, GEMM/attention/memory-bound shares, %% of the memory roofline",
@@ -124,7 +130,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "columns): one row per variant and shape; `fuseprof columns` gives each "
                                    "column's formula.")
     p.add_argument("bundle", type=Path, help="a bundle written by fuseprof profile")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
+    _format_option(p)
 
     p = sub.add_parser("ingest", help="make a bundle from existing traces (no GPU needed)",
                        description="Accepts torch.profiler Chrome traces (.json, .json.gz), ncu raw CSV "
@@ -166,15 +172,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", type=Path, metavar="A", help="trace file or bundle (the baseline)")
     p.add_argument("b", type=Path, metavar="B", help="trace file or bundle (the change)")
     p.add_argument("--top", type=int, default=15, help="op rows to print in the table")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table, or every row in csv/json")
+    _format_option(p, "table, or every row in csv/json")
 
     p = sub.add_parser("ls", help="list bundles in a folder")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="folder of bundles")
 
     p = sub.add_parser("show", help="print a bundle's kernel frame (or timings)")
     p.add_argument("bundle", type=Path, help="a bundle, or a folder of bundles")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
+    _format_option(p)
     p.add_argument("--timings", action="store_true", help="show the timing table instead of kernels")
     p.add_argument("--source", choices=["torch.profiler", "ncu"], help="only rows from this tool")
 
@@ -184,7 +189,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "by `fuseprof analyze`. csv/json carry every column in base units.")
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help="bundle or folder of bundles")
     p.add_argument("--case", help="only this case")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
+    _format_option(p)
 
     p = sub.add_parser("roofline", help="every ncu-profiled kernel on the roofline: pipe, intensity, %% of roof",
                        description="Each kernel against the ceiling of the pipe that did most of its FLOPs (tensor "
@@ -196,8 +201,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--roof", default="capture",
                    help="capture (default: each kernel's own GPU) or a datasheet device: "
                         "'H100 SXM', 'H100 PCIe', 'H200', 'A100 80GB', 'B200'")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table (human units), or csv/json with every column in base units")
+    _format_option(p, "table (human units), or csv/json with every column in base units")
 
     sub.add_parser("columns", help="every column with the raw metric and formula behind it")
     sub.add_parser("cases", help="list the built-in cases")
@@ -235,7 +239,7 @@ def _tensor_precisions(text: str) -> tuple[str, ...] | None:
 
 def _cmd_profile(args: argparse.Namespace) -> int:
     from fuseprof.capture.profile import ProfileOptions, run_profile
-    from fuseprof.capture.sharded_bench import gpu_count
+    from fuseprof.capture.shard import gpu_count
     from fuseprof.capture.sharded_profile import run_sharded_profile
     from fuseprof.case import parse_shapes
 
@@ -265,7 +269,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from fuseprof_kernels._inputs import BENCH_SHAPES
 
     from fuseprof.capture.bench import run_bench
-    from fuseprof.capture.sharded_bench import gpu_count, run_sharded_bench
+    from fuseprof.capture.shard import gpu_count
+    from fuseprof.capture.sharded_bench import run_sharded_bench
     from fuseprof.case import parse_shapes
 
     shapes = parse_shapes(args.shapes) if args.shapes else BENCH_SHAPES

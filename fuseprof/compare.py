@@ -16,13 +16,22 @@ COPY_PREFIX = "copy"
 KEYS = ["bundle", "case", "shape", "dtype"]
 
 
+def is_copy(timings: pd.DataFrame) -> pd.Series:
+    """The same-bytes copy rows (``copy``, ``copy_sm``) beside a bench's or a capture's variants."""
+    return timings["variant"].str.startswith(COPY_PREFIX)
+
+
+def fastest_copy_ns(timings: pd.DataFrame) -> pd.Series:
+    """Per bundle, case, shape and dtype: the faster same-bytes copy's GPU time, the call's memory floor."""
+    return timings[is_copy(timings)].groupby(KEYS)["gpu_median_ns"].min().rename("copy_gpu_ns")
+
+
 def compare_variants(timings: pd.DataFrame, baseline: str = "compiled") -> pd.DataFrame:
     """One row per variant, case and shape, with the same shape's copy and ``baseline`` beside it."""
     frame = timings.copy()
-    is_copy = frame["variant"].str.startswith(COPY_PREFIX)
-    copies = frame[is_copy].groupby(KEYS)["gpu_median_ns"].min().rename("copy_gpu_ns")
+    copies = fastest_copy_ns(frame)
     base = frame[frame["variant"] == baseline].set_index(KEYS)["gpu_median_ns"].rename("baseline_gpu_ns")
-    rows = frame[~is_copy].join(copies, on=KEYS).join(base, on=KEYS)
+    rows = frame[~is_copy(frame)].join(copies, on=KEYS).join(base, on=KEYS)
     out = pd.DataFrame({
         "case": rows["case"], "shape": rows["shape"], "dtype": rows["dtype"], "variant": rows["variant"],
         "correct": rows["correct"],

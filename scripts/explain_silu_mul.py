@@ -13,7 +13,6 @@ flushed (fuseprof's timing path), and prints each time over Inductor's.
 from __future__ import annotations
 
 import argparse
-import zlib
 
 import pandas as pd
 import torch
@@ -24,7 +23,8 @@ from fuseprof_kernels.silu_and_mul.fused_triton import BLOCK, silu_mul_triton
 
 from fuseprof.capture import timing
 from fuseprof.capture.correctness import compare
-from fuseprof.capture.measure import COPY_VARIANTS, time_callable
+from fuseprof.capture.measure import copy_rows, time_callable
+from fuseprof.case import shape_label, shape_seed
 
 SHAPES = ((4096, 4096), (8192, 4096), (4096, 8192), (8192, 8192), (32768, 8192))
 
@@ -58,21 +58,18 @@ def main() -> None:
                   "triton_tiles_first": silu_mul_triton, "triton_rows_first": rows_first}
     rows = []
     for shape in SHAPES:
-        gen = torch.Generator(device=device).manual_seed(zlib.crc32(repr(shape).encode()))
+        gen = torch.Generator(device=device).manual_seed(shape_seed(0, shape))
         gate, up = SPLIT_CASE.make_inputs(shape, "bfloat16", "cuda", gen)
         expected = SPLIT_CASE.reference(gate, up)
-        nbytes = SPLIT_CASE.nominal_bytes(shape, "bfloat16")
-        src = torch.randn(nbytes // 4, dtype=torch.float16, device=device)
-        dst = torch.empty_like(src)
         times = {}
         for name, fn in candidates.items():
             check = compare(fn(gate, up), expected, SPLIT_CASE.tolerances["bfloat16"])
             assert check["correct"], (name, shape, check["problem"])
             times[name] = time_callable(fn, (gate, up), device, args.repeats, flusher)["gpu_median_ns"]
-        times["copy"] = min(time_callable(fn, (src, dst), device, args.repeats, flusher)["gpu_median_ns"]
-                            for fn in COPY_VARIANTS.values())
+        times["copy"] = min(r["gpu_median_ns"] for r in copy_rows(SPLIT_CASE, shape, "bfloat16", device, args.repeats,
+                                                                 flusher))
         for name, ns in times.items():
-            rows.append({"shape": f"{shape[0]}x{shape[1]}", "kernel": name, "gpu_us": ns / 1e3,
+            rows.append({"shape": shape_label(shape), "kernel": name, "gpu_us": ns / 1e3,
                          "over_inductor": ns / times["inductor"]})
     frame = pd.DataFrame(rows)
     table = frame.pivot(index="shape", columns="kernel", values="over_inductor")

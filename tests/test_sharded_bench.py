@@ -18,13 +18,18 @@ KEYS = ["case", "variant", "shape", "dtype", "nominal_bytes", "max_abs_err", "re
 ARGS = ["silu_mul", "rmsnorm_swiglu", "--device", "cpu", "--shapes", "4x64,8x64,16x64", "--repeats", "3"]
 
 
-def _bench(tmp: Path, *extra: str) -> tuple[int, Path | None, str]:
+def _fuseprof(tmp: Path, *argv: str) -> tuple[int, Path | None, str]:
+    """``fuseprof ARGV --out TMP`` run from TMP: exit code, the bundle it printed last, stderr."""
     fuseprof_exe = str(Path(sys.executable).with_name("fuseprof"))
     tmp.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([fuseprof_exe, "bench", *extra, "--out", str(tmp)], capture_output=True, text=True,
-                          timeout=600, cwd=tmp)
+    done = subprocess.run([fuseprof_exe, *argv, "--out", str(tmp)], capture_output=True, text=True, timeout=600,
+                          cwd=tmp)
     lines = done.stdout.strip().splitlines()
     return done.returncode, Path(lines[-1]) if done.returncode == 0 else None, done.stderr
+
+
+def _bench(tmp: Path, *extra: str) -> tuple[int, Path | None, str]:
+    return _fuseprof(tmp, "bench", *extra)
 
 
 def test_work_is_split_whole_and_balanced() -> None:
@@ -82,13 +87,8 @@ def test_bad_gpu_counts_are_refused(tmp_path: Path, value: str) -> None:
 
 
 def _profile(tmp: Path, *extra: str) -> tuple[int, Path | None, str]:
-    fuseprof_exe = str(Path(sys.executable).with_name("fuseprof"))
-    tmp.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([fuseprof_exe, "profile", "silu_mul", "--device", "cpu", "--shapes", "4x64,8x64,16x64",
-                           "--no-ncu", "--repeats", "3", *extra, "--out", str(tmp)], capture_output=True, text=True,
-                          timeout=600, cwd=tmp)
-    lines = done.stdout.strip().splitlines()
-    return done.returncode, Path(lines[-1]) if done.returncode == 0 else None, done.stderr
+    return _fuseprof(tmp, "profile", "silu_mul", "--device", "cpu", "--shapes", "4x64,8x64,16x64", "--no-ncu",
+                     "--repeats", "3", *extra)
 
 
 def test_sharded_profile_gives_the_rows_and_kernels_of_one_process(tmp_path: Path) -> None:

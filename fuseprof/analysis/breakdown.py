@@ -15,7 +15,8 @@ import pandas as pd
 
 from fuseprof.analysis.categories import categorize
 from fuseprof.bundle import read_manifest
-from fuseprof.compare import COPY_PREFIX
+from fuseprof.compare import KEYS as COPY_KEYS
+from fuseprof.compare import fastest_copy_ns, is_copy
 from fuseprof.errors import InvalidArgumentError
 from fuseprof.loading import load, load_timings
 from fuseprof.schema import Column
@@ -37,7 +38,8 @@ BREAKDOWN_COLUMNS: tuple[Column, ...] = (
     Column("attention_share", "Float64", "Σ duration of category attention / Σ duration"),
     Column("memory_bound_share", "Float64", "1 − gemm_share − attention_share"),
     Column("bytes", "Int64", "timings: nominal_bytes (the case's byte model)"),
-    Column("copy_us", "Float64", "timings: min gpu_median_ns of the same shape's copy rows / 1e3 (same bytes, same run)"),
+    Column("copy_us", "Float64", "timings: min gpu_median_ns of the same shape's copy rows / 1e3 (same bytes, same run; "
+                                 "fuseprof.compare.fastest_copy_ns)"),
     Column("pct_of_memory_roofline", "Float64", "100 · copy_us / as_called_us"),
     Column("gpu_pct_of_memory_roofline", "Float64", "100 · copy_us / gpu_us"),
 )
@@ -62,30 +64,35 @@ def _kernel_stats(kernels: pd.DataFrame, calls: int) -> pd.DataFrame:
     })
 
 
-def variant_breakdown(bundle: str | Path) -> pd.DataFrame:
-    """One row per variant and shape of a capture bundle (``fuseprof profile``), columns as in
-    ``BREAKDOWN_COLUMNS``; copy columns are null without ``--copy-baseline``."""
+def _read_capture(bundle: str | Path) -> tuple[int, pd.DataFrame, pd.DataFrame]:
+    """A capture bundle's profiled calls per range, timings and kernels: read once."""
     path = Path(bundle)
     manifest = read_manifest(path)
     if manifest.get("kind") != "capture":
         raise InvalidArgumentError(f"{path}: a breakdown needs a capture bundle (fuseprof profile); this one is "
                                    f"{manifest.get('kind')!r}")
-    calls = int(manifest["profiler"]["repeats_per_range"])
-    timings = load_timings(path)
-    is_copy = timings["variant"].str.startswith(COPY_PREFIX)
-    copies = timings[is_copy].groupby(["case", "shape", "dtype"])["gpu_median_ns"].min().rename("copy_ns")
-    rows = timings[~is_copy].join(copies, on=["case", "shape", "dtype"]).set_index(KEYS)
-    stats = _kernel_stats(load(path), calls)
+    return int(manifest["profiler"]["repeats_per_range"]), load_timings(path), load(path)
+
+
+def _breakdown(calls: int, timings: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    rows = timings[~is_copy(timings)].join(fastest_copy_ns(timings), on=COPY_KEYS).set_index(KEYS)
     out = pd.DataFrame({
         "as_called_us": rows["as_called_median_ns"] / 1e3,
         "gpu_us": rows["gpu_median_ns"] / 1e3,
-    }).join(stats)
+    }).join(_kernel_stats(kernels, calls))
     out["memory_bound_share"] = 1 - out["gemm_share"] - out["attention_share"]
     out["bytes"] = rows["nominal_bytes"]
-    out["copy_us"] = rows["copy_ns"] / 1e3
+    out["copy_us"] = rows["copy_gpu_ns"] / 1e3
     out["pct_of_memory_roofline"] = 100 * out["copy_us"] / out["as_called_us"]
     out["gpu_pct_of_memory_roofline"] = 100 * out["copy_us"] / out["gpu_us"]
     return sort_by_shape(out.reset_index(), ["case", "dtype", "shape", "variant"])
+
+
+def variant_breakdown(bundle: str | Path) -> pd.DataFrame:
+    """One row per variant and shape of a capture bundle (``fuseprof profile``), columns as in
+    ``BREAKDOWN_COLUMNS``; copy columns are null without ``--copy-baseline``."""
+    calls, timings, kernels = _read_capture(bundle)
+    return _breakdown(calls, timings, kernels)
 
 
 AMDAHL_COLUMNS: tuple[Column, ...] = (
@@ -110,10 +117,8 @@ def fusion_amdahl(bundle: str | Path, baseline: str = "eager", fused: str = "fus
     the fused kernels still take), the fused kernels' speed-up k on it, and the bound 1/(1 − p)
     that no faster kernel for those chains can pass. (With this p and k, 1/((1 − p) + p/k) is the
     measured speed-up by construction, so it is not a column.)"""
-    path = Path(bundle)
-    calls = int(read_manifest(path)["profiler"]["repeats_per_range"])
-    frame = variant_breakdown(path).set_index(["variant", "shape"])
-    kernels = load(path)
+    calls, timings, kernels = _read_capture(bundle)
+    frame = _breakdown(calls, timings, kernels).set_index(["variant", "shape"])
     own = kernels[(kernels["source"] == "torch.profiler") & (kernels["variant"] == fused)
                   & kernels["cpu_op"].str.contains(fused_ops, na=False)]
     out = pd.DataFrame({"baseline_kernel_us": frame.loc[baseline, "kernel_us"],

@@ -61,10 +61,10 @@ RULES: list[Rule] = [
     Rule("normalization", kernel=r"^triton_(red|per)_fused\w*(rsqrt|layer_norm|var_mean)"),
     Rule("reduction", kernel=r"^triton_(red|per)_"),
     Rule("elementwise", kernel=r"^triton_poi_"),
-    # splitKreduce: cuBLAS's split-K epilogue (launched by aten::mm); lean_reduction_kernel: cuDNN
-    # SDPA's split-KV reduction (launched by aten::_cudnn_attention_forward on the H200). Inside a
-    # CUDA graph no op launches them, so their names must say it.
-    # attention first: Hopper's flash kernels name their wgmma instructions (cuDNN's SDPA on the H200)
+    # Inside a CUDA graph no op launches a kernel, so its name must say what it is. Attention before
+    # GEMM: Hopper's flash kernels name their wgmma instructions (cuDNN's SDPA on the H200);
+    # lean_reduction_kernel is cuDNN SDPA's split-KV reduction (aten::_cudnn_attention_forward
+    # launches it), splitKreduce cuBLAS's split-K epilogue (aten::mm launches it).
     Rule("attention", kernel=r"flash|fmha|attention|attn|^lean_reduction_kernel$"),
     Rule("GEMM", kernel=r"gemm|gemv|nvjet|cutlass.*tensorop|xmma|cublas|wgmma|splitKreduce"),
     Rule("normalization", kernel=r"layer_?norm|rms_?norm|batch_?norm|group_?norm"),

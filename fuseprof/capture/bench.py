@@ -16,13 +16,13 @@ import torch
 
 from fuseprof.bundle import BundleWriter
 from fuseprof.capture import timing
+from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.profile import resolve_device, resolve_dtype
 from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.case import Shape, load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr
-from fuseprof.errors import CorrectnessError
 
 
 def bench_rows(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str | None, device: torch.device,
@@ -76,10 +76,7 @@ def write_bench_bundle(timings: pd.DataFrame, manifest: dict[str, Any], out_dir:
         writer.write_manifest(manifest)
         path = writer.commit()
     log(f"fuseprof: wrote {path} ({len(timings)} timing rows, {manifest['wall_s']} s)")
-    wrong = timings[timings["correct"].eq(False)]
-    if not wrong.empty:
-        pairs = ", ".join(f"{c} {v} {s}" for c, v, s in wrong[["case", "variant", "shape"]].itertuples(index=False))
-        raise CorrectnessError(f"wrong results from: {pairs} (see rel_err in {path}/timings.parquet)")
+    raise_if_wrong(timings, path, ("case", "variant", "shape"))
     return path
 
 

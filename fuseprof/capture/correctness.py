@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
+
+from fuseprof.errors import CorrectnessError
 
 
 def as_tuple(value: Any) -> tuple[torch.Tensor, ...]:
@@ -34,3 +39,12 @@ def compare(outputs: Any, references: Any, tolerance: float) -> dict[str, Any]:
     if problem is not None and max_abs == 0.0 and rel == 0.0:
         max_abs = rel = float("nan")
     return {"max_abs_err": max_abs, "rel_err": rel, "tolerance": tolerance, "correct": correct, "problem": problem}
+
+
+def raise_if_wrong(timings: pd.DataFrame, bundle: Path, keys: Sequence[str] = ("variant", "shape")) -> None:
+    """Called once the bundle is written (the evidence is kept): one error naming every wrong row.
+    Copy rows have no verdict (null), so they are never wrong."""
+    wrong = timings[timings["correct"].eq(False)]
+    if not wrong.empty:
+        rows = ", ".join(" ".join(str(v) for v in row) for row in wrong[list(keys)].itertuples(index=False))
+        raise CorrectnessError(f"wrong results from: {rows} (see rel_err in {bundle}/timings.parquet)")

@@ -46,7 +46,7 @@ def time_callable(fn: Callable[..., Any], inputs: tuple[Any, ...], device: torch
             "l2_policy": timing.L2_FLUSH_POLICY, "repeats": repeats}
 
 
-def _copy_rows(case: Case, shape: Shape, dtype: str, device: torch.device, repeats: int,
+def copy_rows(case: Case, shape: Shape, dtype: str, device: torch.device, repeats: int,
                flusher: timing.L2Flusher | None) -> list[dict[str, Any]]:
     """A copy that reads half the op's nominal bytes and writes the other half, timed both ways."""
     elements = case.nominal_bytes(shape, dtype) // 4  # fp16: 2 bytes read + 2 written per element
@@ -83,7 +83,7 @@ def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shap
                 calls.append(Call(range_label(variant.name, label), variant.fn, inputs))
         del expected, inputs
         if copy_baseline:
-            rows.extend(_copy_rows(case, shape, dtype, device, repeats, flusher))
+            rows.extend(copy_rows(case, shape, dtype, device, repeats, flusher))
         if device.type == "cuda" and not keep_calls:
             torch.cuda.empty_cache()
     frame = pd.DataFrame(rows)

@@ -17,6 +17,7 @@ import torch
 
 from fuseprof.bundle import RAW, BundleWriter
 from fuseprof.capture import timing
+from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.ncu_capture import capture_with_ncu
@@ -25,7 +26,7 @@ from fuseprof.capture.provenance import bundle_name, command_line, git_state, no
 from fuseprof.capture.torch_profile import record_trace
 from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr
-from fuseprof.errors import CorrectnessError, InvalidArgumentError, NcuError, NoGPUError
+from fuseprof.errors import InvalidArgumentError, NcuError, NoGPUError
 from fuseprof.parse.dispatch import parse_raw_dir
 from fuseprof.parse.ncu_metrics import tensor_precisions_for
 from fuseprof.ranges import range_label
@@ -141,8 +142,5 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
     log(f"fuseprof: wrote {path} ({len(kernels)} kernel rows, {manifest['wall_s']} s)")
     if ncu_error is not None:
         raise type(ncu_error)(f"{ncu_error} -- the bundle {path} was saved without ncu metrics")
-    wrong = timings.loc[~timings["correct"].astype(bool), ["variant", "shape"]]
-    if not wrong.empty:
-        pairs = ", ".join(f"{v} {s}" for v, s in wrong.itertuples(index=False))
-        raise CorrectnessError(f"wrong results from: {pairs} (see rel_err in {path}/timings.parquet)")
+    raise_if_wrong(timings, path)
     return path

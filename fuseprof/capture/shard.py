@@ -27,6 +27,30 @@ from typing import Any
 
 import pandas as pd
 
+from fuseprof.errors import InvalidArgumentError
+
+
+def gpu_count(text: str, device: str) -> int:
+    """'all' -> every visible GPU; N -> N (on --device cpu: N processes)."""
+    if text == "all":
+        if device == "cpu":
+            raise InvalidArgumentError("--gpus all needs CUDA GPUs; on --device cpu give a number of processes")
+        import torch
+
+        count = torch.cuda.device_count()
+        if count < 1:
+            raise InvalidArgumentError("--gpus all: no CUDA GPU is visible")
+        return count
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidArgumentError(f"--gpus {text!r}: give a positive number or all")
+    return int(text)
+
+
+def check_device(device: str) -> None:
+    """A sharded run is one process per GPU (cuda) or N CPU processes (cpu), not one named GPU."""
+    if device not in ("cuda", "cpu"):
+        raise InvalidArgumentError(f"--device {device!r} with --gpus: use cuda (one rank per GPU) or cpu")
+
 
 def work_items(case_specs: list[str], shapes: list[str]) -> list[tuple[str, str]]:
     """The grid in a fixed order: every case at every shape."""
@@ -97,8 +121,7 @@ def _profile_part(spec: dict[str, Any], mine: set[tuple[str, str]], part: Path, 
     options = ProfileOptions(**spec["options"], shapes=parse_shapes(",".join(shapes)), device=spec["device"],
                              out_dir=part.parent, name=part.name)
     bundle = run_profile(options, log)
-    for shape in shapes:
-        done(shape)
+    done(f"{spec['cases'][0]} {','.join(shapes)}")  # one capture: its shapes share one trace and one ncu run
     return {"bundle": str(bundle)}
 
 

@@ -9,27 +9,11 @@ from pathlib import Path
 
 from fuseprof.capture.bench import bench_manifest, write_bench_bundle
 from fuseprof.capture.provenance import now_utc
-from fuseprof.capture.shard import failure_message, launch_ranks, merge
+from fuseprof.capture.shard import check_device, failure_message, launch_ranks, merge
 from fuseprof.case import Shape, shape_label
 from fuseprof.console import Log, log_to_stderr
-from fuseprof.errors import FuseprofError, InvalidArgumentError
+from fuseprof.errors import FuseprofError
 from fuseprof.summary import sort_by_shape
-
-
-def gpu_count(text: str, device: str) -> int:
-    """'all' -> every visible GPU; N -> N (on --device cpu: N processes)."""
-    if text == "all":
-        if device == "cpu":
-            raise InvalidArgumentError("--gpus all needs CUDA GPUs; on --device cpu give a number of processes")
-        import torch
-
-        count = torch.cuda.device_count()
-        if count < 1:
-            raise InvalidArgumentError("--gpus all: no CUDA GPU is visible")
-        return count
-    if not text.isdigit() or int(text) < 1:
-        raise InvalidArgumentError(f"--gpus {text!r}: give a positive number or all")
-    return int(text)
 
 
 def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str | None, device: str,
@@ -50,7 +34,7 @@ def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtyp
         torchrun_s = time.monotonic() - launched
         rows, statuses, failed = merge(parts, gpus)
     if rows.empty:
-        raise FuseprofError("every rank failed: " + "; ".join(f"rank {s['rank']}: {s['error']}" for s in failed))
+        raise FuseprofError(failure_message(failed, gpus))
     good = [s for s in statuses if "error" not in s]
     facts = dict(good[0]["device"])
     facts["ranks"] = [{"rank": s["rank"], "gpu": s.get("gpu"), **s["device"], "items": s["items"],
@@ -63,8 +47,3 @@ def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtyp
     if failed:
         raise FuseprofError(f"{failure_message(failed, gpus)}; {path} holds the others' rows")
     return path
-
-
-def check_device(device: str) -> None:
-    if device not in ("cuda", "cpu"):
-        raise InvalidArgumentError(f"--device {device!r} with --gpus: use cuda (one rank per GPU) or cpu")

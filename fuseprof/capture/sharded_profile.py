@@ -13,13 +13,13 @@ from typing import Any
 import pandas as pd
 
 from fuseprof.bundle import RAW, BundleWriter, read_manifest
+from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.profile import ProfileOptions
 from fuseprof.capture.provenance import bundle_name, command_line, now_utc
-from fuseprof.capture.shard import failure_message, launch_ranks, read_statuses
-from fuseprof.capture.sharded_bench import check_device
+from fuseprof.capture.shard import check_device, failure_message, launch_ranks, read_statuses
 from fuseprof.case import load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr
-from fuseprof.errors import CorrectnessError, FuseprofError
+from fuseprof.errors import FuseprofError
 from fuseprof.loading import load_timings
 from fuseprof.parse.dispatch import parse_raw_dir
 
@@ -53,10 +53,7 @@ def run_sharded_profile(opts: ProfileOptions, gpus: int, log: Log = log_to_stder
     log(f"fuseprof: wrote {path} (shapes from {len(done)} of {gpus} ranks, {time.monotonic() - started:.1f} s)")
     if failed:
         raise FuseprofError(f"{failure_message(failed, gpus)}; {path} holds what the ranks wrote")
-    wrong = load_timings(path).query("correct == False")
-    if not wrong.empty:
-        raise CorrectnessError(f"wrong results from: {', '.join(wrong['variant'] + ' ' + wrong['shape'])} "
-                               f"(see rel_err in {path}/timings.parquet)")
+    raise_if_wrong(load_timings(path), path)
     return path
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from fuseprof_kernels._llama_model.model import rotate_half
 from torch import nn
 
 HIDDEN, INTERMEDIATE, HEADS, KV_HEADS = 4096, 14336, 32, 8
@@ -49,11 +50,6 @@ class DecoderLayer(nn.Module):
         angles = torch.cat((angles, angles), dim=-1)
         self.register_buffer("cos", angles.cos().to(k_cache.dtype))
         self.register_buffer("sin", angles.sin().to(k_cache.dtype))
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 def forward(layer: DecoderLayer, hidden: torch.Tensor, residual: torch.Tensor, positions: torch.Tensor,
