@@ -266,20 +266,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from fuseprof_kernels._inputs import BENCH_SHAPES
+    from fuseprof_kernels._grid import BENCH_SHAPES
 
-    from fuseprof.capture.bench import run_bench
     from fuseprof.capture.shard import gpu_count
-    from fuseprof.capture.sharded_bench import run_sharded_bench
     from fuseprof.case import parse_shapes
 
     shapes = parse_shapes(args.shapes) if args.shapes else BENCH_SHAPES
     variants = args.variants.split(",") if args.variants else None
     gpus = gpu_count(args.gpus, args.device)
-    if gpus > 1:
+    if gpus > 1:  # the parent leaves torch unimported until the ranks run
+        from fuseprof.capture.sharded_bench import run_sharded_bench
+
         path = run_sharded_bench(args.cases, shapes, args.dtype, args.device, args.out, gpus, args.repeats,
                                  variants=variants)
     else:
+        from fuseprof.capture.bench import run_bench
+
         path = run_bench(args.cases, shapes, args.dtype, args.device, args.out, args.repeats, variants=variants)
     from fuseprof.compare import compare_variants
     from fuseprof.loading import load_timings

@@ -31,8 +31,3 @@ def row_norm_inputs(shape: tuple[int, ...], dtype: str, device: str,
     return (activations((m, n), dtype, device, generator), activations((m, n), dtype, device, generator),
             norm_weight(n, dtype, device, generator))
 
-
-# The benchmark grid of issue 3: decode-sized to prefill-sized M, two hidden widths.
-BENCH_SHAPES: tuple[tuple[int, int], ...] = tuple(
-    (m, n) for n in (4096, 8192) for m in (1, 128, 1024, 4096, 8192, 32768)
-)

@@ -20,7 +20,9 @@
 #   mlpauto    llama_mlp eager at M = 128 with the default metric list: replay passes per kernel
 #   regions    fuseprof run on examples/region_demo.py with ncu, and the run/capture GPU tests
 #   tpmlp      tensor-parallel MLP over every GPU with torchrun: one trace per rank (nvidia-h200-x2)
-#   shardbench the bench grid with --gpus 1 then --gpus 2: wall times, the ratio-to-copy agreement, each rank's items
+#   shardbench the bench grid with --gpus 1 and 2, cold caches then warm: speed-up, where the time went, ratio agreement
+#   shardthreads the same, cold, with one Inductor compile thread per process
+#   coldstart  what a fresh process pays before its first item (scripts/cold_start.py), alone and two at once
 #   shardprofile fuseprof profile --gpus 2 with ncu on each rank (nvidia-h200-x2)
 #   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
 #   explain    why Inductor's silu_mul / add_rms_norm beat the CUDA kernels: traversal-order A/B, ncu of each
@@ -101,28 +103,44 @@ step_tpmlp() {
   nvidia-smi topo -m | head -4
   timeout 300 torchrun --nproc-per-node "$(nvidia-smi -L | wc -l)" scripts/capture_tp_mlp.py --out "$W/tp" 2>&1 | tail -6
 }
+# Each run gets its own Inductor/Triton caches under $C (a 2-GPU run's ranks use rank0/, rank1/ in them):
+# "cold" runs start empty, "warm" ones reuse the cold run's caches, as a user's second run would.
+timed_bench() {  # LABEL GPUS [ENV=VALUE...]: fuseprof bench of the 4-case grid; wall time -> $W/wall-LABEL
+  local label=$1 gpus=$2; shift 2
+  local t0; t0=$(date +%s.%N)
+  env "$@" TORCHINDUCTOR_CACHE_DIR="$C/gpus$gpus/inductor" TRITON_CACHE_DIR="$C/gpus$gpus/triton" \
+    fuseprof bench rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul --dtype bfloat16 --gpus "$gpus" \
+    --out "$W/shard-$label" >"$W/bench-$label.log" 2>&1
+  local rc=$?
+  python3 -c "print(round($(date +%s.%N) - $t0, 1))" >"$W/wall-$label"
+  echo "$label: rc=$rc wall $(cat "$W/wall-$label") s"
+}
 step_shardbench() {
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
-  python3 -m fuseprof_kernels._cuda >/dev/null 2>&1  # build the extension once; both runs load it from the cache
-  local cases="rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul"
-  for n in 1 2; do
-    local t0; t0=$(date +%s.%N)
-    fuseprof bench $cases --dtype bfloat16 --gpus $n --out "$W/shard$n" >"$W/bench_gpus$n.log" 2>&1
-    echo "--gpus $n: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
+  python3 -m fuseprof_kernels._cuda >/dev/null 2>&1  # build the extension once; every run loads it from the cache
+  C=/tmp/fuseprof-shardbench; rm -rf "$C"
+  for run in "cold-1 1" "cold-2 2" "warm-1 1" "warm-2 2"; do
+    # shellcheck disable=SC2086
+    timed_bench $run
   done
-  python3 - "$W" <<'PY'
-import sys, glob, json, fuseprof
-from fuseprof.compare import compare_variants
-w = sys.argv[1]
-a, b = (compare_variants(fuseprof.load_timings(glob.glob(f"{w}/shard{n}/bench-*")[0])) for n in (1, 2))
-j = a.merge(b, on=["case", "shape", "variant"], suffixes=("_1", "_2"))
-d = (j["time_over_copy_2"] - j["time_over_copy_1"]).abs()
-print(f"time_over_copy, 2 GPUs vs 1, {len(j)} rows: median |diff| {d.median():.3f}, p90 {d.quantile(0.9):.3f}, max {d.max():.3f}")
-for r in json.load(open(glob.glob(f"{w}/shard2/bench-*/manifest.json")[0]))["device"]["ranks"]:
-    slow = sorted(r["item_s"], key=lambda i: -i["s"])[:3]
-    print(f"rank {r['rank']} gpu {r['gpu']} {r['pci_bus_id']}: {r['items']} items, {r['wall_s']} s; first "
-          f"{r['item_s'][0]}, slowest {slow}")
-PY
+  python3 scripts/shard_speedup.py "$W" cold-1 cold-2 warm-1 warm-2
+}
+step_coldstart() {  # a fresh process's cold start (scripts/cold_start.py): alone, then two at once as two ranks
+  local c=/tmp/fuseprof-coldstart; rm -rf "$c"
+  TORCHINDUCTOR_CACHE_DIR=$c/alone/i TRITON_CACHE_DIR=$c/alone/t timeout 120 python3 scripts/cold_start.py 2>&1 | grep -v USDT
+  for r in 0 1; do
+    CUDA_VISIBLE_DEVICES=$r TORCHINDUCTOR_COMPILE_THREADS=$(( $(nproc) / 2 )) TORCHINDUCTOR_CACHE_DIR=$c/r$r/i \
+      TRITON_CACHE_DIR=$c/r$r/t timeout 120 python3 scripts/cold_start.py >"$W/coldstart-rank$r.log" 2>&1 &
+  done
+  wait
+  echo "two at once:"; grep -vh USDT "$W"/coldstart-rank*.log | grep -E " s$"
+}
+step_shardthreads() {  # does Inductor's compile worker pool pay for itself on this grid? one compile thread, cold
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  C=/tmp/fuseprof-shardthreads; rm -rf "$C"
+  timed_bench t1cold-2 2 TORCHINDUCTOR_COMPILE_THREADS=1
+  timed_bench t1cold-1 1 TORCHINDUCTOR_COMPILE_THREADS=1
+  python3 scripts/shard_speedup.py "$W" t1cold-1 t1cold-2
 }
 step_shardprofile() {
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

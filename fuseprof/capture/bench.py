@@ -16,6 +16,7 @@ import torch
 
 from fuseprof.bundle import BundleWriter
 from fuseprof.capture import timing
+from fuseprof.capture.clock import ItemClock
 from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
@@ -87,7 +88,10 @@ def run_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str |
     started = time.monotonic()
     device = resolve_device(device_name)
     facts = device_facts(device)
-    timings, manifest_cases = bench_rows(case_specs, shapes, dtype, device, repeats, seed, variants, log)
+    clock = ItemClock()
+    timings, manifest_cases = bench_rows(case_specs, shapes, dtype, device, repeats, seed, variants, log,
+                                         done=clock.done)
     timings["device"] = facts["name"]
     manifest = bench_manifest(manifest_cases, shapes, facts, now_utc(), repeats, seed, device.type)
+    manifest["item_s"] = clock.items  # as each rank of a sharded run records its own
     return write_bench_bundle(timings, manifest, out_dir, started, log)

@@ -23,11 +23,13 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from fuseprof.errors import InvalidArgumentError
+
+T = TypeVar("T")
 
 
 def gpu_count(text: str, device: str) -> int:
@@ -81,7 +83,7 @@ def share(items: list[tuple[str, str]], rank: int, world: int) -> list[tuple[str
 
 def isolate_rank(local: int, world: int, cuda: bool) -> None:
     """Before torch starts: this process sees only GPU ``local`` (as cuda:0), and compiles into caches
-    of its own with 1/world of the CPUs. Without this, on an H200 x2 rank 1 took 41-42 s against
+    of its own with 1/world of the CPUs (unless TORCHINDUCTOR_COMPILE_THREADS is set). Without this, on an H200 x2 rank 1 took 41-42 s against
     rank 0's 19-22 s in two runs with different splits; with it the ranks took 50.9 and 49.5 s."""
     if cuda:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -91,7 +93,8 @@ def isolate_rank(local: int, world: int, cuda: bool) -> None:
               "TRITON_CACHE_DIR": Path.home() / ".triton" / "cache"}
     for variable, default in caches.items():
         os.environ[variable] = str(Path(os.environ.get(variable, default)) / f"rank{local}")
-    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(max(1, (os.cpu_count() or 1) // world))
+    # a user's own setting wins
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(max(1, (os.cpu_count() or 1) // world)))
 
 
 def _bench_part(spec: dict[str, Any], mine: set[tuple[str, str]], part: Path, log: Callable[[str], None],
@@ -134,28 +137,25 @@ def _rank_main(spec: dict[str, Any]) -> None:
     isolate_rank(local, world, cuda)
     import torch.distributed as dist
 
+    from fuseprof.capture.clock import ItemClock
+
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    # seconds since the parent launched torchrun: torchrun's start, this rank's imports, the rendezvous
+    ready_s = round(time.time() - spec["launched_at"], 2)
     part = Path(spec["parts"]) / f"rank{rank}"
     mine = set(share(work_items(spec["cases"], spec["shapes"]), rank, world))
-    started = time.monotonic()
-    item_started = [started]
-    items: list[dict[str, Any]] = []
+    clock = ItemClock()
 
     def log(message: str) -> None:
-        print(f"[rank {rank} +{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+        print(f"[rank {rank} +{time.monotonic() - clock.started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    def done(item: str) -> None:  # the wall time of each item: what a rank spent its time on
-        now = time.monotonic()
-        items.append({"item": item, "s": round(now - item_started[0], 2)})
-        item_started[0] = now
-
-    status: dict[str, Any] = {"rank": rank, "gpu": local if cuda else None, "items": len(mine)}
+    status: dict[str, Any] = {"rank": rank, "gpu": local if cuda else None, "items": len(mine), "ready_s": ready_s}
     try:
-        status.update(JOBS[spec["job"]](spec, mine, part, log, done))
+        status.update(JOBS[spec["job"]](spec, mine, part, log, clock.done))
     except Exception as exc:  # reported by name by the parent; the other ranks' results are kept
         status.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-4000:])
-    status.update(wall_s=round(time.monotonic() - started, 2), item_s=items)
+    status.update(wall_s=clock.elapsed(), item_s=clock.items, finished_s=round(time.time() - spec["launched_at"], 2))
     part.with_suffix(".json").write_text(json.dumps(status, default=str))
     dist.barrier()
     dist.destroy_process_group()
@@ -185,19 +185,53 @@ def merge(parts: Path, world: int) -> tuple[pd.DataFrame, list[dict[str, Any]], 
     return rows, statuses, [s for s in statuses if "error" in s]
 
 
-def launch_ranks(spec: dict[str, Any], gpus: int, timeout_s: float) -> None:
-    """Run ``gpus`` ranks of this module under torchrun and wait for them; ``spec["parts"]`` is
-    where they leave their parts."""
+def launch_ranks(spec: dict[str, Any], gpus: int, timeout_s: float,
+                 meanwhile: Callable[[], T] | None = None) -> tuple[float, T | None]:
+    """Run ``gpus`` ranks of this module under torchrun and wait for them; ``spec["parts"]`` is where
+    they leave their parts. While they start, this process runs ``meanwhile`` (its own imports: off
+    the critical path). Returns torchrun's wall time and what ``meanwhile`` gave."""
     import subprocess
 
     from fuseprof.errors import FuseprofError
 
+    launched = time.monotonic()
+    spec = {**spec, "launched_at": time.time()}
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(gpus),
             "-m", "fuseprof.capture.shard", json.dumps(spec)]
+    ranks = subprocess.Popen(argv)
     try:
-        subprocess.run(argv, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise FuseprofError(f"the sharded {spec['job']} ran past {timeout_s:.0f} s") from None
+        result = meanwhile() if meanwhile is not None else None
+        ranks.wait(timeout=max(1.0, timeout_s - (time.monotonic() - launched)))
+    except BaseException as exc:  # a timeout, Ctrl-C or a failure here: leave no rank behind
+        ranks.terminate()  # torchrun stops its workers on SIGTERM
+        try:
+            ranks.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            ranks.kill()
+            ranks.wait()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise FuseprofError(f"the sharded {spec['job']} ran past {timeout_s:.0f} s") from None
+        raise
+    return time.monotonic() - launched, result
+
+
+def timeline(statuses: list[dict[str, Any]], torchrun_s: float) -> dict[str, Any]:
+    """Where a sharded run's time went besides the ranks' work: each rank's start (torchrun, imports,
+    rendezvous; seconds after launch) and the exit (from the last rank's results to torchrun's end)."""
+    finished = [s["finished_s"] for s in statuses if "finished_s" in s]
+    return {"torchrun_s": round(torchrun_s, 2), "ranks_ready_s": [s.get("ready_s") for s in statuses],
+            "ranks_work_s": [s.get("wall_s") for s in statuses],
+            "exit_s": round(torchrun_s - max(finished), 2) if finished else None}
+
+
+def timeline_line(shards: dict[str, Any]) -> str:
+    """'ranks ready after 4.1, 4.3 s; worked 49.5, 50.9 s; torchrun done 0.4 s after the last'."""
+    def seconds(values: list[Any]) -> str:
+        return ", ".join("?" if v is None else f"{v:.1f}" for v in values)
+
+    exit_s = shards["exit_s"]
+    return (f"ranks ready after {seconds(shards['ranks_ready_s'])} s; worked {seconds(shards['ranks_work_s'])} s; "
+            f"torchrun done {'?' if exit_s is None else f'{exit_s:.1f}'} s after the last")
 
 
 def failure_message(failed: list[dict[str, Any]], world: int) -> str:

@@ -7,13 +7,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from fuseprof.capture.bench import bench_manifest, write_bench_bundle
-from fuseprof.capture.provenance import now_utc
-from fuseprof.capture.shard import check_device, failure_message, launch_ranks, merge
+from fuseprof.capture.shard import check_device, failure_message, launch_ranks, merge, timeline, timeline_line
 from fuseprof.case import Shape, shape_label
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import FuseprofError
-from fuseprof.summary import sort_by_shape
+
+
+def _parent_imports() -> None:
+    """What the parent needs only after the ranks are done (torch among it): imported while they run."""
+    import fuseprof.capture.bench  # noqa: F401
 
 
 def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtype: str | None, device: str,
@@ -29,10 +31,12 @@ def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtyp
                 "parts": str(parts)}
         log(f"fuseprof bench: {len(case_specs)} cases x {len(shapes)} shapes over {gpus} "
             f"{'GPUs' if device == 'cuda' else 'processes'} (torchrun)")
-        launched = time.monotonic()
-        launch_ranks(spec, gpus, timeout_s)
-        torchrun_s = time.monotonic() - launched
+        torchrun_s, _ = launch_ranks(spec, gpus, timeout_s, meanwhile=_parent_imports)
         rows, statuses, failed = merge(parts, gpus)
+    from fuseprof.capture.bench import bench_manifest, write_bench_bundle
+    from fuseprof.capture.provenance import now_utc
+    from fuseprof.summary import sort_by_shape
+
     if rows.empty:
         raise FuseprofError(failure_message(failed, gpus))
     good = [s for s in statuses if "error" not in s]
@@ -40,8 +44,8 @@ def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtyp
     facts["ranks"] = [{"rank": s["rank"], "gpu": s.get("gpu"), **s["device"], "items": s["items"],
                        "wall_s": s["wall_s"], "item_s": s["item_s"]} for s in good]
     manifest = bench_manifest(good[0]["cases"], shapes, facts, now_utc(), repeats, seed, device)
-    # torchrun_s against the ranks' wall_s: what process start, imports and teardown cost
-    manifest["shards"] = {"world": gpus, "failed": failed, "torchrun_s": round(torchrun_s, 2)}
+    manifest["shards"] = {"world": gpus, "failed": failed, **timeline(statuses, torchrun_s)}
+    log(f"fuseprof: {timeline_line(manifest['shards'])}")
     rows = sort_by_shape(rows, ["case", "shape"])  # each (case, shape) came whole from one rank, in its order
     path = write_bench_bundle(rows, manifest, out_dir, started, log)
     if failed:

@@ -1,0 +1,59 @@
+"""The sharded bench's speed-up and where its time went: ``python scripts/shard_speedup.py WORK LABEL...``.
+
+``scripts/h200.sh shardbench`` runs ``fuseprof bench`` with ``--gpus 1`` and ``--gpus 2`` into
+``WORK/shard-LABEL/`` and writes each run's wall time (as the shell saw it) to ``WORK/wall-LABEL``;
+a label is ``<cache state>-<gpus>`` (``cold-1``, ``warm-2``). This prints, per run, the wall time and
+its parts from the manifest (each process's first item pays the cold start), then for each cache
+state the speed-up of 2 GPUs over 1 and how far the per-shape ratios to the copy moved.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import fuseprof
+from fuseprof.compare import compare_variants
+
+
+def _bundle(work: Path, label: str) -> Path:
+    (bundle,) = (work / f"shard-{label}").glob("bench-*")
+    return bundle
+
+
+def _describe(work: Path, label: str) -> str:
+    manifest = json.loads((_bundle(work, label) / "manifest.json").read_text())
+    wall = float((work / f"wall-{label}").read_text())
+    shards = manifest.get("shards")
+    if shards is None:
+        items = manifest["item_s"]
+        return (f"{label}: {wall:.1f} s ({len(items)} items, {sum(i['s'] for i in items):.1f} s; "
+                f"first {items[0]['item']} {items[0]['s']:.1f} s)")
+    ranks = manifest["device"]["ranks"]
+    firsts = "; ".join(f"rank {r['rank']} first {r['item_s'][0]['item']} {r['item_s'][0]['s']:.1f} s" for r in ranks)
+    return (f"{label}: {wall:.1f} s (torchrun {shards['torchrun_s']:.1f} s: ready after {shards['ranks_ready_s']} s, "
+            f"worked {shards['ranks_work_s']} s, exit {shards['exit_s']} s; {firsts})")
+
+
+def _ratio_drift(work: Path, one: str, two: str) -> str:
+    a, b = (compare_variants(fuseprof.load_timings(_bundle(work, label))) for label in (one, two))
+    joined = a.merge(b, on=["case", "shape", "variant"], suffixes=("_1", "_2"))
+    drift = (joined["time_over_copy_2"] - joined["time_over_copy_1"]).abs()
+    return (f"time_over_copy {two} vs {one}, {len(joined)} rows: median |diff| {drift.median():.3f}, "
+            f"p90 {drift.quantile(0.9):.3f}, max {drift.max():.3f}")
+
+
+def main(work: Path, labels: list[str]) -> None:
+    for label in labels:
+        print(_describe(work, label))
+    for state in dict.fromkeys(label.split("-")[0] for label in labels):
+        one, two = f"{state}-1", f"{state}-2"
+        if one in labels and two in labels:
+            walls = [float((work / f"wall-{label}").read_text()) for label in (one, two)]
+            print(f"{state}: 1 GPU {walls[0]:.1f} s, 2 GPUs {walls[1]:.1f} s, speed-up {walls[0] / walls[1]:.2f}x")
+            print(f"{state}: {_ratio_drift(work, one, two)}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2:])
