@@ -4,6 +4,7 @@
 # tool brings back at most 8 files, 2 folders deep). A failing step is reported and the next runs.
 #   install    editable install; Liger-Kernel from .whl/ if carried
 #   build      build the fused CUDA ops verbosely (ptxas resource report -> build.log)
+#   pycache    a Python bytecode cache for the later steps (this image has none: see the step)
 #   tests      the gpu/ncu-marked tests
 #   contract   only the input-contract tests of the CUDA ops
 #   ktests     only the kernel tests (tests/test_gpu_kernels.py)
@@ -42,6 +43,18 @@ step_install() {
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
   fi
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+}
+step_pycache() {
+  # This device's image sets PYTHONDONTWRITEBYTECODE=1 and ships torch without __pycache__, so every
+  # process compiles torch from source: import torch 4.0-4.3 s, + Inductor 9.5 s (python -X importtime,
+  # 2026-11-29), once per rank of a sharded run. A pip-installed Python has its bytecode; give the later
+  # steps one (outside the image, under /tmp) so they measure fuseprof, not the image.
+  unset PYTHONDONTWRITEBYTECODE
+  export PYTHONPYCACHEPREFIX=/tmp/pycache
+  local t=$SECONDS site; site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  timeout 300 python3 -m compileall -q -j 0 "$site" fuseprof kernels >/dev/null 2>&1
+  echo "compileall rc=$? $((SECONDS - t)) s"
+  for i in 1 2; do /usr/bin/time -f "import torch and Inductor: %e s" python3 -c "import torch._inductor.compile_fx"; done
 }
 step_build() { python3 -m fuseprof_kernels._cuda 2>&1 | tee "$W/build.log" | grep -E "ptxas info *: Used|spill|error|built"; }
 step_ktests() {
