@@ -50,7 +50,7 @@ step_pycache() {
   # 2026-11-29), once per rank of a sharded run. A pip-installed Python has its bytecode; give the later
   # steps one (outside the image, under /tmp) so they measure fuseprof, not the image.
   unset PYTHONDONTWRITEBYTECODE
-  export PYTHONPYCACHEPREFIX=/tmp/pycache
+  export PYTHONPYCACHEPREFIX=/tmp/pycache SHARD_PREFIX=pyc
   local t=$SECONDS site; site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   timeout 300 python3 -m compileall -q -j 0 "$site" fuseprof kernels >/dev/null 2>&1
   echo "compileall rc=$? $((SECONDS - t)) s"
@@ -128,15 +128,16 @@ timed_bench() {  # LABEL GPUS [ENV=VALUE...]: fuseprof bench of the 4-case grid;
   python3 -c "print(round($(date +%s.%N) - $t0, 1))" >"$W/wall-$label"
   echo "$label: rc=$rc wall $(cat "$W/wall-$label") s"
 }
-step_shardbench() {
+step_shardbench() {  # labels get $SHARD_PREFIX (the pycache step sets it), so the step can run in both states
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
   python3 -m fuseprof_kernels._cuda >/dev/null 2>&1  # build the extension once; every run loads it from the cache
-  C=/tmp/fuseprof-shardbench; rm -rf "$C"
-  for run in "cold-1 1" "cold-2 2" "warm-1 1" "warm-2 2"; do
+  local p=${SHARD_PREFIX:-}
+  C=/tmp/fuseprof-shardbench$p; rm -rf "$C"
+  for run in "${p}cold-1 1" "${p}cold-2 2" "${p}warm-1 1" "${p}warm-2 2"; do
     # shellcheck disable=SC2086
     timed_bench $run
   done
-  python3 scripts/shard_speedup.py "$W" cold-1 cold-2 warm-1 warm-2
+  python3 scripts/shard_speedup.py "$W" "${p}cold-1" "${p}cold-2" "${p}warm-1" "${p}warm-2"
 }
 step_coldstart() {  # a fresh process's cold start (scripts/cold_start.py): alone, then two at once as two ranks
   local c=/tmp/fuseprof-coldstart; rm -rf "$c"

@@ -32,8 +32,8 @@ def _describe(work: Path, label: str) -> str:
                 f"first {items[0]['item']} {items[0]['s']:.1f} s)")
     ranks = manifest["device"]["ranks"]
     firsts = "; ".join(f"rank {r['rank']} first {r['item_s'][0]['item']} {r['item_s'][0]['s']:.1f} s" for r in ranks)
-    return (f"{label}: {wall:.1f} s (torchrun {shards['torchrun_s']:.1f} s: ready after {shards['ranks_ready_s']} s, "
-            f"worked {shards['ranks_work_s']} s, exit {shards['exit_s']} s; {firsts})")
+    return (f"{label}: {wall:.1f} s (ranks ready after {shards['ranks_ready_s']} s, worked {shards['ranks_work_s']} s, "
+            f"every part written after {shards['parts_s']} s; {firsts})")
 
 
 def _ratio_drift(work: Path, one: str, two: str) -> str:

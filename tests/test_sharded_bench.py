@@ -55,9 +55,9 @@ def test_two_gloo_processes_give_the_rows_of_one(tmp_path: Path) -> None:
     assert manifest["shards"]["world"] == 2 and manifest["shards"]["failed"] == []
     ranks, shards = manifest["device"]["ranks"], manifest["shards"]
     assert len(ranks) == 2 and shards["ranks_work_s"] == [r["wall_s"] for r in ranks]
-    # where torchrun's time went: each rank's start (after launch), its work, then the exit
+    # where the time went: each rank's start (after launch), its work, then every part written
     for ready, work in zip(shards["ranks_ready_s"], shards["ranks_work_s"], strict=True):
-        assert 0 < ready and ready + work + shards["exit_s"] <= shards["torchrun_s"] + 0.05
+        assert 0 < ready and ready + work <= shards["parts_s"] + 0.05
     # each (case, shape) item's wall time, as the rank saw it, and as the one-process run saw it
     items = sorted(f"{c} {s}" for c in ("silu_mul", "rmsnorm_swiglu") for s in ("4x64", "8x64", "16x64"))
     assert sorted(i["item"] for r in ranks for i in r["item_s"]) == items
@@ -127,3 +127,28 @@ def test_sharded_profile_gives_the_rows_and_kernels_of_one_process(tmp_path: Pat
     (two / "kernels.parquet").unlink()
     assert reparse(two) == len(kb)
     assert fuseprof.load(two).equals(kb)
+
+
+def _rank_processes() -> list[str]:
+    """Command lines of running processes of the rank module (torchrun's workers and torchrun itself)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # the process ended while we looked
+            continue
+        if "fuseprof.capture.shard" in text:
+            found.append(text)
+    return found
+
+
+def test_a_sharded_run_past_its_time_limit_stops_every_rank(tmp_path: Path) -> None:
+    from fuseprof.capture.sharded_bench import run_sharded_bench
+    from fuseprof.errors import FuseprofError
+
+    assert not _rank_processes()
+    with pytest.raises(FuseprofError, match="the sharded bench ran past 3 s"):
+        run_sharded_bench(["silu_mul"], ((4, 64), (8, 64)), None, "cpu", tmp_path, 2, repeats=200, timeout_s=3,
+                          log=lambda _: None)
+    assert not _rank_processes()  # torchrun was stopped, and with it its workers
+    assert not list(tmp_path.iterdir())  # and no half bundle was written

@@ -23,13 +23,11 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 
 from fuseprof.errors import InvalidArgumentError
-
-T = TypeVar("T")
 
 
 def gpu_count(text: str, device: str) -> int:
@@ -81,10 +79,10 @@ def share(items: list[tuple[str, str]], rank: int, world: int) -> list[tuple[str
     return mine
 
 
-def isolate_rank(local: int, world: int, cuda: bool) -> None:
-    """Before torch starts: this process sees only GPU ``local`` (as cuda:0), and compiles into caches
-    of its own with 1/world of the CPUs (unless TORCHINDUCTOR_COMPILE_THREADS is set). Without this, on an H200 x2 rank 1 took 41-42 s against
-    rank 0's 19-22 s in two runs with different splits; with it the ranks took 50.9 and 49.5 s."""
+def isolate_rank(local: int, cuda: bool) -> None:
+    """Before torch starts: this process sees only GPU ``local`` (as cuda:0) and compiles into caches
+    of its own, in one thread. Without this, on an H200 x2 rank 1 took 41-42 s against rank 0's
+    19-22 s in two runs with different splits; with it the ranks took 50.9 and 49.5 s."""
     if cuda:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         os.environ["CUDA_VISIBLE_DEVICES"] = visible.split(",")[local] if visible else str(local)
@@ -93,8 +91,11 @@ def isolate_rank(local: int, world: int, cuda: bool) -> None:
               "TRITON_CACHE_DIR": Path.home() / ".triton" / "cache"}
     for variable, default in caches.items():
         os.environ[variable] = str(Path(os.environ.get(variable, default)) / f"rank{local}")
-    # a user's own setting wins
-    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(max(1, (os.cpu_count() or 1) // world)))
+    # Compile in the rank itself: Inductor's worker pool (a process per thread, each importing torch)
+    # starts while the rank times its first items and gains nothing on graphs of a few kernels. On the
+    # H200 x2 (32 CPUs), 4-case grid, cold caches: 2 ranks of 16 threads 36.2 s, of 1 thread 31.7 s.
+    # A user's own setting wins.
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 
 def _bench_part(spec: dict[str, Any], mine: set[tuple[str, str]], part: Path, log: Callable[[str], None],
@@ -134,7 +135,7 @@ JOBS = {"bench": _bench_part, "profile": _profile_part}
 def _rank_main(spec: dict[str, Any]) -> None:
     cuda = spec["device"] != "cpu"
     local, world = int(os.environ.get("LOCAL_RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    isolate_rank(local, world, cuda)
+    isolate_rank(local, cuda)
     import torch.distributed as dist
 
     from fuseprof.capture.clock import ItemClock
@@ -155,8 +156,10 @@ def _rank_main(spec: dict[str, Any]) -> None:
         status.update(JOBS[spec["job"]](spec, mine, part, log, clock.done))
     except Exception as exc:  # reported by name by the parent; the other ranks' results are kept
         status.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-4000:])
-    status.update(wall_s=clock.elapsed(), item_s=clock.items, finished_s=round(time.time() - spec["launched_at"], 2))
-    part.with_suffix(".json").write_text(json.dumps(status, default=str))
+    status.update(wall_s=clock.elapsed(), item_s=clock.items)
+    written = part.with_suffix(".json.tmp")
+    written.write_text(json.dumps(status, default=str))
+    written.replace(part.with_suffix(".json"))  # whole or absent: the parent starts merging when it appears
     dist.barrier()
     dist.destroy_process_group()
     # Everything this rank made is written; skip the interpreter's teardown (compile worker pools,
@@ -185,53 +188,70 @@ def merge(parts: Path, world: int) -> tuple[pd.DataFrame, list[dict[str, Any]], 
     return rows, statuses, [s for s in statuses if "error" in s]
 
 
-def launch_ranks(spec: dict[str, Any], gpus: int, timeout_s: float,
-                 meanwhile: Callable[[], T] | None = None) -> tuple[float, T | None]:
-    """Run ``gpus`` ranks of this module under torchrun and wait for them; ``spec["parts"]`` is where
-    they leave their parts. While they start, this process runs ``meanwhile`` (its own imports: off
-    the critical path). Returns torchrun's wall time and what ``meanwhile`` gave."""
-    import subprocess
+class RankGroup:
+    """``world`` ranks of this module under torchrun, leaving their parts in ``spec["parts"]``.
 
-    from fuseprof.errors import FuseprofError
+    ``wait_for_parts`` returns once every rank has left its status, so the parent merges while
+    torchrun tears down (0.6-0.9 s on the H200 x2); leaving the ``with`` waits for torchrun, or
+    stops it after an error, a timeout or Ctrl-C, so that no rank is left behind."""
 
-    launched = time.monotonic()
-    spec = {**spec, "launched_at": time.time()}
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(gpus),
-            "-m", "fuseprof.capture.shard", json.dumps(spec)]
-    ranks = subprocess.Popen(argv)
-    try:
-        result = meanwhile() if meanwhile is not None else None
-        ranks.wait(timeout=max(1.0, timeout_s - (time.monotonic() - launched)))
-    except BaseException as exc:  # a timeout, Ctrl-C or a failure here: leave no rank behind
-        ranks.terminate()  # torchrun stops its workers on SIGTERM
+    def __init__(self, spec: dict[str, Any], world: int, timeout_s: float) -> None:
+        import subprocess
+
+        self.parts, self.world, self.job, self.timeout_s = Path(spec["parts"]), world, spec["job"], timeout_s
+        self.launched = time.monotonic()
+        spec = {**spec, "launched_at": time.time()}
+        argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(world),
+                "-m", "fuseprof.capture.shard", json.dumps(spec)]
+        self._torchrun = subprocess.Popen(argv)
+
+    def __enter__(self) -> RankGroup:
+        return self
+
+    def wait_for_parts(self) -> float:
+        """Seconds from launch until every rank has left its status, or torchrun has ended (a rank
+        that was killed leaves none)."""
+        from fuseprof.errors import FuseprofError
+
+        while not all((self.parts / f"rank{r}.json").exists() for r in range(self.world)):
+            if self._torchrun.poll() is not None:
+                break
+            if time.monotonic() - self.launched > self.timeout_s:
+                raise FuseprofError(f"the sharded {self.job} ran past {self.timeout_s:.0f} s")
+            time.sleep(0.05)
+        return time.monotonic() - self.launched
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
+        import subprocess
+
+        if error is None:
+            try:
+                self._torchrun.wait(timeout=60)  # the ranks are done: only their teardown is left
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        self._torchrun.terminate()  # torchrun stops its workers on SIGTERM
         try:
-            ranks.wait(timeout=30)
+            self._torchrun.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            ranks.kill()
-            ranks.wait()
-        if isinstance(exc, subprocess.TimeoutExpired):
-            raise FuseprofError(f"the sharded {spec['job']} ran past {timeout_s:.0f} s") from None
-        raise
-    return time.monotonic() - launched, result
+            self._torchrun.kill()
+            self._torchrun.wait()
 
 
-def timeline(statuses: list[dict[str, Any]], torchrun_s: float) -> dict[str, Any]:
+def timeline(statuses: list[dict[str, Any]], parts_s: float) -> dict[str, Any]:
     """Where a sharded run's time went besides the ranks' work: each rank's start (torchrun, imports,
-    rendezvous; seconds after launch) and the exit (from the last rank's results to torchrun's end)."""
-    finished = [s["finished_s"] for s in statuses if "finished_s" in s]
-    return {"torchrun_s": round(torchrun_s, 2), "ranks_ready_s": [s.get("ready_s") for s in statuses],
-            "ranks_work_s": [s.get("wall_s") for s in statuses],
-            "exit_s": round(torchrun_s - max(finished), 2) if finished else None}
+    rendezvous; seconds after launch) and when the last part was written."""
+    return {"parts_s": round(parts_s, 2), "ranks_ready_s": [s.get("ready_s") for s in statuses],
+            "ranks_work_s": [s.get("wall_s") for s in statuses]}
 
 
 def timeline_line(shards: dict[str, Any]) -> str:
-    """'ranks ready after 4.1, 4.3 s; worked 49.5, 50.9 s; torchrun done 0.4 s after the last'."""
+    """'ranks ready after 4.1, 4.3 s; worked 49.5, 50.9 s; every part written after 55.6 s'."""
     def seconds(values: list[Any]) -> str:
         return ", ".join("?" if v is None else f"{v:.1f}" for v in values)
 
-    exit_s = shards["exit_s"]
     return (f"ranks ready after {seconds(shards['ranks_ready_s'])} s; worked {seconds(shards['ranks_work_s'])} s; "
-            f"torchrun done {'?' if exit_s is None else f'{exit_s:.1f}'} s after the last")
+            f"every part written after {shards['parts_s']:.1f} s")
 
 
 def failure_message(failed: list[dict[str, Any]], world: int) -> str:

@@ -6,8 +6,11 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from fuseprof.capture.shard import check_device, failure_message, launch_ranks, merge, timeline, timeline_line
+import pandas as pd
+
+from fuseprof.capture.shard import RankGroup, check_device, failure_message, merge, timeline, timeline_line
 from fuseprof.case import Shape, shape_label
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import FuseprofError
@@ -24,30 +27,38 @@ def run_sharded_bench(case_specs: Sequence[str], shapes: tuple[Shape, ...], dtyp
     """One bundle from ``gpus`` ranks, each timing its share of the grid on its own GPU."""
     check_device(device)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="fuseprof-shard-") as tmp:
-        parts = Path(tmp)
-        spec = {"job": "bench", "cases": list(case_specs), "shapes": [shape_label(s) for s in shapes],
-                "dtype": dtype, "device": device, "repeats": repeats, "seed": seed, "variants": variants,
-                "parts": str(parts)}
-        log(f"fuseprof bench: {len(case_specs)} cases x {len(shapes)} shapes over {gpus} "
-            f"{'GPUs' if device == 'cuda' else 'processes'} (torchrun)")
-        torchrun_s, _ = launch_ranks(spec, gpus, timeout_s, meanwhile=_parent_imports)
-        rows, statuses, failed = merge(parts, gpus)
+    spec = {"job": "bench", "cases": list(case_specs), "shapes": [shape_label(s) for s in shapes], "dtype": dtype,
+            "device": device, "repeats": repeats, "seed": seed, "variants": variants}
+    log(f"fuseprof bench: {len(case_specs)} cases x {len(shapes)} shapes over {gpus} "
+        f"{'GPUs' if device == 'cuda' else 'processes'} (torchrun)")
+    with tempfile.TemporaryDirectory(prefix="fuseprof-shard-") as tmp, \
+            RankGroup({**spec, "parts": tmp}, gpus, timeout_s) as ranks:
+        _parent_imports()  # while the ranks start
+        parts_s = ranks.wait_for_parts()
+        rows, statuses, failed = merge(Path(tmp), gpus)
+        if not rows.empty:
+            path = _write(rows, statuses, failed, shapes, repeats, seed, device, parts_s, started, out_dir, log)
+    if rows.empty:
+        raise FuseprofError(failure_message(failed, gpus))
+    if failed:
+        raise FuseprofError(f"{failure_message(failed, gpus)}; {path} holds the others' rows")
+    return path
+
+
+def _write(rows: pd.DataFrame, statuses: list[dict[str, Any]], failed: list[dict[str, Any]],
+           shapes: tuple[Shape, ...], repeats: int, seed: int, device: str, parts_s: float, started: float,
+           out_dir: Path, log: Log) -> Path:
+    """The merged bundle: the ranks' rows in grid order, the device facts of every GPU, the time line."""
     from fuseprof.capture.bench import bench_manifest, write_bench_bundle
     from fuseprof.capture.provenance import now_utc
     from fuseprof.summary import sort_by_shape
 
-    if rows.empty:
-        raise FuseprofError(failure_message(failed, gpus))
     good = [s for s in statuses if "error" not in s]
     facts = dict(good[0]["device"])
     facts["ranks"] = [{"rank": s["rank"], "gpu": s.get("gpu"), **s["device"], "items": s["items"],
                        "wall_s": s["wall_s"], "item_s": s["item_s"]} for s in good]
     manifest = bench_manifest(good[0]["cases"], shapes, facts, now_utc(), repeats, seed, device)
-    manifest["shards"] = {"world": gpus, "failed": failed, **timeline(statuses, torchrun_s)}
+    manifest["shards"] = {"world": len(statuses), "failed": failed, **timeline(statuses, parts_s)}
     log(f"fuseprof: {timeline_line(manifest['shards'])}")
     rows = sort_by_shape(rows, ["case", "shape"])  # each (case, shape) came whole from one rank, in its order
-    path = write_bench_bundle(rows, manifest, out_dir, started, log)
-    if failed:
-        raise FuseprofError(f"{failure_message(failed, gpus)}; {path} holds the others' rows")
-    return path
+    return write_bench_bundle(rows, manifest, out_dir, started, log)

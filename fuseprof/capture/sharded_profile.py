@@ -16,7 +16,7 @@ from fuseprof.bundle import RAW, BundleWriter, read_manifest
 from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.profile import ProfileOptions
 from fuseprof.capture.provenance import bundle_name, command_line, now_utc
-from fuseprof.capture.shard import check_device, failure_message, launch_ranks, read_statuses
+from fuseprof.capture.shard import RankGroup, check_device, failure_message, read_statuses, timeline
 from fuseprof.case import load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import FuseprofError
@@ -36,19 +36,17 @@ def run_sharded_profile(opts: ProfileOptions, gpus: int, log: Log = log_to_stder
     select_variants(case, opts.variants, opts.device)
     shapes = [shape_label(s) for s in (opts.shapes or case.default_shapes)]
     options: dict[str, Any] = {name: getattr(opts, name) for name in _PASSED}
-    with tempfile.TemporaryDirectory(prefix="fuseprof-shard-") as tmp:
-        parts = Path(tmp)
-        log(f"fuseprof profile: {case.name}, {len(shapes)} shapes over {gpus} "
-            f"{'GPUs' if opts.device == 'cuda' else 'processes'} (torchrun)")
-        launched = time.monotonic()
-        launch_ranks({"job": "profile", "cases": [opts.case], "shapes": shapes, "device": opts.device,
-                      "parts": str(parts), "options": options}, gpus, timeout_s)
-        torchrun_s = round(time.monotonic() - launched, 2)
+    spec = {"job": "profile", "cases": [opts.case], "shapes": shapes, "device": opts.device, "options": options}
+    log(f"fuseprof profile: {case.name}, {len(shapes)} shapes over {gpus} "
+        f"{'GPUs' if opts.device == 'cuda' else 'processes'} (torchrun)")
+    with tempfile.TemporaryDirectory(prefix="fuseprof-shard-") as tmp, \
+            RankGroup({**spec, "parts": tmp}, gpus, timeout_s) as ranks:
+        parts, parts_s = Path(tmp), ranks.wait_for_parts()
         statuses = read_statuses(parts, gpus)
         done = [s for s in statuses if (parts / f"rank{s['rank']}" / "manifest.json").exists()]
         if not done:
             raise FuseprofError("no rank wrote a bundle: " + failure_message(statuses, gpus))
-        path = _merge(parts, done, {"world": gpus, "torchrun_s": torchrun_s}, shapes, opts, started)
+        path = _merge(parts, done, {"world": gpus, **timeline(statuses, parts_s)}, shapes, opts, started)
     failed = [s for s in statuses if "error" in s]
     log(f"fuseprof: wrote {path} (shapes from {len(done)} of {gpus} ranks, {time.monotonic() - started:.1f} s)")
     if failed:
