@@ -23,6 +23,7 @@
 #   tpmlp      tensor-parallel MLP over every GPU with torchrun: one trace per rank (nvidia-h200-x2)
 #   shardbench the bench grid with --gpus 1 and 2, cold caches then warm: speed-up, where the time went, ratio agreement
 #   shardthreads the same, cold, with one Inductor compile thread per process
+#   shardlong  the same grid, cold, with --repeats 400: more work per item, the same fixed costs
 #   coldstart  what a fresh process pays before its first item (scripts/cold_start.py), alone and two at once
 #   shardprofile fuseprof profile --gpus 2 with ncu on each rank (nvidia-h200-x2)
 #   passes     replay passes per kernel for candidate ncu metric lists (scripts/ncu_passes.py)
@@ -123,7 +124,7 @@ timed_bench() {  # LABEL GPUS [ENV=VALUE...]: fuseprof bench of the 4-case grid;
   local t0; t0=$(date +%s.%N)
   env "$@" TORCHINDUCTOR_CACHE_DIR="$C/gpus$gpus/inductor" TRITON_CACHE_DIR="$C/gpus$gpus/triton" \
     fuseprof bench rmsnorm_swiglu add_rms_norm silu_and_mul silu_mul --dtype bfloat16 --gpus "$gpus" \
-    --out "$W/shard-$label" >"$W/bench-$label.log" 2>&1
+    ${BENCH_ARGS:-} --out "$W/shard-$label" >"$W/bench-$label.log" 2>&1
   local rc=$?
   python3 -c "print(round($(date +%s.%N) - $t0, 1))" >"$W/wall-$label"
   echo "$label: rc=$rc wall $(cat "$W/wall-$label") s"
@@ -138,6 +139,13 @@ step_shardbench() {  # labels get $SHARD_PREFIX (the pycache step sets it), so t
     timed_bench $run
   done
   python3 scripts/shard_speedup.py "$W" "${p}cold-1" "${p}cold-2" "${p}warm-1" "${p}warm-2"
+}
+step_shardlong() {  # the same grid with 8x the timed calls per variant (--repeats 400), cold caches
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  C=/tmp/fuseprof-shardlong; rm -rf "$C"
+  BENCH_ARGS="--repeats 400" timed_bench r400cold-1 1
+  BENCH_ARGS="--repeats 400" timed_bench r400cold-2 2
+  python3 scripts/shard_speedup.py "$W" r400cold-1 r400cold-2
 }
 step_coldstart() {  # a fresh process's cold start (scripts/cold_start.py): alone, then two at once as two ranks
   local c=/tmp/fuseprof-coldstart; rm -rf "$c"
