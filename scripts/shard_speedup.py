@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 import fuseprof
 from fuseprof.compare import compare_variants
 
@@ -44,6 +46,15 @@ def _ratio_drift(work: Path, one: str, two: str) -> str:
             f"p90 {drift.quantile(0.9):.3f}, max {drift.max():.3f}")
 
 
+def _fixed_cost(work: Path, one: str, walls: list[float]) -> str:
+    """The work W that N GPUs can share (the one-GPU run's items, its first item counted as a median one:
+    the rest of it is the process's cold start) and the fixed cost F outside it, of 1 GPU and of 2."""
+    items = pd.Series([i["s"] for i in json.loads((_bundle(work, one) / "manifest.json").read_text())["item_s"]])
+    shared = items.iloc[1:].sum() + items.median()
+    return (f"work W {shared:.1f} s; fixed cost 1 GPU {walls[0] - shared:.1f} s, 2 GPUs {walls[1] - shared / 2:.1f} s; "
+            f"1.8x needs a fixed cost <= W/8 = {shared / 8:.1f} s")
+
+
 def main(work: Path, labels: list[str]) -> None:
     for label in labels:
         print(_describe(work, label))
@@ -52,6 +63,7 @@ def main(work: Path, labels: list[str]) -> None:
         if one in labels and two in labels:
             walls = [float((work / f"wall-{label}").read_text()) for label in (one, two)]
             print(f"{state}: 1 GPU {walls[0]:.1f} s, 2 GPUs {walls[1]:.1f} s, speed-up {walls[0] / walls[1]:.2f}x")
+            print(f"{state}: {_fixed_cost(work, one, walls)}")
             print(f"{state}: {_ratio_drift(work, one, two)}")
 
 
