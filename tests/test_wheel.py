@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, chromium_path, dashboard
@@ -51,6 +52,11 @@ def test_installed_commands_work_from_another_directory(installed: Path, tmp_pat
                                                   "fuseprof_kernels.decoder_layer"],
                   tmp_path)
     assert imports == ""
+    # the sharded path from the installed package: torchrun starts its ranks with -m fuseprof.capture.shard
+    bench = run([fuseprof, "bench", "silu_mul", "--device", "cpu", "--variants", "eager", "--shapes", "4x64,8x64",
+                 "--repeats", "2", "--gpus", "2", "--out", str(tmp_path)], tmp_path)
+    rows = pd.read_parquet(Path(bench.strip().splitlines()[-1]) / "timings.parquet")
+    assert sorted(zip(rows["shape"], rows["rank"], strict=True)) == [("4x64", 1), ("8x64", 0)]
 
 
 def test_installed_dashboard_draws_its_first_chart(installed: Path, tmp_path: Path) -> None:
