@@ -104,7 +104,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
     p.add_argument("--repeats", type=int, default=50, help="timing samples per variant and shape")
     p.add_argument("--gpus", default="1", help="shard the grid over N GPUs (or all), one torchrun process per GPU; "
-                                               "on --device cpu, N processes (gloo)")
+                                               "on --device cpu, N processes (gloo). Each process pays its own start "
+                                               "(torch, Inductor, first compile: about 8 s on an H200 host), so it pays "
+                                               "off on grids that take minutes")
 
     p = sub.add_parser("ceilings", help="measure this GPU's DRAM, FP32 and BF16 roofs into a bundle",
                        description="A 2 GiB device copy, an FMA-bound kernel and an 8192^3 bf16 matmul; the "
