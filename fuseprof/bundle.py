@@ -18,13 +18,14 @@ import re
 import shutil
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from fuseprof.errors import BundleError
 from fuseprof.parse.names import short_kernel_name
 from fuseprof.schema import SCHEMA_VERSION, conform_kernels, conform_timings
+
+if TYPE_CHECKING:  # frames pass through here; finding and reading bundles needs no pandas
+    import pandas as pd
 
 MANIFEST = "manifest.json"
 KERNELS = "kernels.parquet"

@@ -315,9 +315,9 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
 
     if not args.dir.is_dir():
         raise FuseprofError(f"{args.dir}: no such folder; give a folder of bundles")
-    # a manifest.json here or one level down, checked without fuseprof.bundle: it imports pandas (0.5 s)
-    # that this process, about to become the Streamlit server, would throw away
-    if not any((p / "manifest.json").is_file() for p in (args.dir, *(c for c in args.dir.iterdir() if c.is_dir()))):
+    from fuseprof.bundle import find_bundles  # no pandas: this process is about to become the Streamlit server
+
+    if not find_bundles(args.dir):
         raise FuseprofError(f"{args.dir}: holds no fuseprof bundle to show")
     argv = [sys.executable, "-m", "streamlit", "run", str(dashboard_app()), "--server.address", args.address,
             "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
@@ -389,8 +389,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     else:
         for result in results:
             print_analysis(result)
-        if len({r.rank for r in results if r.rank is not None}) > 1:
-            print_ranks(results)
+        print_ranks(results)
     return 0
 
 

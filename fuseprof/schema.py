@@ -8,10 +8,12 @@ kept in the bundle (``raw/profiler_trace.json.gz``, ``raw/ncu_raw.csv.gz``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from fuseprof.parse.ncu_metrics import TENSOR_METRICS
+
+if TYPE_CHECKING:  # pandas is imported where frames are built: reading a manifest needs none of it
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 
@@ -133,6 +135,8 @@ TIMING_COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in TIMING_COLUMNS)
 
 
 def _conform(rows: pd.DataFrame, columns: tuple[Column, ...]) -> pd.DataFrame:
+    import pandas as pd
+
     out = pd.DataFrame(index=rows.index)
     for col in columns:
         values = rows[col.name] if col.name in rows.columns else pd.Series(pd.NA, index=rows.index)
@@ -154,6 +158,8 @@ def describe_columns(computed: dict[str, tuple[Column, ...]] | None = None) -> p
     """The schema as a table (table, name, dtype, origin) for ``fuseprof columns`` and the README;
     ``computed`` adds computed tables by name (``derived``: per-kernel metrics, ``breakdown``: per
     variant and shape)."""
+    import pandas as pd
+
     rows = [("kernels", c.name, c.dtype, c.origin) for c in KERNEL_COLUMNS]
     rows += [("timings", c.name, c.dtype, c.origin) for c in TIMING_COLUMNS]
     rows += [(table, c.name, c.dtype, c.origin) for table, columns in (computed or {}).items() for c in columns]

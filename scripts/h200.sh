@@ -32,6 +32,8 @@
 #   decoder    fuseprof profile decoder_layer: 5 variants x prefill and decode shapes, copy baseline, no ncu
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
+# never NVLink multicast (the device README says why): for every step that starts NCCL
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-$PWD/out}
 W="$OUT/work"
 mkdir -p "$W/traces"
@@ -113,7 +115,6 @@ step_regions() {
   (cd "$W" && timeout 300 fuseprof run --out "$W/traces" "$OLDPWD/examples/region_demo.py" --steps 2 2>&1 | tail -3)
 }
 step_tpmlp() {
-  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
   nvidia-smi topo -m | head -4
   timeout 300 torchrun --nproc-per-node "$(nvidia-smi -L | wc -l)" scripts/capture_tp_mlp.py --out "$W/tp" 2>&1 | tail -6
 }
@@ -130,7 +131,6 @@ timed_bench() {  # LABEL GPUS [ENV=VALUE...]: fuseprof bench of the 4-case grid;
   echo "$label: rc=$rc wall $(cat "$W/wall-$label") s"
 }
 step_shardbench() {  # labels get $SHARD_PREFIX (the pycache step sets it), so the step can run in both states
-  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
   python3 -m fuseprof_kernels._cuda >/dev/null 2>&1  # build the extension once; every run loads it from the cache
   local p=${SHARD_PREFIX:-}
   C=/tmp/fuseprof-shardbench$p; rm -rf "$C"
@@ -141,7 +141,6 @@ step_shardbench() {  # labels get $SHARD_PREFIX (the pycache step sets it), so t
   python3 scripts/shard_speedup.py "$W" "${p}cold-1" "${p}cold-2" "${p}warm-1" "${p}warm-2"
 }
 step_shardlong() {  # the same grid with 8x the timed calls per variant (--repeats 400), cold caches
-  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
   C=/tmp/fuseprof-shardlong; rm -rf "$C"
   BENCH_ARGS="--repeats 400" timed_bench r400cold-1 1
   BENCH_ARGS="--repeats 400" timed_bench r400cold-2 2
@@ -158,14 +157,12 @@ step_coldstart() {  # a fresh process's cold start (scripts/cold_start.py): alon
   echo "two at once:"; grep -vh USDT "$W"/coldstart-rank*.log | grep -E " s$"
 }
 step_shardthreads() {  # does Inductor's compile worker pool pay for itself on this grid? one compile thread, cold
-  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
   C=/tmp/fuseprof-shardthreads; rm -rf "$C"
   timed_bench t1cold-2 2 TORCHINDUCTOR_COMPILE_THREADS=1
   timed_bench t1cold-1 1 TORCHINDUCTOR_COMPILE_THREADS=1
   python3 scripts/shard_speedup.py "$W" t1cold-1 t1cold-2
 }
 step_shardprofile() {
-  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
   timeout 300 fuseprof profile silu_mul --gpus 2 --variants compiled,fused_cuda --dtype bfloat16 --repeats 20 \
     --shapes 1024x8192,4096x8192,8192x8192,32768x8192 --out "$W/traces" >"$W/profile_gpus2.log" 2>&1
   echo "profile --gpus 2: rc=$?"; grep -vE "^USDT" "$W/profile_gpus2.log" | grep -E "wrote|error|ncu:" | tail -6

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "traces"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# the fuseprof command of the environment running the tests (not whatever `fuseprof` PATH finds first)
+FUSEPROF = str(Path(sys.executable).with_name("fuseprof"))
 # The seed-000 capture on the H200 (fp16, eager and torch.compile, the seed's four shapes).
 SEED_BUNDLE = TRACES / "rmsnorm_swiglu-float16-h200-20261129t084609z"
 

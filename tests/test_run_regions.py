@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import fuseprof
-from tests.conftest import ROOT
+from tests.conftest import FUSEPROF, ROOT
 
 DEMO = ROOT / "examples" / "region_demo.py"
 
 
-def _fuseprof() -> str:
-    return str(Path(sys.executable).with_name("fuseprof"))
-
-
 def test_run_captures_each_region_of_a_user_script(tmp_path: Path) -> None:
-    done = subprocess.run([_fuseprof(), "run", "--out", str(tmp_path / "out"), str(DEMO), "--steps", "3"],
+    done = subprocess.run([FUSEPROF, "run", "--out", str(tmp_path / "out"), str(DEMO), "--steps", "3"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -42,7 +37,7 @@ def test_run_captures_each_region_of_a_user_script(tmp_path: Path) -> None:
 ])
 def test_run_reports_script_problems_in_one_line(tmp_path: Path, body: str, message: str) -> None:
     (tmp_path / "script.py").write_text(body)
-    done = subprocess.run([_fuseprof(), "run", "--out", str(tmp_path / "out"), str(tmp_path / "script.py")],
+    done = subprocess.run([FUSEPROF, "run", "--out", str(tmp_path / "out"), str(tmp_path / "script.py")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     errors = [line for line in done.stderr.splitlines() if line.startswith("fuseprof: error:")]
@@ -54,7 +49,7 @@ def test_run_reports_script_problems_in_one_line(tmp_path: Path, body: str, mess
 @pytest.mark.gpu
 @pytest.mark.ncu
 def test_run_profiles_the_regions_with_ncu_on_a_gpu(tmp_path: Path) -> None:
-    done = subprocess.run([_fuseprof(), "run", "--out", str(tmp_path), str(DEMO), "--steps", "2"], cwd=tmp_path,
+    done = subprocess.run([FUSEPROF, "run", "--out", str(tmp_path), str(DEMO), "--steps", "2"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     kernels = fuseprof.load(Path(done.stdout.strip().splitlines()[-1]))

@@ -14,17 +14,16 @@ import pytest
 import fuseprof
 from fuseprof.capture.shard import share, work_items
 from fuseprof.summary import sort_by_shape
+from tests.conftest import FIXTURES, FUSEPROF
 
-FIXTURES = Path(__file__).parent / "fixtures"
 KEYS = ["case", "variant", "shape", "dtype", "nominal_bytes", "max_abs_err", "rel_err", "tolerance", "correct"]
 ARGS = ["silu_mul", "rmsnorm_swiglu", "--device", "cpu", "--shapes", "4x64,8x64,16x64", "--repeats", "3"]
 
 
 def _fuseprof(tmp: Path, *argv: str) -> tuple[int, Path | None, str]:
     """``fuseprof ARGV --out TMP`` run from TMP: exit code, the bundle it printed last, stderr."""
-    fuseprof_exe = str(Path(sys.executable).with_name("fuseprof"))
     tmp.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([fuseprof_exe, *argv, "--out", str(tmp)], capture_output=True, text=True, timeout=600,
+    done = subprocess.run([FUSEPROF, *argv, "--out", str(tmp)], capture_output=True, text=True, timeout=600,
                           cwd=tmp)
     lines = done.stdout.strip().splitlines()
     return done.returncode, Path(lines[-1]) if done.returncode == 0 else None, done.stderr

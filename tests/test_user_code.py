@@ -14,7 +14,7 @@ import pytest
 import fuseprof
 from fuseprof.case import load_case
 from fuseprof.errors import CaseNotFoundError, InvalidArgumentError
-from tests.conftest import ROOT
+from tests.conftest import FUSEPROF, ROOT
 
 README = (ROOT / "README.md").read_text()
 SECTION = README[README.index("## Your own case"):]
@@ -22,16 +22,12 @@ EXAMPLE = re.search(r"```python\n# mycase.py\n(.*?)```", SECTION, re.S).group(1)
 CPU_LINE = next(line.split("#")[0].strip() for line in SECTION.splitlines() if "--device cpu" in line)
 
 
-def _fuseprof() -> str:
-    return str(Path(sys.executable).with_name("fuseprof"))
-
-
 def test_readme_example_runs_verbatim_from_an_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "mycase.py").write_text(EXAMPLE)
     argv = CPU_LINE.split()
     assert argv[:3] == ["fuseprof", "profile", "mycase:CASE"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([_fuseprof(), *argv[1:]], cwd=tmp_path, capture_output=True, text=True, env=env,
+    done = subprocess.run([FUSEPROF, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, env=env,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     bundle = Path(tmp_path / done.stdout.strip().splitlines()[-1])

@@ -109,12 +109,17 @@ def _clean(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _several_ranks(results: list[TraceAnalysis]) -> bool:
+    """Traces of two or more ranks of one distributed run: the across-ranks tables apply."""
+    return len({r.rank for r in results if r.rank is not None}) > 1
+
+
 def to_json(results: list[TraceAnalysis]) -> str:
     body: dict[str, object] = {}
     for r in results:
         tables = {name: json.loads(_clean(t).to_json(orient="records")) for name, t in r.tables().items()}
         body[str(r.name)] = {"device": r.device, "roof": r.roof.label, "rank": r.rank, "notes": r.notes, **tables}
-    if len({r.rank for r in results if r.rank is not None}) > 1:
+    if _several_ranks(results):
         from fuseprof.analysis.ranks import collective_skew, rank_summary
 
         body["across_ranks"] = {"ranks": json.loads(rank_summary(results).to_json(orient="records")),
@@ -129,7 +134,10 @@ def to_long_frame(results: list[TraceAnalysis]) -> pd.DataFrame:
 
 
 def print_ranks(results: list[TraceAnalysis]) -> None:
-    """Across ranks: communication per rank and each collective's skew (fuseprof.analysis.ranks)."""
+    """Across ranks: communication per rank and each collective's skew (fuseprof.analysis.ranks);
+    nothing for the traces of a single process."""
+    if not _several_ranks(results):
+        return
     from fuseprof.analysis.ranks import collective_skew, rank_summary
 
     summary = rank_summary(results)

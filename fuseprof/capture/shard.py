@@ -4,8 +4,8 @@
 -m fuseprof.capture.shard SPEC``. torch.distributed gives each process its rank and the world
 (gloo: the ranks only meet at a barrier, no tensors cross). Each rank sees its own GPU alone
 (``CUDA_VISIBLE_DEVICES``; also what the ncu child of a profile rank sees), compiles into its own
-Inductor and Triton caches with its share of the CPUs, takes its share of the (case, shape) items
-(largest first), runs them exactly as a one-GPU run would (the same correctness check, timing and
+Inductor and Triton caches in one thread, takes its share of the (case, shape) items (case by case,
+largest first), runs them exactly as a one-GPU run would (the same correctness check, timing and
 L2 policy, its GPU busy with nothing else), and leaves its part: timing rows (bench) or a whole
 bundle (profile), and a status with the wall time of each item. The parent merges the parts into
 one bundle with ``gpu`` and ``rank`` columns and the device facts of every GPU. A rank that fails
