@@ -21,7 +21,7 @@ from fuseprof.model import catalog, launches
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.occupancy import occupancy, occupancy_table
 from fuseprof.model.roofline import Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place
-from fuseprof.summary import summarize
+from fuseprof.tables.summary import summarize
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
 PAGES = ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Layer")

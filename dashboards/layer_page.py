@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from fuseprof import figures
-from fuseprof.analysis.breakdown import fusion_amdahl, variant_breakdown
-from fuseprof.bundle import find_bundles, read_manifest
+from fuseprof.bundle.files import find_bundles, read_manifest
+from fuseprof.tables.breakdown import fusion_amdahl, variant_breakdown
 
 
 @st.cache_data(show_spinner="Reading the capture…", max_entries=8)

@@ -11,7 +11,7 @@ import streamlit as st
 from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
-from fuseprof.bundle import RAW, find_bundles
+from fuseprof.bundle.files import RAW, find_bundles
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.roofline import datasheet_roof
 
@@ -48,7 +48,7 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
         st.info("No per-op roofline: the trace was captured without record_shapes=True.")
     else:
         reference = datasheet_roof(DEVICES[REFERENCE_DEVICE])
-        st.plotly_chart(figures.op_roofline_figure(result.op_roofline, result.roof, reference), key="model-roofline")
+        st.plotly_chart(figures.roofline_figure(result.op_roofline, [result.roof], reference), key="model-roofline")
         data_table(result.op_roofline.drop(columns=["signature"]).assign(signature=result.op_roofline["signature"]),
                    "model-op-roofline")
     st.subheader("Fusion opportunities")

@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fuseprof.loading import load, load_timings
+    from fuseprof.bundle.loading import load, load_timings
     from fuseprof.regions import region
 
 __all__ = ["load", "load_timings", "region", "__version__"]
@@ -22,7 +22,7 @@ def __getattr__(name: str) -> Any:
     """``fuseprof.load`` and ``fuseprof.load_timings`` import pandas on first use, not at
     ``import fuseprof``: the CLI's fast paths (``cases``, ``dashboard``) never pay for it."""
     if name in ("load", "load_timings"):
-        from fuseprof import loading
+        from fuseprof.bundle import loading
 
         return getattr(loading, name)
     if name == "region":

@@ -45,6 +45,16 @@ _HOVER = ("<b>%{customdata[0]}</b><br>%{customdata[1]}<br>%{customdata[2]}<br>%{
           "%{customdata[10]:.1f}% of roof (%{customdata[11]}-bound)<extra></extra>")
 
 
+def _point_names(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """The three lines naming a point: kernel, bundle, variant and shape for ncu kernel rows; op
+    signature, calls and kernels per call for op rows."""
+    if "kernel_short" in frame:
+        return (frame["kernel_short"].astype(str), frame["bundle"].astype(str),
+                frame["variant"].astype(str) + " " + frame["shape"].astype(str))
+    return (frame["signature"].astype(str), frame["calls"].astype(str) + " calls",
+            frame["kernels_per_call"].round(2).astype(str) + " kernels a call (FLOPs and bytes per call, analytic)")
+
+
 def roofline_customdata(frame: pd.DataFrame) -> np.ndarray:
     """The numbers behind each point's hover (``_HOVER``), in units a reader wants: a template and
     numbers instead of a sentence per point halves what a 3,000-kernel chart sends to the browser."""
@@ -54,8 +64,7 @@ def roofline_customdata(frame: pd.DataFrame) -> np.ndarray:
     pipe = [f"{PIPES[p]} {text.get(v, '(no peak in this roof)')}" if p in PIPES else "DRAM"
             for p, v in zip(frame["roof_pipe"], peaks)]
     return np.column_stack([
-        frame["kernel_short"].astype(str), frame["bundle"].astype(str),
-        (frame["variant"].astype(str) + " " + frame["shape"].astype(str)),
+        *_point_names(frame),
         (frame["dram_bytes"] / 1e6).astype(float).round(4), (frame["flops"] / 1e9).astype(float).round(6),
         (frame["duration_ns"] / 1e3).astype(float).round(3), (frame["achieved_flops_per_s"] / 1e12).astype(float).round(5),
         (frame["achieved_bytes_per_s"] / 1e12).astype(float).round(4), pipe, frame["roof"].astype(str),
@@ -85,12 +94,14 @@ def _draw_roof(fig: go.Figure, roof: Roof, pipes: list[str], ai: np.ndarray, col
 
 def roofline_figure(placed: pd.DataFrame, roofs: list[Roof], reference: Roof | None = None,
                     variant_kinds: dict[str, str] | None = None) -> go.Figure:
-    """Log-log roofline: the roofs the points are judged against (black), the reference roof
-    (grey), a point per kernel, a star per chain. Only the ceilings of pipes that some point is
-    measured against are drawn (plus FP32). Kernels without FLOPs (copies, casts) have no place
-    on a log FLOP axis and are left out."""
-    colors = variant_colors([str(v) for v in placed["variant"].dropna().unique()], variant_kinds or {})
-    points = placed[placed["flops"].fillna(0) > 0].copy()
+    """Log-log roofline for any rows judged by ``fuseprof.model.roofline.judge``: the roofs the points
+    are judged against (black), the reference roof (grey), and a point per row. ncu kernel rows are
+    coloured by variant, L2-resident ones drawn as crosses, and each call's whole chain as a star;
+    op rows (from recorded shapes) are coloured by pipe and sized by their GPU time. Only the
+    ceilings of pipes that some point is measured against are drawn (plus FP32). Rows without
+    FLOPs (copies, casts) have no place on a log FLOP axis and are left out."""
+    kernels = "kernel_short" in placed
+    points = placed[(placed["flops"].fillna(0) > 0) & (placed["dram_bytes"].fillna(0) > 0)].copy()
     pipes = sorted(set(points["roof_pipe"].dropna().astype(str)) & set(PIPES) | {"fp32"}, key=list(PIPES).index)
     fig = go.Figure()
     ai = np.logspace(-2, 4, 200)
@@ -98,33 +109,47 @@ def roofline_figure(placed: pd.DataFrame, roofs: list[Roof], reference: Roof | N
         _draw_roof(fig, roof, pipes, ai, "black", "")
     if reference is not None and reference.label not in {r.label for r in roofs}:
         _draw_roof(fig, reference, pipes, ai, "#9e9e9e", " (reference)")
+    resident = points["l2_resident"].fillna(False) if "l2_resident" in points else pd.Series(False, points.index)
     points["x"] = points["arithmetic_intensity"]
-    points["y"] = points["achieved_flops_per_s"].where(~points["l2_resident"].fillna(False),
-                                                       points["attainable_flops_per_s"])
-    for variant, group in points.groupby("variant", dropna=False, sort=True):
-        for resident, part in group.groupby(group["l2_resident"].fillna(False)):
+    points["y"] = points["achieved_flops_per_s"].where(~resident, points["attainable_flops_per_s"])
+    points["resident"] = resident
+    series = "variant" if kernels else "roof_pipe"
+    colors = variant_colors([str(v) for v in points[series].dropna().unique()], variant_kinds or {})
+    for name, group in points.groupby(series, dropna=False, sort=True):
+        for in_l2, part in group.groupby("resident"):
+            label = str(name) if kernels else f"ops on {PIPES.get(str(name), name)}"
+            size = 9 if kernels else np.clip(np.sqrt(part["time_ns"] / points["time_ns"].max()) * 22, 6, 22)
             fig.add_trace(go.Scatter(
                 x=part["x"], y=part["y"], mode="markers", customdata=roofline_customdata(part),
-                hovertemplate=_HOVER, name=f"{variant}{' (L2-resident)' if resident else ''}",
-                marker={"color": colors.get(str(variant), OTHER_COLOR), "size": 9,
-                        "symbol": "x" if resident else "circle"}))
-    chains = chain_points(placed)
-    chains = chains[(chains["kernels"] > 1) & (chains["flops"] > 0) & ~chains["l2_resident"].fillna(False)]
-    if not chains.empty:
-        fig.add_trace(go.Scatter(
-            x=chains["arithmetic_intensity"], y=chains["achieved_flops_per_s"],
-            mode="markers", marker={"symbol": "star", "size": 14, "color": "#ff7f0e"}, name="whole chain of a call",
-            hovertext=[f"{b}<br>{v} {s}: {k} kernels as one<br>{_si(f, 'FLOP')} over {_si(d, 'B')} DRAM in "
-                       f"{t / 1e3:.1f} µs: {_si(f / (t * 1e-9), 'FLOP/s')}" for b, v, s, k, f, d, t in
-                       zip(chains["bundle"], chains["variant"], chains["shape"], chains["kernels"], chains["flops"],
-                           chains["dram_bytes"], chains["duration_ns"])], hoverinfo="text"))
+                hovertemplate=_HOVER, name=f"{label}{' (L2-resident)' if in_l2 else ''}",
+                marker={"color": colors.get(str(name), OTHER_COLOR) if kernels else None, "size": size,
+                        "symbol": "x" if in_l2 else "circle"}))
+    if kernels:
+        _draw_chains(fig, placed)
     judged = ", ".join(r.label for r in roofs)
-    fig.update_layout(title=f"Roofline: each kernel against its pipe's ceiling on {judged}",
-                      xaxis_type="log", yaxis_type="log", xaxis_title="arithmetic intensity (FLOP / DRAM byte)",
+    title = (f"Roofline: each kernel against its pipe's ceiling on {judged}" if kernels else
+             f"Per-op roofline from recorded shapes, against {judged} (size: GPU time)")
+    fig.update_layout(title=title, xaxis_type="log", yaxis_type="log",
+                      xaxis_title=f"{'' if kernels else 'analytic '}arithmetic intensity (FLOP / DRAM byte)",
                       yaxis_title="achieved FLOP/s", height=640,
                       legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0, "font": {"size": 11}},
                       margin={"b": 40})
     return fig
+
+
+def _draw_chains(fig: go.Figure, placed: pd.DataFrame) -> None:
+    """A star per variant and shape: the whole chain of a call's kernels as one point."""
+    chains = chain_points(placed)
+    chains = chains[(chains["kernels"] > 1) & (chains["flops"] > 0) & ~chains["l2_resident"].fillna(False)]
+    if chains.empty:
+        return
+    fig.add_trace(go.Scatter(
+        x=chains["arithmetic_intensity"], y=chains["achieved_flops_per_s"],
+        mode="markers", marker={"symbol": "star", "size": 14, "color": "#ff7f0e"}, name="whole chain of a call",
+        hovertext=[f"{b}<br>{v} {s}: {k} kernels as one<br>{_si(f, 'FLOP')} over {_si(d, 'B')} DRAM in "
+                   f"{t / 1e3:.1f} µs: {_si(f / (t * 1e-9), 'FLOP/s')}" for b, v, s, k, f, d, t in
+                   zip(chains["bundle"], chains["variant"], chains["shape"], chains["kernels"], chains["flops"],
+                       chains["dram_bytes"], chains["duration_ns"])], hoverinfo="text"))
 
 
 def occupancy_figure(table: pd.DataFrame) -> go.Figure:
@@ -253,33 +278,6 @@ def categories_figure(categories: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def op_roofline_figure(op_roofline: pd.DataFrame, roof: Roof, reference: Roof | None = None) -> go.Figure:
-    """One point per op signature with a shape model (aggregated: a 60k-kernel trace stays a few
-    hundred points): analytic intensity against achieved FLOP/s, on the trace's GPU roof."""
-    points = op_roofline[(op_roofline["flops"] > 0) & (op_roofline["bytes"] > 0)]
-    fig = go.Figure()
-    ai = np.logspace(-2, 4, 200)
-    pipes = sorted(set(points["pipe"]) & set(PIPES) | {"fp32"}, key=list(PIPES).index)
-    _draw_roof(fig, roof, pipes, ai, "black", "")
-    if reference is not None and reference.label != roof.label:
-        _draw_roof(fig, reference, pipes, ai, "#9e9e9e", " (reference)")
-    for pipe, part in points.groupby("pipe"):
-        fig.add_trace(go.Scatter(
-            x=part["intensity"], y=part["tflop_per_s"] * 1e12, mode="markers", name=f"ops on {PIPES.get(pipe, pipe)}",
-            marker={"size": np.clip(np.sqrt(part["time_ns"] / part["time_ns"].max()) * 22, 6, 22)},
-            hovertext=[f"<b>{s}</b><br>{c} calls, {t / c / 1e3:.2f} µs each<br>{f / 1e9:.4g} GFLOP, {b / 1e6:.4g} MB a call"
-                       f"<br>{tf:.3g} TFLOP/s, {tb:.3g} TB/s: {p:.1f}% of roof ({bd}-bound)"
-                       for s, c, t, f, b, tf, tb, p, bd in zip(part["signature"], part["calls"], part["time_ns"],
-                                                              part["flops"], part["bytes"], part["tflop_per_s"],
-                                                              part["tb_per_s"], part["pct_of_roof"], part["bound"])],
-            hoverinfo="text"))
-    fig.update_layout(title=f"Per-op roofline from recorded shapes, against {roof.label} (size: GPU time)",
-                      xaxis_type="log", yaxis_type="log", xaxis_title="analytic intensity (FLOP / byte)",
-                      yaxis_title="achieved FLOP/s", height=560,
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0, "font": {"size": 11}})
-    return fig
-
-
 def diff_figure(by_category: pd.DataFrame) -> go.Figure:
     """Per category: GPU time in A and in B (µs), side by side."""
     fig = go.Figure()
@@ -296,7 +294,7 @@ BREAKDOWN_PARTS = {"GEMM": ("gemm_share", "#1f77b4"), "attention": ("attention_s
 
 
 def breakdown_figure(breakdown: pd.DataFrame, shape: str) -> go.Figure:
-    """One shape of ``fuseprof.analysis.breakdown.variant_breakdown``: each variant's as-called
+    """One shape of ``fuseprof.tables.breakdown.variant_breakdown``: each variant's as-called
     latency split into kernel time by kind (profiler, per call) and the rest (host work and
     launch gaps the GPU waited through)."""
     view = breakdown[breakdown["shape"] == shape].sort_values("as_called_us")

@@ -27,7 +27,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fuseprof.bundle import find_bundles, read_manifest  # noqa: E402
+from fuseprof.bundle.files import find_bundles, read_manifest  # noqa: E402
 from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, chromium_path, free_port  # noqa: E402
 
 MINIMAL_APP = """import plotly.graph_objects as go

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 import fuseprof
-from fuseprof.compare import compare_variants
+from fuseprof.tables.compare import compare_variants
 
 
 class Run(NamedTuple):

@@ -63,8 +63,8 @@ def test_per_op_roofline_from_recorded_shapes(eager) -> None:
     # the decode-step gate projection: x (1, 1, 2048) through F.linear -> aten::mm (1, 2048) x (2048, 5632)
     gate = roof[roof.index.str.startswith("aten::mm [[1, 2048], [2048, 5632]]")].iloc[0]
     assert gate["flops"] == 2 * 1 * 2048 * 5632
-    assert gate["bytes"] == (1 * 2048 + 2048 * 5632 + 1 * 5632) * 2
-    assert gate["bound"] == "memory" and gate["pipe"] == "tensor_bf16"
+    assert gate["dram_bytes"] == (1 * 2048 + 2048 * 5632 + 1 * 5632) * 2
+    assert gate["bound"] == "memory" and gate["roof_pipe"] == "tensor_bf16"
     assert 0 < gate["pct_of_roof"] < 100
 
 
@@ -119,7 +119,7 @@ def test_ncu_measurements_stand_beside_the_analytic_per_op_numbers() -> None:
     assert len(silu) == 2  # two steps
     measured = (silu["dram_read_bytes"] + silu["dram_write_bytes"]).mean()
     assert roof.loc["aten::silu", "ncu_dram_bytes"] == pytest.approx(measured)
-    assert roof.loc["aten::silu", "bytes"] == 2 * 256 * 4096 * 2  # analytic: read x, write silu(x), bf16
+    assert roof.loc["aten::silu", "dram_bytes"] == 2 * 256 * 4096 * 2  # analytic: read x, write silu(x), bf16
     # every op that launched kernels inside a region has its ncu numbers; none outside the regions
     inside = result.events[result.events["ranges"].fillna("").str.contains("fuseprof:")]
     assert inside["ncu_flops"].notna().all() and result.events.loc[~result.events.index.isin(inside.index),

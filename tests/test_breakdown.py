@@ -9,8 +9,8 @@ import json
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.breakdown import fusion_amdahl, variant_breakdown
 from fuseprof.errors import InvalidArgumentError
+from fuseprof.tables.breakdown import fusion_amdahl, variant_breakdown
 from tests.conftest import TRACES
 
 BUNDLE = TRACES / "decoder_layer-bfloat16-h200-20261129t174445z"

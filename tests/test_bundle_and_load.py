@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import fuseprof
-from fuseprof.bundle import BundleWriter, find_bundles
+from fuseprof.bundle.files import BundleWriter, find_bundles
+from fuseprof.bundle.reparse import reparse
+from fuseprof.bundle.schema import KERNEL_COLUMN_NAMES
 from fuseprof.errors import BundleError
-from fuseprof.reparse import reparse
-from fuseprof.schema import KERNEL_COLUMN_NAMES
 from tests.conftest import SEED_BUNDLE, TRACES
 
 NCU_REQUIRED = ["dram_read_bytes", "dram_write_bytes", "duration_ns", "registers_per_thread",

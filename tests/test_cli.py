@@ -117,9 +117,9 @@ def test_summary_filters_by_case(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def _parsers():
-    from fuseprof.cli import _build_parser
+    from fuseprof.cli import build_parser
 
-    root = _build_parser()
+    root = build_parser()
     sub = next(a for a in root._actions if isinstance(a, __import__("argparse")._SubParsersAction))
     return root, sub.choices
 

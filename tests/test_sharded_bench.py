@@ -13,7 +13,7 @@ import pytest
 
 import fuseprof
 from fuseprof.capture.shard import share, work_items
-from fuseprof.summary import sort_by_shape
+from fuseprof.tables.summary import sort_by_shape
 from tests.conftest import FIXTURES, FUSEPROF
 
 KEYS = ["case", "variant", "shape", "dtype", "nominal_bytes", "max_abs_err", "rel_err", "tolerance", "correct"]
@@ -89,7 +89,7 @@ def test_two_gloo_processes_give_the_rows_of_one(tmp_path: Path) -> None:
 
 def test_the_parent_of_a_sharded_bench_leaves_torch_to_the_ranks() -> None:
     """torch is imported while the ranks start, not before: the parent's ~1-3 s import is off the critical path."""
-    code = ("import sys, fuseprof.cli, fuseprof.capture.sharded_bench, fuseprof_kernels._grid; "
+    code = ("import sys, fuseprof.cli, fuseprof.capture.sharded_bench, fuseprof_kernels.grid; "
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
@@ -143,7 +143,7 @@ def test_sharded_profile_gives_the_rows_and_kernels_of_one_process(tmp_path: Pat
     manifest = json.loads((two / "manifest.json").read_text())
     assert [r["shapes"] for r in manifest["device"]["ranks"]] == [["16x64"], ["4x64", "8x64"]]
     # fuseprof reparse rebuilds the same frame from the per-rank raw folders
-    from fuseprof.reparse import reparse
+    from fuseprof.bundle.reparse import reparse
 
     (two / "kernels.parquet").unlink()
     assert reparse(two) == len(kb)

@@ -90,7 +90,7 @@ def test_every_gemm_has_tracelens_flops_and_bytes(trace: str, bert, vit) -> None
         # TraceLens: 2·M·N·K plus M·N for the bias; bytes = (MK + KN + N + MN) bf16 elements
         assert mine["flops"].iloc[0] == pytest.approx(float(row["GFLOPS_first"]) * 1e9, rel=1e-9)
         assert mine["flops"].iloc[0] == 2 * m * n * k + m * n
-        assert mine["bytes"].iloc[0] == pytest.approx(float(row["Data Moved (MB)_first"]) * 2**20, rel=1e-9)
+        assert mine["dram_bytes"].iloc[0] == pytest.approx(float(row["Data Moved (MB)_first"]) * 2**20, rel=1e-9)
         assert mine["calls"].iloc[0] == int(row["name_count"])
         assert mine["time_ns"].iloc[0] == pytest.approx(float(row["Kernel Time (µs)_sum"]) * 1e3, rel=1e-3)
 

@@ -6,7 +6,6 @@ facade ``analyze_trace`` runs them all. Times are integer nanoseconds throughout
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,11 +16,11 @@ from fuseprof.analysis.categories import CATEGORIES, Rule
 from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns, opportunities
 from fuseprof.analysis.timeline import gpu_timeline
-from fuseprof.bundle import RAW, is_bundle
+from fuseprof.bundle.files import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
-from fuseprof.model.devices import PIPES
+from fuseprof.model.derived import add_rates
 from fuseprof.model.op_models import estimate
-from fuseprof.model.roofline import Roof, capture_roof
+from fuseprof.model.roofline import Roof, capture_roof, judge
 from fuseprof.parse.trace_events import read_trace_tables
 from fuseprof.ranges import first_range_label
 
@@ -130,10 +129,11 @@ def attach_ncu(events: pd.DataFrame, ncu_rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
-    """Per op signature with a shape model: analytic FLOPs and bytes per call, the measured GPU time
-    of its kernels per call, achieved TFLOP/s and TB/s and % of ``roof`` (compute-bound work against
-    its pipe's ceiling, the rest against DRAM); where ncu measured the same kernels (``attach_ncu``),
-    its FLOPs and DRAM bytes per call beside the analytic ones."""
+    """Per op signature with a shape model: analytic ``flops`` and ``dram_bytes`` per call (every input
+    read once, every output written once), the measured GPU time of its kernels per call
+    (``duration_ns``), and the roofline judgement of every row type (``fuseprof.model.roofline.judge``:
+    the same columns as a kernel's); where ncu measured the same kernels (``attach_ncu``), its FLOPs
+    and DRAM bytes per call beside the analytic ones."""
     with_op = events[events["op_id"].notna()]
     if with_op.empty:
         return pd.DataFrame()
@@ -147,28 +147,19 @@ def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     estimates = [estimate(o, d, t, c) for o, d, t, c in
                  zip(per_call["op"], per_call["dims"], per_call["types"], per_call["concrete"])]
     per_call["flops"] = [e.flops if e else np.nan for e in estimates]
-    per_call["bytes"] = [e.bytes if e else np.nan for e in estimates]
-    per_call["pipe"] = [e.pipe if e else None for e in estimates]
-    per_call = per_call[per_call["pipe"].notna()]
+    per_call["dram_bytes"] = [e.bytes if e else np.nan for e in estimates]
+    per_call["roof_pipe"] = [e.pipe if e else None for e in estimates]
+    per_call = per_call[per_call["roof_pipe"].notna()]
     if per_call.empty:
         return pd.DataFrame()
     per_call["signature"] = per_call["op"] + " " + per_call["dims"].map(str) + " " + per_call["types"].map(
         lambda t: str([x for x in t if x]) if isinstance(t, list) else "")
     out = per_call.groupby("signature", sort=False).agg(
-        op=("op", "first"), pipe=("pipe", "first"), calls=("time_ns", "size"), flops=("flops", "first"),
-        bytes=("bytes", "first"), time_ns=("time_ns", "sum"), kernels_per_call=("kernels", "mean"),
+        op=("op", "first"), roof_pipe=("roof_pipe", "first"), calls=("time_ns", "size"), flops=("flops", "first"),
+        dram_bytes=("dram_bytes", "first"), time_ns=("time_ns", "sum"), kernels_per_call=("kernels", "mean"),
         ncu_flops=("ncu_flops", "mean"), ncu_dram_bytes=("ncu_dram_bytes", "mean"))
-    seconds = out["time_ns"] / out["calls"] * 1e-9
-    out["tflop_per_s"] = out["flops"] / seconds / 1e12
-    out["tb_per_s"] = out["bytes"] / seconds / 1e12
-    out["intensity"] = out["flops"] / out["bytes"]
-    peak = out["pipe"].map(lambda p: roof.peak(p) if p in PIPES else math.nan)
-    attainable = np.minimum(peak, out["intensity"] * roof.dram_bytes_per_s)
-    compute = (out["flops"] > 0) & (out["intensity"] * roof.dram_bytes_per_s >= peak)
-    out["bound"] = np.where(compute, "compute", "memory")
-    by_flops = 100 * out["tflop_per_s"] * 1e12 / attainable
-    out["pct_of_roof"] = by_flops.where(peak.notna() & (out["flops"] > 0),
-                                        100 * out["tb_per_s"] * 1e12 / roof.dram_bytes_per_s)
+    out["duration_ns"] = out["time_ns"] / out["calls"]
+    judge(add_rates(out), roof)
     return out.sort_values("time_ns", ascending=False).reset_index()
 
 
@@ -221,7 +212,7 @@ def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: l
 def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             rules: list[Rule] | None = None) -> list[TraceAnalysis]:
     """``analyze_trace`` over trace files and bundles (one result per trace)."""
-    from fuseprof.loading import load_timings
+    from fuseprof.bundle.loading import load_timings
     from fuseprof.model.roofline import measured_roofs
 
     if isinstance(paths, (str, Path)):
@@ -234,7 +225,7 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
         copy = copy_model_from_bench(load_timings(path.parent)) if path.is_dir() else None
         ncu_rows = None
         if path.is_dir():
-            from fuseprof.loading import load
+            from fuseprof.bundle.loading import load
 
             kernels = load(path)
             ncu_rows = kernels[kernels["source"] == "ncu"]

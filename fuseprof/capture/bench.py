@@ -14,14 +14,14 @@ from typing import Any
 import pandas as pd
 import torch
 
-from fuseprof.bundle import BundleWriter
+from fuseprof.bundle.files import BundleWriter
+from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture import timing
 from fuseprof.capture.clock import ItemClock
 from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.profile import resolve_device, resolve_dtype
-from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.case import Shape, load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr
 

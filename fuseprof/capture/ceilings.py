@@ -94,10 +94,10 @@ def measure_ceilings(device: torch.device) -> dict[str, Any]:
 
 def write_ceilings_bundle(device_name: str, out_dir: Path) -> Path:
     """Measure and store the ceilings as a bundle of kind 'ceilings' (manifest only)."""
-    from fuseprof.bundle import BundleWriter
+    from fuseprof.bundle.files import BundleWriter
+    from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
     from fuseprof.capture.device_facts import device_facts
     from fuseprof.capture.profile import resolve_device
-    from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
     from fuseprof.errors import NoGPUError
 
     device = resolve_device(device_name)

@@ -10,7 +10,7 @@ import gzip
 from collections.abc import Sequence
 from typing import Any
 
-from fuseprof.bundle import BundleWriter
+from fuseprof.bundle.files import BundleWriter
 from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
 from fuseprof.capture.ncu_run import find_ncu, run_capture_output, run_ncu_known_metrics
 from fuseprof.console import Log

@@ -15,14 +15,14 @@ from typing import Any
 
 import torch
 
-from fuseprof.bundle import RAW, BundleWriter
+from fuseprof.bundle.files import RAW, BundleWriter
+from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture import timing
 from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.ncu_capture import capture_with_ncu
 from fuseprof.capture.ncu_target import target_argv
-from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.torch_profile import record_trace
 from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr

@@ -18,9 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.bundle import BundleWriter
+from fuseprof.bundle.files import BundleWriter
+from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.ncu_capture import capture_with_ncu
-from fuseprof.capture.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.torch_profile import export_gzipped_trace, profiler_activities
 from fuseprof.case import user_frame
 from fuseprof.console import Log, log_to_stderr

@@ -49,9 +49,9 @@ def _write(rows: pd.DataFrame, statuses: list[dict[str, Any]], failed: list[dict
            shapes: tuple[Shape, ...], repeats: int, seed: int, device: str, parts_s: float, started: float,
            out_dir: Path, log: Log) -> Path:
     """The merged bundle: the ranks' rows in grid order, the device facts of every GPU, the time line."""
+    from fuseprof.bundle.provenance import now_utc
     from fuseprof.capture.bench import bench_manifest, write_bench_bundle
-    from fuseprof.capture.provenance import now_utc
-    from fuseprof.summary import sort_by_shape
+    from fuseprof.tables.summary import sort_by_shape
 
     good = [s for s in statuses if "error" not in s]
     facts = dict(good[0]["device"])

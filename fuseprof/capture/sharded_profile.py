@@ -12,15 +12,15 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.bundle import RAW, BundleWriter, read_manifest
+from fuseprof.bundle.files import RAW, BundleWriter, read_manifest
+from fuseprof.bundle.loading import load_timings
+from fuseprof.bundle.provenance import bundle_name, command_line, now_utc
 from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.profile import ProfileOptions
-from fuseprof.capture.provenance import bundle_name, command_line, now_utc
 from fuseprof.capture.shard import RankGroup, check_device, failure_message, read_statuses, timeline
 from fuseprof.case import load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import FuseprofError
-from fuseprof.loading import load_timings
 from fuseprof.parse.dispatch import parse_raw_dir
 
 # ProfileOptions fields a rank takes from the parent as they are (the rest: its shapes, device, part folder)

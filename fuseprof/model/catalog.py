@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fuseprof.bundle import find_bundles, read_manifest
+from fuseprof.bundle.files import find_bundles, read_manifest
 
 
 def variant_kinds(traces: str | Path) -> dict[str, str]:

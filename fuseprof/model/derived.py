@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fuseprof.bundle.schema import Column
 from fuseprof.model.devices import PIPES
 from fuseprof.parse.ncu_metrics import TENSOR_PRECISIONS
-from fuseprof.schema import Column
 
 # pipe key (fuseprof.model.devices.PIPES) -> kernel-frame FLOP column
 FLOP_COLUMNS: dict[str, str] = {
@@ -38,8 +38,8 @@ DERIVED_COLUMNS: tuple[Column, ...] = (
     Column("bound", "string",
            "'memory' when arithmetic_intensity · roof DRAM bytes/s < peak_flops_per_s (or no FLOPs), else 'compute'"),
     Column("pct_of_roof", "Float64",
-           "100 · achieved_flops_per_s / attainable_flops_per_s; without FLOPs, 100 · achieved_bytes_per_s / "
-           "roof DRAM bytes/s"),
+           "100 · achieved_flops_per_s / attainable_flops_per_s; without FLOPs (or without a peak for roof_pipe "
+           "in this roof), 100 · achieved_bytes_per_s / roof DRAM bytes/s"),
     Column("l2_resident", "boolean",
            "achieved_bytes_per_s > the capture device's DRAM limit (the larger of its datasheet and measured copy "
            "bytes/s): data came from L2 (drawn on the roof)"),
@@ -67,12 +67,20 @@ def dominant_pipe(frame: pd.DataFrame) -> pd.Series:
 def derive(kernels: pd.DataFrame) -> pd.DataFrame:
     """The device-free derived columns of ``DERIVED_COLUMNS`` added to a copy of ``kernels``."""
     rows = kernels.copy()
-    seconds = rows["duration_ns"].astype("Float64") * 1e-9
     rows["flops"] = _sum_skipna(rows, list(FLOP_COLUMNS.values()))
     rows["dram_bytes"] = rows["dram_read_bytes"].astype("Float64") + rows["dram_write_bytes"].astype("Float64")
     rows["l2_bytes"] = rows["l2_read_bytes"].astype("Float64") + rows["l2_write_bytes"].astype("Float64")
-    rows["arithmetic_intensity"] = (rows["flops"] / rows["dram_bytes"].where(rows["dram_bytes"] > 0))
-    rows["achieved_flops_per_s"] = rows["flops"] / seconds
-    rows["achieved_bytes_per_s"] = rows["dram_bytes"] / seconds
     rows["roof_pipe"] = dominant_pipe(rows)
+    return add_rates(rows)
+
+
+def add_rates(rows: pd.DataFrame) -> pd.DataFrame:
+    """``arithmetic_intensity``, ``achieved_flops_per_s`` and ``achieved_bytes_per_s`` from ``flops``,
+    ``dram_bytes`` and ``duration_ns``: the same formulas for kernel rows (ncu's counts) and op rows
+    (analytic counts per call), in place."""
+    seconds = rows["duration_ns"].astype("Float64") * 1e-9
+    flops, nbytes = rows["flops"].astype("Float64"), rows["dram_bytes"].astype("Float64")
+    rows["arithmetic_intensity"] = flops / nbytes.where(nbytes > 0)
+    rows["achieved_flops_per_s"] = flops / seconds
+    rows["achieved_bytes_per_s"] = nbytes / seconds
     return rows

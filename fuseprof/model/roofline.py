@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fuseprof.bundle import find_bundles, read_manifest
+from fuseprof.bundle.files import find_bundles, read_manifest
 from fuseprof.model.derived import derive
 from fuseprof.model.devices import DEFAULT_DEVICE, DEVICES, PIPES, DeviceSpec, spec_for_device_name
 
@@ -90,20 +90,29 @@ def dram_limit(device: str | None, measured: dict[str, Roof] | None = None) -> f
     return max(own, datasheet_roof(spec).dram_bytes_per_s) if spec is not None else own
 
 
-def _place_against(rows: pd.DataFrame, roof: Roof, capture_dram_bytes_per_s: float) -> pd.DataFrame:
+def judge(rows: pd.DataFrame, roof: Roof) -> pd.DataFrame:
+    """The roofline judgement, the one place it is made for every row type (ncu kernels, ops from
+    their shapes): from ``roof_pipe``, ``flops``, ``arithmetic_intensity`` and the achieved rates
+    (``fuseprof.model.derived.add_rates``) it adds ``peak_flops_per_s``, ``attainable_flops_per_s``,
+    ``bound``, ``pct_of_roof`` and ``roof`` (formulas in ``DERIVED_COLUMNS``), in place."""
     peak_bytes = roof.dram_bytes_per_s
     pipes = rows["roof_pipe"].astype(object)
     rows["peak_flops_per_s"] = pd.array([roof.peak(p) if p in PIPES else np.nan for p in pipes], dtype="Float64")
-    memory_roof = rows["arithmetic_intensity"] * peak_bytes
+    memory_roof = rows["arithmetic_intensity"].astype("Float64") * peak_bytes
     rows["attainable_flops_per_s"] = np.minimum(memory_roof, rows["peak_flops_per_s"])
-    has_flops = rows["flops"].fillna(0) > 0
+    has_flops = rows["flops"].astype("Float64").fillna(0) > 0
     compute_bound = has_flops & (memory_roof >= rows["peak_flops_per_s"]).fillna(False)
     rows["bound"] = pd.array(np.where(compute_bound, "compute", "memory"), dtype="string")
     by_flops = 100 * rows["achieved_flops_per_s"] / rows["attainable_flops_per_s"]
     by_bytes = 100 * rows["achieved_bytes_per_s"] / peak_bytes
-    rows["pct_of_roof"] = by_flops.where(has_flops, by_bytes)
-    rows["l2_resident"] = (rows["achieved_bytes_per_s"] > capture_dram_bytes_per_s).astype("boolean")
+    rows["pct_of_roof"] = by_flops.where(has_flops & rows["peak_flops_per_s"].notna(), by_bytes)
     rows["roof"] = roof.label
+    return rows
+
+
+def _place_against(rows: pd.DataFrame, roof: Roof, capture_dram_bytes_per_s: float) -> pd.DataFrame:
+    judge(rows, roof)
+    rows["l2_resident"] = (rows["achieved_bytes_per_s"] > capture_dram_bytes_per_s).astype("boolean")
     return rows
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from fuseprof.parse.sources import PROFILER_SOURCE
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 from fuseprof.parse.trace_link import enclosing, link_gpu_events
 from fuseprof.ranges import first_range_label
-from fuseprof.schema import PROFILER_SOURCE
 
 _SEPARATOR = "\x1f"  # joins range names; never part of one
 

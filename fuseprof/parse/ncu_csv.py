@@ -16,10 +16,10 @@ import pandas as pd
 
 from fuseprof.errors import FuseprofWarning, TraceFormatError
 from fuseprof.parse.ncu_metrics import BASE_METRICS, NCU_METRICS, columns_from_metrics
+from fuseprof.parse.sources import NCU_SOURCE
 from fuseprof.parse.textio import read_text
 from fuseprof.parse.units import UnknownUnitError, scale_to_base
 from fuseprof.ranges import search_range_label
-from fuseprof.schema import NCU_SOURCE
 
 _MISSING = {"", "n/a", "no data", "N/A"}
 
@@ -68,7 +68,7 @@ def _split_header(path: Path, text: str) -> list[list[str]]:
 
 
 def read_ncu_csv(path: Path) -> pd.DataFrame:
-    """One row per profiled kernel, columns named as in ``fuseprof.schema``. The units row is
+    """One row per profiled kernel, columns named as in ``fuseprof.bundle.schema``. The units row is
     required (without it durations and bytes could be off by 10³–10⁶); metrics fuseprof reads that
     are absent give a warning naming them; a non-number in one of them is an error."""
     rows = _split_header(path, read_text(path).lstrip("\ufeff"))

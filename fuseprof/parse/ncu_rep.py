@@ -17,9 +17,9 @@ import pandas as pd
 
 from fuseprof.errors import FuseprofError, TraceFormatError
 from fuseprof.parse.ncu_metrics import NCU_METRICS, columns_from_metrics
+from fuseprof.parse.sources import NCU_SOURCE
 from fuseprof.parse.units import scale_to_base
 from fuseprof.ranges import parse_range_label
-from fuseprof.schema import NCU_SOURCE
 
 _EXTRAS_GLOBS = ("/opt/nvidia/nsight-compute/*/extras/python", "/usr/local/cuda*/nsight-compute*/extras/python")
 
@@ -71,7 +71,7 @@ def _range_of(action: Any) -> tuple[str, str] | None:
 
 
 def read_ncu_rep(path: Path) -> pd.DataFrame:
-    """One row per profiled kernel, columns named as in ``fuseprof.schema``."""
+    """One row per profiled kernel, columns named as in ``fuseprof.bundle.schema``."""
     reader = _import_reader()
     if not path.is_file():
         raise TraceFormatError(f"{path}: no such file")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fuseprof.summary import sort_by_shape, summarize
+from fuseprof.tables.summary import sort_by_shape, summarize
 
 KEYS = ["bundle", "case", "shape", "dtype"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fuseprof import __version__
-from fuseprof.bundle import RAW, read_manifest, write_kernels, write_manifest
-from fuseprof.capture.provenance import now_utc
+from fuseprof.bundle.files import RAW, read_manifest, write_kernels, write_manifest
+from fuseprof.bundle.provenance import now_utc
 from fuseprof.parse.dispatch import parse_raw_dir
 
 

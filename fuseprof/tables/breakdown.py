@@ -14,13 +14,13 @@ from pathlib import Path
 import pandas as pd
 
 from fuseprof.analysis.categories import categorize
-from fuseprof.bundle import read_manifest
-from fuseprof.compare import KEYS as COPY_KEYS
-from fuseprof.compare import fastest_copy_ns, is_copy
+from fuseprof.bundle.files import read_manifest
+from fuseprof.bundle.loading import load, load_timings
+from fuseprof.bundle.schema import Column
 from fuseprof.errors import InvalidArgumentError
-from fuseprof.loading import load, load_timings
-from fuseprof.schema import Column
-from fuseprof.summary import sort_by_shape
+from fuseprof.tables.compare import KEYS as COPY_KEYS
+from fuseprof.tables.compare import fastest_copy_ns, is_copy
+from fuseprof.tables.summary import sort_by_shape
 
 # Categories that are neither matrix math nor attention: they move bytes (norms, elementwise,
 # copies, reductions, memcpy/memset) and are what fusion removes.
@@ -39,7 +39,7 @@ BREAKDOWN_COLUMNS: tuple[Column, ...] = (
     Column("memory_bound_share", "Float64", "1 − gemm_share − attention_share"),
     Column("bytes", "Int64", "timings: nominal_bytes (the case's byte model)"),
     Column("copy_us", "Float64", "timings: min gpu_median_ns of the same shape's copy rows / 1e3 (same bytes, same run; "
-                                 "fuseprof.compare.fastest_copy_ns)"),
+                                 "fuseprof.tables.compare.fastest_copy_ns)"),
     Column("pct_of_memory_roofline", "Float64", "100 · copy_us / as_called_us"),
     Column("gpu_pct_of_memory_roofline", "Float64", "100 · copy_us / gpu_us"),
 )

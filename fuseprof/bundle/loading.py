@@ -9,9 +9,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fuseprof.bundle import KERNELS, TIMINGS, find_bundles, read_manifest
+from fuseprof.bundle.files import KERNELS, TIMINGS, find_bundles, read_manifest
+from fuseprof.bundle.schema import KERNEL_COLUMN_NAMES, TIMING_COLUMN_NAMES, conform_kernels, conform_timings
 from fuseprof.errors import BundleError
-from fuseprof.schema import KERNEL_COLUMN_NAMES, TIMING_COLUMN_NAMES, conform_kernels, conform_timings
 
 # Which tables each kind of bundle must hold: a missing one is damage, not an empty bundle.
 REQUIRED = {"capture": (KERNELS, TIMINGS), "ingest": (KERNELS,), "bench": (TIMINGS,), "ceilings": ()}
@@ -55,7 +55,7 @@ def _load(path: str | Path, filename: str) -> list[pd.DataFrame]:
 
 
 def load(path: str | Path) -> pd.DataFrame:
-    """Kernel frame over one bundle or every bundle in a folder; columns in ``fuseprof.schema``."""
+    """Kernel frame over one bundle or every bundle in a folder; columns in ``fuseprof.bundle.schema``."""
     frames = [f for f in _load(path, KERNELS) if not f.empty]
     return _conformed(conform_kernels, frames, path)
 

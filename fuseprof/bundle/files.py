@@ -3,8 +3,8 @@
 Layout::
 
     <name>/manifest.json        schema version, case, shapes, device, versions, ncu settings
-    <name>/kernels.parquet      one row per kernel launch (fuseprof.schema.KERNEL_COLUMNS)
-    <name>/timings.parquet      one row per variant and shape (fuseprof.schema.TIMING_COLUMNS)
+    <name>/kernels.parquet      one row per kernel launch (fuseprof.bundle.schema.KERNEL_COLUMNS)
+    <name>/timings.parquet      one row per variant and shape (fuseprof.bundle.schema.TIMING_COLUMNS)
     <name>/raw/                 artifacts as captured: profiler_trace.json.gz, ncu_raw.csv.gz, ncu.log
 
 No pickle anywhere: JSON and Parquet only, so a bundle from someone else is safe to open.
@@ -20,9 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from fuseprof.bundle.schema import SCHEMA_VERSION, conform_kernels, conform_timings
 from fuseprof.errors import BundleError
 from fuseprof.parse.names import short_kernel_name
-from fuseprof.schema import SCHEMA_VERSION, conform_kernels, conform_timings
 
 if TYPE_CHECKING:  # frames pass through here; finding and reading bundles needs no pandas
     import pandas as pd

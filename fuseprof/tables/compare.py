@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fuseprof.summary import sort_by_shape
+from fuseprof.tables.summary import sort_by_shape
 
 COPY_PREFIX = "copy"
 KEYS = ["bundle", "case", "shape", "dtype"]

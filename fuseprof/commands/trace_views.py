@@ -92,10 +92,10 @@ def print_roofline(result: TraceAnalysis) -> None:
         _print("Per-op roofline from recorded shapes", r)
         return
     _print(f"Per-op roofline from recorded shapes, against {result.roof.label}", pd.DataFrame({
-        "op and input shapes": r["signature"].map(lambda s: _short(s, 64)), "pipe": r["pipe"], "calls": r["calls"],
-        "GFLOP/call": (r["flops"] / 1e9).round(4), "MB/call": (r["bytes"] / 1e6).round(3),
-        "µs/call": (r["time_ns"] / r["calls"]).map(us), "TFLOP/s": r["tflop_per_s"].round(2),
-        "TB/s": r["tb_per_s"].round(3), "% roof": r["pct_of_roof"].round(1), "bound": r["bound"],
+        "op and input shapes": r["signature"].map(lambda s: _short(s, 64)), "pipe": r["roof_pipe"],
+        "calls": r["calls"], "GFLOP/call": (r["flops"] / 1e9).round(4), "MB/call": (r["dram_bytes"] / 1e6).round(3),
+        "µs/call": r["duration_ns"].map(us), "TFLOP/s": (r["achieved_flops_per_s"] / 1e12).round(2),
+        "TB/s": (r["achieved_bytes_per_s"] / 1e12).round(3), "% roof": r["pct_of_roof"].round(1), "bound": r["bound"],
         **({"ncu GFLOP": (r["ncu_flops"] / 1e9).round(4), "ncu MB": (r["ncu_dram_bytes"] / 1e6).round(3)}
            if r["ncu_flops"].notna().any() else {})}))
 
@@ -155,3 +155,19 @@ def print_ranks(results: list[TraceAnalysis]) -> None:
         "#": skew["seq"], "collective": skew["collective"], "MB": (skew["bytes"] / 1e6).round(2),
         "skew µs": skew["skew_ns"].map(us), "last rank": skew["last_rank"], "transfer µs": skew["transfer_ns"].map(us),
         **{f"rank {c.removeprefix('wait_ns_rank')} waits µs": skew[c].map(us) for c in waits}}))
+
+
+def print_diff(a: str, b: str, tables: dict[str, pd.DataFrame], top: int) -> None:
+    """``fuseprof diff``: the totals, then categories and the ``top`` op signatures by time delta."""
+    print(f"A: {a}\nB: {b}")
+    t = tables["totals"].copy()
+    times = t["metric"] != "events"
+    for column in ("a", "b", "delta"):
+        t[column] = t[column].astype(object).where(~times, t[column].map(us))
+    _print("", t.rename(columns={"metric": "total (µs; events a count)"}))
+    for name in ("categories", "ops"):
+        d = tables[name].head(top if name == "ops" else len(tables[name]))
+        _print("", pd.DataFrame({
+            name[:-1] if name == "ops" else "category": d["key"].str.slice(0, 72), "A µs": d["time_ns_a"].map(us),
+            "B µs": d["time_ns_b"].map(us), "Δ µs": d["time_delta_ns"].map(us), "A launches": d["launches_a"],
+            "B launches": d["launches_b"], "change": d["change"]}))

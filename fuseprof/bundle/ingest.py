@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fuseprof.bundle import BundleWriter
-from fuseprof.capture.provenance import command_line, now_utc
+from fuseprof.bundle.files import BundleWriter
+from fuseprof.bundle.provenance import command_line, now_utc
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.dispatch import require_artifact_kind

@@ -17,9 +17,6 @@ if TYPE_CHECKING:  # pandas is imported where frames are built: reading a manife
 
 SCHEMA_VERSION = 1
 
-PROFILER_SOURCE = "torch.profiler"
-NCU_SOURCE = "ncu"
-
 
 @dataclass(frozen=True)
 class Column:

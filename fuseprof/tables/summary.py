@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fuseprof.model.derived import derive
-from fuseprof.schema import NCU_SOURCE, PROFILER_SOURCE
+from fuseprof.parse.sources import NCU_SOURCE, PROFILER_SOURCE
 
 KEYS = ["bundle", "case", "variant", "shape", "dtype"]
 

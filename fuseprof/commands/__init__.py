@@ -1,0 +1,19 @@
+"""The command table: every ``fuseprof`` verb, in the order ``--help`` lists them, grouped by what
+it works on. ``fuseprof.cli`` builds its parser from ``COMMANDS`` alone; the command reference
+(docs/commands.md) and the help test read the same table."""
+
+from __future__ import annotations
+
+from fuseprof.commands import bundles, capture, dashboard, tables, traces
+from fuseprof.commands.base import Command
+
+GROUPS: dict[str, tuple[Command, ...]] = {
+    "capture on a GPU": capture.COMMANDS,
+    "traces you already have": traces.COMMANDS,
+    "tables over capture bundles": tables.COMMANDS,
+    "bundles": bundles.COMMANDS,
+    "dashboard": dashboard.COMMANDS,
+}
+COMMANDS: dict[str, Command] = {c.name: c for group in GROUPS.values() for c in group}
+
+__all__ = ["COMMANDS", "GROUPS", "Command"]

@@ -1,0 +1,60 @@
+"""What every command module shares: the ``Command`` row of the command table, the options several
+verbs take, and the one way a table reaches the terminal, CSV or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+DEFAULT_TRACES = Path("traces")
+SHAPES_HELP = ("comma-separated shapes: MxN (e.g. 128x4096), or as many dimensions as the case takes "
+               "(decoder_layer: 1x1x2048)")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One verb: its name, one-line help, the longer description of ``--help``, the function that adds
+    its arguments and the one that runs it (returns the exit code)."""
+
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace], int]
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    description: str | None = None
+
+
+def bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str) -> None:
+    parser.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=default, help=help_text)
+
+
+def format_option(p: argparse.ArgumentParser, help_text: str = "output format") -> None:
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help=help_text)
+
+
+def out_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=DEFAULT_TRACES, help="folder for the bundle")
+
+
+def folder_argument(p: argparse.ArgumentParser, help_text: str = "bundle or folder of bundles") -> None:
+    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help=help_text)
+
+
+def emit(frame: pd.DataFrame, fmt: str) -> None:
+    """``frame`` as a terminal table (columns with no value at all left out), CSV or JSON records."""
+    import pandas as pd
+
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif fmt == "json":
+        sys.stdout.write(frame.to_json(orient="records", indent=1) + "\n")
+    else:
+        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 250,
+                               "display.max_colwidth", 60):
+            print(frame.dropna(axis=1, how="all").to_string(index=False))

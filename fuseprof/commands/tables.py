@@ -1,0 +1,125 @@
+"""Verbs that print tables over capture bundles: compare, breakdown, summary, roofline."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fuseprof.commands.base import Command, emit, folder_argument, format_option
+from fuseprof.errors import FuseprofError
+
+
+def _compare_arguments(p: argparse.ArgumentParser) -> None:
+    folder_argument(p, "bench/capture bundle or folder")
+    p.add_argument("--baseline", default="compiled", help="variant to compute speedups against")
+    format_option(p)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from fuseprof.bundle.loading import load_timings
+    from fuseprof.tables.compare import compare_variants
+
+    timings = load_timings(args.dir)
+    if timings.empty:
+        raise FuseprofError(f"{args.dir}: no timings to compare (compare reads bundles from `fuseprof profile` or "
+                            "`fuseprof bench`); for a trace you did not capture use `fuseprof analyze`, or "
+                            "`fuseprof diff A B` for two of them")
+    if args.baseline not in set(timings["variant"]):
+        raise FuseprofError(f"--baseline {args.baseline!r}: no such variant in {args.dir}; variants: "
+                            f"{', '.join(sorted(timings['variant'].dropna().unique()))}")
+    emit(compare_variants(timings, args.baseline), args.format)
+    return 0
+
+
+def _breakdown_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", type=Path, help="a bundle written by fuseprof profile")
+    format_option(p)
+
+
+def _breakdown(args: argparse.Namespace) -> int:
+    from fuseprof.tables.breakdown import variant_breakdown
+
+    frame = variant_breakdown(args.bundle)
+    if args.format == "table":  # microseconds and percentages to the digit that the noise allows
+        frame = frame.drop(columns=["case", "dtype"]).round(
+            {c: 1 for c in frame.columns if c.endswith(("_us", "_call", "roofline"))}
+            | {c: 3 for c in frame.columns if c.endswith("_share")})
+    emit(frame, args.format)
+    return 0
+
+
+def _summary_arguments(p: argparse.ArgumentParser) -> None:
+    folder_argument(p)
+    p.add_argument("--case", help="only this case")
+    format_option(p)
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from fuseprof.bundle.loading import load, load_timings
+    from fuseprof.tables.summary import summarize
+
+    kernels = load(args.dir)
+    table = summarize(kernels, load_timings(args.dir))
+    if args.case:
+        if args.case not in set(table["case"].dropna()):
+            raise FuseprofError(f"no bundle in {args.dir} holds case {args.case!r}; cases: "
+                                f"{', '.join(sorted(table['case'].dropna().unique()))}")
+        table = table[table["case"] == args.case]
+    if args.format != "table":
+        emit(table, args.format)
+        return 0
+    from fuseprof.commands.table_views import print_summary
+
+    print_summary(table, kernels, args.dir)
+    return 0
+
+
+def _roofline_arguments(p: argparse.ArgumentParser) -> None:
+    from fuseprof.model.devices import DEVICES
+
+    folder_argument(p, "bundle or folder")
+    p.add_argument("--case", help="only this case")
+    p.add_argument("--roof", default="capture", help="capture (default: each kernel's own GPU) or a datasheet "
+                                                     f"device: {', '.join(repr(d) for d in DEVICES)}")
+    format_option(p, "table (human units), or csv/json with every column in base units")
+
+
+def _roofline(args: argparse.Namespace) -> int:
+    from fuseprof.bundle.loading import load
+    from fuseprof.commands.table_views import print_roofline
+    from fuseprof.model.devices import DEVICES
+    from fuseprof.model.roofline import datasheet_roof, measured_roofs, place
+
+    if args.roof != "capture" and args.roof not in DEVICES:
+        raise FuseprofError(f"--roof {args.roof!r}: use capture or one of {', '.join(DEVICES)}")
+    kernels = load(args.dir)
+    if args.case:
+        kernels = kernels[kernels["case"] == args.case]
+    roof = None if args.roof == "capture" else datasheet_roof(DEVICES[args.roof])
+    placed = place(kernels, roof, measured_roofs(args.dir))
+    if placed.empty:
+        raise FuseprofError(f"{args.dir}: no ncu-profiled kernels{' of case ' + args.case if args.case else ''}")
+    if args.format != "table":
+        emit(placed, args.format)
+    else:
+        print_roofline(placed)
+    return 0
+
+
+COMMANDS = (
+    Command("compare", "variants side by side: GPU and as-called time, GB/s, vs copy", _compare, _compare_arguments),
+    Command("breakdown", "per variant and shape: latency, GPU time, kernels and launches per call, "
+                         "GEMM/attention/memory-bound shares, %% of the memory roofline", _breakdown,
+            _breakdown_arguments,
+            "For a capture bundle (fuseprof profile; with --copy-baseline for the roofline columns): one row per "
+            "variant and shape; `fuseprof columns` gives each column's formula."),
+    Command("summary", "launches, bytes and time per case, variant and shape", _summary, _summary_arguments,
+            "One line per case, variant and shape of the capture bundles in DIR, in human units; bench bundles are "
+            "summarised by `fuseprof compare`, whole-model traces by `fuseprof analyze`. csv/json carry every "
+            "column in base units."),
+    Command("roofline", "every ncu-profiled kernel on the roofline: pipe, intensity, %% of roof", _roofline,
+            _roofline_arguments,
+            "Each kernel against the ceiling of the pipe that did most of its FLOPs (tensor cores by precision, "
+            "SIMT FP16/FP32/FP64), on its capture GPU's roof (measured by `fuseprof ceilings` when a ceilings "
+            "bundle is in DIR, else the datasheet) unless --roof names another. Formulas: `fuseprof columns`."),
+)

@@ -1,0 +1,118 @@
+"""Verbs over whole-model torch.profiler traces a user already has: analyze, fusion, diff."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fuseprof.commands.base import Command, emit, format_option
+from fuseprof.errors import FuseprofError
+
+if TYPE_CHECKING:
+    from fuseprof.analysis import TraceAnalysis
+
+
+def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str) -> None:
+    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
+                   help="torch.profiler traces (.json, .json.gz) or bundles; one per rank for a distributed run")
+    p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
+                                    "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
+    p.add_argument("--top", type=int, default=top, help=top_help)
+    format_option(p, format_help)
+
+
+def _positive_top(top: int) -> None:
+    if top < 1:
+        raise FuseprofError(f"--top {top}: give a positive number of rows")
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from fuseprof.analysis import analyze
+    from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame
+
+    _positive_top(args.top)
+    results = analyze(args.traces, args.device, args.top)
+    if args.format == "json":
+        sys.stdout.write(to_json(results) + "\n")
+    elif args.format == "csv":
+        to_long_frame(results).to_csv(sys.stdout, index=False)
+    else:
+        for result in results:
+            print_analysis(result)
+        print_ranks(results)
+    return 0
+
+
+def _fusion(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from fuseprof.analysis import analyze
+    from fuseprof.commands.trace_views import print_fusion
+
+    _positive_top(args.top)
+    results = analyze(args.traces, args.device)
+    if args.format != "table":
+        emit(pd.concat([r.fusion.assign(trace=r.name) for r in results], ignore_index=True), args.format)
+        return 0
+    for result in results:
+        print(f"== {result.name}  ({result.device or 'device unknown'})")
+        print_fusion(result, args.top)
+    return 0
+
+
+def _one_trace(path: Path) -> TraceAnalysis:
+    from fuseprof.analysis import analyze
+
+    results = analyze([path])
+    if len(results) != 1:
+        raise FuseprofError(f"{path}: holds {len(results)} traces; give one trace file")
+    return results[0]
+
+
+def _diff_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", type=Path, metavar="A", help="trace file or bundle (the baseline)")
+    p.add_argument("b", type=Path, metavar="B", help="trace file or bundle (the change)")
+    p.add_argument("--top", type=int, default=15, help="op rows to print in the table")
+    format_option(p, "table, or every row in csv/json")
+
+
+def _diff(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
+    from fuseprof.commands.trace_views import print_diff
+
+    a, b = _one_trace(args.a), _one_trace(args.b)
+    tables = {"totals": diff_totals(a, b), "categories": diff_by_category(a, b), "ops": diff_by_op(a, b)}
+    if args.format != "table":
+        emit(pd.concat([t.assign(table=name) for name, t in tables.items()], ignore_index=True), args.format)
+    else:
+        print_diff(a.name, b.name, tables, args.top)
+    return 0
+
+
+COMMANDS = (
+    Command("analyze", "whole-model trace: GPU timeline, categories, top ops, per-op roofline", _analyze,
+            lambda p: _trace_arguments(p, 15, "rows in the top-kernels, top-ops and roofline tables",
+                                       "table for reading; csv (one long table with 'trace' and 'table' columns) "
+                                       "or json (trace -> table -> rows) for scripts"),
+            "For each torch.profiler trace (a .json/.json.gz file, or the trace in a bundle's raw/): the GPU "
+            "timeline (busy, idle, computation, memcpy, memset, communication; overall and per stream; exact to "
+            "the ns), time per category, the top kernels and ops with the op and nn.Module that launched them, "
+            "launch statistics, and a roofline per op from its recorded input shapes (needs record_shapes=True) "
+            "against the trace's own GPU."),
+    Command("fusion", "rank fusion opportunities in a whole-model trace", _fusion,
+            lambda p: _trace_arguments(p, 10, "opportunities to print", "table, or every group in csv/json"),
+            "Chains of memory-bound kernels between GEMM/attention/communication kernels, per stream and profiler "
+            "step, grouped by their op sequence (one group per repeated chain, e.g. the RMSNorm of every layer and "
+            "step), with the bytes a fused kernel would move, its predicted time (bytes at the copy rate plus one "
+            "kernel's floor), the saving as a share of GPU busy time and of the span, and the kernel that already "
+            "fuses such a chain. Formulas: fuseprof/analysis/fusion.py."),
+    Command("diff", "A/B diff of two traces: totals, categories, ops matched by op and shapes", _diff,
+            _diff_arguments,
+            "Time and launches per category and per op signature (CPU op + input shapes) in A and B, what appeared "
+            "and what disappeared, ranked by time delta. Kernels are matched by the op that launched them, not by "
+            "name (compiled Triton kernels have other names)."),
+)

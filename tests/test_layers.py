@@ -1,0 +1,67 @@
+"""The pipeline's layers, read from the source with ``ast``: parse → bundle → model → analysis →
+tables → figures → commands. A module may import its own stage and the stages before it; the
+shared leaves (errors, ranges, console) may be imported by any."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "fuseprof"
+LEAVES = {"fuseprof", "fuseprof.errors", "fuseprof.ranges", "fuseprof.console"}
+# stage -> the stages it may import (besides the leaves and itself)
+ALLOWED = {
+    "parse": set(),
+    "bundle": {"parse"},
+    "model": {"parse", "bundle"},
+    "analysis": {"parse", "bundle", "model"},
+    "tables": {"parse", "bundle", "model", "analysis"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "fuseprof" and len(parts) > 1 else None
+
+
+@pytest.mark.parametrize("stage", sorted(ALLOWED))
+def test_a_stage_imports_only_the_stages_before_it(stage: str) -> None:
+    wrong = []
+    for path in sorted((PACKAGE / stage).glob("*.py")):
+        for module in _imports(path):
+            if not module.startswith("fuseprof") or module in LEAVES or module.startswith("fuseprof_kernels"):
+                continue
+            target = _stage(module)
+            if target != stage and target not in ALLOWED[stage]:
+                wrong.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_tool_imports_no_private_module_of_the_kernels() -> None:
+    private = [f"{p.relative_to(PACKAGE)}: {m}" for p in PACKAGE.rglob("*.py") for m in _imports(p)
+               if m.startswith("fuseprof_kernels.") and any(part.startswith("_") for part in m.split(".")[1:])]
+    assert not private, private
+
+
+def test_cli_is_only_the_table_reader_and_no_function_is_long() -> None:
+    assert len((PACKAGE / "cli.py").read_text().splitlines()) <= 100
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
+                length = node.end_lineno - node.lineno + 1
+                if length > 60:
+                    long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({length} lines)")
+    assert not long, long
