@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.categories import CATEGORIES, Rule
 from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns, opportunities
 from fuseprof.analysis.timeline import gpu_timeline
 from fuseprof.bundle.files import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
 from fuseprof.model.derived import add_rates
-from fuseprof.model.op_models import estimate
+from fuseprof.model.devices import require_device
+from fuseprof.model.op_registry import CATEGORIES, OpFamily, estimate
 from fuseprof.model.roofline import Roof, capture_roof, judge
 from fuseprof.parse.trace_events import read_trace_tables
 from fuseprof.ranges import first_range_label
@@ -63,11 +63,20 @@ def _mode(values: pd.Series) -> object:
     return counts.index[0] if len(counts) else None
 
 
+def _category_by_time(events: pd.DataFrame, key: pd.Series) -> pd.Series:
+    """Per group of ``key``: the category of the kernels holding most of its GPU time (an aten::mm
+    whose first kernel is a memset is a GEMM, not a memset)."""
+    by = events.groupby([key, events["category"]], sort=False)["dur_ns"].sum().reset_index()
+    by.columns = ["key", "category", "time"]
+    return by.sort_values("time", ascending=False, kind="stable").drop_duplicates("key").set_index("key")["category"]
+
+
 def top_kernels(events: pd.DataFrame, n: int) -> pd.DataFrame:
     """Kernels (and copies) by total time, with the op and module that launch them most often."""
     grouped = events.groupby("name", sort=False).agg(
-        category=("category", "first"), count=("dur_ns", "size"), time_ns=("dur_ns", "sum"),
+        count=("dur_ns", "size"), time_ns=("dur_ns", "sum"),
         mean_ns=("dur_ns", "mean"), op=("op", _mode), module=("module", _mode))
+    grouped.insert(0, "category", _category_by_time(events, events["name"]))
     grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
     return grouped.sort_values("time_ns", ascending=False).head(n).reset_index()
 
@@ -83,8 +92,8 @@ def top_ops(events: pd.DataFrame, n: int) -> pd.DataFrame:
     rows = events.assign(signature=_signature(events))
     calls = rows.groupby("signature", sort=False)["op_id"].nunique()
     grouped = rows.groupby("signature", sort=False).agg(
-        op=("op", "first"), category=("category", "first"), kernels=("dur_ns", "size"), time_ns=("dur_ns", "sum"),
-        module=("module", _mode))
+        op=("op", "first"), kernels=("dur_ns", "size"), time_ns=("dur_ns", "sum"), module=("module", _mode))
+    grouped.insert(1, "category", _category_by_time(rows, rows["signature"]))
     grouped["calls"] = calls
     grouped["kernels_per_call"] = grouped["kernels"] / grouped["calls"].where(grouped["calls"] > 0)
     grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
@@ -177,20 +186,20 @@ def trace_files(path: Path) -> list[Path]:
     return [path]
 
 
-def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: list[Rule] | None = None,
+def analyze_trace(path: Path, device: str | None = None, top: int = 15, registry: list[OpFamily] | None = None,
                   measured: dict[str, Roof] | None = None, name: str | None = None,
                   copy: CopyModel | None = None, ncu_rows: pd.DataFrame | None = None) -> TraceAnalysis:
     """Every table for one trace file. ``device`` names the GPU when the trace lacks
     ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', ..."""
     tables = read_trace_tables(path)
-    events = categorized_events(tables, rules)
+    events = categorized_events(tables, registry)
     if ncu_rows is not None and not ncu_rows.empty:
         events = attach_ncu(events, ncu_rows)
     notes = []
     if events.empty:
         raise TraceFormatError(f"{path}: no GPU kernels, memcpys or memsets; was the trace captured with "
                                "ProfilerActivity.CUDA?")
-    names = sorted({tables.devices.get(int(d), "") for d in events["device"].dropna().unique()} - {""})
+    names = sorted({tables.device_name(d) or "" for d in events["device"].dropna().unique()} - {""})
     device_name = device or (names[0] if names else None)
     roof = capture_roof(device_name, measured)
     if "assumed" in roof.label:
@@ -210,13 +219,15 @@ def analyze_trace(path: Path, device: str | None = None, top: int = 15, rules: l
 
 
 def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
-            rules: list[Rule] | None = None) -> list[TraceAnalysis]:
+            registry: list[OpFamily] | None = None) -> list[TraceAnalysis]:
     """``analyze_trace`` over trace files and bundles (one result per trace)."""
     from fuseprof.bundle.loading import load_timings
     from fuseprof.model.roofline import measured_roofs
 
     if isinstance(paths, (str, Path)):
         paths = [Path(paths)]
+    if device is not None:
+        require_device(device)
     results = []
     for path in map(Path, paths):
         traces = trace_files(path)
@@ -231,5 +242,5 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             ncu_rows = kernels[kernels["source"] == "ncu"]
         for trace in traces:
             name = f"{path.name}/{trace.relative_to(path)}" if path.is_dir() else trace.name
-            results.append(analyze_trace(trace, device, top, rules, measured, name, copy, ncu_rows))
+            results.append(analyze_trace(trace, device, top, registry, measured, name, copy, ncu_rows))
     return results

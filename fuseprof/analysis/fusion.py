@@ -2,7 +2,8 @@
 anchors, grouped by signature and ranked by what one fused kernel would save.
 
 Per stream and profiler step, a *chain* is a maximal run of two or more consecutive kernels that
-are not anchors (GEMM, convolution, attention, communication; memcpys and memsets end a chain too).
+are not anchors (the op registry's role: GEMM, convolution, attention and communication families, by op or
+kernel name whatever the vendor; memcpys and memsets end a chain too).
 Chains with the same op sequence (the signature; shapes aside, so the RMSNorm of every layer and
 step is one group) form one opportunity ×N. For each group:
 
@@ -35,9 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fuseprof.model.op_models import DTYPE_BYTES, estimate
+from fuseprof.model.op_models import DTYPE_BYTES
+from fuseprof.model.op_registry import estimate
 
-ANCHORS = ("GEMM", "convolution", "attention", "communication")
 _WRITE_ONLY_FIRST = ("aten::copy_", "aten::fill_", "aten::zero_", "aten::index_copy_")  # first argument: written only
 _GATHERS = ("aten::index_select", "aten::embedding", "aten::gather")  # read only the rows they gather
 
@@ -157,7 +158,7 @@ def find_chains(events: pd.DataFrame) -> pd.DataFrame:
                                                  kernels["step"].astype("string").fillna("")], sort=False):
         run: list[pd.Series] = []
         for _, event in part.iterrows():
-            breaks = event["category"] in ANCHORS or event["kind"] != "kernel"
+            breaks = event["role"] == "anchor" or event["kind"] != "kernel"
             if breaks:
                 if len(run) >= 2:
                     rows.append(_chain(run, stream, step))

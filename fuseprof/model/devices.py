@@ -13,6 +13,23 @@ with sparsity; specifications are one-half lower without sparsity"). Sources:
   FP64/FP64 tensor 37, FP32 75 TFLOPS; TF32 2.2, FP16/BF16 4.5, FP8 9 PFLOPS and INT8 9 POPS,
   all printed with sparsity and halved here. It prints no non-tensor FP16 rate: left out.
 
+- AMD Instinct MI300X: "AMD Instinct MI300X Accelerator" data sheet (5.3 TB/s HBM3; FP64 vector 81.7,
+  FP64/FP32 matrix and FP32 vector 163.4, TF32 653.7, FP16/BF16 1,307.4, FP8 and INT8 2,614.9, dense).
+- AMD Instinct MI325X: its data sheet: the MI300X's compute with 6 TB/s HBM3E.
+- AMD Instinct MI355X: its data sheet: 8 TB/s HBM3E; FP64 vector and matrix 78.6, FP32 157.3, FP16/BF16
+  2.5 PFLOPS, FP8 and INT8 5.0 P, dense (no TF32 row).
+- AMD Instinct MI250X: its data sheet: 3.2 TB/s HBM2e; FP64 and FP32 vector 47.9, FP64/FP32 matrix 95.7,
+  FP16/BF16 and INT8 383; no FP8 or TF32.
+- NVIDIA L40S: its data sheet: 864 GB/s GDDR6; FP32 91.6; TF32 183, FP16/BF16 362, FP8 and INT8 733 (dense:
+  the sparse figures halved). No FP64 row.
+- NVIDIA A10 (AWS's A10G is a variant of it; matched by name): A10 data sheet: 600 GB/s; FP32 31.2; TF32
+  62.5, FP16/BF16 125, INT8 250 (dense).
+- NVIDIA L4: its data sheet: 300 GB/s; FP32 30.3; TF32 60, FP16/BF16 121, FP8 and INT8 242.5 (dense).
+- NVIDIA H20: its published specifications: 4.0 TB/s HBM3; FP64 1, FP32 44; TF32 74, FP16/BF16 148, FP8 and
+  INT8 296 (dense).
+- NVIDIA GB200 (one Blackwell GPU of a GB200 NVL72): the NVL72 data sheet divided by its 72 GPUs: 8 TB/s;
+  FP64 45; TF32 1.25, FP16/BF16 2.5, FP8 and INT8 5 P (sparse figures halved). No FP32 row.
+
 Pipes are keyed as in ``PIPES``: ``tensor_<precision>`` for the tensor cores by source
 precision (the ``flops_tensor_*`` columns), ``fp16``/``fp32``/``fp64`` for the SIMT pipes (the
 ``flops_fp*`` columns; fp16 covers packed bf16 too, which runs at the same rate on these parts).
@@ -20,6 +37,7 @@ precision (the ``flops_tensor_*`` columns), ``fp16``/``fp32``/``fp64`` for the S
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 T = 1e12
@@ -73,20 +91,69 @@ DEVICES: dict[str, DeviceSpec] = {
         {"tensor_tf32": 2200 * T, "tensor_bf16": 4500 * T, "tensor_fp16": 4500 * T, "tensor_fp8": 9000 * T,
          "tensor_int8": 9000 * T}),
 }
+
+
+def _spec(name: str, dram_tb_per_s: float, source: str, **tflops: float) -> DeviceSpec:
+    """A datasheet entry from dense TFLOP/s per pipe (``tensor_bf16=1307.4``); FP16 tensor = BF16 tensor
+    where the sheet prints one row for both."""
+    dense = {pipe: value * T for pipe, value in tflops.items()}
+    if "tensor_bf16" in dense:
+        dense.setdefault("tensor_fp16", dense["tensor_bf16"])
+    return DeviceSpec(name, dram_tb_per_s * T, dense, source)
+
+
+_CDNA3 = {"fp64": 81.7, "tensor_fp64": 163.4, "fp32": 163.4, "tensor_tf32": 653.7, "tensor_bf16": 1307.4,
+          "tensor_fp8": 2614.9, "tensor_int8": 2614.9}
+DEVICES.update({
+    "MI300X": _spec("MI300X", 5.3, "AMD Instinct MI300X data sheet", **_CDNA3),
+    "MI325X": _spec("MI325X", 6.0, "AMD Instinct MI325X data sheet", **_CDNA3),
+    "MI355X": _spec("MI355X", 8.0, "AMD Instinct MI355X data sheet", fp64=78.6, tensor_fp64=78.6, fp32=157.3,
+                    tensor_bf16=2500, tensor_fp8=5000, tensor_int8=5000),
+    "MI250X": _spec("MI250X", 3.2, "AMD Instinct MI250X data sheet", fp64=47.9, tensor_fp64=95.7, fp32=47.9,
+                    tensor_bf16=383, tensor_int8=383),
+    "L40S": _spec("L40S", 0.864, "NVIDIA L40S data sheet (sparse halved)", fp32=91.6, tensor_tf32=183,
+                  tensor_bf16=362, tensor_fp8=733, tensor_int8=733),
+    "A10": _spec("A10", 0.6, "NVIDIA A10 data sheet (A10G: AWS's variant)", fp32=31.2, tensor_tf32=62.5,
+                 tensor_bf16=125, tensor_int8=250),
+    "L4": _spec("L4", 0.3, "NVIDIA L4 data sheet (sparse halved)", fp32=30.3, tensor_tf32=60, tensor_bf16=121,
+                tensor_fp8=242.5, tensor_int8=242.5),
+    "H20": _spec("H20", 4.0, "NVIDIA H20 specifications", fp64=1, fp32=44, tensor_tf32=74, tensor_bf16=148,
+                 tensor_fp8=296, tensor_int8=296),
+    "GB200": _spec("GB200", 8.0, "NVIDIA GB200 NVL72 data sheet, per GPU (sparse halved)", fp64=45,
+                   tensor_fp64=45, tensor_tf32=1250, tensor_bf16=2500, tensor_fp8=5000, tensor_int8=5000),
+})
 REFERENCE_DEVICE = "H100 SXM"  # the user asked for plots against an H100 roofline: drawn on every chart
 DEFAULT_DEVICE = REFERENCE_DEVICE  # roof for rows whose capture device is not in the table
 
-# capture-name fragments, most specific first ('NVIDIA H100 PCIe' must not match 'H100')
-_NAME_KEYS = (("H200", "H200"), ("H100 PCIE", "H100 PCIe"), ("H100", "H100 SXM"), ("A100", "A100 80GB"),
-              ("B200", "B200"))
+# capture-name patterns, most specific first ('NVIDIA H100 PCIe' must not match 'H100', 'GB200' not 'B200',
+# 'H20' not 'H200', 'A100' not 'A10', 'L40S' not 'L4'); searched in the upper-cased name
+_NAME_KEYS = tuple((re.compile(pattern), key) for pattern, key in (
+    (r"H200", "H200"), (r"H100 PCIE", "H100 PCIe"), (r"H100", "H100 SXM"), (r"A100", "A100 80GB"),
+    (r"GB200", "GB200"), (r"B200", "B200"), (r"\bH20\b", "H20"), (r"L40S", "L40S"), (r"\bA10G?\b", "A10"),
+    (r"\bL4\b", "L4"), (r"MI300X", "MI300X"), (r"MI325X", "MI325X"), (r"MI355X", "MI355X"),
+    (r"MI250X", "MI250X")))
 
 
 def spec_for_device_name(device_name: str | None) -> DeviceSpec | None:
-    """The datasheet entry for a captured device name ('NVIDIA H200' -> H200), if known."""
+    """The datasheet entry for a captured device name ('NVIDIA H200' -> H200, 'AMD Instinct MI300X VF'
+    -> MI300X) or a table key, if known."""
     if not device_name:
         return None
+    if device_name in DEVICES:
+        return DEVICES[device_name]
     text = device_name.upper()
-    for fragment, key in _NAME_KEYS:
-        if fragment in text:
+    for pattern, key in _NAME_KEYS:
+        if pattern.search(text):
             return DEVICES[key]
     return None
+
+
+def require_device(device_name: str) -> DeviceSpec:
+    """A device a user named (``--device``): known, or an error that lists the known names."""
+    from fuseprof.errors import InvalidArgumentError
+
+    spec = spec_for_device_name(device_name)
+    if spec is None:
+        raise InvalidArgumentError(f"--device {device_name!r}: unknown GPU; known: {', '.join(DEVICES)} "
+                                   "(or a name that contains one, e.g. 'NVIDIA H200', 'AMD Instinct MI300X')")
+    return spec

@@ -1,9 +1,7 @@
-"""Analytic FLOPs and bytes of PyTorch ops from the shapes torch.profiler recorded (``record_shapes``).
-
-One table, ``OP_MODELS``, maps an op name to a model; a user adds a row for an op of their own::
-
-    from fuseprof.model.op_models import OP_MODELS, OpModel, elementwise
-    OP_MODELS["mylib::fused_gelu"] = elementwise(flops_per_element=8)
+"""Cost models: analytic FLOPs and bytes of an op from the shapes torch.profiler recorded
+(``record_shapes``). Which op gets which model is the op registry's business
+(``fuseprof.model.op_registry.REGISTRY``); a user's own op gets a row there, e.g.
+``OpFamily("elementwise", op=r"^mylib::fused_gelu$", cost=elementwise(8))``.
 
 Each model gets the op's ``Input Dims``, ``Input type`` and ``Concrete Inputs`` and returns FLOPs,
 bytes (every input tensor read once, every output written once: the minimum traffic) and the pipe
@@ -12,8 +10,9 @@ Conventions, chosen to agree with TraceLens's perf models where both exist:
     mm (M,K)x(K,N): 2·M·N·K FLOPs; (MK + KN + MN) elements moved
     addmm: the mm plus M·N for the bias add; the bias is read once
     bmm/baddbmm: the same per batch
-    attention (q: B,H,L,D; k/v: B,Hkv,S,D): 4·B·H·L·S·D (QKᵀ and PV; a causal mask is not halved)
-    elementwise: FLOPs per output element from the op's row (1 for add, 4 for SiLU, 8 for GELU)
+    attention (q: B,H,Sq,D; k/v: B,Hkv,Sk,D): 4·B·H·Sq·Sk·D (QKᵀ and PV), halved when the op's
+        is_causal argument is True (only the lower triangle is computed); q, k, v read, out written
+    elementwise: FLOPs per output element from ``ELEMENTWISE_FLOPS`` (1 for add, 4 for SiLU, 8 for GELU)
     norms/softmax: 4-5 FLOPs per element; reductions one per input element; copies and gathers 0
 """
 
@@ -42,6 +41,16 @@ class OpInputs:
     dims: Sequence[Any]
     types: Sequence[Any]
     concrete: Sequence[Any]
+    op: str = ""
+
+    @property
+    def causal(self) -> bool:
+        """The op's is_causal argument as recorded (``Concrete Inputs``; efficient attention's
+        custom_mask_type 1 or 2 is a causal mask)."""
+        if self.op == "aten::_efficient_attention_forward":
+            return len(self.concrete) > 9 and str(self.concrete[9]) in ("1", "2")
+        i = _CAUSAL_ARG.get(self.op)
+        return i is not None and i < len(self.concrete) and str(self.concrete[i]) in ("True", "1")
 
     def tensor(self, i: int) -> list[int] | None:
         """Shape of input ``i`` if it is a tensor (a list of ints), else None."""
@@ -72,17 +81,15 @@ class Estimate:
     pipe: str  # a key of fuseprof.model.devices.PIPES, or "memory"
 
 
-@dataclass(frozen=True)
-class OpModel:
-    family: str
-    estimate: Callable[[OpInputs], Estimate | None]
+CostModel = Callable[[OpInputs], "Estimate | None"]
 
 
 def _pipe(x: OpInputs, i: int) -> str:
     return MATRIX_PIPE.get(str(x.types[i]), "fp32") if i < len(x.types) else "fp32"
 
 
-def _mm(bias: bool, batched: bool) -> Callable[[OpInputs], Estimate | None]:
+def matmul(bias: bool, batched: bool) -> CostModel:
+    """(M,K)x(K,N), optionally batched and with a bias as the first input."""
     first = 1 if bias else 0
 
     def estimate(x: OpInputs) -> Estimate | None:
@@ -99,7 +106,7 @@ def _mm(bias: bool, batched: bool) -> Callable[[OpInputs], Estimate | None]:
     return estimate
 
 
-def _linear(x: OpInputs) -> Estimate | None:
+def linear(x: OpInputs) -> Estimate | None:
     inp, weight = x.tensor(0), x.tensor(1)
     if not inp or not weight or len(weight) != 2:
         return None
@@ -110,8 +117,15 @@ def _linear(x: OpInputs) -> Estimate | None:
     return Estimate(flops, moved, _pipe(x, 0))
 
 
-def _attention(layout: str) -> Callable[[OpInputs], Estimate | None]:
-    """q, k, v as the first three inputs, in layout 'BHLD' (SDPA) or 'BLHD' (flash/efficient forward)."""
+# the position of is_causal among each attention op's inputs
+_CAUSAL_ARG = {"aten::scaled_dot_product_attention": 5, "aten::_scaled_dot_product_flash_attention": 4,
+               "aten::_scaled_dot_product_efficient_attention": 6, "aten::_scaled_dot_product_cudnn_attention": 6,
+               "aten::_flash_attention_forward": 8}
+
+
+def attention(layout: str) -> CostModel:
+    """q, k, v as the first three inputs, in layout 'BHLD' (SDPA) or 'BLHD' (flash/efficient forward);
+    the op's ``is_causal`` (in ``Concrete Inputs``) halves the FLOPs."""
 
     def estimate(x: OpInputs) -> Estimate | None:
         q, k, v = x.tensor(0), x.tensor(1), x.tensor(2)
@@ -122,6 +136,8 @@ def _attention(layout: str) -> Callable[[OpInputs], Estimate | None]:
         else:
             (b, length, h, d), s = q, k[1]
         flops = 4 * b * h * length * s * d
+        if x.causal:
+            flops //= 2
         moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + x.tensor_bytes(0)  # q, k, v in; out
         return Estimate(flops, moved, _pipe(x, 0))
 
@@ -137,7 +153,7 @@ def _broadcast(shapes: list[list[int]]) -> list[int]:
     return out
 
 
-def elementwise(flops_per_element: float = 1.0) -> OpModel:
+def elementwise(flops_per_element: float = 1.0) -> CostModel:
     """Inputs read once, one output of the broadcast shape (in the first tensor's dtype) written once;
     an in-place op (``add_``) writes its first input."""
 
@@ -149,10 +165,10 @@ def elementwise(flops_per_element: float = 1.0) -> OpModel:
         moved = sum(x.tensor_bytes(i) for i in tensors) + out * x.itemsize(tensors[0])
         return Estimate(flops_per_element * out, moved, "memory")
 
-    return OpModel("elementwise", estimate)
+    return estimate
 
 
-def _per_element(flops_per_element: float, out_equals_input: bool = True) -> Callable[[OpInputs], Estimate | None]:
+def per_element(flops_per_element: float, out_equals_input: bool = True) -> CostModel:
     """Norms, softmax, reductions: read the first tensor (and small weights), write an output of the
     same size (or a negligible one for a reduction)."""
 
@@ -168,7 +184,7 @@ def _per_element(flops_per_element: float, out_equals_input: bool = True) -> Cal
     return estimate
 
 
-def _copy(x: OpInputs) -> Estimate | None:
+def copy(x: OpInputs) -> Estimate | None:
     """copy_(dst, src) reads src and writes dst; _to_copy/clone read and write the first input."""
     tensors = x.tensors()
     if not tensors:
@@ -177,7 +193,7 @@ def _copy(x: OpInputs) -> Estimate | None:
     return Estimate(0.0, moved, "memory")
 
 
-def _gather(x: OpInputs) -> Estimate | None:
+def gather(x: OpInputs) -> Estimate | None:
     """embedding(weight (V, D), indices) / index_select(self, dim, index): read the indices and the
     gathered rows, write the output."""
     weight, index = x.tensor(0), x.tensor(2) if x.tensor(1) is None else x.tensor(1)
@@ -188,7 +204,7 @@ def _gather(x: OpInputs) -> Estimate | None:
     return Estimate(0.0, 2 * rows * row_bytes + rows * 8, "memory")
 
 
-def _cat(x: OpInputs) -> Estimate | None:
+def cat(x: OpInputs) -> Estimate | None:
     """cat(tensors): the inputs arrive as one TensorList ('Input Dims' holds a list of shapes)."""
     if not x.dims or not isinstance(x.dims[0], list) or not x.dims[0] or not isinstance(x.dims[0][0], list):
         return None
@@ -197,62 +213,9 @@ def _cat(x: OpInputs) -> Estimate | None:
     return Estimate(0.0, moved, "memory")
 
 
-_ELEMENTWISE_FLOPS = {
+ELEMENTWISE_FLOPS = {
     "add": 1, "sub": 1, "rsub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1, "rsqrt": 1, "sqrt": 1,
     "reciprocal": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "sigmoid": 4, "silu": 4, "gelu": 8,
     "relu": 1, "where": 1, "eq": 1, "ne": 1, "lt": 1, "gt": 1, "le": 1, "ge": 1, "masked_fill": 1, "clamp": 1,
     "fill": 0, "zero": 0, "minimum": 1, "maximum": 1, "erf": 1, "addcmul": 2, "addcdiv": 2, "lerp": 2,
 }
-
-OP_MODELS: dict[str, OpModel] = {
-    "aten::mm": OpModel("GEMM", _mm(bias=False, batched=False)),
-    "aten::addmm": OpModel("GEMM", _mm(bias=True, batched=False)),
-    "aten::bmm": OpModel("GEMM", _mm(bias=False, batched=True)),
-    "aten::baddbmm": OpModel("GEMM", _mm(bias=True, batched=True)),
-    "aten::matmul": OpModel("GEMM", _mm(bias=False, batched=False)),
-    "aten::linear": OpModel("GEMM", _linear),
-    "aten::scaled_dot_product_attention": OpModel("attention", _attention("BHLD")),
-    "aten::_scaled_dot_product_flash_attention": OpModel("attention", _attention("BHLD")),
-    "aten::_scaled_dot_product_efficient_attention": OpModel("attention", _attention("BHLD")),
-    "aten::_scaled_dot_product_cudnn_attention": OpModel("attention", _attention("BHLD")),
-    "aten::_flash_attention_forward": OpModel("attention", _attention("BLHD")),
-    "aten::_efficient_attention_forward": OpModel("attention", _attention("BLHD")),
-    "aten::native_layer_norm": OpModel("normalization", _per_element(5)),
-    "aten::layer_norm": OpModel("normalization", _per_element(5)),
-    "aten::_fused_rms_norm": OpModel("normalization", _per_element(4)),
-    "aten::rms_norm": OpModel("normalization", _per_element(4)),
-    "aten::_softmax": OpModel("reduction", _per_element(5)),
-    "aten::softmax": OpModel("reduction", _per_element(5)),
-    **{f"aten::{op}": OpModel("reduction", _per_element(1, out_equals_input=False))
-       for op in ("sum", "mean", "amax", "amin", "max", "min", "all", "any", "prod", "argmax", "norm")},
-    "aten::copy_": OpModel("copy/cast", _copy),
-    "aten::_to_copy": OpModel("copy/cast", _copy),
-    "aten::clone": OpModel("copy/cast", _copy),
-    "aten::cat": OpModel("copy/cast", _cat),
-    "aten::embedding": OpModel("other", _gather),
-    "aten::index_select": OpModel("other", _gather),
-    **{f"aten::{op}{suffix}": elementwise(flops) for op, flops in _ELEMENTWISE_FLOPS.items() for suffix in ("", "_")},
-}
-
-
-_ESTIMATES: dict[tuple[str, int, str], Estimate | None] = {}
-
-
-def estimate(op: str, dims: Any, types: Any, concrete: Any) -> Estimate | None:
-    """The op's analytic cost from its recorded inputs, or None (no model, or no shapes recorded).
-
-    Memoised per op, model row and inputs: a decode trace repeats a few hundred distinct calls tens
-    of thousands of times, and both the per-op roofline and the fusion finder ask. A replaced row
-    of ``OP_MODELS`` is a new key, so an edited table is never answered from the old one."""
-    model = OP_MODELS.get(op)
-    if model is None or not isinstance(dims, list) or not isinstance(types, list):
-        return None
-    key = (op, id(model), f"{dims}|{types}|{concrete}")
-    if key not in _ESTIMATES:
-        if len(_ESTIMATES) > 100_000:
-            _ESTIMATES.clear()
-        try:
-            _ESTIMATES[key] = model.estimate(OpInputs(dims, types, concrete if isinstance(concrete, list) else []))
-        except (TypeError, ValueError, IndexError):
-            _ESTIMATES[key] = None  # shapes of an unexpected form: no estimate rather than a wrong one
-    return _ESTIMATES[key]

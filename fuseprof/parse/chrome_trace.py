@@ -29,8 +29,7 @@ def _gpu_rows(tables: TraceTables) -> pd.DataFrame:
         "variant": [f[0] if f else None for f in found], "shape": [f[1] if f else None for f in found],
         "duration_ns": events["dur_ns"], "start_ns": events["start_ns"], "grid": events["grid"],
         "block": events["block"], "registers_per_thread": events["registers"], "shared_mem_bytes": events["shared"],
-        "stream": events["stream"], "device": events["device"].map(lambda d: tables.devices.get(int(d))
-                                                                    if pd.notna(d) else None),
+        "stream": events["stream"], "device": events["device"].map(tables.device_name),
         "launch_api": events["launch_api"], "launch_api_ns": events["launch_dur_ns"],
         "launch_start_ns": events["launch_start_ns"], "cpu_op": events["op"], "step": events["step"]})
     rows["blocks"] = [_product(g) for g in events["grid"]]

@@ -81,8 +81,10 @@ class _Trace(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_Trace)
-_ARGS = msgspec.json.Decoder(_Args | None)
-_EXTERNAL_ID = msgspec.json.Decoder(_ExternalId | None)
+# strict=False: ROCm writes some numbers as strings (hipMemcpy*'s "bytes": "4096"); "4096" decodes to 4096,
+# while a string that is no number is still refused
+_ARGS = msgspec.json.Decoder(_Args | None, strict=False)
+_EXTERNAL_ID = msgspec.json.Decoder(_ExternalId | None, strict=False)
 
 
 def _decode_args(e: _Event, decoder: msgspec.json.Decoder, path: Path) -> Any:
@@ -107,6 +109,18 @@ class TraceTables:
     annotations: pd.DataFrame
     devices: dict[int, str]
     rank: int | None
+
+    def device_name(self, device: object) -> str | None:
+        """The GPU name of a device id. ROCm traces can put kernels on an id that ``deviceProperties``
+        lacks or leaves unnamed (kernels on device 2 or 9, properties for id 0 only, on partitioned and
+        virtual GPUs): then the one name all named properties share, if they share one."""
+        if device is None or pd.isna(device):
+            return None
+        name = self.devices.get(int(device))  # type: ignore[call-overload]
+        if name:
+            return name
+        names = set(self.devices.values()) - {""}
+        return names.pop() if len(names) == 1 else None
 
 
 def ns_from_us(values: np.ndarray, path: Path, field: str) -> np.ndarray:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from fuseprof.analysis.categories import categorize
 from fuseprof.bundle.files import read_manifest
 from fuseprof.bundle.loading import load, load_timings
 from fuseprof.bundle.schema import Column
 from fuseprof.errors import InvalidArgumentError
+from fuseprof.model.op_registry import categorize
 from fuseprof.tables.compare import KEYS as COPY_KEYS
 from fuseprof.tables.compare import fastest_copy_ns, is_copy
 from fuseprof.tables.summary import sort_by_shape
