@@ -30,6 +30,7 @@
 #   explain    why Inductor's silu_mul / add_rms_norm beat the CUDA kernels: traversal-order A/B, ncu of each
 #   graphtests the GPU tests of variants that replay their own CUDA graphs (tests/test_gpu_graphs.py)
 #   decoder    fuseprof profile decoder_layer: 5 variants x prefill and decode shapes, copy baseline, no ncu
+#   graphpair  a CUDA-graph capture and its replays, and an eager trace with known idle causes (scripts/capture_graph_pair.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 # never NVLink multicast (the device README says why): for every step that starts NCCL
@@ -189,6 +190,7 @@ step_decoder() {
   timeout 300 fuseprof profile decoder_layer --no-ncu --copy-baseline --repeats 30 --out "$W/traces" >"$W/decoder.log" 2>&1
   echo "rc=$?"; grep -vE "^USDT" "$W/decoder.log" | tail -30
 }
+step_graphpair() { timeout 300 python3 scripts/capture_graph_pair.py --out "$W/graphpair" 2>&1 | tail -40; }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
 step_graphtests() {
   timeout 200 python3 -m pytest tests/test_gpu_graphs.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_graph_tests.log" | tail -4
@@ -202,5 +204,5 @@ for s in "$@"; do
   run "$s" "step_$s"
   tar czf "$OUT/results.tgz.tmp" -C "$W" . && mv "$OUT/results.tgz.tmp" "$OUT/results.tgz"
 done
-du -sh "$W/traces"/* "$W/model"/* 2>/dev/null
+du -sh "$W/traces"/* "$W/model"/* "$W/graphpair"/* 2>/dev/null
 log done
