@@ -117,12 +117,14 @@ def capture_graph_pair(out: Path) -> None:
         torch.cuda.synchronize()
         err = (static_y.float() - eager.float()).abs().max().item()
         assert err == 0, f"graph replay differs from eager by {err}"
-        with _profiler(schedule=schedule(wait=0, warmup=1, active=3)) as prof:
+        # the trace is written when the schedule's one cycle ends (a trace exported after the profiler
+        # exits would hold only the next cycle's events: none)
+        ready = lambda p: _export(p, out / "graph-replay.json.gz")  # noqa: E731
+        with _profiler(schedule=schedule(wait=0, warmup=1, active=3, repeat=1), on_trace_ready=ready) as prof:
             for _ in range(4):
                 graph.replay()
+                torch.cuda.synchronize()
                 prof.step()
-        torch.cuda.synchronize()
-        _export(prof, out / "graph-replay.json.gz")
 
 
 def capture_idle_causes(out: Path) -> None:

@@ -99,7 +99,7 @@ def test_analyze_command_formats(capsys) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["analyze", "no/such/trace.json"], "no such file"),
-    (["analyze", str(TRACES)], "not a fuseprof bundle"),
+    (["analyze", str(TRACES)], "it holds bundles: name one of them"),
     (["analyze", str(EAGER), "--top", "0"], "--top 0"),
     (["compare", str(EAGER)], "no timings to compare"),
 ])

@@ -18,7 +18,8 @@ import pandas as pd
 from fuseprof.model.intervals import merge, overlap_ns, union_ns
 
 
-def _breakdown(gpu: pd.DataFrame) -> dict[str, int]:
+def breakdown(gpu: pd.DataFrame) -> dict[str, int]:
+    """span, busy, idle and busy by kind of one set of GPU events (the module docstring's formulas)."""
     start = gpu["start_ns"].to_numpy(np.int64)
     end = start + gpu["dur_ns"].to_numpy(np.int64)
     kind = gpu["kind"].to_numpy(object)
@@ -47,9 +48,9 @@ def _breakdown(gpu: pd.DataFrame) -> dict[str, int]:
 
 def gpu_timeline(gpu: pd.DataFrame) -> pd.DataFrame:
     """One row for the whole trace (``stream`` = 'all') and one per stream; ``*_pct`` of span."""
-    rows = [{"stream": "all", **_breakdown(gpu)}]
+    rows = [{"stream": "all", **breakdown(gpu)}]
     for stream, part in gpu.groupby(gpu["stream"].astype("string").fillna("?"), sort=True):
-        rows.append({"stream": str(stream), **_breakdown(part)})
+        rows.append({"stream": str(stream), **breakdown(part)})
     frame = pd.DataFrame(rows)
     for column in ("busy_ns", "idle_ns", "computation_ns", "communication_ns", "memcpy_ns", "memset_ns"):
         frame[column.replace("_ns", "_pct")] = 100 * frame[column] / frame["span_ns"].where(frame["span_ns"] > 0)

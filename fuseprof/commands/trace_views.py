@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
+from fuseprof.analysis.integrity import failed_for
 
 WIDTH = 160
 
@@ -23,8 +24,10 @@ def _short(text: object, width: int) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def _print(title: str, frame: pd.DataFrame) -> None:
+def _print(title: str, frame: pd.DataFrame, flags: list[str] | None = None) -> None:
     print(f"\n{title}")
+    if flags:
+        print(f"  ⚠ rests on failed integrity checks: {', '.join(flags)}")
     if frame.empty:
         print("  (none)")
         return
@@ -43,15 +46,57 @@ def _timeline(result: TraceAnalysis) -> pd.DataFrame:
         "exposed comm µs": t["exposed_communication_ns"].map(us), "events": t["events"]})
 
 
+def _integrity(result: TraceAnalysis) -> pd.DataFrame:
+    i = result.integrity
+    value = [("" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.4g}" if isinstance(v, float)
+              else f"{v:,}") for v in i["value"]]
+    return pd.DataFrame({"check": i["check"], "value": value, "ok": i["ok"].map({True: "ok", False: "FAILED"}),
+                         "detail": i["detail"].map(lambda s: _short(s, 90))})
+
+
+def _steps(result: TraceAnalysis) -> pd.DataFrame:
+    t = result.steps
+    return pd.DataFrame({
+        "step": t["step"], "span µs": t["span_ns"].map(us), "busy µs": t["busy_ns"].map(us),
+        "idle µs": t["idle_ns"].map(us), "compute µs": t["computation_ns"].map(us),
+        "comm µs": t["communication_ns"].map(us), "memcpy µs": t["memcpy_ns"].map(us), "events": t["events"]})
+
+
+def _idle(result: TraceAnalysis) -> pd.DataFrame:
+    t = result.idle
+    return pd.DataFrame({
+        "step": t["step"], "span µs": t["span_ns"].map(us), "busy µs": t["busy_ns"].map(us),
+        "idle: launch µs": t["idle_launch_ns"].map(us), "idle: sync µs": t["idle_sync_ns"].map(us),
+        "idle: other µs": t["idle_other_ns"].map(us), "verdict": t["verdict"]})
+
+
 def print_analysis(result: TraceAnalysis) -> None:
     print(f"== {result.name}  ({result.device or 'device unknown'}; roof: {result.roof.label}"
-          f"{'; rank ' + str(result.rank) if result.rank is not None else ''})")
+          f"{'; rank ' + str(result.rank) if result.rank is not None else ''}; {result.window})")
     for note in result.notes:
         print(f"note: {note}")
-    _print("GPU timeline (union of intervals: overlapping kernels count once)", _timeline(result))
+    _print("Integrity (fuseprof/analysis/integrity.py)", _integrity(result))
+    if not result.steps.empty:
+        _print("Profiler steps (GPU work each step launched)", _steps(result))
+    _print("GPU timeline (union of intervals: overlapping kernels count once)", _timeline(result),
+           failed_for("timeline", result.integrity))
+    _print("Idle time by cause (launch: host-bound; sync: waiting on the GPU; fuseprof/analysis/idle.py)",
+           _idle(result))
+    if not result.idle_host.empty:
+        h = result.idle_host
+        _print("CPU activity in the host-bound gaps", pd.DataFrame({
+            "name": h["name"].map(lambda s: _short(s, 60)), "kind": h["kind"], "overlap µs": h["overlap_ns"].map(us),
+            "% of host-bound idle": h["share_of_host_idle_pct"].round(1)}))
     c = result.categories
     _print("Time by category", pd.DataFrame({"category": c["category"], "count": c["count"],
-                                             "time µs": c["time_ns"].map(us), "share %": c["share_pct"].round(2)}))
+                                             "time µs": c["time_ns"].map(us), "share %": c["share_pct"].round(2)}),
+           failed_for("categories", result.integrity))
+    _print_tops(result)
+    print_roofline(result)
+    print_fusion(result, len(result.top_ops))
+
+
+def _print_tops(result: TraceAnalysis) -> None:
     k = result.top_kernels
     _print("Top kernels", pd.DataFrame({
         "kernel": k["name"].map(lambda s: _short(s, 48)), "category": k["category"], "count": k["count"],
@@ -59,22 +104,23 @@ def print_analysis(result: TraceAnalysis) -> None:
         "module": k["module"].map(lambda s: _short(s, 40))}))
     o = result.top_ops
     _print("Top ops (by the GPU time of their kernels)", pd.DataFrame({
-        "op and input shapes": o["signature"].map(lambda s: _short(s, 70)), "calls": o["calls"],
-        "kernels/call": o["kernels_per_call"].round(2), "time µs": o["time_ns"].map(us),
-        "share %": o["share_pct"].round(2), "module": o["module"].map(lambda s: _short(s, 36))}))
+        "op and input shapes": o["signature"].map(lambda s: _short(s, 70)), "category": o["category"],
+        "calls": o["calls"], "kernels/call": o["kernels_per_call"].round(2), "time µs": o["time_ns"].map(us),
+        "share %": o["share_pct"].round(2), "module": o["module"].map(lambda s: _short(s, 36))}),
+        failed_for("top_ops", result.integrity))
     la = result.launches
-    _print("Launches (host time per call; launch-to-start = GPU start − launch call start)", pd.DataFrame({
-        "api": la["launch_api"], "launches": la["launches"], "host median µs": la["host_median_ns"].map(us),
-        "host p90 µs": la["host_p90_ns"].map(us), "to start median µs": la["latency_median_ns"].map(us),
-        "to start p90 µs": la["latency_p90_ns"].map(us)}))
-    print_roofline(result)
-    print_fusion(result, len(result.top_ops))
+    _print("Launches (a graph launch is one call; host time per call; launch-to-start = first GPU start − "
+           "launch call start)", pd.DataFrame({
+               "api": la["launch_api"], "launches": la["launches"], "kernels/launch": la["kernels_per_launch"].round(1),
+               "host median µs": la["host_median_ns"].map(us), "host p90 µs": la["host_p90_ns"].map(us),
+               "to start median µs": la["latency_median_ns"].map(us),
+               "to start p90 µs": la["latency_p90_ns"].map(us)}))
 
 
 def print_fusion(result: TraceAnalysis, top: int) -> None:
     f = result.fusion.head(top)
     if f.empty:
-        _print("Fusion opportunities", f)
+        _print("Fusion opportunities", f, failed_for("fusion", result.integrity))
         return
     _print(f"Fusion opportunities (memory-bound chains between GEMM/attention/communication kernels; predicted "
            f"fused time = bytes at {f['copy_bytes_per_s'].iloc[0] / 1e12:.2f} TB/s + {f['fixed_ns'].iloc[0] / 1e3:.2f} µs)",
@@ -83,13 +129,14 @@ def print_fusion(result: TraceAnalysis, top: int) -> None:
                "kernels": f["kernels_per_chain"], "measured µs": f["measured_ns"].map(us),
                "fused MB": (f["fused_bytes"] / 1e6).round(3), "predicted µs": f["predicted_fused_ns"].map(us),
                "saving µs": f["saving_ns"].map(us), "% busy": f["share_of_busy_pct"].round(2),
-               "% span": f["share_of_span_pct"].round(2), "fused by": f["known_fusion"].map(lambda s: _short(s, 26))}))
+               "% span": f["share_of_span_pct"].round(2), "fused by": f["known_fusion"].map(lambda s: _short(s, 26))}),
+           failed_for("fusion", result.integrity))
 
 
 def print_roofline(result: TraceAnalysis) -> None:
     r = result.op_roofline.head(len(result.top_ops))
     if r.empty:
-        _print("Per-op roofline from recorded shapes", r)
+        _print("Per-op roofline from recorded shapes", r, failed_for("op_roofline", result.integrity))
         return
     _print(f"Per-op roofline from recorded shapes, against {result.roof.label}", pd.DataFrame({
         "op and input shapes": r["signature"].map(lambda s: _short(s, 64)), "pipe": r["roof_pipe"],
@@ -97,7 +144,7 @@ def print_roofline(result: TraceAnalysis) -> None:
         "µs/call": r["duration_ns"].map(us), "TFLOP/s": (r["achieved_flops_per_s"] / 1e12).round(2),
         "TB/s": (r["achieved_bytes_per_s"] / 1e12).round(3), "% roof": r["pct_of_roof"].round(1), "bound": r["bound"],
         **({"ncu GFLOP": (r["ncu_flops"] / 1e9).round(4), "ncu MB": (r["ncu_dram_bytes"] / 1e6).round(3)}
-           if r["ncu_flops"].notna().any() else {})}))
+           if r["ncu_flops"].notna().any() else {})}), failed_for("op_roofline", result.integrity))
 
 
 def _clean(frame: pd.DataFrame) -> pd.DataFrame:

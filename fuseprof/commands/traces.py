@@ -20,6 +20,13 @@ def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format
     p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
                                     "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
     p.add_argument("--top", type=int, default=top, help=top_help)
+    p.add_argument("--window", help="which GPU work the tables cover: steps (the profiled ProfilerStep#N ranges; "
+                                    "the default when the trace has them), all (the whole trace), N or N-M "
+                                    "(those profiler steps)")
+    p.add_argument("--graph-capture", type=Path, metavar="CAPTURE",
+                   help="the trace taken while the graphs were captured: attributes each graph-replayed kernel to "
+                        "the op, shapes and module that launched it during capture (found by itself when both "
+                        "traces are given, or sit in one folder)")
     format_option(p, format_help)
 
 
@@ -33,7 +40,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame
 
     _positive_top(args.top)
-    results = analyze(args.traces, args.device, args.top)
+    results = analyze(args.traces, args.device, args.top, window=args.window, graph_capture=args.graph_capture)
     if args.format == "json":
         sys.stdout.write(to_json(results) + "\n")
     elif args.format == "csv":
@@ -52,7 +59,7 @@ def _fusion(args: argparse.Namespace) -> int:
     from fuseprof.commands.trace_views import print_fusion
 
     _positive_top(args.top)
-    results = analyze(args.traces, args.device)
+    results = analyze(args.traces, args.device, window=args.window, graph_capture=args.graph_capture)
     if args.format != "table":
         emit(pd.concat([r.fusion.assign(trace=r.name) for r in results], ignore_index=True), args.format)
         return 0

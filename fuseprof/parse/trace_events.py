@@ -48,6 +48,7 @@ class _Args(msgspec.Struct):
     in_nelems: int | None = msgspec.field(default=None, name="In msg nelems")
     nccl_dtype: str | None = msgspec.field(default=None, name="dtype")
     group_size: int | None = msgspec.field(default=None, name="Group size")
+    kernel: str | None = None  # ROCm launch calls name the kernel they launch (graph captures rely on it)
 
 
 class _ExternalId(msgspec.Struct):
@@ -240,7 +241,7 @@ def read_trace_tables(path: Path) -> TraceTables:
         path=path,
         gpu=gpu,
         ops=_timed_rows(by_kind["ops"], path, ("external_id", "input_dims", "input_type", "concrete"), op_args),
-        launches=_timed_rows(by_kind["launches"], path, ("correlation", "external_id"), launch_args),
+        launches=_timed_rows(by_kind["launches"], path, ("correlation", "external_id", "kernel"), launch_args),
         modules=_timed_rows(by_kind["modules"], path),
         annotations=_timed_rows(by_kind["annotations"], path),
         devices=devices,

@@ -1,0 +1,127 @@
+"""CUDA- and HIP-graph replays attributed to the ops that launched their kernels during capture.
+
+A serving engine replays captured graphs: the execution trace holds one ``cudaGraphLaunch`` /
+``hipGraphLaunch`` call per replay, and each kernel of the replay shares that call's correlation id
+and has no op of its own. The engine's capture trace holds, between each ``*StreamBeginCapture`` and
+``*StreamEndCapture``, the launch calls that built the graph, each with the ``External id`` of the op
+that made it (and, on ROCm, the kernel's name). So the k-th kernel of a replay is the k-th launch of
+the capture window it replays:
+
+- a replay is matched to a window with as many launches and, where the capture names its kernels
+  (ROCm), the same kernel names in the same order; where several windows match (the identical layers
+  of a piecewise graph), the n-th replay of that sequence takes the n-th matching window, cyclically;
+- a CUDA capture trace names no kernels in its launch calls: there the match is by count only, and
+  the result says so (``checked_by``).
+The attributed kernel gets the capture op's name, shapes and module, and an ``op_id`` of its own per
+replay (negative: ``-(replay · 10⁹ + capture External id)``), so the per-op tables count each replay
+as one call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_link import enclosing
+
+GRAPH_LAUNCH = re.compile(r"GraphLaunch")
+_KERNEL_LAUNCH = re.compile(r"Launch\w*Kernel|LaunchKernelEx|LaunchCooperativeKernel")
+_REPLAY_ID_SCALE = 10**9
+
+
+def is_graph_launch(api: pd.Series) -> pd.Series:
+    return api.astype("string").str.contains(GRAPH_LAUNCH.pattern, regex=True).fillna(False).astype(bool)
+
+
+def capture_windows(capture: TraceTables) -> list[pd.DataFrame]:
+    """The launch calls of each stream capture in ``capture``, in launch order, with the op (name,
+    shapes, types, concrete inputs) and ``nn.Module`` path that made each one."""
+    calls = capture.launches.sort_values("start_ns", kind="stable")
+    windows: list[pd.DataFrame] = []
+    for _, thread in calls.groupby("tid", sort=False):
+        begin = thread["name"].str.contains("StreamBeginCapture")
+        end = thread["name"].str.contains("StreamEndCapture")
+        window = begin.cumsum() - end.shift(fill_value=False).cumsum()
+        launches = thread[thread["name"].str.contains(_KERNEL_LAUNCH.pattern, regex=True) & (window > 0)]
+        launches = _outermost(launches)
+        ids = (begin.cumsum())[launches.index]
+        for _, part in launches.groupby(ids, sort=True):
+            windows.append(_with_ops(part, capture))
+    return windows
+
+
+def _outermost(calls: pd.DataFrame) -> pd.DataFrame:
+    """One row per launch: a driver call nested in a runtime call (cudaLaunchKernelExC around
+    cuLaunchKernelEx) is the same launch."""
+    if calls.empty:
+        return calls
+    ends = (calls["start_ns"] + calls["dur_ns"]).cummax().shift(fill_value=np.iinfo(np.int64).min)
+    return calls[calls["start_ns"] >= ends]
+
+
+def _with_ops(launches: pd.DataFrame, capture: TraceTables) -> pd.DataFrame:
+    ops = capture.ops.dropna(subset=["external_id"]).drop_duplicates("external_id", keep="last")
+    ops = ops.set_index(ops["external_id"].astype("float64"))
+    op_rows = ops.reindex(launches["external_id"].astype("float64").to_numpy())
+    out = pd.DataFrame({"kernel": launches["kernel"].to_numpy(), "external_id": launches["external_id"].to_numpy(),
+                        "op": op_rows["name"].to_numpy(), "input_dims": op_rows["input_dims"].to_numpy(),
+                        "input_type": op_rows["input_type"].to_numpy(), "concrete": op_rows["concrete"].to_numpy(),
+                        "op_start_ns": op_rows["start_ns"].to_numpy(), "tid": launches["tid"].to_numpy()})
+    anchor = pd.DataFrame({"start_ns": out["op_start_ns"].fillna(pd.Series(launches["start_ns"].to_numpy())),
+                           "tid": out["tid"]}).astype({"start_ns": np.int64})
+    modules = capture.modules.assign(name=capture.modules["name"].str.removeprefix("nn.Module: "))
+    out["module"] = enclosing(modules, anchor, " / ").to_numpy()
+    return out
+
+
+def attribute_replays(events: pd.DataFrame, windows: list[pd.DataFrame]) -> tuple[pd.DataFrame, str]:
+    """``events`` with each graph-replayed kernel given the op, shapes and module of its capture launch
+    (columns ``graph_replay`` and ``graph_attributed`` added), and how replays were checked."""
+    out = events.reset_index(drop=True)
+    graph = is_graph_launch(out["launch_api"])
+    columns = ("op", "input_dims", "input_type", "concrete", "module")
+    filled = {c: out[c].astype(object).to_numpy(copy=True) for c in columns}
+    op_id = out["op_id"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    replay_of = np.full(len(out), -1, dtype=np.int64)
+    attributed = np.zeros(len(out), dtype=bool)
+    named = bool(windows) and all(w["kernel"].notna().all() for w in windows)
+    replays = [part for _, part in out[graph].groupby("correlation", sort=False)]
+    seen: dict[tuple[object, ...], int] = defaultdict(int)
+    for number, replay in enumerate(sorted(replays, key=lambda r: r["start_ns"].min()), start=1):
+        rows = replay.sort_values("start_ns", kind="stable").index.to_numpy()
+        replay_of[rows] = number
+        names = tuple(out.loc[rows, "name"])
+        matches = [w for w in windows if len(w) == len(names) and (not named or tuple(w["kernel"]) == names)]
+        if not matches:
+            continue
+        key = names if named else (len(names),)
+        window = matches[seen[key] % len(matches)]
+        seen[key] += 1
+        for column in columns:
+            filled[column][rows] = window[column].to_numpy(dtype=object)
+        ext = pd.to_numeric(window["external_id"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
+        op_id[rows] = -(number * _REPLAY_ID_SCALE + ext)
+        attributed[rows] = window["op"].notna().to_numpy()
+    for column in columns:
+        out[column] = filled[column]
+    for column in ("op", "module"):
+        out[column] = out[column].astype("string")
+    out["op_id"] = pd.array(op_id, dtype="Float64").astype("Int64")
+    out["graph_replay"] = pd.Series(replay_of, dtype="Int64").where(replay_of > 0)
+    out["graph_attributed"] = attributed
+    return out, "kernel names and order" if named else "kernel count and order (the CUDA capture names no kernels)"
+
+
+def is_capture_trace(tables: TraceTables) -> bool:
+    """A trace taken while graphs were captured: stream-capture windows holding launch calls."""
+    names = tables.launches["name"]
+    return bool(names.str.contains("StreamBeginCapture").any()) and bool(
+        names.str.contains(_KERNEL_LAUNCH.pattern, regex=True).any())
+
+
+def has_graph_replays(tables: TraceTables) -> bool:
+    return bool(is_graph_launch(tables.launches["name"]).any())

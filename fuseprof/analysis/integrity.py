@@ -1,0 +1,111 @@
+"""The integrity check: what a trace lets fuseprof see, before any headline number is believed.
+
+One row per check: ``check``, ``value``, ``ok`` and ``detail``. ``DEPENDS`` says which printed
+sections rest on which checks, so a number resting on a failed check is flagged where it is shown.
+
+    attributed_kernel_time_pct      kernel time in the window whose launching op is known (by External id,
+                                    or through a graph capture); ok ≥ 90
+    graph_kernel_time_attributed_pct  of the graph-replayed kernel time, the share attributed to an op
+                                    through a capture trace; ok ≥ 99 (no graph kernels: ok, value null)
+    kernels_without_launch          GPU events whose launch call is not in the trace (warm-up work of
+                                    earlier steps, a profiler started mid-run); ok when 0
+    events_outside_window           GPU events the window leaves out of every table; ok when 0
+    overlapping_kernel_ns           per stream, Σ kernel durations − the union of their intervals: time
+                                    that kernels on one stream overlap (they cannot: the timestamps
+                                    are off); ok when 0
+    timestamp_resolution_ns         1 when times carry ns (three decimals of µs), 1000 when every
+                                    timestamp and duration is a whole µs (short kernels lose up to 1 µs
+                                    each); ok when < 1000
+    shapes_recorded_pct             op-launched kernel time whose op has recorded input shapes
+                                    (record_shapes=True); ok > 0 (the per-op roofline needs it)
+    modules_recorded_pct            op-launched kernel time with an nn.Module path (with_modules=True)
+    kernels_without_device          GPU events whose device the trace's deviceProperties does not name
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.model.intervals import union_ns
+
+DEPENDS = {
+    "top_ops": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct"),
+    "op_roofline": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct", "shapes_recorded_pct",
+                    "timestamp_resolution_ns"),
+    "fusion": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct", "shapes_recorded_pct"),
+    "timeline": ("overlapping_kernel_ns", "timestamp_resolution_ns", "kernels_without_launch"),
+    "categories": ("attributed_kernel_time_pct",),
+}
+
+
+def _pct(part: float, whole: float) -> float:
+    return float(100 * part / whole) if whole else float("nan")
+
+
+def _overlap_on_streams(events: pd.DataFrame) -> int:
+    total = 0
+    kernels = events[events["kind"].isin(["kernel", "communication"])]
+    for _, part in kernels.groupby(kernels["stream"].astype("string").fillna("?")):
+        start = part["start_ns"].to_numpy(np.int64)
+        end = start + part["dur_ns"].to_numpy(np.int64)
+        total += int((end - start).sum()) - union_ns(start, end)
+    return total
+
+
+def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series) -> pd.DataFrame:
+    """The checks over a trace's GPU events (``window``: the events the tables cover;
+    ``device_named``: whether each event's device has a name in the trace)."""
+    events = all_events[window]
+    kernels = events[events["kind"].isin(["kernel", "communication"])]
+    kernel_ns = float(kernels["dur_ns"].sum())
+    with_op = kernels[kernels["op"].notna()]
+    graph = kernels[kernels["graph_replay"].notna()] if "graph_replay" in kernels else kernels.iloc[:0]
+    attributed_graph = graph[graph["op"].notna()]
+    no_launch = all_events[all_events["launch_api"].isna()]
+    outside = all_events[~window]
+    stamps = np.concatenate([all_events["start_ns"].to_numpy(np.int64), all_events["dur_ns"].to_numpy(np.int64)])
+    resolution = 1000 if stamps.size and not (stamps % 1000).any() else 1
+    shapes = with_op.loc[with_op["input_dims"].map(lambda d: isinstance(d, list)).astype(bool)]
+    modules = with_op[with_op["module"].notna()]
+    unnamed = all_events[~device_named]
+    overlap = _overlap_on_streams(events)
+    rows = [
+        ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum(), kernel_ns), None,
+         f"{len(with_op)} of {len(kernels)} kernels have a launching op"),
+        ("graph_kernel_time_attributed_pct", _pct(attributed_graph["dur_ns"].sum(), graph["dur_ns"].sum()) if len(graph)
+         else None, None, f"{len(graph)} graph-replayed kernels, {len(attributed_graph)} attributed"
+         + ("" if len(graph) == 0 or len(attributed_graph) else "; pass the capture trace with --graph-capture")),
+        ("kernels_without_launch", len(no_launch), len(no_launch) == 0,
+         f"{no_launch['dur_ns'].sum() / 1e3:,.3f} µs of GPU work whose launch is not in the trace (warm-up of "
+         "earlier steps?)" if len(no_launch) else "every GPU event has its launch call"),
+        ("events_outside_window", len(outside), len(outside) == 0,
+         f"{outside['dur_ns'].sum() / 1e3:,.3f} µs left out of every table" if len(outside) else "none"),
+        ("overlapping_kernel_ns", overlap, overlap == 0,
+         "kernels on one stream overlap: their timestamps are off by that much" if overlap else "none"),
+        ("timestamp_resolution_ns", resolution, resolution < 1000,
+         "every time is a whole µs: short kernels lose up to 1 µs each" if resolution >= 1000 else "ns (µs with 3 decimals)"),
+        ("shapes_recorded_pct", _pct(shapes["dur_ns"].sum(), with_op["dur_ns"].sum()), None,
+         "input shapes of the launching ops (record_shapes=True)"),
+        ("modules_recorded_pct", _pct(modules["dur_ns"].sum(), with_op["dur_ns"].sum()), None,
+         "nn.Module paths (with_modules=True or with_stack=True)"),
+        ("kernels_without_device", len(unnamed), len(unnamed) == 0,
+         "GPU events on a device the trace does not name: pass --device" if len(unnamed) else "none"),
+    ]
+    thresholds = {"attributed_kernel_time_pct": 90.0, "graph_kernel_time_attributed_pct": 99.0,
+                  "shapes_recorded_pct": 1e-9, "modules_recorded_pct": 1e-9}
+    out = []
+    for check, value, ok, detail in rows:
+        if ok is None:
+            limit = thresholds[check]
+            ok = value is None or (not pd.isna(value) and value >= limit)
+        out.append({"check": check, "value": value, "ok": bool(ok), "detail": detail})
+    return pd.DataFrame(out)
+
+
+def failed_for(table: str, checks: pd.DataFrame) -> list[str]:
+    """The failed checks a printed table rests on ('check (value)')."""
+    if checks.empty:
+        return []
+    failed = checks[~checks["ok"] & checks["check"].isin(DEPENDS.get(table, ()))]
+    return [f"{c} ({v:.4g})" if isinstance(v, float) else f"{c} ({v})" for c, v in zip(failed["check"], failed["value"])]
