@@ -55,3 +55,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
         terminalreporter.write_line(
             f"fuzz: tried {tried} malformed or varied inputs: {FUZZ_RESULTS['clear error']} clear errors, "
             f"{FUZZ_RESULTS['warning']} warnings, {FUZZ_RESULTS['identical']} accepted with identical values")
+
+
+# The shared third-party traces (MI300, SGLang, vLLM, Inductor) with TraceLens's reports, beside the
+# checkout as ../shared/thirdparty-traces on the developers' machines and in CI. Too large to commit
+# (7.7 MB); a checkout without them skips their tests, but CI must have them.
+SHARED_TRACES = ROOT.parent / "shared" / "thirdparty-traces"
+
+
+def shared_traces() -> Path:
+    if not SHARED_TRACES.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"{SHARED_TRACES} is missing: CI must test on the shared third-party traces")
+        pytest.skip(f"{SHARED_TRACES} is not beside this checkout")
+    return SHARED_TRACES

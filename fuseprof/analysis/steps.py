@@ -3,8 +3,9 @@ window the other tables are computed over.
 
 A trace from ``torch.profiler.schedule`` can hold GPU work of earlier (warm-up) steps whose launch
 calls were not recorded; peers (TraceLens, HTA) analyse the GPU work of the profiled steps. Here an
-event belongs to the step whose ``ProfilerStep#N`` range (a CPU ``user_annotation``) encloses the op
-or launch call that started it; an event with no launch record belongs to no step.
+event belongs to the step whose ``ProfilerStep#N`` range (a CPU ``user_annotation``) spans the start
+of the op or launch call that started it, on whichever thread; an event with no launch record
+belongs to no step.
 
 Windows (``--window``): ``steps`` (the default when the trace has profiler steps: every event of a
 profiled step), ``all`` (every GPU event in the trace), ``N`` or ``N-M`` (the steps numbered N to M).
@@ -29,9 +30,11 @@ OUTSIDE = "(outside the profiled steps)"
 def profiler_steps(events: pd.DataFrame, tables: TraceTables) -> pd.Series:
     """Per event, the ``ProfilerStep#N`` range around the op or launch call that started it (null:
     none, or no launch record)."""
-    steps = tables.annotations[tables.annotations["name"].str.match(STEP_NAME.pattern)]
-    anchor = pd.DataFrame({"start_ns": events["op_start_ns"].fillna(events["launch_start_ns"]),
-                           "tid": events["tid"]}, index=events.index).dropna()
+    # by time on any thread: the backward pass launches from autograd's own thread, and NCCL from its
+    # own, while ProfilerStep#N is recorded on the thread that called prof.step()
+    steps = tables.annotations[tables.annotations["name"].str.match(STEP_NAME.pattern)].assign(tid="*")
+    anchor = pd.DataFrame({"start_ns": events["op_start_ns"].fillna(events["launch_start_ns"]), "tid": "*"},
+                          index=events.index).dropna()
     anchor["start_ns"] = anchor["start_ns"].astype(np.int64)
     return enclosing(steps, anchor, None).reindex(events.index)
 

@@ -84,6 +84,8 @@ REGISTRY: list[OpFamily] = [
     OpFamily("GEMM", op=r"^aten::baddbmm$", cost=matmul(bias=True, batched=True), family="aten GEMM"),
     OpFamily("GEMM", op=r"^aten::linear$", cost=linear, family="aten GEMM"),
     OpFamily("GEMM", op=_ops(*_GEMM_OPS), family="aten GEMM"),
+    OpFamily("GEMM", op=r"^(aiter::gemm_a16w16\w*|vllm::rocm_unquantized_gemm\w*)$", cost=linear,
+             family="engine GEMMs (x: M×K, weight: N×K, as F.linear)"),
     OpFamily("convolution", op=r"^aten::(convolution|_convolution|convolution_backward|cudnn_convolution\w*|"
                                r"conv\dd|conv_transpose\dd|miopen_convolution\w*|_convolution_mode|"
                                r"mkldnn_convolution)$", family="aten convolution"),

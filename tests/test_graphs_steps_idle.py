@@ -1,0 +1,161 @@
+"""Graph attribution, profiler steps, idle causes and the integrity check on traces with known answers.
+
+``tests/fixtures/h200-graphs`` was captured on the H200 by ``scripts/capture_graph_pair.py``: a
+two-layer bf16 block captured into one CUDA graph (``graph-capture``), the graph replayed in three
+profiler steps (``graph-replay``), and the same block run eagerly four times with a 3 ms host sleep
+(``record_function("host_sleep")``) before its second layer and a ``.item()`` after it
+(``idle-causes``). Expected values are counted from the raw JSON in each test.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from fuseprof.analysis import analyze, analyze_trace
+from tests.conftest import FIXTURES
+
+GRAPHS = FIXTURES / "h200-graphs"
+CAPTURE, REPLAY, IDLE = GRAPHS / "graph-capture.json.gz", GRAPHS / "graph-replay.json.gz", GRAPHS / "idle-causes.json.gz"
+BERT = FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz"
+
+
+def _raw(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def _kernels(events: list[dict]) -> list[dict]:
+    return sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+
+
+def test_cuda_graph_replays_take_the_ops_of_the_eager_run_kernel_by_kernel() -> None:
+    """The eager trace runs the same block: its kernel names and launching ops, per step, are what
+    each replay must show (the CUDA capture names no kernels, so this checks the count-and-order
+    match from outside)."""
+    eager = _raw(IDLE)["traceEvents"]
+    ops = {e["args"]["External id"]: e["name"] for e in eager if e.get("cat") == "cpu_op"}
+    per_step = len(_kernels(eager)) // 4
+    expected = [(e["name"], ops[e["args"]["External id"]]) for e in _kernels(eager)[:per_step]]
+    replay = _raw(REPLAY)["traceEvents"]
+    launches = [e for e in replay if e.get("name") == "cudaGraphLaunch"]
+    assert per_step == 60 and len(launches) == 3 and len(_kernels(replay)) == 180
+
+    result = analyze_trace(REPLAY, graph_capture=CAPTURE)
+    events = result.events.sort_values("start_ns")
+    for number in (1, 2, 3):
+        mine = events[events["graph_replay"] == number]
+        assert list(zip(mine["name"], mine["op"])) == expected
+    assert result.integrity.set_index("check").loc["graph_kernel_time_attributed_pct", "value"] == 100
+    launch = result.launches.set_index("launch_api").loc["cudaGraphLaunch"]
+    assert launch["launches"] == 3 and launch["kernels_per_launch"] == 60
+    assert "count and order" in " ".join(result.notes)
+
+
+def test_without_the_capture_graph_kernels_still_get_categories_and_the_check_fails() -> None:
+    result = analyze_trace(REPLAY)
+    checks = result.integrity.set_index("check")
+    assert checks.loc["graph_kernel_time_attributed_pct", "value"] == 0
+    assert not checks.loc["graph_kernel_time_attributed_pct", "ok"]
+    assert "--graph-capture" in checks.loc["graph_kernel_time_attributed_pct", "detail"]
+    assert set(result.categories["category"]) == {"GEMM", "elementwise", "copy/cast", "reduction"}
+
+
+def test_a_folder_with_both_traces_pairs_them() -> None:
+    (result,) = [r for r in analyze(GRAPHS) if r.name.endswith("graph-replay.json.gz")]
+    assert result.events["op"].notna().all()
+    assert any("graph-capture.json.gz used to attribute" in n for n in result.notes)
+
+
+def test_profiler_steps_of_the_replay_trace() -> None:
+    raw = _raw(REPLAY)["traceEvents"]
+    spans = {e["name"]: e for e in raw if e.get("cat") == "gpu_user_annotation"}
+    result = analyze_trace(REPLAY, graph_capture=CAPTURE)
+    steps = result.steps.set_index("step")
+    assert list(steps.index) == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
+    for step in steps.index:
+        kernels = [e for e in _kernels(raw) if spans[step]["ts"] <= e["ts"] < spans[step]["ts"] + spans[step]["dur"]]
+        ends = [round(e["ts"] * 1000) + round(e["dur"] * 1000) for e in kernels]  # µs with 3 decimals -> ns
+        assert steps.loc[step, "events"] == len(kernels) == 60
+        assert steps.loc[step, "span_ns"] == max(ends) - round(kernels[0]["ts"] * 1000)
+    assert analyze_trace(REPLAY, window="2").steps.equals(result.steps)
+    assert len(analyze_trace(REPLAY, window="2-3").events) == 120
+
+
+def test_a_known_host_sleep_is_found_as_the_cause_of_idle_time() -> None:
+    raw = _raw(IDLE)["traceEvents"]
+    sleeps = [e for e in raw if e.get("name") == "host_sleep"]
+    assert len(sleeps) == 4 and all(e["dur"] >= 3000 for e in sleeps)
+    result = analyze_trace(IDLE)
+    (row,) = result.idle.to_dict("records")
+    assert row["verdict"] == "host-bound"
+    # each sleep leaves the GPU idle, waiting for the next launch, for at least its length
+    assert row["idle_launch_ns"] >= sum(e["dur"] for e in sleeps) * 1000
+    assert row["idle_launch_ns"] + row["idle_sync_ns"] + row["idle_other_ns"] == row["span_ns"] - row["busy_ns"]
+    top = result.idle_host.iloc[0]
+    assert top["name"] == "host_sleep" and top["kind"] == "range"
+    assert top["overlap_ns"] == pytest.approx(sum(e["dur"] for e in sleeps) * 1000, rel=0.02)
+    assert row["idle_sync_ns"] > 0  # the .item() of each step: cudaStreamSynchronize while the GPU finished
+
+
+def test_inside_graph_replay_steps_the_gpu_is_the_bound() -> None:
+    idle = analyze_trace(REPLAY, graph_capture=CAPTURE).idle.set_index("step")
+    assert (idle.loc[["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"], "verdict"] == "GPU-bound").all()
+    steps = analyze_trace(REPLAY, graph_capture=CAPTURE).steps.set_index("step")
+    for step in ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"):
+        causes = idle.loc[step, ["idle_launch_ns", "idle_sync_ns", "idle_other_ns"]].sum()
+        assert causes == steps.loc[step, "idle_ns"]
+
+
+def _edited(tmp: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    trace = _raw(BERT)
+    edit(trace["traceEvents"])
+    path = tmp / "edited.json"
+    path.write_text(json.dumps(trace))
+    return path
+
+
+def test_integrity_flags_microsecond_rounded_timestamps(tmp_path: Path) -> None:
+    def rounded(events: list[dict]) -> None:
+        for e in events:
+            if isinstance(e, dict) and "ts" in e:
+                e["ts"] = float(round(e["ts"]))
+                if "dur" in e:
+                    e["dur"] = float(round(e["dur"]))
+    checks = analyze_trace(_edited(tmp_path, rounded)).integrity.set_index("check")
+    assert checks.loc["timestamp_resolution_ns", "value"] == 1000 and not checks.loc["timestamp_resolution_ns", "ok"]
+    assert analyze_trace(BERT).integrity.set_index("check").loc["timestamp_resolution_ns", "value"] == 1
+
+
+def test_integrity_counts_kernels_whose_launch_is_missing(tmp_path: Path) -> None:
+    raw = _raw(BERT)["traceEvents"]
+    dropped = {e["args"]["correlation"] for e in _kernels(raw)[:5]}
+
+    def drop(events: list[dict]) -> None:
+        events[:] = [e for e in events if not (e.get("cat") == "cuda_runtime"
+                                              and e.get("args", {}).get("correlation") in dropped)]
+    result = analyze_trace(_edited(tmp_path, drop), window="all")
+    checks = result.integrity.set_index("check")
+    assert checks.loc["kernels_without_launch", "value"] == 5 and not checks.loc["kernels_without_launch", "ok"]
+
+
+def test_integrity_measures_kernels_that_overlap_on_one_stream() -> None:
+    """B200 trace: its kernels' durations sum to 69,278 ns more than the union of their intervals
+    on its one compute stream (tests/test_thirdparty_traces.py derives that from the raw file)."""
+    checks = analyze_trace(FIXTURES / "thirdparty" / "b200_eager.json.gz").integrity.set_index("check")
+    assert checks.loc["overlapping_kernel_ns", "value"] == 69_278 and not checks.loc["overlapping_kernel_ns", "ok"]
+
+
+def test_an_ops_category_is_that_of_the_kernels_holding_most_of_its_time(tmp_path: Path) -> None:
+    """A memset launched by an aten::addmm ahead of its GEMM kernel: the op stays a GEMM."""
+    raw = _raw(BERT)["traceEvents"]
+    ops = {e["args"]["External id"]: e for e in raw if e.get("cat") == "cpu_op"}
+    gemm = next(e for e in _kernels(raw) if ops[e["args"]["External id"]]["name"] == "aten::addmm")
+
+    def add_memset(events: list[dict]) -> None:
+        events.append({**gemm, "cat": "gpu_memset", "name": "Memset (Device)", "ts": gemm["ts"] - 1.0, "dur": 0.5})
+    result = analyze_trace(_edited(tmp_path, add_memset))
+    rows = result.top_ops[result.top_ops["op"] == "aten::addmm"]
+    assert set(rows["category"]) == {"GEMM"}
