@@ -196,3 +196,14 @@ def test_an_unknown_device_is_an_error_that_lists_the_known_ones(capsys) -> None
     err = capsys.readouterr().err
     assert "unknown GPU" in err and "MI300X" in err and "H200" in err and len(err.strip().splitlines()) == 1
     assert analyze_trace(trace, device="MI355X").roof.label == "MI355X (datasheet)"
+
+
+@pytest.mark.parametrize(("trace", "folder"), [("h100_bert_small_uncased.json.gz", "h100_bert_small"),
+                                               ("h100_falconsai_nsfw_image_detection.json.gz", "h100_falconsai")])
+def test_h100_step_window_busy_time_equals_tracelens_within_a_hundredth_of_a_percent(trace: str, folder: str) -> None:
+    """These traces profile one step (ProfilerStep#6): the default window is that step."""
+    result = analyze_trace(FIXTURES / "thirdparty" / trace)
+    assert result.window == "window: the profiled steps (#6)"
+    with open(FIXTURES / "thirdparty" / f"{folder}_tracelens_report" / "gpu_timeline.csv") as fh:
+        busy = next(float(r["time ms"]) * 1e6 for r in csv.DictReader(fh) if r["type"] == "busy_time")
+    assert result.timeline.set_index("stream").loc["all", "busy_ns"] == pytest.approx(busy, rel=1e-4)

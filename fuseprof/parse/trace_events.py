@@ -175,7 +175,7 @@ def _gpu_rows(events: list[_Event], args: list[_Args | None], path: Path) -> pd.
             raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has no args (correlation, stream, device)")
         a = args[i] or _Args()
         cols["name"].append(e.name)
-        cols["cat"].append(e.cat)
+        cols["cat"].append(e.cat.lower())
         cols["ts"].append(e.ts)
         cols["dur"].append(e.dur)
         for key in ("stream", "device", "correlation", "external_id", "registers", "shared", "bytes", "collective",
@@ -212,7 +212,7 @@ def read_trace_tables(path: Path) -> TraceTables:
     for e in trace.traceEvents:
         if e.ph != "X":
             continue
-        cat = e.cat
+        cat = e.cat if e.cat.islower() else e.cat.lower()  # "Kernel" from a hand-edited or foreign writer
         if cat in GPU_CATEGORIES:
             by_kind["gpu"].append(e)
         elif cat == "cpu_op":
