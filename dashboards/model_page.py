@@ -39,6 +39,15 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
     whole = result.timeline.iloc[0]
     st.caption(f"{result.device or 'device unknown'} · roof: {result.roof.label} · span {whole['span_ns'] / 1e3:,.3f} µs, "
                f"GPU busy {whole['busy_ns'] / 1e3:,.3f} µs ({whole['busy_pct']:.1f}%)")
+    failed = result.integrity[~result.integrity["ok"]] if not result.integrity.empty else result.integrity
+    if not failed.empty:
+        st.warning("Integrity checks failed: " + "; ".join(failed["check"]) + " (the table below says why)")
+    with st.expander(f"Integrity check, {result.window}", expanded=not failed.empty):
+        st.dataframe(result.integrity, hide_index=True)
+    if not result.idle.empty:
+        st.caption("Idle time by cause (launch: the GPU waited for the host; sync: the host waited for the GPU), "
+                   "per profiler step: fuseprof/analysis/idle.py")
+        st.dataframe(result.idle, hide_index=True)
     left, right = st.columns(2)
     left.plotly_chart(figures.timeline_figure(result.timeline), key="model-timeline")
     right.plotly_chart(figures.categories_figure(result.categories), key="model-categories")
