@@ -4,6 +4,7 @@ would (``fuseprof dashboard``), and drive Debian's Chromium through Playwright."
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -20,6 +22,25 @@ PLOT_SELECTOR = ".js-plotly-plot .main-svg"
 
 def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def require_browser() -> tuple[Any, str]:
+    """Playwright's ``sync_playwright`` and Debian's Chromium, or a skip; under CI a missing browser is a
+    failure (.ci/run installs both), never a skip."""
+    import pytest
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    executable = chromium_path()
+    missing = ("the playwright package is not installed" if sync_playwright is None else
+               "Debian's chromium is not installed" if executable is None else None)
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing}: .ci/run must install it")
+        pytest.skip(missing)
+    return sync_playwright, str(executable)
 
 
 def free_port() -> int:

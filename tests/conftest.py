@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACES = ROOT / "traces"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The committed H200 bundles, frozen for the tests: traces/ may grow without moving an assertion.
+TRACES = FIXTURES / "bundles"
 # the fuseprof command of the environment running the tests (not whatever `fuseprof` PATH finds first)
 FUSEPROF = str(Path(sys.executable).with_name("fuseprof"))
 # The seed-000 capture on the H200 (fp16, eager and torch.compile, the seed's four shapes).
@@ -69,3 +70,13 @@ def shared_traces() -> Path:
             pytest.fail(f"{SHARED_TRACES} is missing: CI must test on the shared third-party traces")
         pytest.skip(f"{SHARED_TRACES} is not beside this checkout")
     return SHARED_TRACES
+
+
+def covered_ns(intervals: list[tuple[int, int]]) -> int:
+    """Time covered by [start, end) intervals, overlaps once: a plain sweep, the tests' own oracle."""
+    covered, reach = 0, None
+    for start, end in sorted(intervals):
+        reach = start if reach is None else reach
+        covered += max(0, end - max(start, reach))
+        reach = max(reach, end)
+    return covered

@@ -5,35 +5,18 @@ both); elsewhere it skips, but under CI a missing browser is a failure, not a sk
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, chromium_path, dashboard
+from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, dashboard, require_browser
 from tests.conftest import ROOT, TRACES
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # the dev extra installs it
-    sync_playwright = None
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}: .ci/run must install it")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser_page():
-    if sync_playwright is None:
-        _unavailable("the playwright package is not installed")
-    executable = chromium_path()
-    if executable is None:
-        _unavailable("Debian's chromium is not installed")
+    sync_playwright, executable = require_browser()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1100})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -150,26 +151,44 @@ def test_sharded_profile_gives_the_rows_and_kernels_of_one_process(tmp_path: Pat
     assert fuseprof.load(two).equals(kb)
 
 
-def _rank_processes() -> list[str]:
-    """Command lines of running processes of the rank module (torchrun's workers and torchrun itself)."""
+def _rank_processes(token: str) -> list[str]:
+    """Command lines of the running processes of this test's sharded run (torchrun and its workers),
+    found by a token in their environment: another sharded run on the machine is not ours."""
     found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for environ in Path("/proc").glob("[0-9]*/environ"):
         try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # the process ended while we looked
+            if f"FUSEPROF_TEST_RUN={token}".encode() not in environ.read_bytes().split(b"\0"):
+                continue
+            text = environ.with_name("cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # the process ended while we looked, or is not ours to read
             continue
-        if "fuseprof.capture.shard" in text:
+        if "fuseprof.capture.shard" in text or "torchrun" in text:
             found.append(text)
     return found
 
 
-def test_a_sharded_run_past_its_time_limit_stops_every_rank(tmp_path: Path) -> None:
+def test_a_sharded_run_past_its_time_limit_stops_every_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fuseprof.capture.sharded_bench import run_sharded_bench
     from fuseprof.errors import FuseprofError
 
-    assert not _rank_processes()
-    with pytest.raises(FuseprofError, match="the sharded bench ran past 3 s"):
-        run_sharded_bench(["silu_mul"], ((4, 64), (8, 64)), None, "cpu", tmp_path, 2, repeats=200, timeout_s=3,
-                          log=lambda _: None)
-    assert not _rank_processes()  # torchrun was stopped, and with it its workers
+    token = tmp_path.name
+    monkeypatch.setenv("FUSEPROF_TEST_RUN", token)  # inherited by torchrun and every rank
+    seen: list[int] = []
+    done = threading.Event()
+
+    def watch() -> None:  # the scan must see the ranks while they run, or it proves nothing after
+        while not done.wait(0.2):
+            seen.append(len(_rank_processes(token)))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with pytest.raises(FuseprofError, match="the sharded bench ran past 3 s"):
+            run_sharded_bench(["silu_mul"], ((4, 64), (8, 64)), None, "cpu", tmp_path, 2, repeats=200, timeout_s=3,
+                              log=lambda _: None)
+    finally:
+        done.set()
+        watcher.join()
+    assert max(seen) >= 2  # torchrun and its workers were there
+    assert not _rank_processes(token)  # torchrun was stopped, and with it its workers
     assert not list(tmp_path.iterdir())  # and no half bundle was written

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, chromium_path, dashboard
+from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, dashboard, require_browser
 from tests.conftest import FIXTURES, ROOT, TRACES
 
 pytestmark = pytest.mark.wheel
@@ -60,12 +60,9 @@ def test_installed_commands_work_from_another_directory(installed: Path, tmp_pat
 
 
 def test_installed_dashboard_draws_its_first_chart(installed: Path, tmp_path: Path) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
-    if chromium_path() is None:
-        pytest.skip("Debian's chromium is not installed")
-    with dashboard(TRACES, command=[str(installed / "fuseprof")], cwd=tmp_path) as url, \
-            playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    sync_playwright, executable = require_browser()
+    with dashboard(TRACES, command=[str(installed / "fuseprof")], cwd=tmp_path) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.goto(url)
         page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)

@@ -38,7 +38,7 @@ def _side(events: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
 
 
 def _diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    both = a.join(b, how="outer", lsuffix="_a", rsuffix="_b")
+    both = a.merge(b, how="outer", left_index=True, right_index=True, suffixes=("_a", "_b"))
     for column in ("time_ns_a", "time_ns_b", "launches_a", "launches_b"):
         both[column] = both[column].fillna(0).astype("int64")
     both["category"] = both["category_b"].fillna(both["category_a"])

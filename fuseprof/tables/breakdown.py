@@ -34,7 +34,7 @@ BREAKDOWN_COLUMNS: tuple[Column, ...] = (
     Column("kernels_per_call", "Float64", "profiler: GPU events (kernels, memcpy, memset) in the range / calls"),
     Column("launches_per_call", "Float64",
            "profiler: distinct (launch_api, launch_start_ns) in the range / calls (a graph replay is one launch)"),
-    Column("gemm_share", "Float64", "Σ duration of category GEMM / Σ duration (categories: fuseprof.analysis.categories)"),
+    Column("gemm_share", "Float64", "Σ duration of category GEMM / Σ duration (categories: fuseprof.model.op_registry)"),
     Column("attention_share", "Float64", "Σ duration of category attention / Σ duration"),
     Column("memory_bound_share", "Float64", "1 − gemm_share − attention_share"),
     Column("bytes", "Int64", "timings: nominal_bytes (the case's byte model)"),
