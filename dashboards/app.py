@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from fuseprof import figures, load, load_timings
+from fuseprof.display import human_units
 from fuseprof.errors import FuseprofError
 from fuseprof.model import catalog, launches
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
@@ -44,10 +45,11 @@ INLINE_ROWS = 500  # a bigger table is sent to the browser only when asked for: 
 
 
 def data_table(frame: pd.DataFrame, name: str) -> None:
-    """The numbers behind a chart, one click away, with a CSV download."""
+    """The numbers behind a chart, one click away, in units a reader wants (µs, MB, TB/s; the headers
+    say which), with a CSV download in base units (ns, bytes)."""
     with st.expander(f"Data: {name} ({len(frame)} rows)"):
         if len(frame) <= INLINE_ROWS or st.toggle(f"Show all {len(frame)} rows", key=f"show-{name}"):
-            st.dataframe(frame, hide_index=True)
+            st.dataframe(human_units(frame), hide_index=True)
         st.download_button("Download CSV", frame.to_csv(index=False), file_name=f"{name}.csv", mime="text/csv",
                            key=f"csv-{name}")
 

@@ -12,6 +12,7 @@ from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
 from fuseprof.bundle.files import RAW, find_bundles
+from fuseprof.display import human_units
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.roofline import datasheet_roof
 
@@ -47,7 +48,7 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
     if not result.idle.empty:
         st.caption("Idle time by cause (launch: the GPU waited for the host; sync: the host waited for the GPU), "
                    "per profiler step: fuseprof/analysis/idle.py")
-        st.dataframe(result.idle, hide_index=True)
+        st.dataframe(human_units(result.idle), hide_index=True)
     left, right = st.columns(2)
     left.plotly_chart(figures.timeline_figure(result.timeline), key="model-timeline")
     right.plotly_chart(figures.categories_figure(result.categories), key="model-categories")
@@ -66,7 +67,7 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
                "% busy and % span: what the GPU and the whole run gain (Amdahl). Formulas: fuseprof/analysis/fusion.py.")
     shown = ["signature", "count", "kernels_per_chain", "measured_ns", "fused_bytes", "predicted_fused_ns",
              "saving_ns", "share_of_busy_pct", "share_of_span_pct", "launches_saved", "known_fusion"]
-    st.dataframe(result.fusion[shown] if not result.fusion.empty else pd.DataFrame(), hide_index=True)
+    st.dataframe(human_units(result.fusion[shown]) if not result.fusion.empty else pd.DataFrame(), hide_index=True)
     data_table(result.fusion, "model-fusion")
     st.subheader("Diff against another trace")
     others = [n for n in names if n != chosen]
@@ -74,7 +75,7 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
         return
     other = st.selectbox("B (A is the bundle above)", others, key="model-diff")
     b = analysis(str(bundles[other]))
-    st.dataframe(diff_totals(result, b), hide_index=True)
+    st.dataframe(human_units(diff_totals(result, b)), hide_index=True)
     by_category = diff_by_category(result, b)
     st.plotly_chart(figures.diff_figure(by_category), key="model-diff-figure")
     data_table(diff_by_op(result, b), "model-diff-ops")

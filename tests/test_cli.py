@@ -10,7 +10,7 @@ import pytest
 
 import fuseprof
 from fuseprof.cli import main
-from tests.conftest import FIXTURES, SEED_BUNDLE, TRACES
+from tests.conftest import FIXTURES, ROOT, SEED_BUNDLE, TRACES
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -20,7 +20,7 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 
 def test_ls_lists_the_committed_bundle(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["ls", str(TRACES)], capsys)
+    code, out, _ = run(["ls", str(TRACES), "--wide"], capsys)  # one line a bundle, however long
     assert code == 0
     line = next(line for line in out.splitlines() if SEED_BUNDLE.name in line)
     for word in ("rmsnorm_swiglu", "eager,compiled", "128x4096,512x4096,1024x4096,1024x8192", "NVIDIA H200", "ok"):
@@ -133,12 +133,54 @@ def test_every_option_has_help_and_every_help_renders(capsys) -> None:
     assert "(default:" in commands["profile"].format_help()
 
 
-def test_summary_is_one_readable_line_per_case_variant_and_shape(capsys) -> None:
+def test_summary_is_one_readable_line_per_case_variant_and_shape_under_its_bundle(capsys) -> None:
     from fuseprof.cli import main
 
     assert main(["summary", str(TRACES)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert max(len(line) for line in lines) <= 160
-    body = [line for line in lines[1:] if line.strip() and not line.startswith("+")]
-    assert 40 <= len(body) <= 150  # capture rows only; the 960 bench rows are one line pointing to compare
+    assert max(len(line) for line in lines) <= 120
+    rows = [line for line in lines if line.endswith((" yes", " WRONG"))]
+    assert len(rows) == 115  # capture rows only; the 960 bench rows are one line pointing to compare
+    # each capture bundle's name stands above its rows, with its case and dtype
+    captures = {p.name for p in TRACES.iterdir() if not p.name.startswith(("bench-", "ceilings-", "llama4l-", "run-"))}
+    assert captures <= {line.split("  (")[0] for line in lines}
     assert any(line.startswith("+ 3 bench bundle(s)") for line in lines)
+
+
+def test_the_command_reference_is_written_from_the_command_table() -> None:
+    """docs/commands.md is what `python -m fuseprof.commands.reference` writes today, and names every verb
+    and every option the parser has."""
+    import argparse
+
+    from fuseprof.cli import build_parser
+    from fuseprof.commands import COMMANDS
+    from fuseprof.commands.reference import markdown
+
+    text = (ROOT / "docs" / "commands.md").read_text()
+    assert text == markdown(), "docs/commands.md is stale: run python -m fuseprof.commands.reference"
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == set(COMMANDS)
+    for name, parser in sub.choices.items():
+        assert f"### `fuseprof {name}`" in text
+        for action in parser._actions:
+            for option in action.option_strings:
+                assert option in text or option in ("-h", "--help"), (name, option)
+
+
+@pytest.mark.parametrize("argv", [
+    ["ls", "{T}"], ["show", "{T}/silu_mul-bfloat16-h200-20261129t180657z"],
+    ["show", "{T}/silu_mul-bfloat16-h200-20261129t180657z", "--timings"], ["summary", "{T}"], ["compare", "{T}"],
+    ["breakdown", "{T}/decoder_layer-bfloat16-h200-20261129t174445z"], ["roofline", "{T}"],
+    ["analyze", "{T}/llama4l-eager-h200"], ["fusion", "{T}/llama4l-eager-h200"],
+    ["diff", "{T}/llama4l-eager-h200", "{T}/llama4l-compiled-h200"], ["columns"], ["cases"],
+    ["analyze", "{F}/tp2/tp_mlp-rank0.json.gz", "{F}/tp2/tp_mlp-rank1.json.gz"],
+    ["analyze", "{F}/h200-graphs"], ["analyze", "{F}/thirdparty/b200_eager.json.gz"],
+])
+def test_every_terminal_table_fits_120_columns(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [a.replace("{T}", str(TRACES)).replace("{F}", str(ROOT / "tests" / "fixtures")) for a in argv]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(line) for line in lines) <= 120, max(lines, key=len)
+    if argv[0] in ("analyze", "fusion", "roofline", "show", "ls"):  # their content is wider than 120
+        assert main([*argv, "--wide"]) == 0
+        assert max(len(line) for line in capsys.readouterr().out.splitlines()) > 120

@@ -130,17 +130,18 @@ def test_occupancy_curves_equal_the_calculator_for_every_committed_kernel() -> N
 def test_fusion_page_shows_bytes_and_launches_per_call() -> None:
     at = run_page("Fusion", **seed_only())
     table = at.dataframe[0].value.set_index(["variant", "shape"])
-    assert table.loc[("eager", "1024x4096"), "dram_bytes"] == 192_691_712
-    assert table.loc[("compiled", "1024x4096"), "dram_bytes"] == 16_812_288
+    # shown in MB (the header says so); the CSV download keeps bytes
+    assert table.loc[("eager", "1024x4096"), "dram MB"] == 192.692
+    assert table.loc[("compiled", "1024x4096"), "dram MB"] == 16.812
     assert table.loc[("eager", "1024x4096"), "kernels_per_call"] == 13
-    assert table.loc[("eager", "1024x4096"), "nominal_bytes"] == 2 * (3 * 1024 * 4096 + 4096)
+    assert table.loc[("eager", "1024x4096"), "nominal MB"] == round(2 * (3 * 1024 * 4096 + 4096) / 1e6, 3)
 
 
 def test_launches_page_times_one_call() -> None:
     at = run_page("Launches", **seed_only())
     gaps = at.dataframe[0].value.set_index("variant")
     assert gaps.loc["eager", "kernels"] == 13 and gaps.loc["compiled", "kernels"] == 1
-    assert gaps.loc["eager", "gap_ns"] > 0  # 13 launches leave the GPU idle between kernels
+    assert gaps.loc["eager", "gap µs"] > 0  # 13 launches leave the GPU idle between kernels
     names = [t["name"] for t in figure(at)["data"]]
     assert "eager kernels" in names and "eager launch calls" in names
 
@@ -157,8 +158,9 @@ def test_launches_page_on_a_trace_without_variants_shows_one_step() -> None:
     gaps = at.dataframe[0].value
     assert len(gaps) == 1 and gaps["step"].iloc[0] == "decode_step #2"
     step = fuseprof.load(TRACES / "llama4l-eager-h200").query("step == 'decode_step #2'")
-    assert gaps["gpu_busy_ns"].iloc[0] == covered_ns(list(zip(step["start_ns"], step["start_ns"] + step["duration_ns"])))
-    assert gaps["span_ns"].iloc[0] == (step["start_ns"] + step["duration_ns"]).max() - step["start_ns"].min()
+    busy = covered_ns(list(zip(step["start_ns"], step["start_ns"] + step["duration_ns"])))
+    assert gaps["gpu_busy µs"].iloc[0] == round(busy / 1e3, 3)  # shown in µs, the header says so
+    assert gaps["span µs"].iloc[0] == round(((step["start_ns"] + step["duration_ns"]).max() - step["start_ns"].min()) / 1e3, 3)
 
 
 def test_every_chart_has_a_csv_download() -> None:

@@ -167,7 +167,7 @@ def test_a_capture_collects_the_tensor_counter_of_its_dtype() -> None:
 def test_roofline_command_prints_each_gemm_on_its_roof(capsys) -> None:
     from fuseprof.cli import main
 
-    assert main(["roofline", str(TRACES), "--case", "llama_mlp"]) == 0
+    assert main(["roofline", str(TRACES), "--case", "llama_mlp", "--wide"]) == 0  # one line a kernel
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if "tensor_bf16" in line]
     assert len(rows) == 18

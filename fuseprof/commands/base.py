@@ -36,6 +36,12 @@ def bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_te
 
 def format_option(p: argparse.ArgumentParser, help_text: str = "output format") -> None:
     p.add_argument("--format", choices=["table", "csv", "json"], default="table", help=help_text)
+    wide_option(p)
+
+
+def wide_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true",
+                   help="tables as wide as their content (default: at most 120 columns, long text wrapped)")
 
 
 def out_option(p: argparse.ArgumentParser) -> None:
@@ -46,15 +52,14 @@ def folder_argument(p: argparse.ArgumentParser, help_text: str = "bundle or fold
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help=help_text)
 
 
-def emit(frame: pd.DataFrame, fmt: str) -> None:
-    """``frame`` as a terminal table (columns with no value at all left out), CSV or JSON records."""
-    import pandas as pd
+def emit(frame: pd.DataFrame, fmt: str, wide: bool = False) -> None:
+    """``frame`` as a terminal table (columns with no value at all left out; at most 120 columns unless
+    ``wide``), CSV or JSON records (every column, base units)."""
+    from fuseprof.commands.render import table_text
 
     if fmt == "csv":
         frame.to_csv(sys.stdout, index=False)
     elif fmt == "json":
         sys.stdout.write(frame.to_json(orient="records", indent=1) + "\n")
     else:
-        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 250,
-                               "display.max_colwidth", 60):
-            print(frame.dropna(axis=1, how="all").to_string(index=False))
+        print(table_text(frame.dropna(axis=1, how="all"), wide))

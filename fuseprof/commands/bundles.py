@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fuseprof.commands.base import Command, emit, folder_argument, format_option, out_option
+from fuseprof.commands.base import Command, emit, folder_argument, format_option, out_option, wide_option
 
 
 def _ingest_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,6 +36,11 @@ def _reparse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ls_arguments(p: argparse.ArgumentParser) -> None:
+    folder_argument(p, "folder of bundles")
+    wide_option(p)
+
+
 def _ls(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -54,7 +59,7 @@ def _ls(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no bundles in {args.dir}")
         return 0
-    emit(pd.DataFrame(rows), "table")
+    emit(pd.DataFrame(rows), "table", args.wide)
     return 0
 
 
@@ -71,7 +76,12 @@ def _show(args: argparse.Namespace) -> int:
     frame = load_timings(args.bundle) if args.timings else load(args.bundle)
     if args.source and not args.timings:
         frame = frame[frame["source"] == args.source]
-    emit(frame, args.format)
+    if args.format == "table" and not args.timings:
+        from fuseprof.commands.table_views import print_kernels
+
+        print_kernels(frame, args.wide)
+    else:
+        emit(frame, args.format, args.wide)
     return 0
 
 
@@ -81,7 +91,7 @@ def _columns(args: argparse.Namespace) -> int:
     from fuseprof.tables.breakdown import AMDAHL_COLUMNS, BREAKDOWN_COLUMNS
 
     emit(describe_columns({"derived": DERIVED_COLUMNS, "breakdown": BREAKDOWN_COLUMNS, "amdahl": AMDAHL_COLUMNS}),
-         "table")
+         "table", args.wide)
     return 0
 
 
@@ -90,7 +100,7 @@ def _cases(args: argparse.Namespace) -> int:
 
     from fuseprof.case import builtin_case_summaries
 
-    emit(pd.DataFrame(builtin_case_summaries()), "table")
+    emit(pd.DataFrame(builtin_case_summaries()), "table", args.wide)
     return 0
 
 
@@ -101,8 +111,8 @@ COMMANDS = (
     Command("reparse", "rebuild bundles' kernel tables from their raw artifacts", _reparse, _reparse_arguments,
             "Re-run the parsers over each bundle's raw/ folder and replace its kernels.parquet; raw artifacts and "
             "timings are kept as they are."),
-    Command("ls", "list bundles in a folder", _ls, lambda p: folder_argument(p, "folder of bundles")),
+    Command("ls", "list bundles in a folder", _ls, _ls_arguments),
     Command("show", "print a bundle's kernel frame (or timings)", _show, _show_arguments),
-    Command("columns", "every column with the raw metric and formula behind it", _columns),
-    Command("cases", "list the built-in cases", _cases),
+    Command("columns", "every column with the raw metric and formula behind it", _columns, wide_option),
+    Command("cases", "list the built-in cases", _cases, wide_option),
 )

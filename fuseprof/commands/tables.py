@@ -27,7 +27,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.baseline not in set(timings["variant"]):
         raise FuseprofError(f"--baseline {args.baseline!r}: no such variant in {args.dir}; variants: "
                             f"{', '.join(sorted(timings['variant'].dropna().unique()))}")
-    emit(compare_variants(timings, args.baseline), args.format)
+    emit(compare_variants(timings, args.baseline), args.format, args.wide)
     return 0
 
 
@@ -44,7 +44,7 @@ def _breakdown(args: argparse.Namespace) -> int:
         frame = frame.drop(columns=["case", "dtype"]).round(
             {c: 1 for c in frame.columns if c.endswith(("_us", "_call", "roofline"))}
             | {c: 3 for c in frame.columns if c.endswith("_share")})
-    emit(frame, args.format)
+    emit(frame, args.format, args.wide)
     return 0
 
 
@@ -66,11 +66,11 @@ def _summary(args: argparse.Namespace) -> int:
                                 f"{', '.join(sorted(table['case'].dropna().unique()))}")
         table = table[table["case"] == args.case]
     if args.format != "table":
-        emit(table, args.format)
+        emit(table, args.format, args.wide)
         return 0
     from fuseprof.commands.table_views import print_summary
 
-    print_summary(table, kernels, args.dir)
+    print_summary(table, kernels, args.dir, args.wide)
     return 0
 
 
@@ -100,9 +100,9 @@ def _roofline(args: argparse.Namespace) -> int:
     if placed.empty:
         raise FuseprofError(f"{args.dir}: no ncu-profiled kernels{' of case ' + args.case if args.case else ''}")
     if args.format != "table":
-        emit(placed, args.format)
+        emit(placed, args.format, args.wide)
     else:
-        print_roofline(placed)
+        print_roofline(placed, args.wide)
     return 0
 
 

@@ -1,17 +1,19 @@
-"""``fuseprof analyze``'s output: terminal tables in human units (≤ 160 characters a line), or the
+"""``fuseprof analyze``'s output: terminal tables in human units (≤ 120 characters a line), or the
 same tables as JSON or one long CSV in base units for scripts. Formatting only: no analysis here."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import textwrap
+from collections.abc import Iterator
 
 import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.integrity import failed_for
-
-WIDTH = 160
+from fuseprof.commands.render import WIDTH, table_text
 
 
 def us(ns: float) -> str:
@@ -24,16 +26,33 @@ def _short(text: object, width: int) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
+_WIDE = [False]  # --wide, for the print_* calls inside ``width(...)``
+
+
+@contextlib.contextmanager
+def width(wide: bool) -> Iterator[None]:
+    """Inside, tables print as wide as their content (``wide``) or at most 120 columns."""
+    before, _WIDE[0] = _WIDE[0], wide
+    try:
+        yield
+    finally:
+        _WIDE[0] = before
+
+
+def _line(text: str) -> None:
+    """A line of prose, wrapped at the table width unless --wide."""
+    print(text if _WIDE[0] else textwrap.fill(text, WIDTH, subsequent_indent="  "))
+
+
 def _print(title: str, frame: pd.DataFrame, flags: list[str] | None = None) -> None:
-    print(f"\n{title}")
+    print()
+    _line(title)
     if flags:
-        print(f"  ⚠ rests on failed integrity checks: {', '.join(flags)}")
+        _line(f"  ⚠ rests on failed integrity checks: {', '.join(flags)}")
     if frame.empty:
         print("  (none)")
         return
-    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", WIDTH,
-                           "display.max_colwidth", 60):
-        print(frame.to_string(index=False))
+    print(table_text(frame, _WIDE[0]))
 
 
 def _timeline(result: TraceAnalysis) -> pd.DataFrame:
@@ -51,7 +70,7 @@ def _integrity(result: TraceAnalysis) -> pd.DataFrame:
     value = [("" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.4g}" if isinstance(v, float)
               else f"{v:,}") for v in i["value"]]
     return pd.DataFrame({"check": i["check"], "value": value, "ok": i["ok"].map({True: "ok", False: "FAILED"}),
-                         "detail": i["detail"].map(lambda s: _short(s, 90))})
+                         "detail": i["detail"]})
 
 
 def _steps(result: TraceAnalysis) -> pd.DataFrame:
@@ -71,10 +90,10 @@ def _idle(result: TraceAnalysis) -> pd.DataFrame:
 
 
 def print_analysis(result: TraceAnalysis) -> None:
-    print(f"== {result.name}  ({result.device or 'device unknown'}; roof: {result.roof.label}"
+    _line(f"== {result.name}  ({result.device or 'device unknown'}; roof: {result.roof.label}"
           f"{'; rank ' + str(result.rank) if result.rank is not None else ''}; {result.window})")
     for note in result.notes:
-        print(f"note: {note}")
+        _line(f"note: {note}")
     _print("Integrity (fuseprof/analysis/integrity.py)", _integrity(result))
     if not result.steps.empty:
         _print("Profiler steps (GPU work each step launched)", _steps(result))
@@ -99,14 +118,14 @@ def print_analysis(result: TraceAnalysis) -> None:
 def _print_tops(result: TraceAnalysis) -> None:
     k = result.top_kernels
     _print("Top kernels", pd.DataFrame({
-        "kernel": k["name"].map(lambda s: _short(s, 48)), "category": k["category"], "count": k["count"],
+        "kernel": k["name"].map(lambda s: _short(s, 72)), "category": k["category"], "count": k["count"],
         "time µs": k["time_ns"].map(us), "share %": k["share_pct"].round(2), "op": k["op"].map(lambda s: _short(s, 28)),
-        "module": k["module"].map(lambda s: _short(s, 40))}))
+        "module": k["module"].map(lambda s: _short(s, 72))}))
     o = result.top_ops
     _print("Top ops (by the GPU time of their kernels)", pd.DataFrame({
-        "op and input shapes": o["signature"].map(lambda s: _short(s, 70)), "category": o["category"],
+        "op and input shapes": o["signature"], "category": o["category"],
         "calls": o["calls"], "kernels/call": o["kernels_per_call"].round(2), "time µs": o["time_ns"].map(us),
-        "share %": o["share_pct"].round(2), "module": o["module"].map(lambda s: _short(s, 36))}),
+        "share %": o["share_pct"].round(2), "module": o["module"].map(lambda s: _short(s, 72))}),
         failed_for("top_ops", result.integrity))
     la = result.launches
     _print("Launches (a graph launch is one call; host time per call; launch-to-start = first GPU start − "
@@ -125,11 +144,11 @@ def print_fusion(result: TraceAnalysis, top: int) -> None:
     _print(f"Fusion opportunities (memory-bound chains between GEMM/attention/communication kernels; predicted "
            f"fused time = bytes at {f['copy_bytes_per_s'].iloc[0] / 1e12:.2f} TB/s + {f['fixed_ns'].iloc[0] / 1e3:.2f} µs)",
            pd.DataFrame({
-               "chain (ops in order)": f["signature"].map(lambda s: _short(s, 52)), "×": f["count"],
+               "chain (ops in order)": f["signature"], "×": f["count"],
                "kernels": f["kernels_per_chain"], "measured µs": f["measured_ns"].map(us),
                "fused MB": (f["fused_bytes"] / 1e6).round(3), "predicted µs": f["predicted_fused_ns"].map(us),
                "saving µs": f["saving_ns"].map(us), "% busy": f["share_of_busy_pct"].round(2),
-               "% span": f["share_of_span_pct"].round(2), "fused by": f["known_fusion"].map(lambda s: _short(s, 26))}),
+               "% span": f["share_of_span_pct"].round(2), "fused by": f["known_fusion"]}),
            failed_for("fusion", result.integrity))
 
 
@@ -139,7 +158,7 @@ def print_roofline(result: TraceAnalysis) -> None:
         _print("Per-op roofline from recorded shapes", r, failed_for("op_roofline", result.integrity))
         return
     _print(f"Per-op roofline from recorded shapes, against {result.roof.label}", pd.DataFrame({
-        "op and input shapes": r["signature"].map(lambda s: _short(s, 64)), "pipe": r["roof_pipe"],
+        "op and input shapes": r["signature"], "pipe": r["roof_pipe"],
         "calls": r["calls"], "GFLOP/call": (r["flops"] / 1e9).round(4), "MB/call": (r["dram_bytes"] / 1e6).round(3),
         "µs/call": r["duration_ns"].map(us), "TFLOP/s": (r["achieved_flops_per_s"] / 1e12).round(2),
         "TB/s": (r["achieved_bytes_per_s"] / 1e12).round(3), "% roof": r["pct_of_roof"].round(1), "bound": r["bound"],
@@ -211,7 +230,8 @@ def print_diff(a: str, b: str, tables: dict[str, pd.DataFrame], top: int) -> Non
     times = t["metric"] != "events"
     for column in ("a", "b", "delta"):
         t[column] = t[column].astype(object).where(~times, t[column].map(us))
-    _print("", t.rename(columns={"metric": "total (µs; events a count)"}))
+    t["metric"] = t["metric"].where(~times, t["metric"].str.replace(r"_ns$", " µs", regex=True))
+    _print("", t.rename(columns={"metric": "total"}))
     for name in ("categories", "ops"):
         d = tables[name].head(top if name == "ops" else len(tables[name]))
         _print("", pd.DataFrame({

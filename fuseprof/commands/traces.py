@@ -37,7 +37,7 @@ def _positive_top(top: int) -> None:
 
 def _analyze(args: argparse.Namespace) -> int:
     from fuseprof.analysis import analyze
-    from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame
+    from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame, width
 
     _positive_top(args.top)
     results = analyze(args.traces, args.device, args.top, window=args.window, graph_capture=args.graph_capture)
@@ -46,9 +46,10 @@ def _analyze(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         to_long_frame(results).to_csv(sys.stdout, index=False)
     else:
-        for result in results:
-            print_analysis(result)
-        print_ranks(results)
+        with width(args.wide):
+            for result in results:
+                print_analysis(result)
+            print_ranks(results)
     return 0
 
 
@@ -56,16 +57,17 @@ def _fusion(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from fuseprof.analysis import analyze
-    from fuseprof.commands.trace_views import print_fusion
+    from fuseprof.commands.trace_views import print_fusion, width
 
     _positive_top(args.top)
     results = analyze(args.traces, args.device, window=args.window, graph_capture=args.graph_capture)
     if args.format != "table":
-        emit(pd.concat([r.fusion.assign(trace=r.name) for r in results], ignore_index=True), args.format)
+        emit(pd.concat([r.fusion.assign(trace=r.name) for r in results], ignore_index=True), args.format, args.wide)
         return 0
-    for result in results:
-        print(f"== {result.name}  ({result.device or 'device unknown'})")
-        print_fusion(result, args.top)
+    with width(args.wide):
+        for result in results:
+            print(f"== {result.name}  ({result.device or 'device unknown'})"[:120])
+            print_fusion(result, args.top)
     return 0
 
 
@@ -89,14 +91,15 @@ def _diff(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
-    from fuseprof.commands.trace_views import print_diff
+    from fuseprof.commands.trace_views import print_diff, width
 
     a, b = _one_trace(args.a), _one_trace(args.b)
     tables = {"totals": diff_totals(a, b), "categories": diff_by_category(a, b), "ops": diff_by_op(a, b)}
     if args.format != "table":
-        emit(pd.concat([t.assign(table=name) for name, t in tables.items()], ignore_index=True), args.format)
+        emit(pd.concat([t.assign(table=name) for name, t in tables.items()], ignore_index=True), args.format, args.wide)
     else:
-        print_diff(a.name, b.name, tables, args.top)
+        with width(args.wide):
+            print_diff(a.name, b.name, tables, args.top)
     return 0
 
 

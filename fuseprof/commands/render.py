@@ -1,0 +1,99 @@
+"""Terminal tables that fit a terminal: at most ``WIDTH`` characters a line unless ``--wide``.
+
+Cells are shown as given (callers put human units in cells and units in headers). When a table is
+wider than the limit, its long text columns (op chains, signatures, kernel names) wrap onto more
+lines, never cut; numbers never wrap. If the numbers alone are still too wide, the table is printed
+in blocks of columns, each led by the first column, so every value stays on screen.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+WIDTH = 120
+_MIN_TEXT = 24
+_NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d*(e[-+]?\d+)?%?$|^(nan|inf|-inf)$", re.IGNORECASE)  # incl. empty cells
+_BREAKS = re.compile(r"(?<=[\s,/→(\[])")  # break after spaces, commas, slashes, arrows, open brackets
+
+
+def _text(value: object) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width``: at a natural break where one is near, else hard."""
+    lines, line = [], ""
+    for piece in _BREAKS.split(text):
+        while len(piece) > width:
+            room = width - len(line)
+            if room < max(4, width // 3) and line:
+                lines.append(line.rstrip())
+                line, room = "", width
+            line += piece[:room]
+            piece = piece[room:]
+            lines.append(line.rstrip())
+            line = ""
+        if len(line) + len(piece) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    lines.append(line.rstrip())
+    return [x for x in lines if x] or [""]
+
+
+def _render(cells: list[list[str]], headers: list[str], widths: list[int], numeric: list[bool]) -> str:
+    out = ["  ".join(h.rjust(w) if n else h.ljust(w) for h, w, n in zip(headers, widths, numeric)).rstrip()]
+    for row in cells:
+        wrapped = [_wrap(c, w) if not n else [c] for c, w, n in zip(row, widths, numeric)]
+        for k in range(max(len(x) for x in wrapped)):
+            out.append("  ".join((x[k] if k < len(x) else "").rjust(w) if n else (x[k] if k < len(x) else "").ljust(w)
+                                 for x, w, n in zip(wrapped, widths, numeric)).rstrip())
+    return "\n".join(out)
+
+
+def table_text(frame: pd.DataFrame, wide: bool = False, width: int = WIDTH) -> str:
+    """``frame`` as a text table (no index) of at most ``width`` characters a line unless ``wide``."""
+    headers = [str(c) for c in frame.columns]
+    cells = [[_text(v) for v in row] for row in frame.itertuples(index=False, name=None)]
+    numeric = [all(_NUMBER.match(r[i]) for r in cells) for i in range(len(headers))]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    if wide or not headers:
+        return _render(cells, headers, widths, numeric)
+    text = [i for i, n in enumerate(numeric) if not n]
+    fixed = sum(w for i, w in enumerate(widths) if numeric[i]) + 2 * (len(widths) - 1)
+    floor = {i: max(_MIN_TEXT, len(headers[i])) for i in text}
+
+    def total(level: int) -> int:  # every text column capped at ``level`` (never below its floor)
+        return fixed + sum(min(widths[i], max(level, floor[i])) for i in text)
+
+    level = max(widths)
+    while level > 0 and total(level) > width:  # water-fill: the widest text columns give way together
+        level -= 1
+    for i in text:
+        widths[i] = min(widths[i], max(level, floor[i]))
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    if excess <= 0 or len(headers) == 1:
+        return _render(cells, headers, widths, numeric)
+    return "\n\n".join(_render([[r[i] for i in block] for r in cells], [headers[i] for i in block],
+                               [widths[i] for i in block], [numeric[i] for i in block])
+                       for block in _blocks(widths, width))
+
+
+def _blocks(widths: list[int], width: int) -> list[list[int]]:
+    """Column indices in blocks that fit ``width``, each led by column 0."""
+    blocks: list[list[int]] = []
+    current = [0]
+    used = widths[0]
+    for i in range(1, len(widths)):
+        if used + 2 + widths[i] > width and len(current) > 1:
+            blocks.append(current)
+            current, used = [0], widths[0]
+        current.append(i)
+        used += 2 + widths[i]
+    blocks.append(current)
+    return blocks

@@ -1,0 +1,33 @@
+"""Human units for tables people read (the dashboard): a column's base unit, named by its suffix,
+becomes a readable one and the header says which. CSV and JSON keep base units and exact integers."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# suffix of a base-unit column -> (new suffix, divisor, decimals)
+_UNITS: tuple[tuple[str, str, float, int], ...] = (
+    ("_bytes_per_s", " TB/s", 1e12, 3),
+    ("_flops_per_s", " TFLOP/s", 1e12, 2),
+    ("_per_s", " T/s", 1e12, 3),
+    ("_ns", " µs", 1e3, 3),
+    ("_bytes", " MB", 1e6, 3),
+    ("flops", " GFLOP", 1e9, 4),
+)
+
+
+def human_units(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ns as µs, bytes as MB, bytes/s as TB/s, FLOPs as GFLOP and FLOP/s as TFLOP/s,
+    each renamed to say so ('busy_ns' -> 'busy µs'); other columns as they are."""
+    out = {}
+    for column in frame.columns:
+        name = str(column)
+        for suffix, unit, divisor, decimals in _UNITS:
+            if name.endswith(suffix) and pd.api.types.is_numeric_dtype(frame[column]) \
+                    and not pd.api.types.is_bool_dtype(frame[column]):
+                out[name.removesuffix(suffix).removesuffix("_") + unit] = (
+                    frame[column].astype("float64") / divisor).round(decimals)
+                break
+        else:
+            out[name] = frame[column]
+    return pd.DataFrame(out, index=frame.index)
