@@ -17,7 +17,7 @@ from fuseprof.errors import CaseNotFoundError, InvalidArgumentError
 from tests.conftest import FUSEPROF, ROOT
 
 README = (ROOT / "README.md").read_text()
-SECTION = README[README.index("## Your own case"):]
+SECTION = README[README.index("## Quick start: my kernel"):]
 EXAMPLE = re.search(r"```python\n# mycase.py\n(.*?)```", SECTION, re.S).group(1)
 CPU_LINE = next(line.split("#")[0].strip() for line in SECTION.splitlines() if "--device cpu" in line)
 
