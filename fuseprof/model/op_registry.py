@@ -136,12 +136,13 @@ REGISTRY: list[OpFamily] = [
     OpFamily("attention", kernel=r"flash|fmha|attention|attn|^lean_reduction_kernel$|paged_attention|"
                                  r"BatchPrefill|BatchDecode|SinglePrefill|SingleDecode|mha_(fwd|bwd)|"
                                  r"^_fwd_(grouped_)?kernel", family="flash/cuDNN/CK/aiter/flashinfer attention"),
+    # convolution before GEMM: cuDNN's implicit-GEMM kernels say gemm too
+    OpFamily("convolution", kernel=r"conv\w*(fprop|dgrad|wgrad)|implicit_?gemm|MIOpen\w*Conv|naive_conv|igemm",
+             family="cuDNN/MIOpen convolution"),
     OpFamily("GEMM", kernel=r"^Cijk_|hipblaslt|device_gemm|DeviceGemm|wvSplitK|^_matmul_ogs|matmul_kernel|"
                             r"^bmm_\w+_t\d+x\d+", family="AMD Tensile/hipBLASLt/CK, Triton and TRT-LLM GEMMs"),
     OpFamily("GEMM", kernel=r"gemm|gemv|nvjet|cutlass.*tensorop|xmma|cublas|wgmma|splitKreduce",
              family="cuBLAS/cuBLASLt/nvjet/CUTLASS GEMMs"),
-    OpFamily("convolution", kernel=r"conv\w*(fprop|dgrad|wgrad)|implicit_?gemm|MIOpen\w*Conv|naive_conv|igemm",
-             family="cuDNN/MIOpen convolution"),
     OpFamily("normalization", kernel=r"layer_?norm|rms_?norm|batch_?norm|group_?norm|MIOpenBatchNorm",
              family="norm kernels"),
     OpFamily("reduction", kernel=r"reduce_kernel|softmax|reduction|argmax|topk|moe::dev::(routing|finalize)|"
