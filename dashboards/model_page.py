@@ -11,15 +11,22 @@ import streamlit as st
 from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
-from fuseprof.bundle.files import RAW, find_bundles
+from fuseprof.bundle.files import RAW, find_bundles, read_manifest
 from fuseprof.display import human_units
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.roofline import datasheet_roof
 
 
 @st.cache_data(show_spinner="Analysing the trace…", max_entries=8)
-def analysis(bundle: str) -> TraceAnalysis:
-    return analyze(Path(bundle))[0]
+def analysis(bundle: str, ceilings: str | None) -> TraceAnalysis:
+    return analyze(Path(bundle), ceilings=Path(ceilings) if ceilings else None)[0]
+
+
+def measured_folder(traces: Path) -> str | None:
+    """The dashboard's folder, when it holds measured rates (ceilings or bench bundles): the user named
+    it, so its rates apply to every trace shown."""
+    kinds = {read_manifest(b).get("kind") for b in find_bundles(traces)}
+    return str(traces) if kinds & {"ceilings", "bench"} else None
 
 
 def trace_bundles(traces: Path) -> list[Path]:
@@ -34,7 +41,8 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
         return
     names = sorted(bundles, key=lambda n: (not n.startswith("llama4l"), n))
     chosen = st.selectbox("Trace bundle", names, key="model-bundle")
-    result = analysis(str(bundles[chosen]))
+    ceilings = measured_folder(traces)
+    result = analysis(str(bundles[chosen]), ceilings)
     for note in result.notes:
         st.caption(f"Note: {note}")
     whole = result.timeline.iloc[0]
@@ -74,7 +82,7 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
     if not others:
         return
     other = st.selectbox("B (A is the bundle above)", others, key="model-diff")
-    b = analysis(str(bundles[other]))
+    b = analysis(str(bundles[other]), ceilings)
     st.dataframe(human_units(diff_totals(result, b)), hide_index=True)
     by_category = diff_by_category(result, b)
     st.plotly_chart(figures.diff_figure(by_category), key="model-diff-figure")

@@ -21,7 +21,7 @@ COMPILED = TRACES / "llama4l-compiled-h200"
 
 @pytest.fixture(scope="module")
 def eager():
-    (result,) = analyze(EAGER)
+    (result,) = analyze(EAGER, ceilings=TRACES)  # the measured H200 roofs of the ceilings bundle there
     return result
 
 
@@ -66,7 +66,7 @@ def test_categories_modules_and_steps_of_the_llama_trace(eager) -> None:
 
 def test_per_op_roofline_from_recorded_shapes(eager) -> None:
     roof = eager.op_roofline.set_index("signature")
-    assert eager.roof.label == "NVIDIA H200 (measured)"  # the ceilings bundle beside it in traces/
+    assert eager.roof.label == "NVIDIA H200 (measured)"  # named with ceilings=
     # the decode-step gate projection: x (1, 1, 2048) through F.linear -> aten::mm (1, 2048) x (2048, 5632)
     gate = roof[roof.index.str.startswith("aten::mm [[1, 2048], [2048, 5632]]")].iloc[0]
     assert gate["flops"] == 2 * 1 * 2048 * 5632

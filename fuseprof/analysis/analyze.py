@@ -14,10 +14,11 @@ from pathlib import Path
 import pandas as pd
 
 from fuseprof.analysis.events import categorized_events
-from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns, opportunities
+from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
 from fuseprof.analysis.graphs import capture_windows, has_graph_replays, is_capture_trace
 from fuseprof.analysis.idle import host_activity, idle_by_step, idle_gaps
 from fuseprof.analysis.integrity import integrity
+from fuseprof.analysis.opportunities import opportunities
 from fuseprof.analysis.steps import profiler_steps, step_table, window_mask
 from fuseprof.analysis.summaries import attach_ncu, category_table, launch_stats, op_roofline, top_kernels, top_ops
 from fuseprof.analysis.timeline import gpu_timeline
@@ -126,7 +127,7 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
         name=name or tables.path.name, device=device_name, roof=roof, events=events, timeline=timeline,
         categories=category_table(events), top_kernels=top_kernels(events, options.top),
         top_ops=top_ops(events, options.top), launches=launch_stats(events), op_roofline=op_roofline(events, roof),
-        fusion=opportunities(events, timeline, copy), integrity=checks, steps=step_table(all_events),
+        fusion=opportunities(events, timeline, copy, roof), integrity=checks, steps=step_table(all_events),
         idle=idle_by_step(events, gaps), idle_host=host_activity(gaps, tables), window=window, rank=tables.rank,
         notes=_notes(events, roof, graph_check))
 
@@ -154,24 +155,41 @@ def _pair_captures(decoded: list[tuple[str, TraceTables]], capture: TraceTables 
     return [(n, t) for n, t in decoded if t is not found], found, name
 
 
+def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:
+    """The measured roofs (``fuseprof ceilings`` bundles) and copy model (the newest ``fuseprof bench``
+    bundle's same-bytes copies) in a bundle or folder the user named (``--ceilings``): the answer for a
+    trace never depends on what happens to lie beside it."""
+    from fuseprof.bundle.files import find_bundles
+    from fuseprof.bundle.loading import load_timings
+    from fuseprof.model.roofline import measured_roofs
+
+    if not ceilings.exists() or not find_bundles(ceilings):
+        raise TraceFormatError(f"--ceilings {ceilings}: no fuseprof bundle there (a `fuseprof ceilings` or "
+                               "`fuseprof bench` bundle, or a folder holding them)")
+    roofs, copy = measured_roofs(ceilings), copy_model_from_bench(load_timings(ceilings))
+    if not roofs and copy is None:
+        raise TraceFormatError(f"--ceilings {ceilings}: holds neither a ceilings bundle nor a bench bundle with "
+                               "same-bytes copies")
+    return roofs, copy
+
+
 def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             registry: list[OpFamily] | None = None, window: str | None = None,
-            graph_capture: Path | None = None) -> list[TraceAnalysis]:
-    """``analyze_tables`` over trace files, folders of traces and bundles (one result per trace)."""
-    from fuseprof.bundle.loading import load, load_timings
-    from fuseprof.model.roofline import measured_roofs
+            graph_capture: Path | None = None, ceilings: Path | None = None) -> list[TraceAnalysis]:
+    """``analyze_tables`` over trace files, folders of traces and bundles (one result per trace). Rates
+    come from the trace's GPU (datasheet), or from the measured bundles in ``ceilings``."""
+    from fuseprof.bundle.loading import load
 
     if isinstance(paths, (str, Path)):
         paths = [Path(paths)]
     if device is not None:
         require_device(device)
     capture = read_trace_tables(graph_capture) if graph_capture is not None else None
+    measured, copy = measured_rates(Path(ceilings)) if ceilings is not None else (None, None)
+    options = Options(device, top, registry, window, measured, copy)
     jobs = []
     for path in map(Path, paths):
         bundle = path.is_dir() and is_bundle(path)
-        # a bundle among others (traces/): their measured ceilings and bench copies apply to it
-        options = Options(device, top, registry, window, measured_roofs(path.parent) if bundle else None,
-                          copy_model_from_bench(load_timings(path.parent)) if bundle else None)
         ncu_rows = None
         if bundle:
             kernels = load(path)

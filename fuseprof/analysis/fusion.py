@@ -38,6 +38,7 @@ import pandas as pd
 
 from fuseprof.model.op_models import DTYPE_BYTES
 from fuseprof.model.op_registry import estimate
+from fuseprof.parse.names import short_kernel_name
 
 _WRITE_ONLY_FIRST = ("aten::copy_", "aten::fill_", "aten::zero_", "aten::index_copy_")  # first argument: written only
 _GATHERS = ("aten::index_select", "aten::embedding", "aten::gather")  # read only the rows they gather
@@ -150,34 +151,66 @@ def fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
     return total + last_out
 
 
+def gap_limit_ns(events: pd.DataFrame) -> float:
+    """The idle gap a chain may not span: 5 × the larger of the trace's median kernel duration and its
+    median gap between consecutive kernels on one stream (a host-bound decode launches with gaps of a
+    few µs, which a fused kernel would remove; a 55 ms pause between decode steps is no chain)."""
+    kernels = events[events["kind"] == "kernel"].sort_values("start_ns", kind="stable")
+    ends = kernels["start_ns"] + kernels["dur_ns"]
+    gaps = (kernels["start_ns"] - ends.groupby(kernels["stream"].astype("string")).shift()).dropna()
+    typical = max(float(kernels["dur_ns"].median()) if len(kernels) else 0.0,
+                  float(gaps[gaps > 0].median()) if (gaps > 0).any() else 0.0)
+    return 5 * typical
+
+
+def _breaks(events: pd.DataFrame) -> np.ndarray:
+    """Events no chain may hold: anchors (the op registry's role), copies and memsets, and graph-replayed
+    kernels whose op is unknown (no capture trace)."""
+    unattributed_graph = events["graph_replay"].notna() & events["op"].isna() if "graph_replay" in events \
+        else pd.Series(False, index=events.index)
+    return ((events["role"] == "anchor") | (events["kind"] != "kernel") | unattributed_graph).to_numpy(bool)
+
+
 def find_chains(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per chain: stream, step, signature, kernels, measured time, its ops."""
-    kernels = events.sort_values("start_ns", kind="stable")
+    """One row per chain: a maximal run of ≥ 2 consecutive fusible kernels on one stream, inside one
+    profiler step (or the user's outermost range), with no idle gap over ``gap_limit_ns`` inside it.
+    Columns: stream, step, key (the ops, '?kernel' where the trace did not link one), signature, kernels,
+    measured_ns, chain_bytes, fused_bytes, module, start_ns and members (the events' index labels)."""
+    limit = gap_limit_ns(events)
+    step = events["profiler_step"] if "profiler_step" in events else events["step"]
+    ordered = events.assign(_step=step.astype("string").fillna(""), _stop=_breaks(events)).sort_values(
+        "start_ns", kind="stable")
     rows = []
-    for (stream, step), part in kernels.groupby([kernels["stream"].astype("string").fillna("?"),
-                                                 kernels["step"].astype("string").fillna("")], sort=False):
+    for (stream, step_name), part in ordered.groupby([ordered["stream"].astype("string").fillna("?"), "_step"],
+                                                     sort=False):
         run: list[pd.Series] = []
+        end = None
         for _, event in part.iterrows():
-            breaks = event["role"] == "anchor" or event["kind"] != "kernel"
-            if breaks:
+            gap = event["start_ns"] - end if end is not None else 0
+            end = event["start_ns"] + event["dur_ns"]
+            if event["_stop"] or gap > limit:
                 if len(run) >= 2:
-                    rows.append(_chain(run, stream, step))
-                run = []
+                    rows.append(_chain(run, str(stream), str(step_name)))
+                run = [] if event["_stop"] else [event]
             else:
                 run.append(event)
         if len(run) >= 2:
-            rows.append(_chain(run, stream, step))
+            rows.append(_chain(run, str(stream), str(step_name)))
     return pd.DataFrame(rows)
 
 
 def _chain(run: list[pd.Series], stream: str, step: str) -> dict[str, object]:
-    names = [str(e["op"]) if pd.notna(e["op"]) else str(e["name"])[:60] for e in run]
+    names = [str(e["op"]) if pd.notna(e["op"]) else short_kernel_name(str(e["name"])) for e in run]
     ops = [(str(e["op"]), e["input_dims"], e["input_type"], e["concrete"]) for e in run]
     analytic = [estimate(str(e["op"]), e["input_dims"], e["input_type"], e["concrete"]) for e in run]
-    return {"stream": stream, "step": step, "signature": " → ".join(names), "kernels": len(run),
-            "measured_ns": int(sum(int(e["dur_ns"]) for e in run)),
-            "chain_bytes": float(sum(a.bytes for a in analytic if a)) if any(analytic) else np.nan,
-            "fused_bytes": fused_bytes(ops), "module": run[0]["module"], "start_ns": int(run[0]["start_ns"])}
+    known = all(a is not None for a in analytic)  # one op without a model: the chain's bytes are unknown
+    chain_bytes = float(sum(a.bytes for a in analytic if a)) if known else np.nan
+    key = " → ".join(str(e["op"]) if pd.notna(e["op"]) else f"?{short_kernel_name(str(e['name']))}" for e in run)
+    return {"stream": stream, "step": step, "key": key,
+            "signature": " → ".join(names), "kernels": len(run),
+            "measured_ns": int(sum(int(e["dur_ns"]) for e in run)), "chain_bytes": chain_bytes,
+            "fused_bytes": min(fused_bytes(ops), chain_bytes) if known else np.nan,
+            "module": run[0]["module"], "start_ns": int(run[0]["start_ns"]), "members": [e.name for e in run]}
 
 
 def kernel_floor_ns(events: pd.DataFrame) -> float:
@@ -185,28 +218,51 @@ def kernel_floor_ns(events: pd.DataFrame) -> float:
     return float(events.loc[events["kind"] == "kernel", "dur_ns"].quantile(0.10))
 
 
-def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel) -> pd.DataFrame:
-    """Chains grouped by signature and ranked by predicted saving (columns in the module docstring)."""
+def _linked_keys(chains: pd.DataFrame, events: pd.DataFrame) -> pd.Series:
+    """Each chain's op sequence, an unlinked kernel named by the op that launches that kernel elsewhere
+    in the trace: chains equal up to how well the trace linked them to ops are one group."""
+    linked = events[events["op"].notna()]
+    op_of = linked.groupby(linked["name"].map(short_kernel_name))["op"].agg(lambda v: v.value_counts().index[0])
+    return chains["key"].map(lambda key: " → ".join(
+        str(op_of.get(k[1:], k[1:])) if k.startswith("?") else k for k in key.split(" → ")))
+
+
+def _label(signatures: pd.Series) -> str:
+    """The group's name: the signature with the most ops linked (a chain the trace linked fully)."""
+    return max(signatures, key=lambda s: (s.count("::"), s))
+
+
+def chain_groups(events: pd.DataFrame, copy: CopyModel, taken: set[object] = frozenset()) -> pd.DataFrame:  # type: ignore[assignment]
+    """Chains grouped by their op sequence (equal up to linking) with bytes and predicted fused time
+    (columns in the module docstring); chains holding an event of ``taken`` (claimed by another class,
+    e.g. eager attention) are left out. Groups whose bytes are unknown have no prediction."""
     chains = find_chains(events)
     if chains.empty:
         return chains
-    host_launch_ns = float(events["launch_dur_ns"].astype("float64").median())
-    whole = timeline.set_index("stream").loc["all"]
-    groups = chains.groupby("signature", sort=False).agg(
-        count=("measured_ns", "size"), kernels_per_chain=("kernels", "first"), measured_ns=("measured_ns", "sum"),
-        chain_bytes=("chain_bytes", "sum"), fused_bytes=("fused_bytes", "sum"), module=("module", "first"),
-        first_step=("step", "first"))
-    groups["launches"] = groups["count"] * groups["kernels_per_chain"]
+    chains = chains[[not (set(m) & taken) for m in chains["members"]]]
+    if chains.empty:
+        return pd.DataFrame()
+    chains = chains.assign(key=_linked_keys(chains, events))
+    groups = chains.groupby("key", sort=False).agg(
+        signature=("signature", _label), count=("measured_ns", "size"), kernels_per_chain=("kernels", "first"),
+        measured_ns=("measured_ns", "sum"), chain_bytes=("chain_bytes", lambda v: v.sum(min_count=len(v))),
+        fused_bytes=("fused_bytes", lambda v: v.sum(min_count=len(v))), module=("module", "first"),
+        members=("members", lambda m: [x for ms in m for x in ms]))
     groups["predicted_fused_ns"] = groups["fused_bytes"] / copy.bytes_per_s * 1e9 + groups["count"] * copy.fixed_ns
-    groups["saving_ns"] = (groups["measured_ns"] - groups["predicted_fused_ns"]).clip(lower=0)
-    groups["share_of_busy_pct"] = 100 * groups["saving_ns"] / whole["busy_ns"]
-    groups["share_of_span_pct"] = 100 * groups["saving_ns"] / whole["span_ns"]
-    groups["launches_saved"] = groups["count"] * (groups["kernels_per_chain"] - 1)
-    groups["host_launch_ns_saved"] = groups["launches_saved"] * host_launch_ns
-    groups["known_fusion"] = [known_fusion(s) for s in groups.index]
-    groups["fixed_ns"] = copy.fixed_ns
-    groups["copy_bytes_per_s"] = copy.bytes_per_s
-    return groups.sort_values("saving_ns", ascending=False).reset_index()
+    groups["class"] = [chain_class(s) for s in groups.index]
+    groups["known_fusion"] = [known_fusion(s) for s in groups["signature"]]
+    return groups.reset_index()
+
+
+def chain_class(key: str) -> str:
+    """The kind of memory-bound chain, from its ops: RoPE with a KV-cache write, a sampling chain, or
+    a plain one."""
+    ops = set(key.split(" → "))
+    if {"aten::neg", "aten::cat"} <= ops and ops & {"aten::index_copy_", "aten::index_put_", "aten::copy_"}:
+        return "RoPE + KV-cache write"
+    if ops & {"aten::argmax", "aten::topk", "aten::multinomial", "aten::sort"}:
+        return "sampling chain"
+    return "memory-bound chain"
 
 
 def prediction_check(timings: pd.DataFrame, copy: CopyModel, fused: str = "fused_cuda") -> pd.DataFrame:

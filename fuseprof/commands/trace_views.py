@@ -136,19 +136,26 @@ def _print_tops(result: TraceAnalysis) -> None:
                "to start p90 µs": la["latency_p90_ns"].map(us)}))
 
 
+def _unknown(values: pd.Series, fmt) -> pd.Series:  # type: ignore[no-untyped-def]
+    return values.map(lambda v: "unknown" if pd.isna(v) else fmt(v))
+
+
 def print_fusion(result: TraceAnalysis, top: int) -> None:
     f = result.fusion.head(top)
     if f.empty:
         _print("Fusion opportunities", f, failed_for("fusion", result.integrity))
         return
-    _print(f"Fusion opportunities (memory-bound chains between GEMM/attention/communication kernels; predicted "
-           f"fused time = bytes at {f['copy_bytes_per_s'].iloc[0] / 1e12:.2f} TB/s + {f['fixed_ns'].iloc[0] / 1e3:.2f} µs)",
+    _print(f"Fusion opportunities, every class ranked by predicted saving (memory-bound chains: fused bytes at "
+           f"{f['copy_bytes_per_s'].iloc[0] / 1e12:.2f} TB/s + {f['fixed_ns'].iloc[0] / 1e3:.2f} µs, "
+           f"{f['rate_source'].iloc[0]}; attention and GEMMs at the roof; unknown: an op of the chain has no cost "
+           "model or no recorded shapes; fuseprof/analysis/opportunities.py)",
            pd.DataFrame({
-               "chain (ops in order)": f["signature"], "×": f["count"],
+               "class": f["class"], "ops in order": f["signature"], "×": f["count"],
                "kernels": f["kernels_per_chain"], "measured µs": f["measured_ns"].map(us),
-               "fused MB": (f["fused_bytes"] / 1e6).round(3), "predicted µs": f["predicted_fused_ns"].map(us),
-               "saving µs": f["saving_ns"].map(us), "% busy": f["share_of_busy_pct"].round(2),
-               "% span": f["share_of_span_pct"].round(2), "fused by": f["known_fusion"]}),
+               "fused MB": _unknown(f["fused_bytes"], lambda v: f"{v / 1e6:,.3f}"),
+               "predicted µs": _unknown(f["predicted_fused_ns"], us), "saving µs": _unknown(f["saving_ns"], us),
+               "% busy": _unknown(f["share_of_busy_pct"], lambda v: f"{v:.2f}"),
+               "% span": _unknown(f["share_of_span_pct"], lambda v: f"{v:.2f}"), "fused by": f["known_fusion"]}),
            failed_for("fusion", result.integrity))
 
 

@@ -27,6 +27,10 @@ def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format
                    help="the trace taken while the graphs were captured: attributes each graph-replayed kernel to "
                         "the op, shapes and module that launched it during capture (found by itself when both "
                         "traces are given, or sit in one folder)")
+    p.add_argument("--ceilings", type=Path, metavar="BUNDLE",
+                   help="measured rates to judge against: a `fuseprof ceilings` bundle (DRAM, FP32, BF16 roofs) and/or "
+                        "a `fuseprof bench` bundle (the copy model of fused kernels), or a folder of them; default: "
+                        "the datasheet of the trace's GPU")
     format_option(p, format_help)
 
 
@@ -40,7 +44,8 @@ def _analyze(args: argparse.Namespace) -> int:
     from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame, width
 
     _positive_top(args.top)
-    results = analyze(args.traces, args.device, args.top, window=args.window, graph_capture=args.graph_capture)
+    results = analyze(args.traces, args.device, args.top, window=args.window, graph_capture=args.graph_capture,
+                      ceilings=args.ceilings)
     if args.format == "json":
         sys.stdout.write(to_json(results) + "\n")
     elif args.format == "csv":
@@ -60,7 +65,8 @@ def _fusion(args: argparse.Namespace) -> int:
     from fuseprof.commands.trace_views import print_fusion, width
 
     _positive_top(args.top)
-    results = analyze(args.traces, args.device, window=args.window, graph_capture=args.graph_capture)
+    results = analyze(args.traces, args.device, window=args.window, graph_capture=args.graph_capture,
+                      ceilings=args.ceilings)
     if args.format != "table":
         emit(pd.concat([r.fusion.assign(trace=r.name) for r in results], ignore_index=True), args.format, args.wide)
         return 0

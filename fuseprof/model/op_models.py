@@ -204,6 +204,29 @@ def gather(x: OpInputs) -> Estimate | None:
     return Estimate(0.0, 2 * rows * row_bytes + rows * 8, "memory")
 
 
+def index_copy(x: OpInputs) -> Estimate | None:
+    """index_copy_(self, dim, index, source): reads the index and the source, writes the source's rows
+    into self (a KV-cache write)."""
+    source, index = x.tensor(3), x.tensor(2)
+    if source is None or index is None:
+        return None
+    return Estimate(0.0, 2 * x.tensor_bytes(3) + x.tensor_bytes(2), "memory")
+
+
+def arange(x: OpInputs) -> Estimate | None:
+    """arange(start, end[, step]): writes (end − start) / step int64 elements (from ``Concrete Inputs``)."""
+    numbers = []
+    for value in x.concrete[:3]:
+        try:
+            numbers.append(float(value))
+        except (TypeError, ValueError):
+            break
+    if len(numbers) < 2:
+        return None
+    step = numbers[2] if len(numbers) > 2 and numbers[2] else 1.0
+    return Estimate(0.0, max(0.0, (numbers[1] - numbers[0]) / step) * 8, "memory")
+
+
 def cat(x: OpInputs) -> Estimate | None:
     """cat(tensors): the inputs arrive as one TensorList ('Input Dims' holds a list of shapes)."""
     if not x.dims or not isinstance(x.dims[0], list) or not x.dims[0] or not isinstance(x.dims[0][0], list):

@@ -30,11 +30,13 @@ from fuseprof.model.op_models import (
     CostModel,
     Estimate,
     OpInputs,
+    arange,
     attention,
     cat,
     copy,
     elementwise,
     gather,
+    index_copy,
     linear,
     matmul,
     per_element,
@@ -116,7 +118,10 @@ REGISTRY: list[OpFamily] = [
              family="aten copy"),
     OpFamily("copy/cast", op=r"^(sglang|_C|vllm|_C_cache_ops)::\w*(store_cache|store_kvcache|reshape_and_cache\w*|"
                              r"concat_and_cache\w*)$", family="KV-cache write"),
-    OpFamily("other", op=_ops("embedding", "index_select"), cost=gather, family="aten gather"),
+    OpFamily("other", op=_ops("embedding", "index_select", "gather"), cost=gather, family="aten gather"),
+    OpFamily("copy/cast", op=_ops("index_copy_", "index_copy"), cost=index_copy, family="aten copy"),
+    OpFamily("other", op=_ops("arange"), cost=arange, family="aten factory"),
+    OpFamily("reduction", op=_ops("cumsum"), cost=per_element(1), family="aten reduction"),
     *(OpFamily("elementwise", op=rf"^aten::{name}_?$", cost=elementwise(flops), family="aten elementwise")
       for name, flops in ELEMENTWISE_FLOPS.items()),
     OpFamily("elementwise", op=r"^aten::(bitwise_\w+|logical_\w+|floor|ceil|round|sign|threshold|hardtanh|"

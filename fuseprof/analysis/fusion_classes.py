@@ -1,0 +1,185 @@
+"""Fusion opportunities other than memory-bound chains, each with its own model, in the columns of
+``fuseprof.analysis.fusion.opportunities`` so that every class ranks together by predicted saving:
+
+    eager attention → SDPA   a batched GEMM (QKᵀ), the elementwise ops and softmax after it, and the
+                             batched GEMM that multiplies by V (within a few kernels). Fused: attention
+                             FLOPs (the two GEMMs' 4·B·H·Sq·Sk·D) at the tensor peak, or Q, K, V and O
+                             read and written once at the DRAM rate, whichever is longer, plus one
+                             kernel's fixed cost. The scores never reach memory.
+    horizontal GEMM          consecutive GEMMs reading an input of the same shape and dtype (Q/K/V, gate/
+                             up projections). Fused: one GEMM of the summed width: the input read once,
+                             the weights and outputs as before, at the larger of FLOPs/peak and bytes/DRAM,
+                             plus one fixed cost.
+    GEMM epilogue            a bias add or activation (add, gelu, silu, relu, sigmoid, tanh) on the output
+                             of the GEMM just before it, same shape. Fused into the GEMM's epilogue: its
+                             kernel's time is saved, the GEMM's stays.
+
+Rows are grouped by signature (ops and shapes aside, as the chains are) and keep only what saves time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.fusion import CopyModel
+from fuseprof.model.op_models import DTYPE_BYTES
+from fuseprof.model.op_registry import estimate
+from fuseprof.model.roofline import Roof
+
+_BATCHED = ("aten::bmm", "aten::baddbmm", "aten::matmul")
+_SOFTMAX = ("aten::_softmax", "aten::softmax", "aten::_safe_softmax")
+_EPILOGUE = ("aten::add", "aten::add_", "aten::gelu", "aten::silu", "aten::relu", "aten::sigmoid", "aten::tanh",
+             "aten::gelu_", "aten::silu_", "aten::relu_")
+_WINDOW = 6  # kernels between the softmax and each of its GEMMs, at most
+
+
+def _shape(dims: object, i: int) -> list[int] | None:
+    if not isinstance(dims, list) or i >= len(dims) or not isinstance(dims[i], list) or not dims[i]:
+        return None
+    return dims[i] if all(isinstance(d, int) for d in dims[i]) else None
+
+
+def _itemsize(types: object, i: int = 0) -> int:
+    return DTYPE_BYTES.get(str(types[i]), 2) if isinstance(types, list) and i < len(types) else 2
+
+
+def _time_ns(flops: float, nbytes: float, pipe: str, roof: Roof, copy: CopyModel) -> float:
+    peak = roof.peak(pipe)
+    compute = flops / peak * 1e9 if peak and not math.isnan(peak) else 0.0
+    return max(compute, nbytes / roof.dram_bytes_per_s * 1e9) + copy.fixed_ns
+
+
+def _cost(e: pd.Series) -> tuple[float, float, str] | None:
+    est = estimate(str(e["op"]), e["input_dims"], e["input_type"], e["concrete"])
+    return (est.flops, est.bytes, est.pipe) if est else None
+
+
+def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
+    rows = []
+    for _, part in events.sort_values("start_ns", kind="stable").groupby(events["stream"].astype("string")):
+        part = part.reset_index()
+        ops = part["op"].astype("string").fillna("")
+        for i in (int(x) for x in np.flatnonzero(ops.isin(_SOFTMAX).to_numpy())):
+            before = [j for j in range(max(0, i - _WINDOW), i) if ops[j] in _BATCHED]
+            after = [j for j in range(i + 1, min(len(part), i + 1 + _WINDOW)) if ops[j] in _BATCHED]
+            if not before or not after:
+                continue
+            first, last = before[-1], after[0]
+            qk, pv = part.iloc[first], part.iloc[last]
+            q, k, v = _shape(qk["input_dims"], 0), _shape(qk["input_dims"], 1), _shape(pv["input_dims"], 1)
+            costs = [_cost(qk), _cost(pv)]
+            if q is None or k is None or v is None or None in costs:
+                continue
+            size = _itemsize(qk["input_type"])
+            out = math.prod(q[:-1]) * v[-1] * size
+            nbytes = (math.prod(q) + math.prod(k) + math.prod(v)) * size + out
+            flops = sum(c[0] for c in costs if c)
+            span = part.iloc[first:last + 1]
+            rows.append({"class": "eager attention → SDPA", "members": span["index"].tolist(),
+                         "signature": " → ".join(ops[first:last + 1]) + " (eager attention)",
+                         "kernels": len(span), "measured_ns": int(span["dur_ns"].sum()), "chain_bytes": np.nan,
+                         "fused_bytes": float(nbytes), "module": qk["module"],
+                         "predicted_ns": _time_ns(flops, nbytes, str(costs[0][2]) if costs[0] else "memory", roof,
+                                                  copy), "known_fusion": "F.scaled_dot_product_attention (flash)"})
+    return rows
+
+
+def _gemm_input(e: pd.Series) -> tuple[tuple[int, ...], str] | None:
+    """(shape, dtype) of a GEMM's activation input: mm/linear take it first, addmm second."""
+    i = 1 if e["op"] in ("aten::addmm",) else 0
+    shape = _shape(e["input_dims"], i)
+    return (tuple(shape), str(e["input_type"][i])) if shape and isinstance(e["input_type"], list) else None
+
+
+def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
+    """Runs of ≥ 2 GEMM calls back to back (no other kernel between them, on one stream and step) whose
+    activation inputs have one shape and dtype."""
+    rows = []
+    ordered = events[events["kind"] == "kernel"].sort_values("start_ns", kind="stable")
+    for _, part in ordered.groupby([ordered["stream"].astype("string"),
+                                    ordered["profiler_step"].astype("string").fillna("")], sort=False):
+        calls = part[part["op_id"].notna()].drop_duplicates("op_id", keep="first")
+        calls = calls[part.loc[calls.index, "op_id"].notna()]
+        # a call's kernels are consecutive; any other kernel between two GEMM calls breaks the run
+        position = {op_id: n for n, op_id in enumerate(part["op_id"].drop_duplicates())}
+        keys = [_gemm_input(e) if e["category"] == "GEMM" else None for _, e in calls.iterrows()]
+        order = [position[o] for o in calls["op_id"]]
+        i = 0
+        while i < len(calls):
+            j = i + 1
+            while (j < len(calls) and keys[i] is not None and keys[j] == keys[i] and order[j] == order[j - 1] + 1):
+                j += 1
+            if j - i >= 2:
+                rows.append(_horizontal(events, calls.iloc[i:j], roof, copy))
+            i = j
+    return [r for r in rows if r]
+
+
+def _horizontal(events: pd.DataFrame, calls: pd.DataFrame, roof: Roof, copy: CopyModel) -> dict[str, object]:
+    members = events.index[events["op_id"].isin(calls["op_id"])].tolist()
+    costs = [_cost(e) for _, e in calls.iterrows()]
+    if None in costs:
+        return {}
+    shape, dtype = _gemm_input(calls.iloc[0]) or ((), "")
+    input_bytes = math.prod(shape) * DTYPE_BYTES.get(dtype, 2)
+    flops = sum(c[0] for c in costs if c)
+    nbytes = sum(c[1] for c in costs if c) - (len(costs) - 1) * input_bytes
+    return {"class": "horizontal GEMM", "members": members,
+            "signature": " + ".join(calls["op"]) + f" (same input {list(shape)})",
+            "kernels": len(members), "measured_ns": int(events.loc[members, "dur_ns"].sum()),
+            "chain_bytes": float(sum(c[1] for c in costs if c)), "fused_bytes": float(nbytes),
+            "module": calls.iloc[0]["module"],
+            "predicted_ns": _time_ns(flops, nbytes, str(costs[0][2]) if costs[0] else "memory", roof, copy),
+            "known_fusion": "one GEMM over the concatenated weights (QKV / gate-up)"}
+
+
+def gemm_epilogues(events: pd.DataFrame) -> list[dict[str, object]]:
+    rows = []
+    for _, part in events.sort_values("start_ns", kind="stable").groupby(events["stream"].astype("string")):
+        part = part.reset_index()
+        for i in range(1, len(part)):
+            e, g = part.iloc[i], part.iloc[i - 1]
+            if pd.isna(e["op"]) or e["op"] not in _EPILOGUE or str(g["category"]) != "GEMM" or e["kind"] != "kernel":
+                continue
+            out = _shape(e["input_dims"], 0)
+            gemm_out = _gemm_output(g)
+            if out is None or gemm_out is None or math.prod(out) != math.prod(gemm_out):
+                continue
+            cost = _cost(e)
+            rows.append({"class": "GEMM epilogue", "members": [int(e["index"])],
+                         "signature": f"{g['op']} → {e['op']} (epilogue)", "kernels": 1,
+                         "measured_ns": int(e["dur_ns"]), "chain_bytes": cost[1] if cost else np.nan,
+                         "fused_bytes": 0.0,  # the GEMM writes its output once, with the epilogue applied
+                         "module": e["module"], "predicted_ns": 0.0,
+                         "known_fusion": "cuBLASLt epilogue (torch._addmm_activation), Inductor, CUTLASS"})
+    return rows
+
+
+def _gemm_output(g: pd.Series) -> list[int] | None:
+    first = 1 if g["op"] in ("aten::addmm", "aten::baddbmm") else 0
+    a, b = _shape(g["input_dims"], first), _shape(g["input_dims"], first + 1)
+    if a is None or b is None:
+        return None
+    n = b[0] if g["op"] == "aten::linear" else b[-1]
+    return [*a[:-1], n]
+
+
+def class_opportunities(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> pd.DataFrame:
+    """Every instance of the three classes, grouped by class and signature, with the chains' columns."""
+    found = eager_attention(events, roof, copy) + horizontal_gemms(events, roof, copy) + gemm_epilogues(events)
+    if not found:
+        return pd.DataFrame()
+    frame = pd.DataFrame(found)
+    frame["key"] = frame["class"] + ": " + frame["signature"]
+    groups = frame.groupby("key", sort=False).agg(
+        **{"class": ("class", "first")}, signature=("signature", "first"), count=("measured_ns", "size"),
+        kernels_per_chain=("kernels", "first"), measured_ns=("measured_ns", "sum"),
+        chain_bytes=("chain_bytes", "sum"), fused_bytes=("fused_bytes", "sum"),
+        predicted_fused_ns=("predicted_ns", "sum"), module=("module", "first"), known_fusion=("known_fusion", "first"),
+        members=("members", lambda m: [x for ms in m for x in ms]))
+    groups["chain_bytes"] = groups["chain_bytes"].where(groups["chain_bytes"] > 0)
+    groups["saving_ns"] = groups["measured_ns"] - groups["predicted_fused_ns"]
+    return groups[groups["saving_ns"] > 0].reset_index()

@@ -1,0 +1,44 @@
+"""Every fusion opportunity of a trace, of every class, ranked together by predicted saving.
+
+Classes: memory-bound chains (``fusion``; RoPE + KV-cache write and sampling chains named apart),
+eager attention → SDPA, horizontal GEMMs and GEMM epilogues (``fusion_classes``). An event claimed
+by eager attention is no chain's. For every row:
+
+    saving_ns         = measured_ns − predicted_fused_ns   (rows that save nothing are left out;
+                        a row whose bytes are unknown has no prediction and ranks last)
+    share_of_busy_pct = saving_ns / GPU busy time;  share_of_span_pct = saving_ns / the window's span
+    launches_saved    = count · kernels_per_chain − count  (an epilogue: its whole kernel)
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fuseprof.analysis.fusion import CopyModel, chain_groups
+from fuseprof.analysis.fusion_classes import class_opportunities
+from fuseprof.model.roofline import Roof
+
+
+def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel, roof: Roof) -> pd.DataFrame:
+    """One row per opportunity group (class, signature, count, kernels, measured, bytes, predicted,
+    saving, shares, launches, the kernel that already fuses it), best first."""
+    classes = class_opportunities(events, roof, copy)
+    attention = classes[classes["class"] == "eager attention → SDPA"] if not classes.empty else classes
+    taken = {m for members in attention.get("members", []) for m in members}
+    parts = [f for f in (chain_groups(events, copy, taken), classes) if not f.empty]
+    if not parts:
+        return pd.DataFrame()
+    frame = pd.concat(parts, ignore_index=True)
+    frame["saving_ns"] = frame["measured_ns"] - frame["predicted_fused_ns"]
+    frame = frame[~(frame["saving_ns"] <= 0)].copy()
+    whole = timeline.set_index("stream").loc["all"]
+    frame["share_of_busy_pct"] = 100 * frame["saving_ns"] / whole["busy_ns"]
+    frame["share_of_span_pct"] = 100 * frame["saving_ns"] / whole["span_ns"]
+    epilogue = frame["class"] == "GEMM epilogue"
+    frame["launches"] = frame["count"] * frame["kernels_per_chain"]
+    frame["launches_saved"] = frame["launches"] - frame["count"].where(~epilogue, 0)
+    frame["host_launch_ns_saved"] = frame["launches_saved"] * float(events["launch_dur_ns"].astype("float64").median())
+    frame["fixed_ns"] = copy.fixed_ns
+    frame["copy_bytes_per_s"] = copy.bytes_per_s
+    frame["rate_source"] = copy.source
+    return frame.sort_values("saving_ns", ascending=False, na_position="last").reset_index(drop=True)
