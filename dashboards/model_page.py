@@ -73,10 +73,14 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
     st.caption("Chains of memory-bound kernels between GEMM / attention / communication kernels, grouped by op "
                "sequence and ranked by predicted saving (fused bytes at the copy rate plus one kernel's fixed cost). "
                "% busy and % span: what the GPU and the whole run gain (Amdahl). Formulas: fuseprof/analysis/fusion.py.")
-    shown = ["signature", "count", "kernels_per_chain", "measured_ns", "fused_bytes", "predicted_fused_ns",
+    shown = ["class", "signature", "count", "kernels_per_chain", "measured_ns", "fused_bytes", "predicted_fused_ns",
              "saving_ns", "share_of_busy_pct", "share_of_span_pct", "launches_saved", "known_fusion"]
     st.dataframe(human_units(result.fusion[shown]) if not result.fusion.empty else pd.DataFrame(), hide_index=True)
     data_table(result.fusion, "model-fusion")
+    st.subheader("Fusion audit")
+    st.caption("Is each fusion of the catalogue done in this trace? fused (the kernel that does it), not fused (time "
+               "now, predicted saving) or not present: fuseprof/analysis/audit.py.")
+    st.dataframe(human_units(result.audit), hide_index=True)
     st.subheader("Diff against another trace")
     others = [n for n in names if n != chosen]
     if not others:

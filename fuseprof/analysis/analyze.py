@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fuseprof.analysis.audit import audit
 from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
 from fuseprof.analysis.graphs import capture_windows, has_graph_replays, is_capture_trace
@@ -49,6 +50,7 @@ class TraceAnalysis:
     steps: pd.DataFrame = field(default_factory=pd.DataFrame)
     idle: pd.DataFrame = field(default_factory=pd.DataFrame)
     idle_host: pd.DataFrame = field(default_factory=pd.DataFrame)
+    audit: pd.DataFrame = field(default_factory=pd.DataFrame)
     window: str = ""
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
@@ -57,7 +59,7 @@ class TraceAnalysis:
         return {"integrity": self.integrity, "steps": self.steps, "timeline": self.timeline,
                 "idle": self.idle, "idle_host": self.idle_host, "categories": self.categories,
                 "top_kernels": self.top_kernels, "top_ops": self.top_ops, "launches": self.launches,
-                "op_roofline": self.op_roofline, "fusion": self.fusion}
+                "op_roofline": self.op_roofline, "fusion": self.fusion, "audit": self.audit}
 
 
 @dataclass(frozen=True)
@@ -123,11 +125,12 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
     gaps = idle_gaps(events, tables)
     copy = options.copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
                                      f"{roof.label} DRAM + the trace's kernel floor")
+    fusion = opportunities(events, timeline, copy, roof)
     return TraceAnalysis(
         name=name or tables.path.name, device=device_name, roof=roof, events=events, timeline=timeline,
         categories=category_table(events), top_kernels=top_kernels(events, options.top),
         top_ops=top_ops(events, options.top), launches=launch_stats(events), op_roofline=op_roofline(events, roof),
-        fusion=opportunities(events, timeline, copy, roof), integrity=checks, steps=step_table(all_events),
+        fusion=fusion, audit=audit(events, fusion, copy), integrity=checks, steps=step_table(all_events),
         idle=idle_by_step(events, gaps), idle_host=host_activity(gaps, tables), window=window, rank=tables.rank,
         notes=_notes(events, roof, graph_check))
 

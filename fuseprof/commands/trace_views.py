@@ -113,6 +113,7 @@ def print_analysis(result: TraceAnalysis) -> None:
     _print_tops(result)
     print_roofline(result)
     print_fusion(result, len(result.top_ops))
+    print_audit(result)
 
 
 def _print_tops(result: TraceAnalysis) -> None:
@@ -157,6 +158,15 @@ def print_fusion(result: TraceAnalysis, top: int) -> None:
                "% busy": _unknown(f["share_of_busy_pct"], lambda v: f"{v:.2f}"),
                "% span": _unknown(f["share_of_span_pct"], lambda v: f"{v:.2f}"), "fused by": f["known_fusion"]}),
            failed_for("fusion", result.integrity))
+
+
+def print_audit(result: TraceAnalysis) -> None:
+    a = result.audit
+    _print("Fusion audit: is each fusion of the catalogue done here? (fuseprof/analysis/audit.py)", pd.DataFrame({
+        "fusion": a["fusion"], "verdict": a["verdict"], "time µs": a["time_ns"].map(us),
+        "saving µs": _unknown(a["predicted_saving_ns"], us).where(a["verdict"].str.contains("not fused|partly"), ""),
+        "evidence": a["evidence"].map(lambda s: _short(s, 160))}),
+        failed_for("fusion", result.integrity))
 
 
 def print_roofline(result: TraceAnalysis) -> None:

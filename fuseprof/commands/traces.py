@@ -77,6 +77,24 @@ def _fusion(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from fuseprof.analysis import analyze
+    from fuseprof.commands.trace_views import print_audit, width
+
+    results = analyze(args.traces, args.device, window=args.window, graph_capture=args.graph_capture,
+                      ceilings=args.ceilings)
+    if args.format != "table":
+        emit(pd.concat([r.audit.assign(trace=r.name) for r in results], ignore_index=True), args.format, args.wide)
+        return 0
+    with width(args.wide):
+        for result in results:
+            print(f"== {result.name}  ({result.device or 'device unknown'})"[:120])
+            print_audit(result)
+    return 0
+
+
 def _one_trace(path: Path) -> TraceAnalysis:
     from fuseprof.analysis import analyze
 
@@ -126,6 +144,12 @@ COMMANDS = (
             "step), with the bytes a fused kernel would move, its predicted time (bytes at the copy rate plus one "
             "kernel's floor), the saving as a share of GPU busy time and of the span, and the kernel that already "
             "fuses such a chain. Formulas: fuseprof/analysis/fusion.py."),
+    Command("audit", "is each fusion of the catalogue done in this trace? fused, not fused, not present", _audit,
+            lambda p: _trace_arguments(p, 10, "(unused: every catalogue entry is printed)", "table, or csv/json"),
+            "For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + KV-cache "
+            "write, flash attention, dequant + GEMM, sampling): fused (the kernel that does it), not fused (the time "
+            "now and the predicted saving), or not present, with the evidence. Answers 'is my engine's fusion "
+            "active for my model?'. Catalogue: fuseprof/analysis/audit.py."),
     Command("diff", "A/B diff of two traces: totals, categories, ops matched by op and shapes", _diff,
             _diff_arguments,
             "Time and launches per category and per op signature (CPU op + input shapes) in A and B, what appeared "
