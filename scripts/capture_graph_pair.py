@@ -11,6 +11,8 @@ Writes under --out (each a gzipped torch.profiler trace, record_shapes and with_
   layer, a 3 ms ``time.sleep`` inside ``record_function("host_sleep")`` (a host-bound gap of known
   length and cause), and at the end of each step a ``.item()`` (a blocking device-to-host copy: a
   sync).
+- ``eager-attention.json.gz``: a ViT-style encoder block written the eager way (QKᵀ with ``torch.matmul``,
+  scale, softmax, ·V, as HF's "eager" attention), bf16, batch 8 × 197 tokens × 12 heads of 64, 3 steps.
 Prints what the first kernel events and launch calls of each trace record, so the format is seen.
 
     python scripts/capture_graph_pair.py --out DIR
@@ -143,6 +145,37 @@ def capture_idle_causes(out: Path) -> None:
     _export(prof, out / "idle-causes.json.gz")
 
 
+class EagerAttention(nn.Module):
+    """Multi-head self-attention with the scores materialised, as HF's 'eager' attention does."""
+
+    def __init__(self, width: int = 768, heads: int = 12) -> None:
+        super().__init__()
+        self.heads, self.qkv, self.out = heads, nn.Linear(width, 3 * width), nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / (c // self.heads) ** 0.5
+        probs = torch.softmax(scores, dim=-1)
+        return self.out(torch.matmul(probs, v).transpose(1, 2).reshape(b, n, c))
+
+
+def capture_eager_attention(out: Path) -> None:
+    torch.manual_seed(0)
+    model = EagerAttention().to("cuda", torch.bfloat16).eval()
+    x = torch.randn(8, 197, 768, device="cuda", dtype=torch.bfloat16)
+    with torch.inference_mode():
+        for _ in range(3):
+            model(x)
+        torch.cuda.synchronize()
+        with _profiler() as prof:
+            for _ in range(3):
+                model(x)
+                torch.cuda.synchronize()
+                prof.step()
+    _export(prof, out / "eager-attention.json.gz")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
@@ -151,6 +184,7 @@ def main() -> None:
     print(torch.__version__, torch.cuda.get_device_name())
     capture_graph_pair(args.out)
     capture_idle_causes(args.out)
+    capture_eager_attention(args.out)
 
 
 if __name__ == "__main__":
