@@ -116,3 +116,35 @@ def test_copy_model_comes_from_the_newest_bench_not_a_capture_with_copies() -> N
     model = copy_model_from_bench(fuseprof.load_timings(TRACES))
     newest = copy_model_from_bench(fuseprof.load_timings(TRACES / "bench-h200-20261129t174201z"))
     assert model == newest and model.source == "fit to 32 same-bytes copies"
+
+
+def test_eager_attention_is_found_and_predicted_as_one_sdpa_kernel() -> None:
+    """tests/fixtures/h200-attention: a ViT-style block with the scores materialised (batch 8, 197 tokens,
+    12 heads of 64, bf16), 3 iterations on the H200. Every number below from the raw trace and the shapes."""
+    import gzip
+
+    path = TRACES.parent / "h200-attention" / "eager-attention.json.gz"
+    raw = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    ops = {e["args"]["External id"]: e["name"] for e in raw if e.get("cat") == "cpu_op"}
+    kernels = sorted((e for e in raw if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    names = [ops.get(e["args"].get("External id")) for e in kernels]
+    spans = []  # bmm (QKᵀ) through bmm (·V) of each iteration
+    for i, name in enumerate(names):
+        if name == "aten::_softmax":
+            first = max(j for j in range(i) if names[j] == "aten::bmm")
+            last = min(j for j in range(i + 1, len(names)) if names[j] == "aten::bmm")
+            spans.append(kernels[first:last + 1])
+    assert len(spans) == 3
+    (result,) = analyze(path)
+    row = result.fusion.iloc[0]
+    assert row["class"] == "eager attention → SDPA" and row["count"] == 3
+    assert row["measured_ns"] == sum(round(e["dur"] * 1000) for span in spans for e in span)
+    b, h, n, d = 8, 12, 197, 64
+    qkvo = 4 * b * h * n * d * 2  # bf16 Q, K, V read and O written once
+    assert row["fused_bytes"] == 3 * qkvo
+    flops = 4 * b * h * n * n * d
+    roof = result.roof
+    one = max(flops / roof.peak("tensor_bf16"), qkvo / roof.dram_bytes_per_s) * 1e9 + row["fixed_ns"]
+    assert row["predicted_fused_ns"] == pytest.approx(3 * one)
+    audit = result.audit.set_index("fusion")
+    assert audit.loc["flash attention", "verdict"] == "not fused"

@@ -19,7 +19,7 @@ from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_fl
 from fuseprof.analysis.graphs import capture_windows, has_graph_replays, is_capture_trace
 from fuseprof.analysis.idle import host_activity, idle_by_step, idle_gaps
 from fuseprof.analysis.integrity import integrity
-from fuseprof.analysis.opportunities import opportunities
+from fuseprof.analysis.opportunities import opportunities, slow_ops
 from fuseprof.analysis.steps import profiler_steps, step_table, window_mask
 from fuseprof.analysis.summaries import attach_ncu, category_table, launch_stats, op_roofline, top_kernels, top_ops
 from fuseprof.analysis.timeline import gpu_timeline
@@ -51,6 +51,7 @@ class TraceAnalysis:
     idle: pd.DataFrame = field(default_factory=pd.DataFrame)
     idle_host: pd.DataFrame = field(default_factory=pd.DataFrame)
     audit: pd.DataFrame = field(default_factory=pd.DataFrame)
+    slow_ops: pd.DataFrame = field(default_factory=pd.DataFrame)
     window: str = ""
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
@@ -59,7 +60,8 @@ class TraceAnalysis:
         return {"integrity": self.integrity, "steps": self.steps, "timeline": self.timeline,
                 "idle": self.idle, "idle_host": self.idle_host, "categories": self.categories,
                 "top_kernels": self.top_kernels, "top_ops": self.top_ops, "launches": self.launches,
-                "op_roofline": self.op_roofline, "fusion": self.fusion, "audit": self.audit}
+                "op_roofline": self.op_roofline, "fusion": self.fusion, "audit": self.audit,
+                "slow_ops": self.slow_ops}
 
 
 @dataclass(frozen=True)
@@ -126,10 +128,12 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
     copy = options.copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
                                      f"{roof.label} DRAM + the trace's kernel floor")
     fusion = opportunities(events, timeline, copy, roof)
+    roofline = op_roofline(events, roof)
     return TraceAnalysis(
         name=name or tables.path.name, device=device_name, roof=roof, events=events, timeline=timeline,
         categories=category_table(events), top_kernels=top_kernels(events, options.top),
-        top_ops=top_ops(events, options.top), launches=launch_stats(events), op_roofline=op_roofline(events, roof),
+        top_ops=top_ops(events, options.top), launches=launch_stats(events), op_roofline=roofline,
+        slow_ops=slow_ops(roofline, fusion, float(timeline["busy_ns"].iloc[0])),
         fusion=fusion, audit=audit(events, fusion, copy), integrity=checks, steps=step_table(all_events),
         idle=idle_by_step(events, gaps), idle_host=host_activity(gaps, tables), window=window, rank=tables.rank,
         notes=_notes(events, roof, graph_check))

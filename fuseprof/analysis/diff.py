@@ -26,7 +26,8 @@ def _dims(op: object, dims: object) -> str:
     return f" {dims[:keep] if keep else dims}"
 
 
-def _signature(events: pd.DataFrame) -> pd.Series:
+def signature(events: pd.DataFrame) -> pd.Series:
+    """Each GPU event's op signature: the op's name and functional inputs, or '(kernel) NAME' without an op."""
     dims = [_dims(o, d) for o, d in zip(events["op"], events["input_dims"])]
     return events["op"].fillna("(kernel) " + events["name"].str.slice(0, 80)).astype(str) + pd.Series(
         dims, index=events.index)
@@ -55,7 +56,7 @@ def _diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
 
 def diff_by_op(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
     """Per op signature: time and launches in A and B, deltas, change; ranked by |time delta|."""
-    return _diff(_side(a.events, _signature(a.events)), _side(b.events, _signature(b.events)))
+    return _diff(_side(a.events, signature(a.events)), _side(b.events, signature(b.events)))
 
 
 def diff_by_category(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:

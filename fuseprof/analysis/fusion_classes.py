@@ -95,10 +95,14 @@ def _gemm_input(e: pd.Series) -> tuple[tuple[int, ...], str] | None:
 
 
 def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
-    """Runs of ≥ 2 GEMM calls back to back (no other kernel between them, on one stream and step) whose
-    activation inputs have one shape and dtype."""
+    """Runs of ≥ 2 GEMM calls back to back (no other kernel between them, on one stream and step, launched
+    within a few launch intervals of each other) whose activation inputs have one shape and dtype."""
     rows = []
     ordered = events[events["kind"] == "kernel"].sort_values("start_ns", kind="stable")
+    launches = ordered["launch_start_ns"].astype("float64").dropna().drop_duplicates()
+    # siblings are launched back to back: no more than 4 typical launch intervals apart (the last projection
+    # of one iteration and the first of the next share an input shape, with the host's loop between them)
+    near = 4 * float(launches.diff().median()) if len(launches) > 2 else float("inf")
     for _, part in ordered.groupby([ordered["stream"].astype("string"),
                                     ordered["profiler_step"].astype("string").fillna("")], sort=False):
         calls = part[part["op_id"].notna()].drop_duplicates("op_id", keep="first")
@@ -107,10 +111,12 @@ def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[
         position = {op_id: n for n, op_id in enumerate(part["op_id"].drop_duplicates())}
         keys = [_gemm_input(e) if e["category"] == "GEMM" else None for _, e in calls.iterrows()]
         order = [position[o] for o in calls["op_id"]]
+        launched = calls["launch_start_ns"].astype("float64").tolist()
         i = 0
         while i < len(calls):
             j = i + 1
-            while (j < len(calls) and keys[i] is not None and keys[j] == keys[i] and order[j] == order[j - 1] + 1):
+            while (j < len(calls) and keys[i] is not None and keys[j] == keys[i] and order[j] == order[j - 1] + 1
+                   and not launched[j] - launched[j - 1] > near):
                 j += 1
             if j - i >= 2:
                 rows.append(_horizontal(events, calls.iloc[i:j], roof, copy))

@@ -8,6 +8,10 @@ by eager attention is no chain's. For every row:
                         a row whose bytes are unknown has no prediction and ranks last)
     share_of_busy_pct = saving_ns / GPU busy time;  share_of_span_pct = saving_ns / the window's span
     launches_saved    = count · kernels_per_chain − count  (an epilogue: its whole kernel)
+
+Slow ops are kept apart (``slow_ops``): op signatures below ``SLOW_PCT`` % of their roof and at least
+``SLOW_SHARE`` % of busy time that no opportunity row holds. A kernel far from its roof is a kernel to
+tune, not a fusion saving.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import pandas as pd
 from fuseprof.analysis.fusion import CopyModel, chain_groups
 from fuseprof.analysis.fusion_classes import class_opportunities
 from fuseprof.model.roofline import Roof
+
+SLOW_PCT, SLOW_SHARE = 30.0, 1.0
 
 
 def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel, roof: Roof) -> pd.DataFrame:
@@ -42,3 +48,18 @@ def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel,
     frame["copy_bytes_per_s"] = copy.bytes_per_s
     frame["rate_source"] = copy.source
     return frame.sort_values("saving_ns", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def slow_ops(op_roofline: pd.DataFrame, fusion: pd.DataFrame, busy_ns: float) -> pd.DataFrame:
+    """Op signatures far below their roof (< ``SLOW_PCT`` %) holding ≥ ``SLOW_SHARE`` % of busy time,
+    whose op no fusion row names."""
+    if op_roofline.empty:
+        return pd.DataFrame()
+    in_fusion = {op.split(" (")[0].strip() for sig in fusion.get("signature", []) for part in sig.split(" → ")
+                 for op in part.split(" + ")}
+    share = 100 * op_roofline["time_ns"] / busy_ns if busy_ns else op_roofline["time_ns"] * 0
+    slow = op_roofline[(op_roofline["pct_of_roof"] < SLOW_PCT) & (share >= SLOW_SHARE)
+                       & ~op_roofline["op"].isin(in_fusion)]
+    return slow.assign(share_of_busy_pct=share[slow.index])[
+        ["signature", "op", "calls", "time_ns", "share_of_busy_pct", "pct_of_roof", "bound", "roof_pipe"]
+    ].reset_index(drop=True)

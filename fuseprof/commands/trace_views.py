@@ -113,6 +113,12 @@ def print_analysis(result: TraceAnalysis) -> None:
     _print_tops(result)
     print_roofline(result)
     print_fusion(result, len(result.top_ops))
+    if not result.slow_ops.empty:
+        o = result.slow_ops
+        _print("Slow ops: far below their roof, in no fusion row (tune the kernel; fuseprof/analysis/opportunities.py)",
+               pd.DataFrame({"op and input shapes": o["signature"], "calls": o["calls"], "time µs": o["time_ns"].map(us),
+                             "% busy": o["share_of_busy_pct"].round(2), "% roof": o["pct_of_roof"].round(1),
+                             "bound": o["bound"]}))
     print_audit(result)
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fuseprof.commands.base import Command, emit, format_option
+from fuseprof.commands.base import Command, emit, format_option, wide_option
 from fuseprof.errors import FuseprofError
 
 if TYPE_CHECKING:
@@ -108,7 +108,13 @@ def _diff_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", type=Path, metavar="A", help="trace file or bundle (the baseline)")
     p.add_argument("b", type=Path, metavar="B", help="trace file or bundle (the change)")
     p.add_argument("--top", type=int, default=15, help="op rows to print in the table")
-    format_option(p, "table, or every row in csv/json")
+    p.add_argument("--fail-on", metavar="RULES",
+                   help="a regression gate: exit 1 when B breaks a rule, e.g. 'busy:+5%%,op:aten::mm:+10%%,"
+                        "category:GEMM:+3%%,kernels:+0' (per profiler step when both traces have steps; a change "
+                        "inside A's step-to-step noise passes). Unrelated traces are an error")
+    p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table",
+                   help="table, every row in csv/json, or with --fail-on a markdown summary for a pull request")
+    wide_option(p)
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -118,6 +124,10 @@ def _diff(args: argparse.Namespace) -> int:
     from fuseprof.commands.trace_views import print_diff, width
 
     a, b = _one_trace(args.a), _one_trace(args.b)
+    if args.fail_on:
+        return _gate(a, b, args)
+    if args.format == "markdown":
+        raise FuseprofError("--format markdown goes with --fail-on (a gate's summary)")
     tables = {"totals": diff_totals(a, b), "categories": diff_by_category(a, b), "ops": diff_by_op(a, b)}
     if args.format != "table":
         emit(pd.concat([t.assign(table=name) for name, t in tables.items()], ignore_index=True), args.format, args.wide)
@@ -125,6 +135,29 @@ def _diff(args: argparse.Namespace) -> int:
         with width(args.wide):
             print_diff(a.name, b.name, tables, args.top)
     return 0
+
+
+def _gate(a: TraceAnalysis, b: TraceAnalysis, args: argparse.Namespace) -> int:
+    """Exit 1 when a rule is broken beyond A's noise; the verdict as a table, csv, json or markdown."""
+    from fuseprof.analysis.gate import evaluate, markdown, parse_rules
+
+    verdict = evaluate(a, b, parse_rules(args.fail_on))
+    if args.format == "markdown":
+        sys.stdout.write(markdown(a, b, verdict))
+    elif args.format != "table":
+        emit(verdict, args.format, args.wide)
+    else:
+        print(f"A: {a.name}\nB: {b.name}")
+        shown = verdict.assign(a=verdict["a"].round(0), b=verdict["b"].round(0),
+                               **{"change %": verdict["change_pct"].round(2),
+                                  "noise ±%": verdict["noise_pct"].astype("float64").round(2)})
+        emit(shown[["rule", "a", "b", "change %", "noise ±%", "status", "basis"]], "table", args.wide)
+        broken = verdict[verdict["status"] == "BROKEN"]
+        for row in broken.itertuples():
+            print(f"BROKEN {row.rule}: {row.a:,.0f} -> {row.b:,.0f} ({row.change_pct:+.2f}%)")
+        if verdict["noise_pct"].isna().all():
+            print("noise unknown: A has fewer than 3 profiler steps")
+    return 1 if (verdict["status"] == "BROKEN").any() else 0
 
 
 COMMANDS = (
