@@ -1,7 +1,8 @@
 """fuseprof: measure what fusing GPU kernels buys.
 
 ``fuseprof.load(path)`` gives one DataFrame of kernel launches over a bundle or a folder of
-bundles; ``fuseprof.load_timings(path)`` the per-variant timings. Importing the package
+bundles; ``fuseprof.load_timings(path)`` the per-variant timings; ``fuseprof.analyze(trace)`` every
+table of a whole-model trace, which a notebook shows as the report's sections. Importing the package
 touches no GPU and imports no torch.
 """
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from fuseprof.bundle.loading import load, load_timings
     from fuseprof.regions import region
 
-__all__ = ["load", "load_timings", "region", "__version__"]
+__all__ = ["analyze", "load", "load_timings", "region", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -25,8 +26,19 @@ def __getattr__(name: str) -> Any:
         from fuseprof.bundle import loading
 
         return getattr(loading, name)
+    if name == "analyze":
+        return _analyze
     if name == "region":
         from fuseprof.regions import region
 
         return region
     raise AttributeError(f"module 'fuseprof' has no attribute {name!r}")
+
+
+def _analyze(paths: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fuseprof.analysis.analyze`` (same arguments), as a ``fuseprof.report.Report``: a list of
+    ``TraceAnalysis`` that Jupyter displays as the report's sections."""
+    from fuseprof.analysis import analyze
+    from fuseprof.report import Report
+
+    return Report(analyze(paths, *args, **kwargs))

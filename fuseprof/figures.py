@@ -309,3 +309,14 @@ def breakdown_figure(breakdown: pd.DataFrame, shape: str) -> go.Figure:
                       title=f"Where one call's time goes, {shape}",
                       legend={"orientation": "h", "y": -0.4, "traceorder": "normal"})
     return fig
+
+
+def steps_figure(steps: pd.DataFrame) -> go.Figure:
+    """Per profiler step: busy time by kind and idle time (µs), stacked; the work outside the steps too."""
+    fig = go.Figure()
+    for column, name, color in (("computation_ns", "computation", "#1f77b4"), ("communication_ns", "communication",
+                                "#9467bd"), ("memcpy_ns", "memcpy", "#ff7f0e"), ("idle_ns", "idle", "#d9d9d9")):
+        fig.add_trace(go.Bar(x=steps["step"].astype(str), y=steps[column] / 1e3, name=name, marker={"color": color},
+                             hovertemplate=f"{name}: %{{y:,.3f}} µs<extra>%{{x}}</extra>"))
+    fig.update_layout(barmode="stack", yaxis_title="µs", height=360, title="Profiler steps")
+    return fig

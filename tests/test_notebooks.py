@@ -76,3 +76,17 @@ def test_decoder_layer() -> None:
     assert f"eager {called['eager', '1x1x2048']:,.0f} µs as called (43 launches" in graphs
     assert f"replayed as a graph {called['eager_graph', '1x1x2048']:,.0f} µs (1 launch)" in graphs
     assert "kernels per call 43 -> 26" in markdown[1]
+
+
+def test_serving_trace_report() -> None:
+    """The vLLM pair of the shared traces, displayed as the report's sections by `fuseprof.analyze`."""
+    from tests.conftest import shared_traces
+
+    shared_traces()
+    book = nbformat.read(NOTEBOOKS / "serving_trace_report.ipynb", as_version=4)
+    markdown, elapsed = execute("serving_trace_report")
+    assert elapsed < 60
+    assert markdown[-1].startswith("**100.0% of the replayed kernel time attributed**")
+    assert "GPU-bound" in markdown[-1] and "flash attention" in markdown[-1]
+    html = [o["data"]["text/html"] for c in book.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})]
+    assert "Fusion audit" in html[0] and "Worth doing" in html[0]  # the committed outputs show the report

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from fuseprof.analysis import TraceAnalysis
 
 
-def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str) -> None:
+def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str | None) -> None:
     p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
                    help="torch.profiler traces (.json, .json.gz) or bundles; one per rank for a distributed run")
     p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
@@ -31,7 +31,8 @@ def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format
                    help="measured rates to judge against: a `fuseprof ceilings` bundle (DRAM, FP32, BF16 roofs) and/or "
                         "a `fuseprof bench` bundle (the copy model of fused kernels), or a folder of them; default: "
                         "the datasheet of the trace's GPU")
-    format_option(p, format_help)
+    if format_help is not None:
+        format_option(p, format_help)
 
 
 def _positive_top(top: int) -> None:
@@ -92,6 +93,54 @@ def _audit(args: argparse.Namespace) -> int:
         for result in results:
             print(f"== {result.name}  ({result.device or 'device unknown'})"[:120])
             print_audit(result)
+    return 0
+
+
+def _report_arguments(p: argparse.ArgumentParser) -> None:
+    _trace_arguments(p, 15, "rows in the top tables", None)
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="REPORT.html", help="the HTML file to write")
+    p.add_argument("--force", action="store_true", help="replace REPORT.html if it exists")
+
+
+def _ncu_kernels(paths: list[Path], ceilings: Path | None):  # type: ignore[no-untyped-def]
+    """ncu's kernels in the bundles among ``paths``, placed on their capture GPU's roof."""
+    import pandas as pd
+
+    from fuseprof.bundle.files import is_bundle
+    from fuseprof.bundle.loading import load
+    from fuseprof.model.roofline import measured_roofs, place
+
+    bundles = [p for p in paths if p.is_dir() and is_bundle(p)]
+    if not bundles:
+        return None
+    kernels = pd.concat([load(b) for b in bundles], ignore_index=True)
+    return place(kernels, None, measured_roofs(ceilings) if ceilings else None)
+
+
+def _report(args: argparse.Namespace) -> int:
+    import os
+    import tempfile
+
+    from fuseprof.analysis import analyze
+    from fuseprof.report import report_html
+
+    if args.output.exists() and not args.force:
+        raise FuseprofError(f"{args.output}: exists; pass --force to replace it")
+    if not args.output.parent.is_dir():
+        raise FuseprofError(f"{args.output.parent}: no such folder")
+    _positive_top(args.top)
+    results = analyze(args.traces, args.device, args.top, window=args.window, graph_capture=args.graph_capture,
+                      ceilings=args.ceilings)
+    text = report_html(results, placed=_ncu_kernels(args.traces, args.ceilings))
+    fd, tmp = tempfile.mkstemp(dir=args.output.parent, prefix=f".{args.output.name}.", suffix=".partial")
+    try:  # written whole, then renamed: a stopped run leaves no half report
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, args.output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    print(f"{args.output} ({len(text.encode()) / 1e6:.2f} MB, {len(results)} trace(s))")
     return 0
 
 
@@ -183,6 +232,12 @@ COMMANDS = (
             "write, flash attention, dequant + GEMM, sampling): fused (the kernel that does it), not fused (the time "
             "now and the predicted saving), or not present, with the evidence. Answers 'is my engine's fusion "
             "active for my model?'. Catalogue: fuseprof/analysis/audit.py."),
+    Command("report", "one self-contained HTML report of traces, to attach to a pull request", _report,
+            _report_arguments,
+            "A verdict (what bounds the run; the three things worth doing, with predicted savings), then the integrity "
+            "check, profiler steps, timeline, categories, top ops with modules, the per-op roofline on the capture GPU "
+            "with the H100 beside it, fusion opportunities and audit, slow ops, and across ranks the communication "
+            "tables. Plotly is inlined: the file opens without a network. Sections: fuseprof/report.py."),
     Command("diff", "A/B diff of two traces: totals, categories, ops matched by op and shapes", _diff,
             _diff_arguments,
             "Time and launches per category and per op signature (CPU op + input shapes) in A and B, what appeared "

@@ -1,0 +1,65 @@
+"""``fuseprof report`` opened in headless Chromium as a reader would: no console error, every chart
+drawn, no request leaves the file, and at most 5 MB for the 1,742-event eager Llama trace. Also
+``scripts/report_screenshots.py`` takes the docs' screenshots the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuseprof.cli import main
+from tests.browser import CHROMIUM_ARGS, require_browser
+from tests.conftest import ROOT, TRACES, shared_traces
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+def _open(report: Path) -> dict[str, object]:
+    sync_playwright, executable = require_browser()
+    seen: dict[str, list[str]] = {"errors": [], "requests": []}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+        page.on("request", lambda r: seen["requests"].append(r.url))
+        page.goto(report.resolve().as_uri())
+        page.wait_for_selector("body[data-drawn='1']", timeout=90_000)
+        figures = page.locator("[data-figure]").count()
+        drawn = page.locator("[data-figure] .main-svg").count()
+        text = page.inner_text("body")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{report.stem}.png"))
+        browser.close()
+    return {**seen, "figures": figures, "drawn": drawn, "text": text}
+
+
+@pytest.mark.parametrize("trace", ["llama", "mi300"])
+def test_the_report_opens_offline_with_every_chart_drawn(trace: str, tmp_path: Path, capsys) -> None:
+    source = TRACES / "llama4l-eager-h200" if trace == "llama" else shared_traces() / "mi300_bert_small_uncased.json.gz"
+    report = tmp_path / f"report-{trace}.html"
+    assert main(["report", str(source), "-o", str(report)]) == 0
+    assert report.stat().st_size <= 5e6
+    seen = _open(report)
+    assert not seen["errors"], seen["errors"]
+    outside = [u for u in seen["requests"] if not str(u).startswith(("file:", "data:", "blob:"))]
+    assert not outside, outside
+    assert seen["figures"] >= 3 and seen["drawn"] >= seen["figures"]  # each Plotly chart draws one or more svgs
+    text = str(seen["text"])
+    for heading in ("Worth doing", "Integrity", "GPU timeline", "Time by category", "Top ops", "Fusion audit"):
+        assert heading in text
+    if trace == "llama":
+        assert "host-bound" in text and "Per-op roofline" in text
+    else:
+        assert "MI300X (datasheet)" in text
+
+
+def test_the_report_never_overwrites_and_leaves_no_partial_file(tmp_path: Path, capsys) -> None:
+    report = tmp_path / "r.html"
+    report.write_text("mine")
+    assert main(["report", str(TRACES / "llama4l-eager-h200"), "-o", str(report)]) == 2
+    assert report.read_text() == "mine" and "--force" in capsys.readouterr().err
+    assert main(["report", "no/such.json", "-o", str(tmp_path / "x.html")]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
