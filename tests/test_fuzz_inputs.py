@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import random
 import shutil
 from collections.abc import Callable
@@ -219,6 +220,29 @@ ERRORS: dict[str, Variant] = {
         "kernels.parquet", lambda f: pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}))),
     "bundle timings gpu time as strings": _bundle_variant(_parquet_edit(
         "timings.parquet", lambda f: f.assign(gpu_median_ns="slow")), "summary"),
+    # round 3: values no GPU can measure, numbers beyond int64, hostile files
+    "csv decimal-comma duration": _csv_variant(_csv_cell("gpu__time_duration.sum", '"4,032000"')),
+    "csv achieved occupancy 250%": _csv_variant(_csv_cell("sm__warps_active.avg.pct_of_peak_sustained_active", '"250"')),
+    "csv theoretical occupancy 101%": _csv_variant(_csv_cell("sm__maximum_warps_per_active_cycle_pct", '"101"')),
+    "csv 100,000 registers a thread": _csv_variant(_csv_cell("launch__registers_per_thread", '"100,000"')),
+    "csv negative duration": _csv_variant(_csv_cell("gpu__time_duration.sum", '"-5"')),
+    "csv negative dram bytes": _csv_variant(_csv_cell("dram__bytes_read.sum", '"-1"')),
+    **{f"trace args.{f} beyond int64": _set(f, 2**70, in_args=True)
+       for f in ("correlation", "External id", "stream", "device", "registers per thread", "shared memory")},
+    "trace args.grid beyond int64": _set("grid", [2**70, 1, 1], in_args=True),
+    "trace kernel at ts -5": _set("ts", -5),
+    "trace JSON nested 1000 deep": _raw_bytes(lambda: b'{"traceEvents": [' + b"[" * 1000 + b"]" * 1000 + b"]}",
+                                              "deep.json"),
+    "trace args nested 1000 deep": _raw_bytes(
+        lambda: b'{"traceEvents": [{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"grid":'
+        + b"[" * 1000 + b"]" * 1000 + b'}}]}', "deepargs.json"),
+    "bundle raw/ holds a named pipe": _bundle_variant(lambda b: os.mkfifo(b / "raw" / "pipe.json"), "reparse"),
+    "bundle raw/ links to /dev/zero": _bundle_variant(lambda b: (b / "raw" / "zero.json").symlink_to("/dev/zero"),
+                                                      "reparse"),
+    "bundle raw/ links to a trace elsewhere": _bundle_variant(
+        lambda b: (b / "raw" / "other.json.gz").symlink_to(BERT.resolve()), "reparse"),
+    "analyze a bundle whose raw/ trace is a pipe": _bundle_variant(
+        lambda b: os.mkfifo(b / "raw" / "pipe.json"), "analyze"),
 }
 
 WARNINGS: dict[str, Variant] = {
@@ -344,6 +368,30 @@ def test_harmless_variation_gives_identical_values(name: str, tmp_path: Path, ca
     columns = [c for c in COMPARED if clean[c].notna().any()]
     pd.testing.assert_frame_equal(variant[columns], clean[columns])
     FUZZ_RESULTS["identical"] += 1
+
+
+def test_a_gzip_bomb_is_refused_within_its_limit(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """50 MiB of zeros gzipped to 50 kB, read under a 10 MiB limit: refused, fast, nothing written."""
+    import fuseprof.parse.textio as textio
+
+    monkeypatch.setattr(textio, "MAX_BYTES", 10 * 2**20)
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b"\0" * 50 * 2**20, 9))
+    code, _, err = _run(["ingest", str(bomb), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "decompresses to more than 10 MiB" in err
+    _no_partial_output(tmp_path)
+    FUZZ_RESULTS["clear error"] += 1
+
+
+def test_kernel_events_written_twice_are_counted_once_with_a_warning(tmp_path: Path, capsys) -> None:
+    trace = _trace()
+    kernels = [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel"]
+    trace["traceEvents"] += kernels
+    code, out, err = _run(["analyze", str(_write_json(tmp_path, trace)), "--format", "json"], capsys)
+    assert code == 0 and f"{len(kernels)} GPU events appear twice" in err
+    categories = next(iter(json.loads(out).values()))["categories"]
+    assert sum(c["count"] for c in categories if c["category"] != "memcpy") == len(kernels) == 60
+    FUZZ_RESULTS["warning"] += 1
 
 
 def test_the_suite_is_at_least_a_hundred_variants() -> None:

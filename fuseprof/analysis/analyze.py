@@ -28,6 +28,7 @@ from fuseprof.errors import TraceFormatError
 from fuseprof.model.devices import require_device
 from fuseprof.model.op_registry import OpFamily
 from fuseprof.model.roofline import Roof, capture_roof
+from fuseprof.parse.dispatch import inside
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 
 
@@ -81,7 +82,7 @@ def trace_files(path: Path) -> list[Path]:
     """The trace(s) behind a path: a trace file, a bundle's raw profiler trace(s), or the traces in a
     folder."""
     if path.is_dir():
-        found = sorted((path / RAW).glob("*.json*")) if is_bundle(path) else sorted(
+        found = sorted(inside(p, path / RAW) for p in (path / RAW).glob("*.json*")) if is_bundle(path) else sorted(
             p for p in path.iterdir() if p.is_file() and p.name.endswith((".json", ".json.gz")))
         if not found:
             hint = (f" under {RAW}/" if is_bundle(path) else

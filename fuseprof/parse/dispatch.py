@@ -44,11 +44,19 @@ def require_artifact_kind(path: Path) -> tuple[Reader, str, str]:
     return found
 
 
+def inside(path: Path, folder: Path) -> Path:
+    """``path``, refused when it is a link or leads out of ``folder`` (a bundle's ``raw/``): a bundle from
+    someone else must not make fuseprof read files elsewhere on the machine."""
+    if path.is_symlink() or not path.resolve().is_relative_to(folder.resolve()):
+        raise TraceFormatError(f"{path}: a link out of its bundle; raw artifacts must be files inside the bundle")
+    return path
+
+
 def parse_raw_dir(raw_dir: Path) -> pd.DataFrame:
     """Kernel rows from every recognised artifact in a bundle's ``raw/`` folder, in name order; a
     sharded capture (``profile --gpus N``) keeps each rank's artifacts in ``raw/rank<r>/``, whose
     rows get ``rank`` r."""
-    ranks = sorted((p for p in raw_dir.iterdir() if p.is_dir() and re.fullmatch(r"rank\d+", p.name)),
+    ranks = sorted((inside(p, raw_dir) for p in raw_dir.iterdir() if p.is_dir() and re.fullmatch(r"rank\d+", p.name)),
                    key=lambda p: int(p.name[4:]))
     if ranks:
         parts = [parse_raw_dir(p).assign(rank=int(p.name[4:])) for p in ranks]
@@ -56,7 +64,7 @@ def parse_raw_dir(raw_dir: Path) -> pd.DataFrame:
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     frames = []
     for path in sorted(raw_dir.iterdir()):
-        found = artifact_kind(path)
+        found = artifact_kind(inside(path, raw_dir))
         if found is not None:
             frames.append(found[0](path))
     frames = [f for f in frames if not f.empty]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import warnings
 from pathlib import Path
 
 import pandas as pd
 
 from fuseprof.errors import FuseprofWarning, TraceFormatError
-from fuseprof.parse.ncu_metrics import BASE_METRICS, NCU_METRICS, columns_from_metrics
+from fuseprof.parse.ncu_metrics import BASE_METRICS, NCU_METRICS, columns_from_metrics, physical_problem
 from fuseprof.parse.sources import NCU_SOURCE
 from fuseprof.parse.textio import read_text
 from fuseprof.parse.units import UnknownUnitError, scale_to_base
@@ -24,10 +25,17 @@ from fuseprof.ranges import search_range_label
 _MISSING = {"", "n/a", "no data", "N/A"}
 
 
+_THOUSANDS = re.compile(r"-?\d{1,3}(,\d{3})+(\.\d*)?([eE][-+]?\d+)?")
+
+
 def _cell_value(cell: str, factor: float) -> float | str | None:
+    """A number in base units; a comma is a thousands separator only between groups of three digits
+    ("8,192"): "4,032000" from a decimal-comma locale stays text, which the caller refuses."""
     cell = cell.strip()
     if cell in _MISSING:
         return None
+    if "," in cell and not _THOUSANDS.fullmatch(cell):
+        return cell
     try:
         return float(cell.replace(",", "")) * factor
     except ValueError:
@@ -105,8 +113,12 @@ def read_ncu_csv(path: Path) -> pd.DataFrame:
         metrics = {h: _cell_value(c, f) for h, c, f in zip(header, row, factors)}
         bad = next((header[i] for i in numeric if isinstance(metrics[header[i]], str)), None)
         if bad is not None:
-            raise TraceFormatError(f"{path}: line {line_no}, column {bad!r}: {record[bad]!r} is not a number")
+            hint = " (a decimal comma? export with LC_ALL=C)" if "," in record[bad] else ""
+            raise TraceFormatError(f"{path}: line {line_no}, column {bad!r}: {record[bad]!r} is not a number{hint}")
         cols = columns_from_metrics(metrics)
+        problem = physical_problem(cols)
+        if problem:
+            raise TraceFormatError(f"{path}: line {line_no} ({record['Kernel Name'][:60]}): {problem}")
         cols["kernel"] = record["Kernel Name"]
         cols["grid"] = cols["grid"] or _dims(record.get("Grid Size"))
         cols["block"] = cols["block"] or _dims(record.get("Block Size"))

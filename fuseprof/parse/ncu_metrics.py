@@ -201,3 +201,23 @@ def columns_from_metrics(m: Metrics) -> dict[str, object]:
         ),
         "device": display_name if isinstance(display_name, str) else None,
     }
+
+
+MAX_REGISTERS_PER_THREAD = 255  # CUDA's limit on every architecture since Kepler
+
+
+def physical_problem(cols: Mapping[str, object]) -> str | None:
+    """What in one kernel's columns no GPU can measure — a negative time, byte or FLOP count, occupancy
+    outside 0–100%, more registers per thread than the hardware has — or None."""
+    for column, value in cols.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0 and (
+                column.endswith(("_ns", "_bytes", "_pct")) or column.startswith("flops")):
+            return f"{column} is negative ({value:g})"
+    for column in ("theoretical_occupancy_pct", "achieved_occupancy_pct"):
+        value = cols.get(column)
+        if isinstance(value, float) and value > 100:
+            return f"{column} is {value:g}%, above 100%"
+    registers = cols.get("registers_per_thread")
+    if isinstance(registers, int) and registers > MAX_REGISTERS_PER_THREAD:
+        return f"registers_per_thread is {registers}, more than the {MAX_REGISTERS_PER_THREAD} a thread can have"
+    return None

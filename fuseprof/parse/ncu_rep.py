@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from fuseprof.errors import FuseprofError, TraceFormatError
-from fuseprof.parse.ncu_metrics import NCU_METRICS, columns_from_metrics
+from fuseprof.parse.ncu_metrics import NCU_METRICS, columns_from_metrics, physical_problem
 from fuseprof.parse.sources import NCU_SOURCE
 from fuseprof.parse.units import scale_to_base
 from fuseprof.ranges import parse_range_label
@@ -87,6 +87,9 @@ def read_ncu_rep(path: Path) -> pd.DataFrame:
             metrics = {name: _metric_value(action, name) for name in NCU_METRICS}
             cols = columns_from_metrics(metrics)
             cols["kernel"] = action.name(reader.IAction.NameBase_DEMANGLED)
+            problem = physical_problem(cols)
+            if problem:
+                raise TraceFormatError(f"{path}: kernel {a} of range {r} ({str(cols['kernel'])[:60]}): {problem}")
             found = _range_of(action)
             cols["variant"], cols["shape"] = found if found else (None, None)
             cols["source"], cols["kind"] = NCU_SOURCE, "kernel"

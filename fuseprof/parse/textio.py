@@ -1,28 +1,66 @@
-"""Read a text artifact that may be gzipped, turning damage into TraceFormatError."""
+"""Read a text artifact that may be gzipped, turning damage into TraceFormatError.
+
+Bounded and safe on hostile input: only regular files are read (a named pipe would block forever, a
+link to /dev/zero would read until memory ran out); gzip data is decompressed in chunks up to
+``MAX_BYTES`` (a 1 MB gzip bomb expands to GBs); both are refused with one line naming the file.
+"""
 
 from __future__ import annotations
 
-import gzip
+import stat
 import zlib
 from pathlib import Path
 
 from fuseprof.errors import TraceFormatError
 
+MAX_BYTES = 8 * 2**30  # 8 GiB of JSON or CSV: beyond any trace seen, far below what would take the machine down
+_CHUNK = 2**24
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped when they start with gzip's magic (not by the file's name)."""
+
+def _regular(path: Path) -> None:
     try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise TraceFormatError(f"{path}: is a directory, not a trace file") from None
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise TraceFormatError(f"{path}: no such file") from None
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot read ({exc.strerror})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(f"{path}: damaged or truncated gzip data ({exc})") from None
-    return raw
+    if stat.S_ISDIR(mode):
+        raise TraceFormatError(f"{path}: is a directory, not a trace file")
+    if not stat.S_ISREG(mode):
+        raise TraceFormatError(f"{path}: not a regular file (a pipe, socket or device); give the file itself")
+
+
+def _gunzip(raw: bytes, path: Path, limit: int) -> bytes:
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    parts, size, data = [], 0, raw
+    try:
+        while data:
+            out = inflater.decompress(data, _CHUNK)
+            size += len(out)
+            if size > limit:
+                raise TraceFormatError(f"{path}: decompresses to more than {limit / 2**20:,.0f} MiB; refused "
+                                       "(a damaged file or a decompression bomb)")
+            parts.append(out)
+            data = inflater.unconsumed_tail
+            if inflater.eof and inflater.unused_data[:2] == b"\x1f\x8b":  # concatenated gzip members
+                data = inflater.unused_data
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if not inflater.eof:
+            raise TraceFormatError(f"{path}: damaged or truncated gzip data (it ends early)")
+    except zlib.error as exc:
+        raise TraceFormatError(f"{path}: damaged or truncated gzip data ({exc})") from None
+    return b"".join(parts)
+
+
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The file's bytes, gunzipped when they start with gzip's magic (not by the file's name), at most
+    ``limit`` (default ``MAX_BYTES``) of them."""
+    _regular(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceFormatError(f"{path}: cannot read ({exc.strerror})") from None
+    return _gunzip(raw, path, limit or MAX_BYTES) if raw[:2] == b"\x1f\x8b" else raw
 
 
 def read_text(path: Path) -> str:

@@ -15,6 +15,7 @@ gives back the written nanoseconds as long as the float's spacing is under 1 ns,
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from fuseprof.errors import TraceFormatError
+from fuseprof.errors import FuseprofWarning, TraceFormatError
 from fuseprof.parse.textio import read_bytes
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -91,6 +92,8 @@ _EXTERNAL_ID = msgspec.json.Decoder(_ExternalId | None, strict=False)
 def _decode_args(e: _Event, decoder: msgspec.json.Decoder, path: Path) -> Any:
     try:
         return decoder.decode(e.args)
+    except RecursionError:
+        raise TraceFormatError(f"{path}: {e.cat} event {e.name[:60]!r} has args nested too deeply") from None
     except msgspec.ValidationError as exc:
         raise TraceFormatError(f"{path}: {e.cat} event {e.name[:60]!r} has malformed args ({exc})") from None
 
@@ -147,6 +150,8 @@ def _decode(path: Path) -> _Trace:
         raise TraceFormatError(f"{path}: not a torch.profiler trace: {text}") from None
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"{path}: not valid JSON ({exc}); truncated?") from None
+    except RecursionError:  # JSON nested hundreds deep: no profiler writes that
+        raise TraceFormatError(f"{path}: JSON nested too deeply to be a torch.profiler trace") from None
 
 
 def _frame(rows: dict[str, list[Any]], path: Path) -> pd.DataFrame:
@@ -174,6 +179,10 @@ def _gpu_rows(events: list[_Event], args: list[_Args | None], path: Path) -> pd.
         if args[i] is None:  # torch.profiler always writes them: correlation, stream, device
             raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has no args (correlation, stream, device)")
         a = args[i] or _Args()
+        for field, dims in (("grid", a.grid), ("block", a.block)):
+            if dims and not all(0 <= d < 2**31 for d in dims):  # CUDA's and HIP's launch limits are below 2³¹
+                raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has args.{field} {dims}, beyond "
+                                       "any launch a GPU accepts")
         cols["name"].append(e.name)
         cols["cat"].append(e.cat.lower())
         cols["ts"].append(e.ts)
@@ -186,7 +195,31 @@ def _gpu_rows(events: list[_Event], args: list[_Args | None], path: Path) -> pd.
     frame = _frame(cols, path)
     for key in ("stream", "device", "correlation", "external_id", "registers", "shared", "bytes", "in_nelems",
                 "group_size"):
+        huge = [i for i, v in enumerate(cols[key]) if isinstance(v, int) and not -(2**63) <= v < 2**63]
+        if huge:
+            raise TraceFormatError(f"{path}: GPU event {huge[0]} ({cols['name'][huge[0]][:60]!r}) has an args.{key} "
+                                   "beyond a 64-bit integer")
         frame[key] = frame[key].astype("Int64")
+    return _unique(frame, path)
+
+
+def _unique(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """GPU events written twice (same name, start, duration, stream and correlation: a merged or hand-edited
+    trace) are one event; a warning says how many were dropped. Timestamps far from the rest (over a day
+    away from the median: a kernel at ts −5 µs on a 10¹² µs clock) are refused."""
+    key = ["name", "start_ns", "dur_ns", "stream", "correlation"]
+    duplicated = frame.duplicated(key)
+    if duplicated.any():
+        warnings.warn(f"{path}: {int(duplicated.sum())} GPU events appear twice (same name, start, duration, stream "
+                      "and correlation); each is counted once", FuseprofWarning, stacklevel=2)
+        frame = frame[~duplicated].reset_index(drop=True)
+    if len(frame):
+        far = (frame["start_ns"] - frame["start_ns"].median()).abs() > 86_400 * 10**9
+        if far.any():
+            i = int(far.idxmax())
+            raise TraceFormatError(f"{path}: GPU event {frame['name'].iloc[i][:60]!r} starts at ts "
+                                   f"{frame['start_ns'].iloc[i] / 1e3:.3f} µs, more than a day from the others; "
+                                   "a damaged timestamp?")
     return frame
 
 
