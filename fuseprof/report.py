@@ -44,7 +44,7 @@ def _table(frame: pd.DataFrame, rows: int = 200) -> str:
         return "<p class='note'>(none)</p>"
     shown = human_units(frame.head(rows)).drop(columns=["members", "key"], errors="ignore")
     for column in shown.columns:  # lists and dicts as text; floats to a readable precision
-        if shown[column].map(lambda v: isinstance(v, (list, dict))).any():
+        if any(isinstance(v, (list, dict)) for v in shown[column]):
             shown[column] = shown[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
     more = f"<p class='note'>first {rows} of {len(frame)} rows</p>" if len(frame) > rows else ""
     return f"<div class='scroll'>{shown.to_html(index=False, escape=True, na_rep='', float_format=_fmt)}</div>{more}"

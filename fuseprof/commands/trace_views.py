@@ -193,7 +193,7 @@ def _clean(frame: pd.DataFrame) -> pd.DataFrame:
     """Columns JSON and CSV can carry (shape lists as text)."""
     out = frame.copy()
     for column in out.columns:
-        if out[column].map(lambda v: isinstance(v, (list, dict))).any():
+        if any(isinstance(v, (list, dict)) for v in out[column]):
             out[column] = out[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
     return out
 
