@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,12 +42,9 @@ def _positive_top(top: int) -> None:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from fuseprof.analysis import analyze
     from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame, width
 
-    _positive_top(args.top)
-    results = analyze(args.traces, args.device, args.top, window=args.window, graph_capture=args.graph_capture,
-                      ceilings=args.ceilings)
+    results = _analyses(args, args.top)
     if args.format == "json":
         sys.stdout.write(to_json(results) + "\n")
     elif args.format == "csv":
@@ -59,41 +57,43 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fusion(args: argparse.Namespace) -> int:
-    import pandas as pd
-
+def _analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAnalysis]:
+    """The traces of a trace verb, analysed with its options."""
     from fuseprof.analysis import analyze
-    from fuseprof.commands.trace_views import print_fusion, width
 
     _positive_top(args.top)
-    results = analyze(args.traces, args.device, window=args.window, graph_capture=args.graph_capture,
-                      ceilings=args.ceilings)
+    return analyze(args.traces, args.device, top if top is not None else 15, window=args.window,
+                   graph_capture=args.graph_capture, ceilings=args.ceilings)
+
+
+def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalysis], None]) -> int:
+    """A verb that shows one table of each trace: ``show`` prints it, csv/json carry every row."""
+    import pandas as pd
+
+    from fuseprof.commands.trace_views import width
+
+    results = _analyses(args)
     if args.format != "table":
-        emit(pd.concat([r.fusion.assign(trace=r.name) for r in results], ignore_index=True), args.format, args.wide)
+        frame = pd.concat([getattr(r, table).assign(trace=r.name) for r in results], ignore_index=True)
+        emit(frame, args.format, args.wide)
         return 0
     with width(args.wide):
         for result in results:
             print(f"== {result.name}  ({result.device or 'device unknown'})"[:120])
-            print_fusion(result, args.top)
+            show(result)
     return 0
+
+
+def _fusion(args: argparse.Namespace) -> int:
+    from fuseprof.commands.trace_views import print_fusion
+
+    return _one_table(args, "fusion", lambda result: print_fusion(result, args.top))
 
 
 def _audit(args: argparse.Namespace) -> int:
-    import pandas as pd
+    from fuseprof.commands.trace_views import print_audit
 
-    from fuseprof.analysis import analyze
-    from fuseprof.commands.trace_views import print_audit, width
-
-    results = analyze(args.traces, args.device, window=args.window, graph_capture=args.graph_capture,
-                      ceilings=args.ceilings)
-    if args.format != "table":
-        emit(pd.concat([r.audit.assign(trace=r.name) for r in results], ignore_index=True), args.format, args.wide)
-        return 0
-    with width(args.wide):
-        for result in results:
-            print(f"== {result.name}  ({result.device or 'device unknown'})"[:120])
-            print_audit(result)
-    return 0
+    return _one_table(args, "audit", print_audit)
 
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:
@@ -121,16 +121,13 @@ def _report(args: argparse.Namespace) -> int:
     import os
     import tempfile
 
-    from fuseprof.analysis import analyze
     from fuseprof.report import report_html
 
     if args.output.exists() and not args.force:
         raise FuseprofError(f"{args.output}: exists; pass --force to replace it")
     if not args.output.parent.is_dir():
         raise FuseprofError(f"{args.output.parent}: no such folder")
-    _positive_top(args.top)
-    results = analyze(args.traces, args.device, args.top, window=args.window, graph_capture=args.graph_capture,
-                      ceilings=args.ceilings)
+    results = _analyses(args, args.top)
     text = report_html(results, placed=_ncu_kernels(args.traces, args.ceilings))
     fd, tmp = tempfile.mkstemp(dir=args.output.parent, prefix=f".{args.output.name}.", suffix=".partial")
     try:  # written whole, then renamed: a stopped run leaves no half report
