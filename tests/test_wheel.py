@@ -43,7 +43,7 @@ def test_installed_commands_work_from_another_directory(installed: Path, tmp_pat
     assert "rmsnorm_swiglu" in summary and "llama_mlp" in summary
     analysis = run([fuseprof, "analyze", str(FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz")], tmp_path)
     assert "GPU timeline" in analysis and "307.197" in analysis
-    cases = run([fuseprof, "cases"], tmp_path)
+    cases = run([fuseprof, "cases", "--wide"], tmp_path)  # one line a case
     # every case folder of the checkout is in the wheel (pyproject lists the packages one by one)
     folders = sorted(p.name for p in (ROOT / "kernels").iterdir() if (p / "__init__.py").is_file()
                      and not p.name.startswith("_"))
