@@ -200,6 +200,8 @@ ERRORS: dict[str, Variant] = {
     "--out under /proc": lambda tmp: ["ingest", str(BERT), "--out", "/proc/fuseprof-out"],
     "--out under /sys": lambda tmp: ["ingest", str(BERT), "--out", "/sys/fuseprof-out"],
     "--out under a file": lambda tmp: ["ingest", str(BERT), "--out", str(shutil.copy(BERT, tmp / "f")) + "/sub"],
+    "--out is an existing bundle": lambda tmp: ["ingest", str(BERT), "--out",
+                                                str(shutil.copytree(SEED_BUNDLE, tmp / SEED_BUNDLE.name))],
     "bundle manifest []": _bundle_variant(lambda b: (b / "manifest.json").write_text("[]")),
     "bundle manifest 5": _bundle_variant(lambda b: (b / "manifest.json").write_text("5")),
     "bundle manifest damaged": _bundle_variant(lambda b: (b / "manifest.json").write_text('{"schema_version": 1,')),
@@ -290,7 +292,21 @@ def _capitalised_categories(tmp: Path) -> Path:
     return _write_json(tmp, trace)
 
 
+def _minimal_quoting(tmp: Path) -> Path:
+    """The ncu CSV re-saved by a spreadsheet or pandas: fields quoted only where they must be."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(_csv_text())))
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_MINIMAL, lineterminator="\n").writerows(rows)
+    path = tmp / "minimal.csv"
+    path.write_text(out.getvalue())
+    return path
+
+
 SAME: dict[str, tuple[Path, Callable[[Path], Path]]] = {
+    "csv with minimal quoting": (CSV, _minimal_quoting),
     "trace categories capitalised": (BERT, _capitalised_categories),
     "trace numbers written as strings (ROCm)": (BERT, _numbers_as_strings),
     "trace plain JSON": (BERT, lambda tmp: _write_json(tmp, _trace())),
@@ -392,6 +408,26 @@ def test_kernel_events_written_twice_are_counted_once_with_a_warning(tmp_path: P
     categories = next(iter(json.loads(out).values()))["categories"]
     assert sum(c["count"] for c in categories if c["category"] != "memcpy") == len(kernels) == 60
     FUZZ_RESULTS["warning"] += 1
+
+
+def test_stale_partial_bundles_of_dead_writers_are_removed(tmp_path: Path, capsys) -> None:
+    """A writer killed with -9 leaves .NAME.partial-PID behind; the next bundle written there removes it
+    (its PID is gone), and leaves a live writer's alone."""
+    out = tmp_path / "out"
+    dead, live = out / ".old.partial-999999999", out / f".busy.partial-{os.getpid()}"
+    for folder in (dead, live):
+        (folder / "raw").mkdir(parents=True)
+    code, _, err = _run(["ingest", str(BERT), "--out", str(out)], capsys)
+    assert code == 0, err
+    assert not dead.exists() and live.exists()
+
+
+def test_terminal_escape_codes_in_names_never_reach_the_terminal(tmp_path: Path, capsys) -> None:
+    trace = _trace()
+    _first(trace)["name"] = "evil\x1b[2J\x1b]0;pwned\x07kernel"
+    code, out, err = _run(["analyze", str(_write_json(tmp_path, trace)), "--top", "60"], capsys)
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out and "evil?[2J?]0;pwned?kernel" in out
 
 
 def test_the_suite_is_at_least_a_hundred_variants() -> None:

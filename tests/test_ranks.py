@@ -74,3 +74,24 @@ def test_ingest_keeps_the_rank_and_analyze_prints_across_ranks(tmp_path, capsys)
     assert main(["analyze", *map(str, TRACES), "--format", "json"]) == 0
     body = json.loads(capsys.readouterr().out)
     assert len(body["across_ranks"]["collectives"]) == 3
+
+
+def test_sixteen_ranks_sort_numerically(tmp_path, capsys) -> None:
+    """Sixteen rank traces made from the two committed ones (rank k is rank k % 2's trace, relabelled):
+    the per-rank columns read 0, 1, 2, …, 15, never 0, 1, 10, 11, …"""
+    paths = []
+    for k in range(16):
+        trace = json.loads(gzip.decompress(TRACES[k % 2].read_bytes()))
+        trace["distributedInfo"] = {**trace.get("distributedInfo", {}), "rank": k}
+        path = tmp_path / f"rank{k}.json"
+        path.write_text(json.dumps(trace))
+        paths.append(path)
+    results = analyze(list(reversed(paths)))
+    skew = collective_skew(results)
+    waits = [c for c in skew.columns if c.startswith("wait_ns_rank")]
+    assert waits == [f"wait_ns_rank{k}" for k in range(16)]
+    assert rank_summary(results)["rank"].tolist() == list(range(16))
+    assert main(["analyze", *map(str, paths), "--wide"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if "rank 0 waits" in line)
+    positions = [header.index(f"rank {k} waits") for k in range(16)]
+    assert positions == sorted(positions)

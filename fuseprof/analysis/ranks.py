@@ -56,7 +56,8 @@ def collective_skew(results: list[TraceAnalysis]) -> pd.DataFrame:
         if len(group) < ranks:
             continue  # a rank's trace ended before this collective
         last = group.loc[group["start_ns"].idxmax()]
-        waits = {f"wait_ns_rank{int(r)}": int(last["start_ns"] - s) for r, s in zip(group["rank"], group["start_ns"])}
+        waits = {f"wait_ns_rank{int(r)}": int(last["start_ns"] - s)  # in rank order: 0, 1, 2, …, 10, not 0, 1, 10
+                 for r, s in sorted(zip(group["rank"].astype(int), group["start_ns"]))}
         rows.append({"seq": seq, "collective": group["collective"].iloc[0], "bytes": group["bytes"].iloc[0],
                      "skew_ns": int(group["start_ns"].max() - group["start_ns"].min()), "last_rank": int(last["rank"]),
                      "transfer_ns": int(group["end_ns"].max() - group["start_ns"].max()), **waits})

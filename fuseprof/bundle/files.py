@@ -45,6 +45,28 @@ def _free_path(path: Path) -> Path:
     return candidate
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Half-written bundles (``.<name>.partial-<pid>``) and temporary files (``.<name>.tmp-<pid>``) whose
+    writer is gone (killed with -9, or its machine restarted): removed, so none lingers unseen."""
+    removed = []
+    for path in list(folder.glob(".*.partial-*")) + list(folder.glob("*/.*.tmp-*")) + list(folder.glob(".*.tmp-*")):
+        match = re.search(r"\.(?:partial|tmp)-(\d+)$", path.name)
+        if match and not _alive(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 class BundleWriter:
     """Collects a bundle in ``.<name>.partial-<pid>``; ``commit()`` renames it into place."""
 
@@ -53,8 +75,12 @@ class BundleWriter:
         self.name = slug(name)
         if out_dir.exists() and not out_dir.is_dir():
             raise BundleError(f"--out {out_dir}: is a file, not a folder")
+        if is_bundle(out_dir):  # a new bundle inside it would be hidden from ls, load and the dashboard
+            raise BundleError(f"--out {out_dir}: is a bundle; give the folder that holds bundles "
+                              f"(e.g. --out {out_dir.parent})")
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
+            remove_stale_partials(out_dir)
             self.path = out_dir / f".{self.name}.partial-{os.getpid()}"
             if self.path.exists():
                 shutil.rmtree(self.path)
@@ -98,10 +124,17 @@ class BundleWriter:
 
 
 def _replace_atomically(target: Path, write: Any) -> None:
-    """Write to a temporary sibling, then rename: a reader never sees half a file."""
+    """Write to a temporary sibling, then rename: a reader never sees half a file, and a failed write (a
+    full or read-only disk) leaves no temporary file and is one line."""
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    write(tmp)
-    os.replace(tmp, target)
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise BundleError(f"{target}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink(missing_ok=True)
 
 
 def write_manifest(bundle: Path, manifest: dict[str, Any]) -> None:

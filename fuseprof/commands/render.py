@@ -19,10 +19,18 @@ _NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d*(e[-+]?\d+)?%?$|^(nan|inf|-inf)$", re.I
 _BREAKS = re.compile(r"(?<=[\s,/→(\[])")  # break after spaces, commas, slashes, arrows, open brackets
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # escape sequences in a kernel name must not reach the terminal
+
+
+def clean_text(text: str) -> str:
+    """``text`` with control characters (terminal escape sequences in a kernel or file name) shown as '?'."""
+    return _CONTROL.sub("?", text)
+
+
 def _text(value: object) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return str(value)
+    return clean_text(str(value))
 
 
 def _wrap(text: str, width: int) -> list[str]:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.integrity import failed_for
-from fuseprof.commands.render import WIDTH, table_text
+from fuseprof.commands.render import WIDTH, clean_text, table_text
 
 
 def us(ns: float) -> str:
@@ -41,6 +41,7 @@ def width(wide: bool) -> Iterator[None]:
 
 def _line(text: str) -> None:
     """A line of prose, wrapped at the table width unless --wide."""
+    text = clean_text(text)
     print(text if _WIDE[0] else textwrap.fill(text, WIDTH, subsequent_indent="  "))
 
 
@@ -239,7 +240,7 @@ def print_ranks(results: list[TraceAnalysis]) -> None:
     skew = collective_skew(results)
     if skew.empty:
         return
-    waits = [c for c in skew.columns if c.startswith("wait_ns_rank")]
+    waits = sorted((c for c in skew.columns if c.startswith("wait_ns_rank")), key=lambda c: int(c.removeprefix("wait_ns_rank")))
     _print("Collectives: the last rank to arrive sets the time", pd.DataFrame({
         "#": skew["seq"], "collective": skew["collective"], "MB": (skew["bytes"] / 1e6).round(2),
         "skew µs": skew["skew_ns"].map(us), "last rank": skew["last_rank"], "transfer µs": skew["transfer_ns"].map(us),

@@ -70,6 +70,7 @@ def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalys
     """A verb that shows one table of each trace: ``show`` prints it, csv/json carry every row."""
     import pandas as pd
 
+    from fuseprof.commands.render import clean_text
     from fuseprof.commands.trace_views import width
 
     results = _analyses(args)
@@ -79,7 +80,7 @@ def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalys
         return 0
     with width(args.wide):
         for result in results:
-            print(f"== {result.name}  ({result.device or 'device unknown'})"[:120])
+            print(clean_text(f"== {result.name}  ({result.device or 'device unknown'})")[:120])
             show(result)
     return 0
 

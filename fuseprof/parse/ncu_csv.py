@@ -63,7 +63,8 @@ def _range_of(record: dict[str, str], nvtx_columns: list[str]) -> tuple[str, str
 
 def _split_header(path: Path, text: str) -> list[list[str]]:
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    # ncu quotes every field; a CSV re-saved with minimal quoting starts its header with a bare ID
+    start = next((i for i, line in enumerate(lines) if line.startswith(('"ID"', "ID,"))), None)
     if start is None:
         raise TraceFormatError(
             f"{path}: no ncu header row (a line starting with \"ID\"); write the CSV with "
