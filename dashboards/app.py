@@ -8,21 +8,28 @@ page, the filters) lives in the URL's query parameters, so a view can be shared 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
-import pandas as pd
-import streamlit as st
+if (spec := importlib.util.find_spec("fuseprof")) is not None and spec.origin is None:
+    # started from a folder that holds a folder named fuseprof (a checkout): that namespace folder would
+    # shadow the installed package; look past the working directory
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+    sys.modules.pop("fuseprof", None)
 
-from fuseprof import figures, load, load_timings
-from fuseprof.display import human_units
-from fuseprof.errors import FuseprofError
-from fuseprof.model import catalog, launches
-from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
-from fuseprof.model.occupancy import occupancy, occupancy_table
-from fuseprof.model.roofline import Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place
-from fuseprof.tables.summary import summarize
+import pandas as pd  # noqa: E402
+import streamlit as st  # noqa: E402
+
+from fuseprof import figures, load, load_timings  # noqa: E402
+from fuseprof.display import human_units, md_text  # noqa: E402
+from fuseprof.errors import FuseprofError  # noqa: E402
+from fuseprof.model import catalog, launches  # noqa: E402
+from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE  # noqa: E402
+from fuseprof.model.occupancy import occupancy, occupancy_table  # noqa: E402
+from fuseprof.model.roofline import Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place  # noqa: E402
+from fuseprof.tables.summary import summarize  # noqa: E402
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
 PAGES = ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Layer")
@@ -35,10 +42,42 @@ def traces_dir() -> Path:
     return Path(args.traces)
 
 
+def folder_signature(path: Path) -> tuple[tuple[str, float], ...]:
+    """The bundles in ``path`` and when each was written: a bundle added, removed or rewritten since the
+    last run is a new cache key, so the pages see it without a restart."""
+    from fuseprof.bundle.files import MANIFEST, find_bundles
+
+    try:
+        return tuple((b.name, (b / MANIFEST).stat().st_mtime) for b in find_bundles(path))
+    except (FuseprofError, OSError):
+        return ()
+
+
+def _load_sound(path: str) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Every bundle's kernels and timings; a damaged bundle is left out with its error, not fatal."""
+    try:
+        return load(path), load_timings(path), []
+    except FuseprofError:
+        from fuseprof.bundle.files import find_bundles
+
+        kernels, timings, damaged = [], [], []
+        for bundle in find_bundles(Path(path)):
+            try:
+                kernels.append(load(bundle))
+                timings.append(load_timings(bundle))
+            except FuseprofError as exc:
+                damaged.append(str(exc))
+        if not kernels:
+            raise
+        return pd.concat(kernels, ignore_index=True), pd.concat(timings, ignore_index=True), damaged
+
+
 @st.cache_resource(show_spinner="Loading bundles…")  # shared, not copied: the pages never modify these frames
-def load_everything(path: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str], dict[str, int], dict[str, Roof]]:
-    return (load(path), load_timings(path), catalog.variant_kinds(path), catalog.profiler_repeats(path),
-            measured_roofs(path))
+def load_everything(path: str, signature: tuple[tuple[str, float], ...]
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str], dict[str, int], dict[str, Roof], list[str]]:
+    kernels, timings, damaged = _load_sound(path)
+    return (kernels, timings, catalog.variant_kinds(path), catalog.profiler_repeats(path), measured_roofs(path),
+            damaged)
 
 
 INLINE_ROWS = 500  # a bigger table is sent to the browser only when asked for: 3,000 rows cost a second
@@ -160,8 +199,8 @@ def fusion_page(kernels: pd.DataFrame, timings: pd.DataFrame, kinds: dict[str, s
     bundles = sorted(summary["bundle"].unique())
     bundle = st.selectbox("Bundle", bundles, key="fusion-bundle") if len(bundles) > 1 else bundles[0]
     part = summary[summary["bundle"] == bundle]
-    st.subheader(f"{part['case'].iloc[0]}")
-    st.caption(bundle)
+    st.subheader(md_text(part["case"].iloc[0]))
+    st.caption(md_text(bundle))
     st.plotly_chart(figures.fusion_figure(part, kinds), key=f"fusion-{bundle}")
     data_table(part[["bundle", "variant", "shape", "kernels_per_call", "gpu_median_ns", "as_called_median_ns",
                      "dram_bytes", "l2_bytes", "nominal_bytes", "dram_bytes_over_nominal", "ncu_time_ns"]],
@@ -181,7 +220,7 @@ def launches_page(kernels: pd.DataFrame, repeats: dict[str, int], kinds: dict[st
     else:  # someone else's trace: one profiler step, every stream
         steps = rows.drop_duplicates("step").sort_values("start_ns")["step"].dropna().tolist()
         if not steps:
-            st.info(f"{bundle} has no variants and no record_function ranges to split it by; showing it whole.")
+            st.info(f"{md_text(bundle)} has no variants and no record_function ranges to split it by; showing it whole.")
             one_call = rows
         else:
             one_call = rows[rows["step"] == st.selectbox("Profiler step", steps)]
@@ -193,13 +232,15 @@ def main() -> None:
     st.set_page_config(page_title="fuseprof", layout="wide")
     path = traces_dir()
     try:
-        kernels, timings, kinds, repeats, roofs = load_everything(str(path))
+        kernels, timings, kinds, repeats, roofs, damaged = load_everything(str(path), folder_signature(path))
     except FuseprofError as exc:
-        st.error(str(exc))
+        st.error(md_text(exc))
         return
+    for problem in damaged:
+        st.warning(f"Left out: {md_text(problem)}")
     page = _keyed_choice(st.sidebar.radio, "Page", list(PAGES), "page")
     st.title(f"fuseprof — {page}")
-    st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {path}")
+    st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {md_text(path)}")
     if page == "Model":  # a whole trace: the kernel filters do not apply
         import model_page  # dashboards/, beside this file; imported here so other pages never pay for it
 

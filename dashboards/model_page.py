@@ -12,7 +12,8 @@ from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
 from fuseprof.bundle.files import RAW, find_bundles, read_manifest
-from fuseprof.display import human_units
+from fuseprof.display import human_units, md_text
+from fuseprof.errors import FuseprofError
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.roofline import datasheet_roof
 
@@ -42,11 +43,15 @@ def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
     names = sorted(bundles, key=lambda n: (not n.startswith("llama4l"), n))
     chosen = st.selectbox("Trace bundle", names, key="model-bundle")
     ceilings = measured_folder(traces)
-    result = analysis(str(bundles[chosen]), ceilings)
+    try:
+        result = analysis(str(bundles[chosen]), ceilings)
+    except FuseprofError as exc:  # e.g. a CPU-only capture of `fuseprof run`: it has no GPU kernels to analyse
+        st.info(md_text(exc))
+        return
     for note in result.notes:
-        st.caption(f"Note: {note}")
+        st.caption(f"Note: {md_text(note)}")
     whole = result.timeline.iloc[0]
-    st.caption(f"{result.device or 'device unknown'} · roof: {result.roof.label} · span {whole['span_ns'] / 1e3:,.3f} µs, "
+    st.caption(f"{md_text(result.device or 'device unknown')} · roof: {md_text(result.roof.label)} · span {whole['span_ns'] / 1e3:,.3f} µs, "
                f"GPU busy {whole['busy_ns'] / 1e3:,.3f} µs ({whole['busy_pct']:.1f}%)")
     failed = result.integrity[~result.integrity["ok"]] if not result.integrity.empty else result.integrity
     if not failed.empty:

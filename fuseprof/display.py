@@ -3,7 +3,17 @@ becomes a readable one and the header says which. CSV and JSON keep base units a
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def md_text(value: object) -> str:
+    """A user-controlled string (a GPU, case, bundle or file name) shown by Markdown as the text it is: an
+    image link in a trace's GPU name must not make the page fetch it."""
+    return _MARKDOWN.sub(r"\\\1", str(value))
 
 # suffix of a base-unit column -> (new suffix, divisor, decimals)
 _UNITS: tuple[tuple[str, str, float, int], ...] = (

@@ -209,3 +209,48 @@ def test_layer_page_breaks_the_decoder_layer_down_per_variant() -> None:
     assert not at.exception
     title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
     assert title.endswith("64x1x2048")
+
+
+def _app_over(folder: Path, page: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("FUSEPROF_TRACES", str(folder))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["page"] = page
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_damaged_bundle_is_left_out_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    shutil.copytree(SEED_BUNDLE, tmp_path / SEED_BUNDLE.name)
+    broken = shutil.copytree(SEED_BUNDLE, tmp_path / "broken-copy")
+    (broken / "kernels.parquet").write_bytes((broken / "kernels.parquet").read_bytes()[:300])
+    at = _app_over(tmp_path, "Roofline", monkeypatch)
+    assert any("Left out" in w.value and "broken\\-copy" in w.value for w in at.warning)  # Markdown-escaped
+    assert "1 bundles with kernels" in at.caption[0].value and figure(at)["data"]
+
+
+def test_bundles_added_after_start_are_seen_without_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    shutil.copytree(SEED_BUNDLE, tmp_path / SEED_BUNDLE.name)
+    at = _app_over(tmp_path, "Roofline", monkeypatch)
+    assert at.caption[0].value.startswith("1 bundles")
+    shutil.copytree(TRACES / "llama_mlp-bfloat16-h200-20261129t150856z", tmp_path / "llama_mlp-new")
+    at.run()
+    assert at.caption[0].value.startswith("2 bundles")
+
+
+def test_the_model_page_says_why_a_cpu_run_has_no_trace_analysis(tmp_path: Path, monkeypatch) -> None:
+    """`fuseprof run` on a machine without a GPU writes a bundle of CPU ops (as the README's quick start
+    does): the Model page explains instead of failing."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "fuseprof.cli", "run", "--out", str(tmp_path),
+                           str(ROOT / "examples" / "region_demo.py"), "--steps", "1"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-1500:]
+    at = _app_over(tmp_path, "Model", monkeypatch)
+    assert any("no GPU kernels" in i.value for i in at.info)

@@ -64,3 +64,79 @@ def test_six_consecutive_page_and_roof_changes_each_take_effect(browser_page, ur
         page.get_by_role("option", name=roof, exact=True).click()
         page.wait_for_function(f"[...document.querySelectorAll('.gtitle')].some(t => t.textContent.endsWith({roof!r}))",
                                timeout=30_000)
+
+
+def test_markdown_in_names_is_shown_as_text_and_fetches_nothing(tmp_path: Path) -> None:
+    """A case, GPU and kernel name holding a Markdown image pointing at a local beacon server: the Fusion and
+    Model pages show them as text, and the beacon receives no request."""
+    import gzip
+    import http.server
+    import json
+    import shutil
+    import threading
+
+    import pandas as pd
+
+    from fuseprof.cli import main
+    from tests.browser import free_port
+    from tests.conftest import FIXTURES, SEED_BUNDLE
+
+    hits: list[str] = []
+
+    class Beacon(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    port = free_port()
+    server = http.server.HTTPServer(("127.0.0.1", port), Beacon)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    image = f"![x](http://127.0.0.1:{port}/%s.png)"
+    folder = tmp_path / "traces"
+    bundle = shutil.copytree(SEED_BUNDLE, folder / SEED_BUNDLE.name)
+    for table in ("kernels.parquet", "timings.parquet"):
+        frame = pd.read_parquet(bundle / table)
+        frame.assign(case=image % "case").to_parquet(bundle / table)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, "case": image % "case"}))
+    trace = json.loads(gzip.decompress((FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz").read_bytes()))
+    trace["deviceProperties"][0]["name"] = image % "gpu"
+    next(e for e in trace["traceEvents"] if e.get("cat") == "kernel")["name"] = image % "kernel"
+    (tmp_path / "evil.json").write_text(json.dumps(trace))
+    assert main(["ingest", str(tmp_path / "evil.json"), "--out", str(folder)]) == 0
+    sync_playwright, executable = require_browser()
+    try:
+        with dashboard(folder) as url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            for name in ("Fusion", "Model"):
+                page.goto(f"{url}/?page={name}")
+                page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
+                page.wait_for_timeout(1500)
+                assert page.locator('[data-testid="stException"]').count() == 0, name
+            text = page.inner_text("body")
+            browser.close()
+    finally:
+        server.shutdown()
+    assert not hits, hits
+    assert f"![x](http://127.0.0.1:{port}/gpu.png)" in text  # the GPU name, shown as the text it is
+
+
+def test_the_dashboard_works_from_the_folder_that_holds_a_checkout(tmp_path: Path) -> None:
+    """Started where a folder named fuseprof (a checkout) sits in the working directory: that folder must not
+    shadow the package (every page failed with ImportError)."""
+    from tests.conftest import FUSEPROF, TRACES
+
+    (tmp_path / "fuseprof" / "docs").mkdir(parents=True)
+    sync_playwright, executable = require_browser()
+    with dashboard(TRACES, command=[FUSEPROF], cwd=tmp_path) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto(f"{url}/?page=Roofline")
+        page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        browser.close()
