@@ -5,6 +5,8 @@ both); elsewhere it skips, but under CI a missing browser is a failure, not a sk
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, dashboard, require_browser
