@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fuseprof.errors import CaseNotFoundError, InvalidArgumentError
+from fuseprof.errors import CaseNotFoundError, FuseprofError, InvalidArgumentError, UserCodeError
 
 Shape = tuple[int, ...]
 VariantKind = Literal["unfused", "compiled", "fused", "library"]
@@ -145,6 +145,19 @@ def user_frame(exc: BaseException, source: str | None) -> str:
     outside = [f for f in frames if "importlib" not in f.filename and "/fuseprof/" not in f.filename]
     chosen = mine or outside or list(frames)
     return f"{chosen[-1].filename}:{chosen[-1].lineno}" if chosen else "?"
+
+
+def user_call(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, a case's own code (its inputs, reference or a variant): a bug in it is one line with
+    the user's file and line and what fuseprof was calling, not a traceback through fuseprof's own."""
+    try:
+        return fn(*args)
+    except (FuseprofError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+        raise UserCodeError(f"{user_frame(exc, code.co_filename if code else None)}: {type(exc).__name__}: {exc} "
+                            f"(in {what})") from None
 
 
 def _import_user_module(module_name: str, spec: str) -> Any:

@@ -17,6 +17,10 @@ class CaseNotFoundError(FuseprofError):
     """A case name or ``module:attribute`` spec that does not resolve to a Case."""
 
 
+class UserCodeError(FuseprofError):
+    """A case's own code (inputs, reference or a variant) raised: one line with its file and line."""
+
+
 class InvalidArgumentError(FuseprofError):
     """A command-line value that cannot be used (bad shape, unknown variant or dtype)."""
 

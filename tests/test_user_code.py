@@ -80,3 +80,27 @@ def test_bad_variant_kind_and_shapes_are_refused(in_tmp: Path) -> None:
                                                       "default_shapes=((4096, -1),)"))
     with pytest.raises(InvalidArgumentError, match="positive ints"):
         load_case("shapes:CASE")
+
+
+@pytest.mark.parametrize(("old", "new", "line_of", "where"), [
+    ("def unfused(x, y):    return torch.nn.functional.silu(x) * y",
+     "def unfused(x, y):\n    return x.no_such_method()", "return x.no_such_method()", "variant 'unfused'"),
+    ("    return tuple(torch.randn(shape, generator=generator, device=device)",
+     "    raise ValueError('bad inputs')\n    return tuple(torch.randn(shape, generator=generator, device=device)",
+     "raise ValueError('bad inputs')", "make_inputs"),
+])
+def test_a_bug_inside_a_variant_or_make_inputs_is_one_line(tmp_path: Path, old: str, new: str, line_of: str,
+                                                            where: str) -> None:
+    """The README's case with a bug in a variant's body or in make_inputs, profiled on CPU: one line with the
+    user's file, the line of the bug and what fuseprof was calling."""
+    assert old in EXAMPLE
+    source = EXAMPLE.replace(old, new)
+    (tmp_path / "mycase.py").write_text(source)
+    line = source.splitlines().index(next(s for s in source.splitlines() if line_of in s)) + 1
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([FUSEPROF, "profile", "mycase:CASE", "--shapes", "64x64", "--device", "cpu", "--no-ncu",
+                           "--out", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=300)
+    errors = [x for x in done.stderr.splitlines() if x.startswith("fuseprof: error:")]
+    assert done.returncode == 2 and len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-1500:]
+    assert f"mycase.py:{line}:" in errors[0] and where in errors[0]

@@ -15,7 +15,7 @@ import torch
 from fuseprof.capture import timing
 from fuseprof.capture.correctness import compare
 from fuseprof.capture.torch_profile import Call
-from fuseprof.case import Case, Shape, Variant, shape_label, shape_seed
+from fuseprof.case import Case, Shape, Variant, shape_label, shape_seed, user_call
 from fuseprof.console import Log
 from fuseprof.ranges import range_label
 
@@ -69,10 +69,11 @@ def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shap
     for shape in shapes:
         label = shape_label(shape)
         generator.manual_seed(shape_seed(seed, shape))
-        inputs = case.make_inputs(shape, dtype, str(device), generator)
-        expected = case.reference(*inputs)
+        inputs = user_call(f"{case.name}.make_inputs({label})", case.make_inputs, shape, dtype, str(device), generator)
+        expected = user_call(f"{case.name}.reference at {label}", case.reference, *inputs)
         for variant in variants:
-            check = compare(variant.fn(*inputs), expected, case.tolerances[dtype])
+            outputs = user_call(f"variant {variant.name!r} of {case.name} at {label}", variant.fn, *inputs)
+            check = compare(outputs, expected, case.tolerances[dtype])
             verdict = "ok" if check["correct"] else f"WRONG: {check['problem']}"
             log(f"  {variant.name:<12} {label:>12}: rel_err {check['rel_err']:.2e} {verdict}; timing {repeats} samples")
             rows.append({"case": case.name, "variant": variant.name, "shape": label, "dtype": dtype,
