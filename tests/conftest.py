@@ -55,7 +55,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
         tried = sum(FUZZ_RESULTS.values())
         terminalreporter.write_line(
             f"fuzz: tried {tried} malformed or varied inputs: {FUZZ_RESULTS['clear error']} clear errors, "
-            f"{FUZZ_RESULTS['warning']} warnings, {FUZZ_RESULTS['identical']} accepted with identical values")
+            f"{FUZZ_RESULTS['warning']} warnings, {FUZZ_RESULTS['identical']} accepted with identical values; "
+            f"tracebacks {FUZZ_RESULTS['traceback']}, silently wrong {FUZZ_RESULTS['silently wrong']}, "
+            f"hangs {FUZZ_RESULTS['hang']}")
 
 
 # The shared third-party traces (MI300, SGLang, vLLM, Inductor) with TraceLens's reports, beside the

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -136,6 +137,16 @@ def _same_as_clean(make: Callable[[Path], Path]) -> Variant:
 CUT_POINTS = [0.001, 0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95, 0.999]
 TRACE_JSON = gzip.decompress(BERT.read_bytes())
 
+NEGATIVE_METRICS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+                    "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum",
+                    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+                    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+                    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
+                    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
+                    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+                    "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+                    "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct")
+
 ERRORS: dict[str, Variant] = {
     **{f"trace dur={v!r}": _set("dur", v) for v in ("abc", 1e300, -5, None, [], {}, True)},
     "trace dur=NaN": _trace_variant(lambda t: _first(t).update(dur=float("nan"))),
@@ -245,6 +256,27 @@ ERRORS: dict[str, Variant] = {
         lambda b: (b / "raw" / "other.json.gz").symlink_to(BERT.resolve()), "reparse"),
     "analyze a bundle whose raw/ trace is a pipe": _bundle_variant(
         lambda b: os.mkfifo(b / "raw" / "pipe.json"), "analyze"),
+    # every metric fuseprof reads, negative: no counter counts below zero
+    **{f"csv {metric} negative": _csv_variant(_csv_cell(metric, '"-3"')) for metric in NEGATIVE_METRICS},
+    **{f"trace gpu_memcpy dur={v!r}": _set("dur", v, cat="gpu_memcpy") for v in ("x", None)},
+    **{f"trace args.{f}={v!r}": _set(f, v, in_args=True) for f in ("grid", "block") for v in ([-1, 1, 1], [1, 2**32, 1])},
+    "trace deviceProperties=[5]": _trace_variant(lambda t: {**t, "deviceProperties": [5]}),
+    "trace distributedInfo='x'": _trace_variant(lambda t: {**t, "distributedInfo": "x"}),
+    "trace traceEvents=null": _trace_variant(lambda t: {**t, "traceEvents": None}),
+    "trace a kernel a week later": _trace_variant(lambda t: _first(t).update(ts=_first(t)["ts"] + 7 * 86_400e6)),
+    "trace UTF-16 file": _raw_bytes(lambda: TRACE_JSON.decode().encode("utf-16"), "utf16.json"),
+    "trace gzip of random bytes": _raw_bytes(lambda: gzip.compress(random.Random(4).randbytes(4096)), "noise.json.gz"),
+    "trace gzip of gzip": _raw_bytes(lambda: gzip.compress(gzip.compress(TRACE_JSON)), "double.json.gz"),
+    "csv only a units row": _csv_variant(lambda t: "\n".join(t.splitlines()[1:2]) + "\n"),
+    "csv a NUL byte in a number": _csv_variant(_csv_cell("gpu__time_duration.sum", '"40\x0032"')),
+    "bundle manifest is a pipe": _bundle_variant(lambda b: ((b / "manifest.json").unlink(),
+                                                            os.mkfifo(b / "manifest.json")) and None),
+    "bundle kernels.parquet is a pipe": _bundle_variant(lambda b: ((b / "kernels.parquet").unlink(),
+                                                                   os.mkfifo(b / "kernels.parquet")) and None),
+    "bundle raw/ is a file": _bundle_variant(lambda b: (shutil.rmtree(b / "raw"), (b / "raw").write_text("x"))
+                                             and None, "reparse"),
+    "bundle raw/ holds a gzip bomb": _bundle_variant(lambda b: (b / "raw" / "bomb.json.gz").write_bytes(
+        gzip.compress(b"[" * 2**20, 9)), "reparse"),
 }
 
 WARNINGS: dict[str, Variant] = {
@@ -320,13 +352,33 @@ SAME: dict[str, tuple[Path, Callable[[Path], Path]]] = {
 }
 
 
+CASE_TIMEOUT_S = 60  # a case that takes longer is a hang, the third failure this suite looks for
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise _Hang
+
+
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(CASE_TIMEOUT_S)
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse
         code = int(exc.code or 0)
+    except _Hang:
+        FUZZ_RESULTS["hang"] += 1
+        pytest.fail(f"hang: no answer within {CASE_TIMEOUT_S} s")
     except Exception as exc:  # a traceback is the failure this suite exists to catch
+        FUZZ_RESULTS["traceback"] += 1
         pytest.fail(f"traceback: {type(exc).__name__}: {exc}")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -384,6 +436,38 @@ def test_harmless_variation_gives_identical_values(name: str, tmp_path: Path, ca
     columns = [c for c in COMPARED if clean[c].notna().any()]
     pd.testing.assert_frame_equal(variant[columns], clean[columns])
     FUZZ_RESULTS["identical"] += 1
+
+
+# options a user can get wrong: one line naming the option, exit 2
+ARGUMENT_ERRORS: dict[str, tuple[list[str], str]] = {
+    "--window x": (["analyze", str(BERT), "--window", "x"], "--window"),
+    "--window 5-9 (no such steps)": (["analyze", str(BERT), "--window", "7-9"], "--window"),
+    "--window 2 on a trace without steps": (["analyze", str(FIXTURES / "thirdparty" / "b200_eager.json.gz"),
+                                             "--window", "2"], "--window"),
+    "--device H999": (["analyze", str(BERT), "--device", "H999"], "--device"),
+    "--device '' ": (["fusion", str(BERT), "--device", ""], "--device"),
+    "--top 0 (fusion)": (["fusion", str(BERT), "--top", "0"], "--top"),
+    "--top -3 (audit)": (["audit", str(BERT), "--top", "-3"], "--top"),
+    "--ceilings missing": (["analyze", str(BERT), "--ceilings", "/no/such/folder"], "--ceilings"),
+    "--ceilings a trace file": (["analyze", str(BERT), "--ceilings", str(BERT)], "--ceilings"),
+    "--graph-capture missing": (["analyze", str(BERT), "--graph-capture", "/no/such.json"], "no such"),
+    "--fail-on busy:5": (["diff", str(BERT), str(BERT), "--fail-on", "busy:5"], "--fail-on"),
+    "--fail-on op:+x%": (["diff", str(BERT), str(BERT), "--fail-on", "op:+x%"], "--fail-on"),
+    "--format markdown without --fail-on": (["diff", str(BERT), str(BERT), "--format", "markdown"], "markdown"),
+    "report -o into a missing folder": (["report", str(BERT), "-o", "/no/such/dir/r.html"], "no such folder"),
+    "--roof H999": (["roofline", str(SEED_BUNDLE), "--roof", "H999"], "--roof"),
+    "--ceilings a folder without bundles": (["analyze", str(BERT), "--ceilings", str(FIXTURES / "thirdparty")],
+                                            "--ceilings"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARGUMENT_ERRORS))
+def test_a_wrong_option_is_one_line(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv, word = ARGUMENT_ERRORS[name]
+    code, _, err = _run(argv, capsys)
+    errors = [line for line in err.strip().splitlines() if line.startswith("fuseprof: error:")]
+    assert code == 2 and len(errors) == 1 and word in errors[0], (code, err)
+    FUZZ_RESULTS["clear error"] += 1
 
 
 def test_a_gzip_bomb_is_refused_within_its_limit(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:

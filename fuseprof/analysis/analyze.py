@@ -171,7 +171,7 @@ def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:
     from fuseprof.bundle.loading import load_timings
     from fuseprof.model.roofline import measured_roofs
 
-    if not ceilings.exists() or not find_bundles(ceilings):
+    if not ceilings.is_dir() or not find_bundles(ceilings):
         raise TraceFormatError(f"--ceilings {ceilings}: no fuseprof bundle there (a `fuseprof ceilings` or "
                                "`fuseprof bench` bundle, or a folder holding them)")
     roofs, copy = measured_roofs(ceilings), copy_model_from_bench(load_timings(ceilings))
