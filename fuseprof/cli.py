@@ -37,11 +37,19 @@ def _warn_in_one_line(message, category, filename, lineno, file=None, line=None)
     print(f"fuseprof: warning: {message}", file=sys.stderr)
 
 
+def _terminated(signum, frame):  # type: ignore[no-untyped-def]
+    raise KeyboardInterrupt  # unwinds like Ctrl-C: half-written bundles and temporary files are removed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
     import warnings
 
     args = build_parser().parse_args(argv)
     warnings.showwarning = _warn_in_one_line
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         return COMMANDS[args.command].run(args)
     except FuseprofError as exc:

@@ -273,6 +273,10 @@ ERRORS: dict[str, Variant] = {
                                                             os.mkfifo(b / "manifest.json")) and None),
     "bundle kernels.parquet is a pipe": _bundle_variant(lambda b: ((b / "kernels.parquet").unlink(),
                                                                    os.mkfifo(b / "kernels.parquet")) and None),
+    "bundle kernels.parquet with a renamed column": _bundle_variant(_parquet_edit(
+        "kernels.parquet", lambda f: f.rename(columns={"dram_read_bytes": "dram_bytes_read"})), "summary"),
+    "bundle timings.parquet with a renamed column": _bundle_variant(_parquet_edit(
+        "timings.parquet", lambda f: f.rename(columns={"gpu_median_ns": "gpu_median"})), "summary"),
     "bundle raw/ is a file": _bundle_variant(lambda b: (shutil.rmtree(b / "raw"), (b / "raw").write_text("x"))
                                              and None, "reparse"),
     "bundle raw/ holds a gzip bomb": _bundle_variant(lambda b: (b / "raw" / "bomb.json.gz").write_bytes(

@@ -117,3 +117,31 @@ def test_good_inputs_make_one_bundle_with_raw_copies(tmp_path: Path, capsys: pyt
     frame = fuseprof.load(bundle)
     assert frame.groupby("source").size().to_dict() == {"ncu": 57, "torch.profiler": 168}
     assert frame["case"].isna().all()
+
+
+def test_sigterm_during_ingest_leaves_nothing_behind(tmp_path: Path) -> None:
+    """A large trace being ingested, stopped with SIGTERM as soon as its half-written bundle appears: the
+    command says so and exits 130, and no hidden .partial folder is left."""
+    import gzip
+    import json
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import FUSEPROF
+
+    trace = json.loads(gzip.decompress((FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz").read_bytes()))
+    trace["traceEvents"] = trace["traceEvents"] * 150
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(trace))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([FUSEPROF, "ingest", str(big), "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(out.glob(".*.partial-*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the ingest finished before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert list(out.iterdir()) == []

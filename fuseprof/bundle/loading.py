@@ -15,6 +15,13 @@ from fuseprof.errors import BundleError
 
 # Which tables each kind of bundle must hold: a missing one is damage, not an empty bundle.
 REQUIRED = {"capture": (KERNELS, TIMINGS), "ingest": (KERNELS,), "bench": (TIMINGS,), "ceilings": ()}
+# Columns every version of fuseprof has written: one missing (renamed by another version, or edited) would
+# be filled with nulls, which sums turn into 0 — DRAM MB 0.0 and no time in `summary`. Refused instead.
+CORE_COLUMNS = {
+    KERNELS: ("kernel", "source", "duration_ns", "dram_read_bytes", "dram_write_bytes", "l2_read_bytes",
+              "l2_write_bytes", "flops_fp32", "registers_per_thread"),
+    TIMINGS: ("case", "variant", "shape", "gpu_median_ns", "nominal_bytes", "correct"),
+}
 
 
 def _read_table(bundle: Path, filename: str) -> pa.Table | None:
@@ -33,6 +40,10 @@ def _read_table(bundle: Path, filename: str) -> pa.Table | None:
     if table.num_columns and not set(table.column_names) & set(columns) - {"bundle"}:
         raise BundleError(f"{path}: none of fuseprof's columns ({', '.join(sorted(table.column_names)[:5])}, …): "
                           "not a fuseprof table")
+    missing = [c for c in CORE_COLUMNS[filename] if c not in table.column_names]
+    if table.num_rows and missing:
+        raise BundleError(f"{path}: lacks the column(s) {', '.join(missing)} (written by another fuseprof, or edited); "
+                          f"`fuseprof reparse {bundle}` rebuilds the kernel table from raw/")
     return table.append_column("bundle", pa.array([bundle.name] * table.num_rows, pa.string()))
 
 
