@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,35 @@ def test_bad_ncu_path_keeps_profiler_part(tmp_path: Path, monkeypatch: pytest.Mo
                                    out_dir=tmp_path, repeats=3, repo_root=tmp_path), log=lambda _: None)
     (bundle,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
     assert len(fuseprof.load(bundle)) > 0
+
+
+@pytest.mark.gpu
+def test_denied_counters_give_a_complete_modelled_roofline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in ncu on PATH that fails as cloud hosts make it fail (ERR_NVGPUCTRPERM): the profile still
+    writes its bundle, exits normally, and every variant and shape has a roofline point marked modelled."""
+    import os
+
+    from fuseprof.model.roofline import place
+
+    fake = tmp_path / "bin" / "ncu"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
+                    "NVIDIA GPU Performance Counters on the target device 0.'\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    messages: list[str] = []
+    path = run_profile(ProfileOptions(case="rmsnorm_swiglu", shapes=((1024, 4096),), variants=["eager", "compiled"],
+                                      out_dir=tmp_path / "out", repeats=5, repo_root=tmp_path), log=messages.append)
+    assert json.loads((path / "manifest.json").read_text())["ncu"]["status"] == "denied"
+    assert any("ERR_NVGPUCTRPERM" in m and "modelled" in m and "NVreg_RestrictProfilingToAdminUsers" in m
+               for m in messages)
+    kernels = fuseprof.load(path)
+    modelled = kernels[kernels["source"] == "model"]
+    assert sorted(modelled["variant"]) == ["compiled", "eager"]
+    timings = fuseprof.load_timings(path).set_index("variant")
+    for row in modelled.itertuples():
+        assert row.duration_ns == int(timings.loc[row.variant, "gpu_median_ns"])
+        assert row.dram_read_bytes == timings.loc[row.variant, "nominal_bytes"]
+    placed = place(kernels)
+    assert len(placed) == 2 and placed["pct_of_roof"].notna().all() and (placed["flops"] > 0).all()
+    assert placed["kernel"].str.endswith("(whole call, modelled)").all()

@@ -32,7 +32,8 @@ KERNEL_COLUMNS: tuple[Column, ...] = (
     Column("shape", "string", "input shape of that range, 'MxN'"),
     Column("dtype", "string", "input dtype of the capture"),
     Column("device", "string", "GPU name (profiler deviceProperties / ncu device__attribute_display_name)"),
-    Column("source", "string", "'torch.profiler' or 'ncu': which tool measured the row"),
+    Column("source", "string", "'torch.profiler' or 'ncu': which tool measured the row; 'model' for a call modelled where "
+           "ncu was refused the counters (fuseprof/capture/modelled.py)"),
     Column("rank", "Int64", "profiler: distributedInfo.rank of the trace (one trace per rank); null otherwise"),
     Column("kernel", "string", "kernel name as the tool reports it (demangled)"),
     Column("kind", "string",

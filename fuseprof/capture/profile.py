@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 
 from fuseprof.bundle.files import RAW, BundleWriter
@@ -21,12 +22,13 @@ from fuseprof.capture import timing
 from fuseprof.capture.correctness import raise_if_wrong
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
+from fuseprof.capture.modelled import modelled_rows
 from fuseprof.capture.ncu_capture import capture_with_ncu
 from fuseprof.capture.ncu_target import target_argv
 from fuseprof.capture.torch_profile import record_trace
 from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr
-from fuseprof.errors import InvalidArgumentError, NcuError, NoGPUError
+from fuseprof.errors import InvalidArgumentError, NcuError, NcuPermissionError, NoGPUError
 from fuseprof.parse.dispatch import parse_raw_dir
 from fuseprof.parse.ncu_metrics import tensor_precisions_for
 from fuseprof.ranges import range_label
@@ -122,9 +124,16 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
         log(f"  torch.profiler: {len(calls)} ranges x {opts.profiler_repeats} calls")
         record_trace(calls, opts.profiler_repeats, writer.raw("profiler_trace.json.gz"), device.type == "cuda")
         ncu_error: NcuError | None = None
+        denied = False
         if opts.ncu and device.type == "cuda":
             try:
                 manifest["ncu"] = _run_ncu(writer, opts.case, [v.name for v in variants], shapes, dtype, opts, log)
+            except NcuPermissionError as exc:  # counters denied: degrade to a modelled roofline, not a failure
+                denied = True
+                manifest["ncu"] = {"status": "denied", "error": str(exc), "clock_control": "none",
+                                   "roofline": "modelled (fuseprof/capture/modelled.py): analytic FLOPs of the "
+                                               "trace's ops, the case's nominal bytes, the GPU time of the timings"}
+                (writer.path / "ncu.ncu-rep").unlink(missing_ok=True)
             except NcuError as exc:
                 ncu_error = exc
                 manifest["ncu"] = {"status": "failed", "error": str(exc), "clock_control": "none"}
@@ -132,6 +141,9 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
         else:
             manifest["ncu"] = {"status": "skipped", "reason": "--no-ncu" if not opts.ncu else "CPU device"}
         kernels = parse_raw_dir(writer.path / RAW)
+        if denied:
+            kernels = pd.concat([kernels, modelled_rows(writer.raw("profiler_trace.json.gz"), timings,
+                                                        opts.profiler_repeats)], ignore_index=True)
         kernels["case"], kernels["dtype"] = case.name, dtype
         timings["device"] = manifest["device"]["name"]
         manifest["wall_s"] = round(time.monotonic() - started, 2)
@@ -140,6 +152,10 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
         writer.write_manifest(manifest)
         path = writer.commit()
     log(f"fuseprof: wrote {path} ({len(kernels)} kernel rows, {manifest['wall_s']} s)")
+    if denied:
+        log("fuseprof: warning: ncu was refused the GPU's performance counters (ERR_NVGPUCTRPERM): the roofline is "
+            "modelled (analytic FLOPs, nominal bytes, measured GPU time; source 'model'). To measure, run as root or "
+            "set the driver option NVreg_RestrictProfilingToAdminUsers=0")
     if ncu_error is not None:
         raise type(ncu_error)(f"{ncu_error} -- the bundle {path} was saved without ncu metrics")
     raise_if_wrong(timings, path)

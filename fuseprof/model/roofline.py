@@ -21,6 +21,10 @@ from fuseprof.bundle.files import find_bundles, read_manifest
 from fuseprof.model.derived import derive
 from fuseprof.model.devices import DEFAULT_DEVICE, DEVICES, PIPES, DeviceSpec, spec_for_device_name
 
+# rows that carry FLOPs and DRAM bytes: ncu's kernels, and the modelled calls of a capture whose counters
+# were denied (fuseprof/capture/modelled.py)
+PLACED_SOURCES = ("ncu", "model")
+
 
 @dataclass(frozen=True)
 class Roof:
@@ -117,13 +121,13 @@ def _place_against(rows: pd.DataFrame, roof: Roof, capture_dram_bytes_per_s: flo
 
 
 def place(kernels: pd.DataFrame, roof: Roof | None = None, measured: dict[str, Roof] | None = None) -> pd.DataFrame:
-    """ncu rows with every column of ``DERIVED_COLUMNS``.
+    """ncu rows (and modelled rows, ``source = "model"``) with every column of ``DERIVED_COLUMNS``.
 
     ``roof=None`` judges each kernel against its capture device's roof (``capture_roof``, with the
     ``measured`` roofs preferred); a given ``roof`` judges all of them against that one. Either way
     ``l2_resident`` compares with the capture device's own DRAM limit (``dram_limit``).
     """
-    rows = derive(kernels[kernels["source"] == "ncu"])
+    rows = derive(kernels[kernels["source"].isin(PLACED_SOURCES)])
     if rows.empty:
         for column in ("peak_flops_per_s", "attainable_flops_per_s", "bound", "pct_of_roof", "l2_resident", "roof"):
             rows[column] = pd.Series(dtype="object")
