@@ -1,8 +1,11 @@
 """A roofline without hardware counters: where ncu is refused (``ERR_NVGPUCTRPERM`` on cloud and shared
 hosts), each variant and shape still gets one point, from what the capture has without counters:
 
-    flops_<pipe>     Σ the op registry's analytic FLOPs of the ops the call launched (the trace's recorded
-                     shapes), on the pipe each op's model names (``memory`` ops count under fp32)
+    flops_<pipe>     Σ the op registry's analytic FLOPs of the ops a call launched (the trace's recorded
+                     shapes), on the pipe each op's model names (``memory`` ops count under fp32); the
+                     same for every variant of a shape — the math the case does, whoever does it — taken
+                     from the variant whose ops the registry models best (compiled and fused variants
+                     launch kernels it has no model for)
     dram_read_bytes  the case's nominal bytes (every input read once, every output written once); the
                      split into reads and writes is not known without counters, so writes stay 0
     duration_ns      the call's GPU time (CUDA-graph replay median, from the timings)
@@ -42,10 +45,14 @@ def modelled_rows(trace: Path, timings: pd.DataFrame, calls_per_range: int) -> p
         if est is not None:
             per = flops.setdefault((e["variant"], e["shape"]), {})
             per[_flop_column(est.pipe)] = per.get(_flop_column(est.pipe), 0.0) + est.flops / calls_per_range
+    per_shape: dict[str, dict[str, float]] = {}
+    for (_, shape), counts in flops.items():
+        if sum(counts.values()) > sum(per_shape.get(shape, {}).values()):
+            per_shape[shape] = counts
     rows = []
     for _, t in timings[timings["gpu_median_ns"].notna() & ~timings["variant"].str.startswith("copy")].iterrows():
         rows.append({"variant": t["variant"], "shape": t["shape"], "kernel": f"{t['variant']} (whole call, modelled)",
                      "kind": "call", "source": MODEL_SOURCE, "duration_ns": int(t["gpu_median_ns"]),
                      "dram_read_bytes": float(t["nominal_bytes"]), "dram_write_bytes": 0.0,
-                     **flops.get((t["variant"], t["shape"]), {"flops_fp32": 0.0})})
+                     **per_shape.get(t["shape"], {"flops_fp32": 0.0})})
     return pd.DataFrame(rows)

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.errors import InvalidArgumentError
+from fuseprof.errors import FuseprofError, InvalidArgumentError
 
 
 def gpu_count(text: str, device: str) -> int:
@@ -167,7 +167,9 @@ def _rank_main(spec: dict[str, Any]) -> None:
     try:
         status.update(JOBS[spec["job"]](spec, mine, part, log, clock.done))
     except Exception as exc:  # reported by name by the parent; the other ranks' results are kept
-        status.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-4000:])
+        # fuseprof's own errors already say what and where (a user's bug: its file and line)
+        said = str(exc) if isinstance(exc, FuseprofError) else f"{type(exc).__name__}: {exc}"
+        status.update(error=said, traceback=traceback.format_exc()[-4000:])
     status.update(wall_s=clock.elapsed(), item_s=clock.items)
     written = part.with_suffix(".json.tmp")
     written.write_text(json.dumps(status, default=str))

@@ -44,9 +44,10 @@ def record_trace(calls: Sequence[Call], repeats: int, gz_path: Path, cuda: bool)
 
     No L2 flush runs inside the profiled region, so every kernel in the trace belongs to a
     measured call; profiler durations are therefore warm-L2 figures (timings.parquet and
-    ncu give the flushed ones).
+    ncu give the flushed ones). Input shapes are recorded: the per-op roofline and the modelled roofline
+    of a capture whose counters were denied read them.
     """
-    with torch.profiler.profile(activities=profiler_activities(cuda)) as prof:
+    with torch.profiler.profile(activities=profiler_activities(cuda), record_shapes=True) as prof:
         for call in calls:
             with torch.profiler.record_function(call.label):
                 for _ in range(repeats):
