@@ -520,3 +520,23 @@ def test_terminal_escape_codes_in_names_never_reach_the_terminal(tmp_path: Path,
 
 def test_the_suite_is_at_least_a_hundred_variants() -> None:
     assert len(ERRORS) + len(WARNINGS) + len(SAME) >= 100
+
+
+def test_reparse_on_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_path: Path, capsys,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills while reparse writes kernels.parquet (ENOSPC from the rename): one line, the bundle's
+    tables as they were, no .tmp file left (a read-only disk fails the same way; root ignores chmod here)."""
+    import errno
+
+    bundle = shutil.copytree(SEED_BUNDLE, tmp_path / SEED_BUNDLE.name)
+    before = (bundle / "kernels.parquet").read_bytes()
+
+    def full(src: object, dst: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("fuseprof.bundle.files.os.replace", full)
+    code, _, err = _run(["reparse", str(bundle)], capsys)
+    assert code == 2 and "No space left on device" in err and len(err.strip().splitlines()) == 1
+    assert (bundle / "kernels.parquet").read_bytes() == before
+    assert not [p for p in bundle.rglob("*") if ".tmp-" in p.name]
+    FUZZ_RESULTS["clear error"] += 1
