@@ -63,3 +63,14 @@ def test_the_report_never_overwrites_and_leaves_no_partial_file(tmp_path: Path, 
     assert report.read_text() == "mine" and "--force" in capsys.readouterr().err
     assert main(["report", "no/such.json", "-o", str(tmp_path / "x.html")]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
+
+
+def test_a_report_of_several_ranks_holds_the_communication_tables(tmp_path: Path, capsys) -> None:
+    from tests.conftest import FIXTURES
+
+    ranks = sorted((FIXTURES / "tp2").glob("tp_mlp-rank*.json.gz"))
+    report = tmp_path / "ranks.html"
+    assert main(["report", *map(str, ranks), "-o", str(report)]) == 0
+    text = report.read_text()
+    assert "Across ranks" in text and "Communication per rank" in text and "Collectives" in text
+    assert text.count("<h2>") == 3  # one section per rank, then the across-ranks tables
