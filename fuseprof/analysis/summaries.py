@@ -116,8 +116,8 @@ def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     the same columns as a kernel's); where ncu measured the same kernels (``attach_ncu``), its FLOPs
     and DRAM bytes per call beside the analytic ones."""
     with_op = events[events["op_id"].notna()]
-    if with_op.empty:
-        return pd.DataFrame()
+    if with_op.empty or not any(isinstance(d, list) for d in with_op["input_dims"]):
+        return pd.DataFrame()  # no recorded shapes: nothing to model, and nothing to pay for it
     if "ncu_flops" not in with_op:
         with_op = with_op.assign(ncu_flops=np.nan, ncu_dram_bytes=np.nan)
     per_call = with_op.groupby("op_id", sort=False).agg(
