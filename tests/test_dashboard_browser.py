@@ -68,7 +68,7 @@ def test_six_consecutive_page_and_roof_changes_each_take_effect(browser_page, ur
                                timeout=30_000)
 
 
-def test_markdown_in_names_is_shown_as_text_and_fetches_nothing(tmp_path: Path) -> None:
+def test_markdown_in_names_is_shown_as_text_and_fetches_nothing(tmp_path: Path, browser_page) -> None:
     """A case, GPU and kernel name holding a Markdown image pointing at a local beacon server: the Fusion and
     Model pages show them as text, and the beacon receives no request."""
     import gzip
@@ -110,35 +110,28 @@ def test_markdown_in_names_is_shown_as_text_and_fetches_nothing(tmp_path: Path) 
     next(e for e in trace["traceEvents"] if e.get("cat") == "kernel")["name"] = image % "kernel"
     (tmp_path / "evil.json").write_text(json.dumps(trace))
     assert main(["ingest", str(tmp_path / "evil.json"), "--out", str(folder)]) == 0
-    sync_playwright, executable = require_browser()
+    page = browser_page  # the module's one browser: Playwright's sync API runs one loop per process
     try:
-        with dashboard(folder) as url, sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-            page = browser.new_page()
+        with dashboard(folder) as url:
             for name in ("Fusion", "Model"):
                 page.goto(f"{url}/?page={name}")
                 page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
                 page.wait_for_timeout(1500)
                 assert page.locator('[data-testid="stException"]').count() == 0, name
             text = page.inner_text("body")
-            browser.close()
     finally:
         server.shutdown()
     assert not hits, hits
     assert f"![x](http://127.0.0.1:{port}/gpu.png)" in text  # the GPU name, shown as the text it is
 
 
-def test_the_dashboard_works_from_the_folder_that_holds_a_checkout(tmp_path: Path) -> None:
+def test_the_dashboard_works_from_the_folder_that_holds_a_checkout(tmp_path: Path, browser_page) -> None:
     """Started where a folder named fuseprof (a checkout) sits in the working directory: that folder must not
     shadow the package (every page failed with ImportError)."""
     from tests.conftest import FUSEPROF, TRACES
 
     (tmp_path / "fuseprof" / "docs").mkdir(parents=True)
-    sync_playwright, executable = require_browser()
-    with dashboard(TRACES, command=[FUSEPROF], cwd=tmp_path) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.goto(f"{url}/?page=Roofline")
-        page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
-        assert page.locator('[data-testid="stException"]').count() == 0
-        browser.close()
+    with dashboard(TRACES, command=[FUSEPROF], cwd=tmp_path) as url:
+        browser_page.goto(f"{url}/?page=Roofline")
+        browser_page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
+        assert browser_page.locator('[data-testid="stException"]').count() == 0
