@@ -19,6 +19,13 @@ AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 APP = str(ROOT / "dashboards" / "app.py")
 
 
+@pytest.fixture(autouse=True)
+def frozen_bundles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app reads the frozen fixture bundles, not the checkout's growing traces/ (a test may point it
+    elsewhere with its own FUSEPROF_TRACES)."""
+    monkeypatch.setenv("FUSEPROF_TRACES", str(TRACES))
+
+
 def run_page(page: str, **params: str | list[str]) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["page"] = page
