@@ -3,6 +3,7 @@ becomes a readable one and the header says which. CSV and JSON keep base units a
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
@@ -14,6 +15,17 @@ def md_text(value: object) -> str:
     """A user-controlled string (a GPU, case, bundle or file name) shown by Markdown as the text it is: an
     image link in a trace's GPU name must not make the page fetch it."""
     return _MARKDOWN.sub(r"\\\1", str(value))
+
+
+def cells_as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with list and dict cells (input shapes, members) as JSON text, which CSV, JSON records and HTML
+    tables all carry as written."""
+    out = frame.copy()
+    for column in out.columns:
+        if any(isinstance(v, (list, dict)) for v in out[column]):
+            out[column] = out[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
+    return out
+
 
 # suffix of a base-unit column -> (new suffix, divisor, decimals)
 _UNITS: tuple[tuple[str, str, float, int], ...] = (

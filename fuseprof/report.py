@@ -14,14 +14,13 @@ from __future__ import annotations
 import base64
 import gzip
 import html
-import json
 from datetime import datetime, timezone
 
 import pandas as pd
 
 from fuseprof import figures
 from fuseprof.analysis.analyze import TraceAnalysis
-from fuseprof.display import human_units
+from fuseprof.display import cells_as_text, human_units
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.roofline import datasheet_roof
 
@@ -42,10 +41,7 @@ document.addEventListener('click',e=>{if(e.target.tagName==='TH')sortTable(e.tar
 def _table(frame: pd.DataFrame, rows: int = 200) -> str:
     if frame is None or frame.empty:
         return "<p class='note'>(none)</p>"
-    shown = human_units(frame.head(rows)).drop(columns=["members", "key"], errors="ignore")
-    for column in shown.columns:  # lists and dicts as text; floats to a readable precision
-        if any(isinstance(v, (list, dict)) for v in shown[column]):
-            shown[column] = shown[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
+    shown = cells_as_text(human_units(frame.head(rows)).drop(columns=["members", "key"], errors="ignore"))
     more = f"<p class='note'>first {rows} of {len(frame)} rows</p>" if len(frame) > rows else ""
     return f"<div class='scroll'>{shown.to_html(index=False, escape=True, na_rep='', float_format=_fmt)}</div>{more}"
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel
-from fuseprof.model.op_models import DTYPE_BYTES
+from fuseprof.model.op_models import DTYPE_BYTES, OpInputs
 from fuseprof.model.op_registry import estimate
 from fuseprof.model.roofline import Roof
 
@@ -36,14 +36,18 @@ _EPILOGUE = ("aten::add", "aten::add_", "aten::gelu", "aten::silu", "aten::relu"
 _WINDOW = 6  # kernels between the softmax and each of its GEMMs, at most
 
 
-def _shape(dims: object, i: int) -> list[int] | None:
-    if not isinstance(dims, list) or i >= len(dims) or not isinstance(dims[i], list) or not dims[i]:
+def _shape(e: pd.Series, i: int) -> list[int] | None:
+    """Shape of the event's tensor input ``i``, read as the cost models read it; None if not a tensor of ≥ 1 dim."""
+    dims, types = e["input_dims"], e["input_type"]
+    if not isinstance(dims, list) or not isinstance(types, list):
         return None
-    return dims[i] if all(isinstance(d, int) for d in dims[i]) else None
+    return OpInputs(dims, types, []).tensor(i) or None
 
 
-def _itemsize(types: object, i: int = 0) -> int:
-    return DTYPE_BYTES.get(str(types[i]), 2) if isinstance(types, list) and i < len(types) else 2
+def _itemsize(e: pd.Series) -> int:
+    """Bytes per element of the event's first input (2, bf16's, when not recorded)."""
+    types = e["input_type"]
+    return DTYPE_BYTES.get(str(types[0]), 2) if isinstance(types, list) and types else 2
 
 
 def _time_ns(flops: float, nbytes: float, pipe: str, roof: Roof, copy: CopyModel) -> float:
@@ -69,11 +73,11 @@ def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[d
                 continue
             first, last = before[-1], after[0]
             qk, pv = part.iloc[first], part.iloc[last]
-            q, k, v = _shape(qk["input_dims"], 0), _shape(qk["input_dims"], 1), _shape(pv["input_dims"], 1)
+            q, k, v = _shape(qk, 0), _shape(qk, 1), _shape(pv, 1)
             costs = [_cost(qk), _cost(pv)]
             if q is None or k is None or v is None or None in costs:
                 continue
-            size = _itemsize(qk["input_type"])
+            size = _itemsize(qk)
             out = math.prod(q[:-1]) * v[-1] * size
             nbytes = (math.prod(q) + math.prod(k) + math.prod(v)) * size + out
             flops = sum(c[0] for c in costs if c)
@@ -90,7 +94,7 @@ def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[d
 def _gemm_input(e: pd.Series) -> tuple[tuple[int, ...], str] | None:
     """(shape, dtype) of a GEMM's activation input: mm/linear take it first, addmm second."""
     i = 1 if e["op"] in ("aten::addmm",) else 0
-    shape = _shape(e["input_dims"], i)
+    shape = _shape(e, i)
     return (tuple(shape), str(e["input_type"][i])) if shape and isinstance(e["input_type"], list) else None
 
 
@@ -150,7 +154,7 @@ def gemm_epilogues(events: pd.DataFrame) -> list[dict[str, object]]:
             e, g = part.iloc[i], part.iloc[i - 1]
             if pd.isna(e["op"]) or e["op"] not in _EPILOGUE or str(g["category"]) != "GEMM" or e["kind"] != "kernel":
                 continue
-            out = _shape(e["input_dims"], 0)
+            out = _shape(e, 0)
             gemm_out = _gemm_output(g)
             if out is None or gemm_out is None or math.prod(out) != math.prod(gemm_out):
                 continue
@@ -166,7 +170,7 @@ def gemm_epilogues(events: pd.DataFrame) -> list[dict[str, object]]:
 
 def _gemm_output(g: pd.Series) -> list[int] | None:
     first = 1 if g["op"] in ("aten::addmm", "aten::baddbmm") else 0
-    a, b = _shape(g["input_dims"], first), _shape(g["input_dims"], first + 1)
+    a, b = _shape(g, first), _shape(g, first + 1)
     if a is None or b is None:
         return None
     n = b[0] if g["op"] == "aten::linear" else b[-1]

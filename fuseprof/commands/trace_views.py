@@ -14,6 +14,7 @@ import pandas as pd
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.integrity import failed_for
 from fuseprof.commands.render import WIDTH, clean_text, table_text
+from fuseprof.display import cells_as_text
 
 
 def us(ns: float) -> str:
@@ -190,15 +191,6 @@ def print_roofline(result: TraceAnalysis) -> None:
            if r["ncu_flops"].notna().any() else {})}), failed_for("op_roofline", result.integrity))
 
 
-def _clean(frame: pd.DataFrame) -> pd.DataFrame:
-    """Columns JSON and CSV can carry (shape lists as text)."""
-    out = frame.copy()
-    for column in out.columns:
-        if any(isinstance(v, (list, dict)) for v in out[column]):
-            out[column] = out[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
-    return out
-
-
 def _several_ranks(results: list[TraceAnalysis]) -> bool:
     """Traces of two or more ranks of one distributed run: the across-ranks tables apply."""
     return len({r.rank for r in results if r.rank is not None}) > 1
@@ -207,7 +199,7 @@ def _several_ranks(results: list[TraceAnalysis]) -> bool:
 def to_json(results: list[TraceAnalysis]) -> str:
     body: dict[str, object] = {}
     for r in results:
-        tables = {name: json.loads(_clean(t).to_json(orient="records")) for name, t in r.tables().items()}
+        tables = {name: json.loads(cells_as_text(t).to_json(orient="records")) for name, t in r.tables().items()}
         body[str(r.name)] = {"device": r.device, "roof": r.roof.label, "rank": r.rank, "notes": r.notes, **tables}
     if _several_ranks(results):
         from fuseprof.analysis.ranks import collective_skew, rank_summary
@@ -218,7 +210,7 @@ def to_json(results: list[TraceAnalysis]) -> str:
 
 
 def to_long_frame(results: list[TraceAnalysis]) -> pd.DataFrame:
-    parts = [_clean(t).assign(trace=r.name, table=name) for r in results for name, t in r.tables().items()]
+    parts = [cells_as_text(t).assign(trace=r.name, table=name) for r in results for name, t in r.tables().items()]
     frame = pd.concat(parts, ignore_index=True)
     return frame[["trace", "table", *[c for c in frame.columns if c not in ("trace", "table")]]]
 

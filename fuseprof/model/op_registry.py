@@ -198,7 +198,7 @@ def categorize(kind: pd.Series, op: pd.Series, kernel: pd.Series,
     return classify(kind, op, kernel, registry)["category"]
 
 
-_ESTIMATES: dict[tuple[str, int, str], Estimate | None] = {}
+_ESTIMATES: dict[tuple[str, CostModel, str], Estimate | None] = {}
 
 
 _COST_FAMILIES: dict[str, OpFamily | None] = {}
@@ -221,15 +221,16 @@ def cost_family(op: str) -> OpFamily | None:
 def estimate(op: str, dims: Any, types: Any, concrete: Any) -> Estimate | None:
     """The op's analytic cost from its recorded inputs, or None (no model, or no shapes recorded).
 
-    Memoised per op, registry row and inputs: a decode trace repeats a few hundred distinct calls tens
-    of thousands of times, and both the per-op roofline and the fusion finder ask. An edited row is a
-    new key, so an edited table is never answered from the old one."""
+    Memoised per op, cost model and inputs: a decode trace repeats a few hundred distinct calls tens
+    of thousands of times, and both the per-op roofline and the fusion finder ask. The key holds the
+    cost model itself (not an id a freed row's successor could reuse), so an edited table is never
+    answered from the old one."""
     if not isinstance(dims, list) or not isinstance(types, list):
         return None
     row = cost_family(op)
     if row is None or row.cost is None:
         return None
-    key = (op, id(row), f"{dims}|{types}|{concrete}")
+    key = (op, row.cost, f"{dims}|{types}|{concrete}")
     if key not in _ESTIMATES:
         if len(_ESTIMATES) > 100_000:
             _ESTIMATES.clear()
