@@ -13,6 +13,7 @@ classes or op chains show the unfused form — so an engine's own kernels are a 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -112,9 +113,17 @@ def _pairs(entry: Entry, events: pd.DataFrame, copy: CopyModel) -> pd.DataFrame:
                           "signature": frame["signature"].iloc[0], "count": len(frame)}])
 
 
-def _matches(pattern: re.Pattern[str], values: pd.Series) -> pd.Series:
-    found = {v: bool(pattern.search(v)) for v in values.unique()}
-    return values.map(found).astype(bool)
+def _matcher(events: pd.DataFrame) -> Callable[[re.Pattern[str]], pd.Series]:
+    """A mask of the events whose kernel name or op matches a pattern; each distinct string is searched
+    once per pattern, not once per event."""
+    names = events["name"].astype(str)
+    ops = events["op"].astype("string").fillna("").astype(str)
+    distinct = pd.unique(pd.concat([names, ops]))
+
+    def hits(pattern: re.Pattern[str]) -> pd.Series:
+        found = [v for v in distinct if pattern.search(v)]
+        return names.isin(found) | ops.isin(found)
+    return hits
 
 
 def audit(events: pd.DataFrame, fusion: pd.DataFrame, copy: CopyModel,
@@ -122,18 +131,16 @@ def audit(events: pd.DataFrame, fusion: pd.DataFrame, copy: CopyModel,
     """One row per catalogue entry: fusion, verdict, time_ns (of the unfused pieces, else of the fused
     kernels), predicted_saving_ns, evidence."""
     rows = []
-    names = events["name"].astype(str)
-    ops = events["op"].astype("string").fillna("").astype(str)
+    hits = _matcher(events)
     for entry in CATALOGUE if catalogue is None else catalogue:
         unfused = _unfused(entry, fusion)
         if unfused.empty:
             unfused = _pairs(entry, events, copy)
-        fused = events[_matches(entry._fused, names) | _matches(entry._fused, ops)]
+        fused = events[hits(entry._fused)]
         partial = fused.empty and entry._partial is not None
         if partial:
-            fused = events[_matches(entry._partial, names) | _matches(entry._partial, ops)]  # type: ignore[arg-type]
-        present = fused.empty and any(_matches(re.compile(p, re.IGNORECASE), names).any() or
-                                      _matches(re.compile(p, re.IGNORECASE), ops).any() for p in entry.ops)
+            fused = events[hits(entry._partial)]  # type: ignore[arg-type]
+        present = fused.empty and any(hits(re.compile(p, re.IGNORECASE)).any() for p in entry.ops)
         verdict = ("partly fused" if not fused.empty and (not unfused.empty or partial) else "not fused"
                    if not unfused.empty else "fused" if not fused.empty else "present, no fusion found" if present
                    else "not present")
