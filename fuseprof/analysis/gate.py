@@ -71,15 +71,12 @@ def _steps(result: TraceAnalysis) -> list[str]:
     return sorted(s for s in result.events["profiler_step"].dropna().unique() if str(s).startswith("ProfilerStep#"))
 
 
-def _per_step(result: TraceAnalysis, rule: Rule) -> pd.Series:
-    """The quantity in each profiler step of ``result`` (index: step)."""
+def _step_parts(result: TraceAnalysis) -> list[tuple[pd.DataFrame, dict[str, int]]]:
+    """Each profiler step's events with its timeline totals, computed once for every rule."""
     from fuseprof.analysis.timeline import breakdown
 
     events = result.events[result.events["profiler_step"].notna()]
-    out = {}
-    for step, part in events.groupby("profiler_step"):
-        out[step] = _value(part, rule, breakdown(part))
-    return pd.Series(out, dtype="float64")
+    return [(part, breakdown(part)) for _, part in events.groupby("profiler_step")]
 
 
 def _value(events: pd.DataFrame, rule: Rule, totals: dict[str, int]) -> float:
@@ -102,15 +99,17 @@ def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFr
 
     steps_a, steps_b = _steps(a), _steps(b)
     per_step = bool(steps_a) and bool(steps_b)
+    totals_a, totals_b = breakdown(a.events), breakdown(b.events)
+    parts_a = _step_parts(a) if len(steps_a) >= 3 else []
     rows = []
     for rule in rules:
-        va = _value(a.events, rule, breakdown(a.events)) / (len(steps_a) if per_step else 1)
-        vb = _value(b.events, rule, breakdown(b.events)) / (len(steps_b) if per_step else 1)
+        va = _value(a.events, rule, totals_a) / (len(steps_a) if per_step else 1)
+        vb = _value(b.events, rule, totals_b) / (len(steps_b) if per_step else 1)
         change = vb - va
         change_pct = 100 * change / va if va else (math.inf if change > 0 else 0.0)
         noise = None
-        if len(steps_a) >= 3:
-            values = _per_step(a, rule).to_numpy()
+        if parts_a:
+            values = np.array([_value(part, rule, totals) for part, totals in parts_a], dtype="float64")
             mean = float(np.mean(values))
             noise = 100 * 2 * float(np.std(values, ddof=1)) / mean / math.sqrt(len(values)) if mean else 0.0
         over = change_pct > rule.limit if rule.relative else change > rule.limit
