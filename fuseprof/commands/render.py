@@ -27,7 +27,8 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub("?", text)
 
 
-def _text(value: object) -> str:
+def cell_text(value: object) -> str:
+    """A table cell as printed: missing values (None, NA, NaN) blank, control characters as '?'."""
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
     return clean_text(str(value))
@@ -67,7 +68,7 @@ def _render(cells: list[list[str]], headers: list[str], widths: list[int], numer
 def table_text(frame: pd.DataFrame, wide: bool = False, width: int = WIDTH) -> str:
     """``frame`` as a text table (no index) of at most ``width`` characters a line unless ``wide``."""
     headers = [str(c) for c in frame.columns]
-    cells = [[_text(v) for v in row] for row in frame.itertuples(index=False, name=None)]
+    cells = [[cell_text(v) for v in row] for row in frame.itertuples(index=False, name=None)]
     numeric = [all(_NUMBER.match(r[i]) for r in cells) for i in range(len(headers))]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     if wide or not headers:

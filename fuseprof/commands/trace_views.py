@@ -13,7 +13,7 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.integrity import failed_for
-from fuseprof.commands.render import WIDTH, clean_text, table_text
+from fuseprof.commands.render import WIDTH, cell_text, clean_text, table_text
 from fuseprof.display import cells_as_text
 
 
@@ -23,7 +23,7 @@ def us(ns: float) -> str:
 
 
 def _short(text: object, width: int) -> str:
-    s = "" if text is None or (isinstance(text, float) and math.isnan(text)) or text is pd.NA else str(text)
+    s = cell_text(text)
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
