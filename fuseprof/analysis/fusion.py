@@ -32,6 +32,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -171,46 +172,66 @@ def _breaks(events: pd.DataFrame) -> np.ndarray:
     return ((events["role"] == "anchor") | (events["kind"] != "kernel") | unattributed_graph).to_numpy(bool)
 
 
+def _traversal(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Row positions per (stream, profiler step), the groups in order of their first kernel and each in
+    start order (the order a chain is read in), and each position's group code."""
+    step = events["profiler_step"] if "profiler_step" in events else events["step"]
+    group = events["stream"].astype("string").fillna("?") + "\x1f" + step.astype("string").fillna("")
+    by_start = np.argsort(events["start_ns"].to_numpy(np.int64), kind="stable")
+    codes, _ = pd.factorize(group.to_numpy(object)[by_start])
+    return by_start[np.argsort(codes, kind="stable")], np.sort(codes, kind="stable")
+
+
+def _runs(events: pd.DataFrame, order: np.ndarray, codes: np.ndarray, limit: float) -> list[np.ndarray]:
+    """Maximal runs (positions into ``order``) of ≥ 2 non-breaking kernels in one group with no gap over
+    ``limit`` between one event's end and the next one's start."""
+    start = events["start_ns"].to_numpy(np.int64)[order]
+    end = start + events["dur_ns"].to_numpy(np.int64)[order]
+    stop = _breaks(events)[order]
+    first = np.r_[True, codes[1:] != codes[:-1]] if len(codes) else np.zeros(0, bool)
+    gap = np.r_[0, start[1:] - end[:-1]] if len(codes) else np.zeros(0, np.int64)
+    opens = ~stop & (first | (gap > limit) | np.r_[False, stop[:-1]][: len(stop)])
+    kept = np.flatnonzero(~stop)
+    run = np.cumsum(opens)[kept]
+    _, begin, count = np.unique(run, return_index=True, return_counts=True)
+    return [kept[b:b + c] for b, c in zip(begin, count) if c >= 2]
+
+
 def find_chains(events: pd.DataFrame) -> pd.DataFrame:
     """One row per chain: a maximal run of ≥ 2 consecutive fusible kernels on one stream, inside one
     profiler step (or the user's outermost range), with no idle gap over ``gap_limit_ns`` inside it.
     Columns: stream, step, key (the ops, '?kernel' where the trace did not link one), signature, kernels,
     measured_ns, chain_bytes, fused_bytes, module, start_ns and members (the events' index labels)."""
-    limit = gap_limit_ns(events)
-    step = events["profiler_step"] if "profiler_step" in events else events["step"]
-    ordered = events.assign(_step=step.astype("string").fillna(""), _stop=_breaks(events)).sort_values(
-        "start_ns", kind="stable")
-    rows = []
-    for (stream, step_name), part in ordered.groupby([ordered["stream"].astype("string").fillna("?"), "_step"],
-                                                     sort=False):
-        run: list[pd.Series] = []
-        end = None
-        for _, event in part.iterrows():
-            gap = event["start_ns"] - end if end is not None else 0
-            end = event["start_ns"] + event["dur_ns"]
-            if event["_stop"] or gap > limit:
-                if len(run) >= 2:
-                    rows.append(_chain(run, str(stream), str(step_name)))
-                run = [] if event["_stop"] else [event]
-            else:
-                run.append(event)
-        if len(run) >= 2:
-            rows.append(_chain(run, str(stream), str(step_name)))
-    return pd.DataFrame(rows)
+    order, codes = _traversal(events)
+    runs = _runs(events, order, codes, gap_limit_ns(events))
+    if not runs:
+        return pd.DataFrame()
+    rows = events.iloc[order]
+    step = rows["profiler_step"] if "profiler_step" in rows else rows["step"]
+    columns = {"op": [None if pd.isna(v) else str(v) for v in rows["op"]],
+               "name": rows["name"].tolist(), "dims": rows["input_dims"].tolist(),
+               "types": rows["input_type"].tolist(), "concrete": rows["concrete"].tolist(),
+               "dur": rows["dur_ns"].tolist(), "start": rows["start_ns"].tolist(), "module": rows["module"].tolist(),
+               "label": rows.index.tolist(), "stream": rows["stream"].astype("string").fillna("?").tolist(),
+               "step": step.astype("string").fillna("").tolist()}
+    return pd.DataFrame([_chain(columns, run) for run in runs])
 
 
-def _chain(run: list[pd.Series], stream: str, step: str) -> dict[str, object]:
-    names = [str(e["op"]) if pd.notna(e["op"]) else short_kernel_name(str(e["name"])) for e in run]
-    ops = [(str(e["op"]), e["input_dims"], e["input_type"], e["concrete"]) for e in run]
-    analytic = [estimate(str(e["op"]), e["input_dims"], e["input_type"], e["concrete"]) for e in run]
+def _chain(columns: dict[str, list[Any]], run: np.ndarray) -> dict[str, object]:
+    ops = [columns["op"][i] for i in run]
+    short = [short_kernel_name(str(columns["name"][i])) for i in run]
+    inputs = [(op or "", columns["dims"][i], columns["types"][i], columns["concrete"][i]) for op, i in zip(ops, run)]
+    analytic = [estimate(*call) for call in inputs]
     known = all(a is not None for a in analytic)  # one op without a model: the chain's bytes are unknown
     chain_bytes = float(sum(a.bytes for a in analytic if a)) if known else np.nan
-    key = " → ".join(str(e["op"]) if pd.notna(e["op"]) else f"?{short_kernel_name(str(e['name']))}" for e in run)
-    return {"stream": stream, "step": step, "key": key,
-            "signature": " → ".join(names), "kernels": len(run),
-            "measured_ns": int(sum(int(e["dur_ns"]) for e in run)), "chain_bytes": chain_bytes,
-            "fused_bytes": min(fused_bytes(ops), chain_bytes) if known else np.nan,
-            "module": run[0]["module"], "start_ns": int(run[0]["start_ns"]), "members": [e.name for e in run]}
+    first = int(run[0])
+    return {"stream": str(columns["stream"][first]), "step": str(columns["step"][first]),
+            "key": " → ".join(op if op is not None else f"?{s}" for op, s in zip(ops, short)),
+            "signature": " → ".join(op if op is not None else s for op, s in zip(ops, short)), "kernels": len(run),
+            "measured_ns": int(sum(int(columns["dur"][i]) for i in run)), "chain_bytes": chain_bytes,
+            "fused_bytes": min(fused_bytes(inputs), chain_bytes) if known else np.nan,
+            "module": columns["module"][first], "start_ns": int(columns["start"][first]),
+            "members": [columns["label"][i] for i in run]}
 
 
 def kernel_floor_ns(events: pd.DataFrame) -> float:

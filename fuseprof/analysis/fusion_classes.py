@@ -36,9 +36,8 @@ _EPILOGUE = ("aten::add", "aten::add_", "aten::gelu", "aten::silu", "aten::relu"
 _WINDOW = 6  # kernels between the softmax and each of its GEMMs, at most
 
 
-def _shape(e: pd.Series, i: int) -> list[int] | None:
-    """Shape of the event's tensor input ``i``, read as the cost models read it; None if not a tensor of ≥ 1 dim."""
-    dims, types = e["input_dims"], e["input_type"]
+def _shape(dims: object, types: object, i: int) -> list[int] | None:
+    """Shape of tensor input ``i``, read as the cost models read it; None if not a tensor of ≥ 1 dim."""
     if not isinstance(dims, list) or not isinstance(types, list):
         return None
     return OpInputs(dims, types, []).tensor(i) or None
@@ -56,8 +55,8 @@ def _time_ns(flops: float, nbytes: float, pipe: str, roof: Roof, copy: CopyModel
     return max(compute, nbytes / roof.dram_bytes_per_s * 1e9) + copy.fixed_ns
 
 
-def _cost(e: pd.Series) -> tuple[float, float, str] | None:
-    est = estimate(str(e["op"]), e["input_dims"], e["input_type"], e["concrete"])
+def _cost(op: object, dims: object, types: object, concrete: object) -> tuple[float, float, str] | None:
+    est = estimate(str(op), dims, types, concrete)
     return (est.flops, est.bytes, est.pipe) if est else None
 
 
@@ -65,16 +64,17 @@ def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[d
     rows = []
     for _, part in events.sort_values("start_ns", kind="stable").groupby(events["stream"].astype("string")):
         part = part.reset_index()
-        ops = part["op"].astype("string").fillna("")
-        for i in (int(x) for x in np.flatnonzero(ops.isin(_SOFTMAX).to_numpy())):
+        ops = part["op"].astype("string").fillna("").tolist()
+        for i in (int(x) for x in np.flatnonzero(np.isin(ops, _SOFTMAX))):
             before = [j for j in range(max(0, i - _WINDOW), i) if ops[j] in _BATCHED]
             after = [j for j in range(i + 1, min(len(part), i + 1 + _WINDOW)) if ops[j] in _BATCHED]
             if not before or not after:
                 continue
             first, last = before[-1], after[0]
             qk, pv = part.iloc[first], part.iloc[last]
-            q, k, v = _shape(qk, 0), _shape(qk, 1), _shape(pv, 1)
-            costs = [_cost(qk), _cost(pv)]
+            q, k = _shape(qk["input_dims"], qk["input_type"], 0), _shape(qk["input_dims"], qk["input_type"], 1)
+            v = _shape(pv["input_dims"], pv["input_type"], 1)
+            costs = [_cost(e["op"], e["input_dims"], e["input_type"], e["concrete"]) for e in (qk, pv)]
             if q is None or k is None or v is None or None in costs:
                 continue
             size = _itemsize(qk)
@@ -91,11 +91,11 @@ def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[d
     return rows
 
 
-def _gemm_input(e: pd.Series) -> tuple[tuple[int, ...], str] | None:
+def _gemm_input(op: object, dims: object, types: object) -> tuple[tuple[int, ...], str] | None:
     """(shape, dtype) of a GEMM's activation input: mm/linear take it first, addmm second."""
-    i = 1 if e["op"] in ("aten::addmm",) else 0
-    shape = _shape(e, i)
-    return (tuple(shape), str(e["input_type"][i])) if shape and isinstance(e["input_type"], list) else None
+    i = 1 if op in ("aten::addmm",) else 0
+    shape = _shape(dims, types, i)
+    return (tuple(shape), str(types[i])) if shape and isinstance(types, list) else None
 
 
 def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
@@ -113,7 +113,8 @@ def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[
         calls = calls[part.loc[calls.index, "op_id"].notna()]
         # a call's kernels are consecutive; any other kernel between two GEMM calls breaks the run
         position = {op_id: n for n, op_id in enumerate(part["op_id"].drop_duplicates())}
-        keys = [_gemm_input(e) if e["category"] == "GEMM" else None for _, e in calls.iterrows()]
+        keys = [_gemm_input(op, dims, types) if category == "GEMM" else None for op, dims, types, category in
+                zip(calls["op"], calls["input_dims"], calls["input_type"], calls["category"])]
         order = [position[o] for o in calls["op_id"]]
         launched = calls["launch_start_ns"].astype("float64").tolist()
         i = 0
@@ -130,10 +131,11 @@ def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[
 
 def _horizontal(events: pd.DataFrame, calls: pd.DataFrame, roof: Roof, copy: CopyModel) -> dict[str, object]:
     members = events.index[events["op_id"].isin(calls["op_id"])].tolist()
-    costs = [_cost(e) for _, e in calls.iterrows()]
+    costs = [_cost(*call) for call in zip(calls["op"], calls["input_dims"], calls["input_type"], calls["concrete"])]
     if None in costs:
         return {}
-    shape, dtype = _gemm_input(calls.iloc[0]) or ((), "")
+    first = calls.iloc[0]
+    shape, dtype = _gemm_input(first["op"], first["input_dims"], first["input_type"]) or ((), "")
     input_bytes = math.prod(shape) * DTYPE_BYTES.get(dtype, 2)
     flops = sum(c[0] for c in costs if c)
     nbytes = sum(c[1] for c in costs if c) - (len(costs) - 1) * input_bytes
@@ -148,32 +150,34 @@ def _horizontal(events: pd.DataFrame, calls: pd.DataFrame, roof: Roof, copy: Cop
 
 def gemm_epilogues(events: pd.DataFrame) -> list[dict[str, object]]:
     rows = []
-    for _, part in events.sort_values("start_ns", kind="stable").groupby(events["stream"].astype("string")):
-        part = part.reset_index()
-        for i in range(1, len(part)):
-            e, g = part.iloc[i], part.iloc[i - 1]
-            if pd.isna(e["op"]) or e["op"] not in _EPILOGUE or str(g["category"]) != "GEMM" or e["kind"] != "kernel":
-                continue
-            out = _shape(e, 0)
-            gemm_out = _gemm_output(g)
+    ordered = events.sort_values("start_ns", kind="stable")
+    for _, part in ordered.groupby(ordered["stream"].astype("string")):
+        after_gemm = (part["category"].astype("string").shift() == "GEMM").fillna(False)
+        candidate = part["op"].astype("string").isin(_EPILOGUE).fillna(False) & after_gemm & (part["kind"] == "kernel")
+        at = np.flatnonzero(candidate.to_numpy(bool))
+        fields = ["op", "input_dims", "input_type", "concrete", "dur_ns", "module"]
+        for label, e, g in zip(part.index[at], part[fields].iloc[at].itertuples(index=False),
+                               part[fields[:3]].iloc[at - 1].itertuples(index=False)):
+            out = _shape(e.input_dims, e.input_type, 0)
+            gemm_out = _gemm_output(g.op, g.input_dims, g.input_type)
             if out is None or gemm_out is None or math.prod(out) != math.prod(gemm_out):
                 continue
-            cost = _cost(e)
-            rows.append({"class": "GEMM epilogue", "members": [int(e["index"])],
-                         "signature": f"{g['op']} → {e['op']} (epilogue)", "kernels": 1,
-                         "measured_ns": int(e["dur_ns"]), "chain_bytes": cost[1] if cost else np.nan,
+            cost = _cost(e.op, e.input_dims, e.input_type, e.concrete)
+            rows.append({"class": "GEMM epilogue", "members": [label],
+                         "signature": f"{g.op} → {e.op} (epilogue)", "kernels": 1,
+                         "measured_ns": int(e.dur_ns), "chain_bytes": cost[1] if cost else np.nan,
                          "fused_bytes": 0.0,  # the GEMM writes its output once, with the epilogue applied
-                         "module": e["module"], "predicted_ns": 0.0,
+                         "module": e.module, "predicted_ns": 0.0,
                          "known_fusion": "cuBLASLt epilogue (torch._addmm_activation), Inductor, CUTLASS"})
     return rows
 
 
-def _gemm_output(g: pd.Series) -> list[int] | None:
-    first = 1 if g["op"] in ("aten::addmm", "aten::baddbmm") else 0
-    a, b = _shape(g, first), _shape(g, first + 1)
+def _gemm_output(op: object, dims: object, types: object) -> list[int] | None:
+    first = 1 if op in ("aten::addmm", "aten::baddbmm") else 0
+    a, b = _shape(dims, types, first), _shape(dims, types, first + 1)
     if a is None or b is None:
         return None
-    n = b[0] if g["op"] == "aten::linear" else b[-1]
+    n = b[0] if op == "aten::linear" else b[-1]
     return [*a[:-1], n]
 
 

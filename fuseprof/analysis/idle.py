@@ -25,7 +25,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from fuseprof.model.intervals import merge
+from fuseprof.model.intervals import covered_ns, merge
 from fuseprof.parse.trace_events import TraceTables
 
 SYNC_CALL = re.compile(r"Synchronize|^(?:cuda|hip)Memcpy(?:WithStream)?$|^cuMemcpy[DH]to[DH](?:_v2)?$")
@@ -54,7 +54,8 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables) -> pd.DataFrame:
     syncs = tables.launches[tables.launches["name"].str.contains(SYNC_CALL.pattern, regex=True)]
     sync_start = syncs["start_ns"].to_numpy(np.int64)
     sync_end = sync_start + syncs["dur_ns"].to_numpy(np.int64)
-    in_sync = np.array([bool(((sync_start <= g) & (sync_end >= g)).any()) for g in gaps["gap_start_ns"]])
+    in_sync = covered_ns(merge(sync_start, sync_end + 1), gaps["gap_start_ns"].to_numpy(np.int64),
+                         gaps["gap_start_ns"].to_numpy(np.int64) + 1) > 0  # start ≤ gap start ≤ end
     launched_late = pd.to_numeric(gaps["launch_ns"], errors="coerce").to_numpy() >= gaps["gap_start_ns"].to_numpy()
     gaps["cause"] = np.where(in_sync, "sync", np.where(launched_late, "launch", "other"))
     return gaps
@@ -92,18 +93,17 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, top: int = 10) -> pd.
         return pd.DataFrame(columns=["name", "kind", "overlap_ns", "share_of_host_idle_pct"])
     spans = pd.concat([tables.ops.assign(kind="op"), tables.annotations.assign(kind="range")], ignore_index=True)
     spans = spans[~spans["name"].str.startswith("ProfilerStep#")]
-    rows: dict[tuple[str, str], int] = {}
+    parts = []
     for tid, part in host.groupby("tid"):
         mine = spans[spans["tid"] == str(tid)]
         start = mine["start_ns"].to_numpy(np.int64)
-        end = start + mine["dur_ns"].to_numpy(np.int64)
-        for lo, hi in zip(part["gap_start_ns"], pd.to_numeric(part["launch_ns"]).astype(np.int64)):
-            overlap = np.minimum(end, hi) - np.maximum(start, lo)
-            for i in np.flatnonzero(overlap > 0):
-                key = (str(mine["name"].iloc[i]), str(mine["kind"].iloc[i]))
-                rows[key] = rows.get(key, 0) + int(overlap[i])
+        gaps_of_tid = merge(part["gap_start_ns"].to_numpy(np.int64),
+                            pd.to_numeric(part["launch_ns"]).astype(np.int64).to_numpy())
+        parts.append(mine[["name", "kind"]].assign(
+            overlap_ns=covered_ns(gaps_of_tid, start, start + mine["dur_ns"].to_numpy(np.int64))))
+    overlaps = pd.concat(parts, ignore_index=True)
+    overlaps = overlaps[overlaps["overlap_ns"] > 0]
     total = int((pd.to_numeric(host["launch_ns"]) - host["gap_start_ns"]).clip(lower=0).sum())
-    out = pd.DataFrame([{"name": n, "kind": k, "overlap_ns": v} for (n, k), v in rows.items()],
-                       columns=["name", "kind", "overlap_ns"])
+    out = overlaps.groupby(["name", "kind"], sort=False)["overlap_ns"].sum().astype(np.int64).reset_index()
     out["share_of_host_idle_pct"] = 100 * out["overlap_ns"] / total if total else np.nan
     return out.sort_values("overlap_ns", ascending=False).head(top).reset_index(drop=True)

@@ -120,11 +120,10 @@ def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
         return pd.DataFrame()  # no recorded shapes: nothing to model, and nothing to pay for it
     if "ncu_flops" not in with_op:
         with_op = with_op.assign(ncu_flops=np.nan, ncu_dram_bytes=np.nan)
-    per_call = with_op.groupby("op_id", sort=False).agg(
-        op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
-        concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"),
-        ncu_flops=("ncu_flops", lambda v: v.sum(min_count=1)),
-        ncu_dram_bytes=("ncu_dram_bytes", lambda v: v.sum(min_count=1)))
+    calls = with_op.groupby("op_id", sort=False)
+    per_call = calls.agg(op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
+                         concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
+    per_call[["ncu_flops", "ncu_dram_bytes"]] = calls[["ncu_flops", "ncu_dram_bytes"]].sum(min_count=1)
     estimates = [estimate(o, d, t, c) for o, d, t, c in
                  zip(per_call["op"], per_call["dims"], per_call["types"], per_call["concrete"])]
     per_call["flops"] = [e.flops if e else np.nan for e in estimates]

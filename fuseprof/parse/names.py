@@ -7,9 +7,12 @@ name, without return type, namespaces, template arguments and parameters, does.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 _ANONYMOUS = ("(anonymous namespace)::", "<unnamed>::")
 
 
+@lru_cache(maxsize=2**16)  # a trace repeats a few hundred names tens of thousands of times
 def short_kernel_name(name: str) -> str:
     """'void at::native::reduce_kernel<512, 1, ...>(...)' -> 'reduce_kernel'."""
     text = name.strip()
