@@ -85,8 +85,8 @@ class _Trace(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(_Trace)
 # strict=False: ROCm writes some numbers as strings (hipMemcpy*'s "bytes": "4096"); "4096" decodes to 4096,
 # while a string that is no number is still refused
-_ARGS = msgspec.json.Decoder(_Args | None, strict=False)
-_EXTERNAL_ID = msgspec.json.Decoder(_ExternalId | None, strict=False)
+_ONE = {kind: msgspec.json.Decoder(kind | None, strict=False) for kind in (_Args, _ExternalId)}
+_MANY = {kind: msgspec.json.Decoder(list[kind | None], strict=False) for kind in (_Args, _ExternalId)}
 
 
 def _decode_args(e: _Event, decoder: msgspec.json.Decoder, path: Path) -> Any:
@@ -96,6 +96,17 @@ def _decode_args(e: _Event, decoder: msgspec.json.Decoder, path: Path) -> Any:
         raise TraceFormatError(f"{path}: {e.cat} event {e.name[:60]!r} has args nested too deeply") from None
     except msgspec.ValidationError as exc:
         raise TraceFormatError(f"{path}: {e.cat} event {e.name[:60]!r} has malformed args ({exc})") from None
+
+
+def _decode_all_args(events: list[_Event], kind: type, path: Path) -> list[Any]:
+    """Every event's args in one decode of their joined bytes (a call per event costs as much again as
+    the decoding); on a failure, event by event, to name the event at fault."""
+    if not events:
+        return []
+    try:
+        return _MANY[kind].decode(b"[" + b",".join(e.args for e in events) + b"]")  # type: ignore[no-any-return]
+    except (RecursionError, msgspec.ValidationError, msgspec.DecodeError):
+        return [_decode_args(e, _ONE[kind], path) for e in events]
 
 
 @dataclass
@@ -154,44 +165,62 @@ def _decode(path: Path) -> _Trace:
         raise TraceFormatError(f"{path}: JSON nested too deeply to be a torch.profiler trace") from None
 
 
+_TEXT = ("name", "cat", "pid", "tid")  # object columns: an empty list would otherwise make floats
+
+
 def _frame(rows: dict[str, list[Any]], path: Path) -> pd.DataFrame:
-    frame = pd.DataFrame(rows)
-    for column in ("name", "cat", "pid", "tid"):
-        if column in frame:
-            frame[column] = frame[column].astype(object)  # an empty list would otherwise make floats
+    frame = pd.DataFrame({k: pd.Series(v, dtype=object) if k in _TEXT else v
+                          for k, v in rows.items() if k not in ("ts", "dur")}, index=pd.RangeIndex(len(rows["name"])))
     for column in ("ts", "dur"):
-        values = frame.pop(column).to_numpy(dtype="float64") if column in frame else np.empty(0)
+        values = np.array(rows[column], dtype="float64") if column in rows else np.empty(0)
         frame[f"{'start' if column == 'ts' else 'dur'}_ns"] = ns_from_us(values, path, column)
     return frame
 
 
+_GPU_ARGS = ("stream", "device", "correlation", "external_id", "registers", "shared", "bytes", "collective",
+             "in_nelems", "nccl_dtype", "group_size")
+
+
+def _first_bad_gpu_event(events: list[_Event], args: list[_Args | None], path: Path) -> None:
+    """Refuse the trace at its first GPU event that no profiler writes: no ts or dur, a negative
+    duration, no name, no args, or a launch beyond any GPU's limits."""
+    def first(flags: list[bool]) -> int:
+        return flags.index(True) if True in flags else len(events)
+
+    missing = first([e.dur is None or e.ts is None for e in events])
+    negative = first([e.dur is not None and e.dur < 0 for e in events])
+    unnamed = first([not e.name for e in events])
+    no_args = first([a is None for a in args])  # torch.profiler always writes them: correlation, stream, device
+    # CUDA's and HIP's launch limits are below 2³¹
+    beyond = first([a is not None and any(d and not all(0 <= x < 2**31 for x in d) for d in (a.grid, a.block))
+                    for a in args])
+    i = min(missing, negative, unnamed, no_args, beyond)
+    if i == len(events):
+        return
+    e, a = events[i], args[i]
+    if i == missing:
+        raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has no {'dur' if e.ts else 'ts'}")
+    if i == negative:
+        raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has a negative duration ({e.dur})")
+    if i == unnamed:
+        raise TraceFormatError(f"{path}: GPU event {i} (ts {e.ts}) has no name")
+    if i == no_args or a is None:
+        raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has no args (correlation, stream, device)")
+    field, dims = ("grid", a.grid) if a.grid and not all(0 <= x < 2**31 for x in a.grid) else ("block", a.block)
+    raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has args.{field} {dims}, beyond any launch a "
+                           "GPU accepts")
+
+
 def _gpu_rows(events: list[_Event], args: list[_Args | None], path: Path) -> pd.DataFrame:
-    cols: dict[str, list[Any]] = {k: [] for k in ("name", "cat", "ts", "dur", "stream", "device", "correlation",
-                                                  "external_id", "grid", "block", "registers", "shared", "bytes",
-                                                  "collective", "in_nelems", "nccl_dtype", "group_size")}
-    for i, e in enumerate(events):
-        if e.dur is None or e.ts is None:
-            raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has no {'dur' if e.ts else 'ts'}")
-        if e.dur < 0:
-            raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has a negative duration ({e.dur})")
-        if not e.name:
-            raise TraceFormatError(f"{path}: GPU event {i} (ts {e.ts}) has no name")
-        if args[i] is None:  # torch.profiler always writes them: correlation, stream, device
-            raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has no args (correlation, stream, device)")
-        a = args[i] or _Args()
-        for field, dims in (("grid", a.grid), ("block", a.block)):
-            if dims and not all(0 <= d < 2**31 for d in dims):  # CUDA's and HIP's launch limits are below 2³¹
-                raise TraceFormatError(f"{path}: GPU event {i} ({e.name[:60]!r}) has args.{field} {dims}, beyond "
-                                       "any launch a GPU accepts")
-        cols["name"].append(e.name)
-        cols["cat"].append(e.cat.lower())
-        cols["ts"].append(e.ts)
-        cols["dur"].append(e.dur)
-        for key in ("stream", "device", "correlation", "external_id", "registers", "shared", "bytes", "collective",
-                    "in_nelems", "nccl_dtype", "group_size"):
-            cols[key].append(getattr(a, key))
-        cols["grid"].append(",".join(map(str, a.grid)) if a.grid else None)
-        cols["block"].append(",".join(map(str, a.block)) if a.block else None)
+    _first_bad_gpu_event(events, args, path)
+    present = [a or _Args() for a in args]
+    cols: dict[str, list[Any]] = {
+        "name": [e.name for e in events], "cat": [e.cat if e.cat.islower() else e.cat.lower() for e in events],
+        "ts": [e.ts for e in events], "dur": [e.dur for e in events],
+        **{key: [getattr(a, key) for a in present] for key in _GPU_ARGS[:4]},
+        "grid": [",".join(map(str, a.grid)) if a.grid else None for a in present],
+        "block": [",".join(map(str, a.block)) if a.block else None for a in present],
+        **{key: [getattr(a, key) for a in present] for key in _GPU_ARGS[4:]}}
     frame = _frame(cols, path)
     for key in ("stream", "device", "correlation", "external_id", "registers", "shared", "bytes", "in_nelems",
                 "group_size"):
@@ -225,16 +254,11 @@ def _unique(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 def _timed_rows(events: list[_Event], path: Path, extra: tuple[str, ...] = (),
                 args: list[_Args | None] | None = None) -> pd.DataFrame:
-    cols: dict[str, list[Any]] = {k: [] for k in ("name", "ts", "dur", "pid", "tid", *extra)}
-    for i, e in enumerate(events):
-        a = (args[i] if args is not None else None) or _Args()
-        cols["name"].append(e.name)
-        cols["ts"].append(e.ts if e.ts is not None else np.nan)
-        cols["dur"].append(e.dur if e.dur is not None else 0.0)
-        cols["pid"].append(str(e.pid))
-        cols["tid"].append(str(e.tid))
-        for key in extra:
-            cols[key].append(getattr(a, key))
+    present = [a or _Args() for a in args] if args is not None else [_Args()] * len(events)
+    cols: dict[str, list[Any]] = {
+        "name": [e.name for e in events], "ts": [e.ts if e.ts is not None else np.nan for e in events],
+        "dur": [e.dur if e.dur is not None else 0.0 for e in events], "pid": [str(e.pid) for e in events],
+        "tid": [str(e.tid) for e in events], **{key: [getattr(a, key) for a in present] for key in extra}}
     return _frame(cols, path)
 
 
@@ -260,14 +284,14 @@ def read_trace_tables(path: Path) -> TraceTables:
         missing = next((i for i, e in enumerate(by_kind[kind]) if e.ts is None), None)
         if missing is not None:
             raise TraceFormatError(f"{path}: a {kind[:-1]} event ({by_kind[kind][missing].name[:60]!r}) has no ts")
-    gpu_args = [_decode_args(e, _ARGS, path) for e in by_kind["gpu"]]
-    launch_args = [_decode_args(e, _ARGS, path) for e in by_kind["launches"]]
+    gpu_args = _decode_all_args(by_kind["gpu"], _Args, path)
+    launch_args = _decode_all_args(by_kind["launches"], _Args, path)
     gpu = _gpu_rows(by_kind["gpu"], gpu_args, path)
     if by_kind["gpu"]:  # only the ops that launched GPU work are joined; a CPU-only trace keeps them all
         launched = {a.external_id for a in gpu_args + launch_args if a is not None}
-        ids = [_decode_args(e, _EXTERNAL_ID, path) for e in by_kind["ops"]]
+        ids = _decode_all_args(by_kind["ops"], _ExternalId, path)
         by_kind["ops"] = [e for e, x in zip(by_kind["ops"], ids) if x is not None and x.external_id in launched]
-    op_args = [_decode_args(e, _ARGS, path) for e in by_kind["ops"]]
+    op_args = _decode_all_args(by_kind["ops"], _Args, path)
     devices = {d.id: d.name for d in trace.deviceProperties or []}
     rank = (trace.distributedInfo or {}).get("rank")
     return TraceTables(
