@@ -85,8 +85,10 @@ class _Trace(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(_Trace)
 # strict=False: ROCm writes some numbers as strings (hipMemcpy*'s "bytes": "4096"); "4096" decodes to 4096,
 # while a string that is no number is still refused
-_ONE = {kind: msgspec.json.Decoder(kind | None, strict=False) for kind in (_Args, _ExternalId)}
-_MANY = {kind: msgspec.json.Decoder(list[kind | None], strict=False) for kind in (_Args, _ExternalId)}
+_ONE: dict[type, msgspec.json.Decoder[Any]] = {_Args: msgspec.json.Decoder(_Args | None, strict=False),
+                                              _ExternalId: msgspec.json.Decoder(_ExternalId | None, strict=False)}
+_MANY: dict[type, msgspec.json.Decoder[Any]] = {_Args: msgspec.json.Decoder(list[_Args | None], strict=False),
+                                               _ExternalId: msgspec.json.Decoder(list[_ExternalId | None], strict=False)}
 
 
 def _decode_args(e: _Event, decoder: msgspec.json.Decoder, path: Path) -> Any:
