@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -86,7 +87,16 @@ def _unfused(entry: Entry, fusion: pd.DataFrame) -> pd.DataFrame:
     return fusion[picked]
 
 
-def _pairs(entry: Entry, events: pd.DataFrame, copy: CopyModel) -> pd.DataFrame:
+def _by_stream(events: pd.DataFrame) -> list[dict[str, list[Any]]]:
+    """Each stream's events in start order, as columns of plain values (read once for every pair entry)."""
+    ordered = events.sort_values("start_ns", kind="stable")
+    return [{"op": part["op"].astype("string").fillna("").tolist(), "dur": part["dur_ns"].tolist(),
+             "dims": part["input_dims"].tolist(), "types": part["input_type"].tolist(),
+             "concrete": part["concrete"].tolist()}
+            for _, part in ordered.groupby(ordered["stream"].astype("string"))]
+
+
+def _pairs(entry: Entry, streams: list[dict[str, list[Any]]], copy: CopyModel) -> pd.DataFrame:
     """Separate kernels of ``entry.pair``: their time now, and the fused kernel's predicted time (the
     second op's bytes — it reads both inputs and writes the output — at the copy rate, plus one fixed
     cost)."""
@@ -94,15 +104,14 @@ def _pairs(entry: Entry, events: pd.DataFrame, copy: CopyModel) -> pd.DataFrame:
         return pd.DataFrame()
     first, second = entry.pair
     rows = []
-    for _, part in events.sort_values("start_ns", kind="stable").groupby(events["stream"].astype("string")):
-        ops = part["op"].astype("string").fillna("").tolist()
+    for part in streams:
+        ops = part["op"]
         for i, op in enumerate(ops):
             j = next((j for j in range(i + 1, min(i + 4, len(ops))) if ops[j] == second), None) if op == first else None
             if j is None:
                 continue
-            b = part.iloc[j]
-            est = estimate(str(b["op"]), b["input_dims"], b["input_type"], b["concrete"])
-            time = int(part.iloc[i]["dur_ns"]) + int(b["dur_ns"])
+            est = estimate(ops[j], part["dims"][j], part["types"][j], part["concrete"][j])
+            time = int(part["dur"][i]) + int(part["dur"][j])
             predicted = copy.time_ns(est.bytes) if est else float("nan")
             rows.append({"measured_ns": time, "saving_ns": time - predicted,
                          "signature": f"{first} (kernel) … {second} (kernel)", "count": 1})
@@ -131,11 +140,11 @@ def audit(events: pd.DataFrame, fusion: pd.DataFrame, copy: CopyModel,
     """One row per catalogue entry: fusion, verdict, time_ns (of the unfused pieces, else of the fused
     kernels), predicted_saving_ns, evidence."""
     rows = []
-    hits = _matcher(events)
+    hits, streams = _matcher(events), _by_stream(events)
     for entry in CATALOGUE if catalogue is None else catalogue:
         unfused = _unfused(entry, fusion)
         if unfused.empty:
-            unfused = _pairs(entry, events, copy)
+            unfused = _pairs(entry, streams, copy)
         fused = events[hits(entry._fused)]
         partial = fused.empty and entry._partial is not None
         if partial:

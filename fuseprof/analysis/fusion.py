@@ -117,9 +117,22 @@ def _nbytes(dims: list[int], dtype: str) -> int:
     return math.prod(dims) * DTYPE_BYTES[dtype]
 
 
+_FUSED_BYTES: dict[str, float] = {}
+
+
 def fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
     """External inputs read once plus outputs written once, for ops (name, input dims, input types)
-    in chain order; see the module docstring for the shape-and-dtype dataflow it assumes."""
+    in chain order; see the module docstring for the shape-and-dtype dataflow it assumes. Memoised on
+    the chain's text: every decoder layer and step repeats the same few chains."""
+    key = repr(ops)
+    if key not in _FUSED_BYTES:
+        if len(_FUSED_BYTES) > 100_000:
+            _FUSED_BYTES.clear()
+        _FUSED_BYTES[key] = _fused_bytes(ops)
+    return _FUSED_BYTES[key]
+
+
+def _fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
     produced: set[tuple[str, str]] = set()
     total = 0.0
     last_out = 0.0

@@ -25,17 +25,7 @@ def union_ns(start: np.ndarray, end: np.ndarray) -> int:
 
 def overlap_ns(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
     """Length of (∪a) ∩ (∪b) for two merged interval sets."""
-    (as_, ae), (bs, be) = a, b
-    total, i, j = 0, 0, 0
-    while i < as_.size and j < bs.size:
-        lo, hi = max(as_[i], bs[j]), min(ae[i], be[j])
-        if hi > lo:
-            total += int(hi - lo)
-        if ae[i] < be[j]:
-            i += 1
-        else:
-            j += 1
-    return total
+    return int(covered_ns(a, b[0], b[1]).sum())
 
 
 def _measure_before(merged: tuple[np.ndarray, np.ndarray], t: np.ndarray) -> np.ndarray:
