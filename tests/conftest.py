@@ -46,6 +46,14 @@ if not _has_cuda():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+# The trace store of the test run: a fresh folder, never the user's ~/.cache. Tests that need a cold
+# or an absent store set FUSEPROF_CACHE themselves (tests/test_store.py).
+if "FUSEPROF_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["FUSEPROF_CACHE"] = tempfile.mkdtemp(prefix="fuseprof-test-store-")
+
+
 # Outcomes of tests/test_fuzz_inputs.py, printed after the run (CI's log shows the counts).
 FUZZ_RESULTS: Counter[str] = Counter()
 

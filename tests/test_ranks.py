@@ -11,7 +11,7 @@ import pytest
 
 import fuseprof
 from fuseprof.analysis import analyze
-from fuseprof.analysis.ranks import collective_skew, collectives, rank_summary
+from fuseprof.analysis.ranks import collective_skew, rank_summary
 from fuseprof.cli import main
 from tests.conftest import FIXTURES
 
@@ -33,7 +33,7 @@ def test_each_rank_and_its_allreduces(results) -> None:
     assert [r.rank for r in results] == [0, 1]
     for r, path in zip(results, TRACES):
         raw = _raw_nccl(path)
-        mine = collectives(r)
+        mine = r.collectives
         assert len(mine) == len(raw) == 3  # one all-reduce per step
         assert (mine["collective"] == "allreduce").all()
         assert mine["bytes"].tolist() == [e["args"]["In msg nelems"] * 2 for e in raw] == [2048 * 4096 * 2] * 3

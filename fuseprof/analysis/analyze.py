@@ -8,15 +8,18 @@ window (``steps``), check integrity (``integrity``), then the tables (``summarie
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from fuseprof.analysis.audit import audit
+from fuseprof.analysis.collectives import collectives
 from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
-from fuseprof.analysis.graphs import capture_windows, has_graph_replays, is_capture_trace
+from fuseprof.analysis.graphs import capture_windows
 from fuseprof.analysis.idle import host_activity, idle_by_step, idle_gaps
 from fuseprof.analysis.integrity import integrity
 from fuseprof.analysis.opportunities import opportunities, slow_ops
@@ -25,11 +28,10 @@ from fuseprof.analysis.summaries import attach_ncu, category_table, launch_stats
 from fuseprof.analysis.timeline import gpu_timeline
 from fuseprof.bundle.files import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
-from fuseprof.model.devices import require_device
 from fuseprof.model.op_registry import OpFamily
 from fuseprof.model.roofline import Roof, capture_roof
 from fuseprof.parse.dispatch import inside
-from fuseprof.parse.trace_events import TraceTables, read_trace_tables
+from fuseprof.parse.trace_events import TraceTables
 
 
 @dataclass
@@ -53,9 +55,23 @@ class TraceAnalysis:
     idle_host: pd.DataFrame = field(default_factory=pd.DataFrame)
     audit: pd.DataFrame = field(default_factory=pd.DataFrame)
     slow_ops: pd.DataFrame = field(default_factory=pd.DataFrame)
+    collectives: pd.DataFrame = field(default_factory=pd.DataFrame)
     window: str = ""
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
+
+    def defer_events(self, loader: Callable[[], pd.DataFrame]) -> None:
+        """Read ``events`` (the largest table) through ``loader`` when first used, not now."""
+        self.__dict__.pop("events", None)
+        self.__dict__["_events_loader"] = loader
+
+    def __getattr__(self, name: str) -> Any:
+        loader = self.__dict__.get("_events_loader")
+        if name != "events" or loader is None:
+            raise AttributeError(name)
+        self.events = loader()
+        del self.__dict__["_events_loader"]
+        return self.events
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {"integrity": self.integrity, "steps": self.steps, "timeline": self.timeline,
@@ -136,31 +152,9 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
         top_ops=top_ops(events, options.top), launches=launch_stats(events), op_roofline=roofline,
         slow_ops=slow_ops(roofline, fusion, float(timeline["busy_ns"].iloc[0])),
         fusion=fusion, audit=audit(events, fusion, copy), integrity=checks, steps=step_table(all_events),
-        idle=idle_by_step(events, gaps), idle_host=host_activity(gaps, tables), window=window, rank=tables.rank,
+        idle=idle_by_step(events, gaps), idle_host=host_activity(gaps, tables),
+        collectives=collectives(events, tables.rank), window=window, rank=tables.rank,
         notes=_notes(events, roof, graph_check))
-
-
-def analyze_trace(path: Path, device: str | None = None, top: int = 15, registry: list[OpFamily] | None = None,
-                  window: str | None = None, graph_capture: Path | None = None) -> TraceAnalysis:
-    """Every table for one trace file. ``device`` names the GPU when the trace lacks
-    ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', 'MI300X', ..."""
-    if device is not None:
-        require_device(device)
-    capture = read_trace_tables(graph_capture) if graph_capture is not None else None
-    return analyze_tables(read_trace_tables(path), Options(device, top, registry, window), capture=capture)
-
-
-def _pair_captures(decoded: list[tuple[str, TraceTables]], capture: TraceTables | None
-                   ) -> tuple[list[tuple[str, TraceTables]], TraceTables | None, str | None]:
-    """Given together, a graph-capture trace pairs with the traces that replay graphs: it attributes
-    their kernels and is not analysed on its own."""
-    if capture is not None or not any(has_graph_replays(t) for _, t in decoded):
-        return decoded, capture, None
-    captures = [(n, t) for n, t in decoded if is_capture_trace(t) and not has_graph_replays(t)]
-    if len(captures) != 1:
-        return decoded, None, None
-    name, found = captures[0]
-    return [(n, t) for n, t in decoded if t is not found], found, name
 
 
 def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:
@@ -179,38 +173,3 @@ def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:
         raise TraceFormatError(f"--ceilings {ceilings}: holds neither a ceilings bundle nor a bench bundle with "
                                "same-bytes copies")
     return roofs, copy
-
-
-def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
-            registry: list[OpFamily] | None = None, window: str | None = None,
-            graph_capture: Path | None = None, ceilings: Path | None = None) -> list[TraceAnalysis]:
-    """``analyze_tables`` over trace files, folders of traces and bundles (one result per trace). Rates
-    come from the trace's GPU (datasheet), or from the measured bundles in ``ceilings``."""
-    from fuseprof.bundle.loading import load
-
-    if isinstance(paths, (str, Path)):
-        paths = [Path(paths)]
-    if device is not None:
-        require_device(device)
-    capture = read_trace_tables(graph_capture) if graph_capture is not None else None
-    measured, copy = measured_rates(Path(ceilings)) if ceilings is not None else (None, None)
-    options = Options(device, top, registry, window, measured, copy)
-    jobs = []
-    for path in map(Path, paths):
-        bundle = path.is_dir() and is_bundle(path)
-        ncu_rows = None
-        if bundle:
-            kernels = load(path)
-            ncu_rows = kernels[kernels["source"] == "ncu"]
-        for trace in trace_files(path):
-            name = f"{path.name}/{trace.relative_to(path)}" if path.is_dir() else trace.name
-            jobs.append((name, read_trace_tables(trace), options, ncu_rows))
-    kept, capture, paired = _pair_captures([(n, t) for n, t, _, _ in jobs], capture)
-    results = []
-    for name, tables, options, ncu_rows in jobs:
-        if any(t is tables for _, t in kept):
-            result = analyze_tables(tables, options, name, capture, ncu_rows)
-            if paired:
-                result.notes.append(f"graph capture {paired} used to attribute the replayed kernels")
-            results.append(result)
-    return results

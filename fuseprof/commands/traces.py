@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,8 +33,22 @@ def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format
                    help="measured rates to judge against: a `fuseprof ceilings` bundle (DRAM, FP32, BF16 roofs) and/or "
                         "a `fuseprof bench` bundle (the copy model of fused kernels), or a folder of them; default: "
                         "the datasheet of the trace's GPU")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes decoding and analysing several traces (ranks) at once; each holds one "
+                        "trace, this process only the result tables (default: one per core)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a dask.distributed scheduler (tcp://host:8786) to run the per-trace work on; its workers "
+                        "need the traces and the trace store ($FUSEPROF_CACHE) at the same paths (pip install "
+                        "'fuseprof[dask]'); default: local worker processes")
     if format_help is not None:
         format_option(p, format_help)
+
+
+def _progress(what: str, done: int, total: int) -> None:
+    """'decoded 12/32 traces' on one line of a terminal's stderr (nothing when stderr is a file or pipe)."""
+    if total > 1 and sys.stderr.isatty():
+        sys.stderr.write(f"\r{what} {done}/{total} traces" + ("\n" if done == total else ""))
+        sys.stderr.flush()
 
 
 def _positive_top(top: int) -> None:
@@ -63,7 +78,8 @@ def _analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAna
 
     _positive_top(args.top)
     return analyze(args.traces, args.device, top if top is not None else 15, window=args.window,
-                   graph_capture=args.graph_capture, ceilings=args.ceilings)
+                   graph_capture=args.graph_capture, ceilings=args.ceilings,
+                   workers=args.workers or os.cpu_count() or 1, scheduler=args.scheduler, progress=_progress)
 
 
 def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalysis], None]) -> int:
@@ -119,7 +135,6 @@ def _ncu_kernels(paths: list[Path], ceilings: Path | None):  # type: ignore[no-u
 
 
 def _report(args: argparse.Namespace) -> int:
-    import os
     import tempfile
 
     from fuseprof.report import report_html
@@ -207,6 +222,29 @@ def _gate(a: TraceAnalysis, b: TraceAnalysis, args: argparse.Namespace) -> int:
     return 1 if (verdict["status"] == "BROKEN").any() else 0
 
 
+def _store_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clear", action="store_true", help="remove every stored trace and analysis (of every version)")
+
+
+def _store(args: argparse.Namespace) -> int:
+    from fuseprof.parse.store import ENV, code_version, default_store
+
+    store = default_store()
+    if store.root is None:
+        print(f"the trace store is off ({ENV}=off): every run decodes its traces")
+        return 0
+    if args.clear:
+        print(f"{store.root}: removed {store.clear()} stored trace(s)")
+        return 0
+    entries = store.entries()
+    size = sum(f.stat().st_size for e in entries for f in e.rglob("*") if f.is_file())
+    current = sum(1 for e in entries if e.parents[1].name == code_version())
+    print(f"{store.root} (set {ENV} to move it, {ENV}=off to turn it off)\n"
+          f"{len(entries)} stored trace(s), {size / 1e6:,.1f} MB; {current} for this fuseprof ({code_version()}), "
+          f"the rest for other versions (`fuseprof store --clear` removes all)")
+    return 0
+
+
 COMMANDS = (
     Command("analyze", "whole-model trace: GPU timeline, categories, top ops, per-op roofline", _analyze,
             lambda p: _trace_arguments(p, 15, "rows in the top-kernels, top-ops and roofline tables",
@@ -236,6 +274,11 @@ COMMANDS = (
             "check, profiler steps, timeline, categories, top ops with modules, the per-op roofline on the capture GPU "
             "with the H100 beside it, fusion opportunities and audit, slow ops, and across ranks the communication "
             "tables. Plotly is inlined: the file opens without a network. Sections: fuseprof/report.py."),
+    Command("store", "where decoded traces and analyses are kept, how much, and --clear", _store, _store_arguments,
+            "The first analysis of a trace keeps its decoded tables and the analysis as Parquet under the hash of the "
+            "file's bytes, in $FUSEPROF_CACHE (default ~/.cache/fuseprof; FUSEPROF_CACHE=off turns it off); later "
+            "runs read them instead of the JSON. Entries are per fuseprof version and checked on every read; a "
+            "damaged one is rebuilt. Design: fuseprof/parse/store.py."),
     Command("diff", "A/B diff of two traces: totals, categories, ops matched by op and shapes", _diff,
             _diff_arguments,
             "Time and launches per category and per op signature (CPU op + input shapes) in A and B, what appeared "

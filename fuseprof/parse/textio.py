@@ -17,7 +17,7 @@ MAX_BYTES = 8 * 2**30  # 8 GiB of JSON or CSV: beyond any trace seen, far below 
 _CHUNK = 2**24
 
 
-def _regular(path: Path) -> None:
+def require_regular(path: Path) -> None:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -55,7 +55,7 @@ def _gunzip(raw: bytes, path: Path, limit: int) -> bytes:
 def read_bytes(path: Path, limit: int | None = None) -> bytes:
     """The file's bytes, gunzipped when they start with gzip's magic (not by the file's name), at most
     ``limit`` (default ``MAX_BYTES``) of them."""
-    _regular(path)
+    require_regular(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -49,6 +49,8 @@ class _Args(msgspec.Struct):
     in_nelems: int | None = msgspec.field(default=None, name="In msg nelems")
     nccl_dtype: str | None = msgspec.field(default=None, name="dtype")
     group_size: int | None = msgspec.field(default=None, name="Group size")
+    communicator: str | int | None = msgspec.field(default=None, name="Process Group Name")
+    seq: int | None = msgspec.field(default=None, name="Seq")  # the collective's number on its communicator
     kernel: str | None = None  # ROCm launch calls name the kernel they launch (graph captures rely on it)
 
 
@@ -180,7 +182,7 @@ def _frame(rows: dict[str, list[Any]], path: Path) -> pd.DataFrame:
 
 
 _GPU_ARGS = ("stream", "device", "correlation", "external_id", "registers", "shared", "bytes", "collective",
-             "in_nelems", "nccl_dtype", "group_size")
+             "in_nelems", "nccl_dtype", "group_size", "communicator", "seq")
 
 
 def _first_bad_gpu_event(events: list[_Event], args: list[_Args | None], path: Path) -> None:
@@ -225,7 +227,7 @@ def _gpu_rows(events: list[_Event], args: list[_Args | None], path: Path) -> pd.
         **{key: [getattr(a, key) for a in present] for key in _GPU_ARGS[4:]}}
     frame = _frame(cols, path)
     for key in ("stream", "device", "correlation", "external_id", "registers", "shared", "bytes", "in_nelems",
-                "group_size"):
+                "group_size", "seq"):
         huge = [i for i, v in enumerate(cols[key]) if isinstance(v, int) and not -(2**63) <= v < 2**63]
         if huge:
             raise TraceFormatError(f"{path}: GPU event {huge[0]} ({cols['name'][huge[0]][:60]!r}) has an args.{key} "

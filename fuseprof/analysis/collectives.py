@@ -1,0 +1,56 @@
+"""One rank's collectives, each with the computation its rank ran since the previous one.
+
+A collective is a communication kernel (NCCL, RCCL, a custom all-reduce: ``kind == 'communication'``)
+with the profiler's args: the collective's name, its input element count and dtype (bytes = elements
+× dtype size), its communicator (``Process Group Name``) and, where the trace records it, its number
+on that communicator (``Seq``). Across ranks a collective is matched by that number, else by its
+order on the communicator (every rank issues a communicator's collectives in the same order):
+``match`` names it either way.
+
+``compute_before_ns`` is, per category, the time of the computation kernels that started after the
+previous collective on this rank started and before this one: what a late rank did instead of
+arriving (``fuseprof.analysis.ranks.stragglers`` compares it with the other ranks').
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+NCCL_DTYPE_BYTES = {"BFloat16": 2, "Half": 2, "Float": 4, "Double": 8, "Float8_e4m3fn": 1, "Float8_e5m2": 1,
+                    "Int": 4, "Long": 8, "Char": 1, "Byte": 1, "Bool": 1}
+COLUMNS = ["rank", "match", "communicator", "order", "seq", "collective", "bytes", "dtype", "group_size", "start_ns",
+           "dur_ns", "end_ns", "compute_before_ns"]
+
+
+def collectives(events: pd.DataFrame, rank: int | None) -> pd.DataFrame:
+    """One row per communication kernel of one rank, in issue order (columns in ``COLUMNS``)."""
+    comm = events[events["kind"] == "communication"].sort_values("start_ns", kind="stable").reset_index(drop=True)
+    if comm.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    communicator = (comm["communicator"].astype("string").fillna("") if "communicator" in comm
+                    else pd.Series("", index=comm.index, dtype="string"))
+    order = comm.groupby(communicator, sort=False).cumcount()
+    seq = comm["seq"].astype("Int64") if "seq" in comm else pd.Series(pd.NA, index=comm.index, dtype="Int64")
+    number = seq.astype("string").fillna("order " + order.astype(str))
+    elements = comm["in_nelems"].astype("Float64")
+    size = comm["nccl_dtype"].map(NCCL_DTYPE_BYTES).astype("Float64")
+    return pd.DataFrame({
+        "rank": rank, "match": communicator + "#" + number, "communicator": communicator, "order": order,
+        "seq": seq, "collective": comm["collective"].fillna(comm["name"].str[:40]), "bytes": elements * size,
+        "dtype": comm["nccl_dtype"], "group_size": comm["group_size"], "start_ns": comm["start_ns"].to_numpy(),
+        "dur_ns": comm["dur_ns"].to_numpy(), "end_ns": (comm["start_ns"] + comm["dur_ns"]).to_numpy(),
+        "compute_before_ns": _compute_before(events, comm["start_ns"].to_numpy(np.int64))}, columns=COLUMNS)
+
+
+def _compute_before(events: pd.DataFrame, starts: np.ndarray) -> list[dict[str, int]]:
+    """Per collective, the computation kernel time by category since the previous collective started."""
+    compute = events[events["kind"] == "kernel"]
+    nxt = np.searchsorted(starts, compute["start_ns"].to_numpy(np.int64), side="left")  # the collective after each
+    inside = nxt < len(starts)
+    totals = (compute[inside].groupby([nxt[inside], compute.loc[inside, "category"].astype(str).to_numpy()])
+              ["dur_ns"].sum())
+    out: list[dict[str, int]] = [{} for _ in starts]
+    for (k, category), ns in totals.items():
+        out[int(k)][str(category)] = int(ns)
+    return out

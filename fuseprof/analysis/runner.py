@@ -1,0 +1,201 @@
+"""``fuseprof.analysis.analyze``: many traces, each decoded once, in parallel, with bounded memory.
+
+Two passes over the traces, each job run in this process (one trace), a local pool of worker
+processes (several), or on a Dask cluster (``scheduler``: a ``dask.distributed`` address):
+
+    1. decode   each trace's tables into the trace store (``fuseprof.parse.store``) unless already
+                there, and the two facts pairing needs (does it replay graphs? was it taken while
+                capturing them?)
+    2. analyse  each trace (with its capture trace, paired as before) into the store unless already
+                there, under a key of everything that shapes the answer (``stored.analysis_key``)
+
+The parent then reads each analysis back, its events only when a caller uses them: for N ranks it
+holds N sets of small tables and one trace's events at most, not N traces. With the store off
+(FUSEPROF_CACHE=off) the run uses a temporary store, removed at exit. Workers on a cluster need
+the traces and the store folder at the same paths (a shared filesystem): they write the analyses,
+the parent reads them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fuseprof.analysis.analyze import Options, TraceAnalysis, analyze_tables, measured_rates, trace_files
+from fuseprof.analysis.graphs import has_graph_replays, is_capture_trace
+from fuseprof.analysis.stored import analysis_key, load_analysis, save_analysis
+from fuseprof.bundle.files import is_bundle
+from fuseprof.errors import FuseprofWarning, InvalidArgumentError
+from fuseprof.model.devices import require_device
+from fuseprof.model.op_registry import OpFamily
+from fuseprof.parse.store import TraceStore, content_key, default_store
+from fuseprof.parse.trace_events import TraceTables
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One trace to analyse: its printed name, file, and a bundle's ncu rows."""
+
+    name: str
+    path: Path
+    ncu_rows: pd.DataFrame | None = None
+
+
+_LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: pass 2 of one trace reads no Parquet
+
+
+def _tables(store: TraceStore, path: Path, key: str) -> TraceTables:
+    return _LAST[key] if key in _LAST else store.tables(path, key)[0]
+
+
+def _decode(path: Path, root: str | None) -> tuple[str, bool, bool, list[str]]:
+    """Pass 1 for one trace: (content key, replays graphs, is a capture trace, its decoding's warnings)."""
+    store = TraceStore(Path(root) if root else None)
+    key = content_key(path)
+    found = store.get_frames(key, "facts")
+    if found is not None:
+        return key, bool(found[1]["replays"]), bool(found[1]["capture"]), found[1]["warnings"]
+    tables, said = store.tables(path, key)
+    _LAST.clear()
+    _LAST[key] = tables
+    replays, capture = has_graph_replays(tables), is_capture_trace(tables)
+    store.put_frames(key, "facts", {}, {"replays": replays, "capture": capture, "warnings": said})
+    return key, replays, capture, said
+
+
+def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Options, root: str | None
+             ) -> str | TraceAnalysis:
+    """Pass 2 for one trace: the key of its stored analysis (computed and stored unless there), or the
+    analysis itself where it cannot be stored (a bundle's ncu rows, a user's own registry)."""
+    store = TraceStore(Path(root) if root else None)
+    akey = analysis_key(key, capture[1] if capture else None, options) if job.ncu_rows is None else None
+    if akey is not None and store.get_frames(akey, "analysis", only=()) is not None:
+        return akey
+    result = analyze_tables(_tables(store, job.path, key), options, job.name,
+                            _tables(store, *capture) if capture else None, job.ncu_rows)
+    if akey is None:
+        return result
+    save_analysis(store, akey, result)
+    return akey
+
+
+def _run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: int, scheduler: str | None,
+         progress: Progress | None, what: str) -> list[Any]:
+    """``fn`` over ``calls``: here for one call or ``workers`` 1, else a process pool or a Dask cluster."""
+    results: list[Any] = [None] * len(calls)
+    if scheduler is None and (len(calls) == 1 or workers == 1):
+        for i, call in enumerate(calls):
+            results[i] = fn(*call)
+            if progress:
+                progress(what, i + 1, len(calls))
+        return results
+    if scheduler is not None:
+        from fuseprof.analysis.cluster import run_on_cluster
+
+        return run_on_cluster(scheduler, fn, calls, progress, what)
+    with ProcessPoolExecutor(max_workers=min(workers, len(calls)), mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(fn, *call): i for i, call in enumerate(calls)}
+        for done, future in enumerate(as_completed(futures), start=1):
+            results[futures[future]] = future.result()
+            if progress:
+                progress(what, done, len(calls))
+    return results
+
+
+def _jobs(paths: Sequence[Path]) -> list[Job]:
+    from fuseprof.bundle.loading import load
+
+    jobs = []
+    for path in paths:
+        ncu_rows = None
+        if path.is_dir() and is_bundle(path):
+            kernels = load(path)
+            ncu_rows = kernels[kernels["source"] == "ncu"]
+            ncu_rows = ncu_rows if not ncu_rows.empty else None
+        for trace in trace_files(path):
+            name = f"{path.name}/{trace.relative_to(path)}" if path.is_dir() else trace.name
+            jobs.append(Job(name, trace, ncu_rows))
+    return jobs
+
+
+def _temporary_root() -> str:
+    root = tempfile.mkdtemp(prefix="fuseprof-store-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
+            registry: list[OpFamily] | None = None, window: str | None = None,
+            graph_capture: Path | None = None, ceilings: Path | None = None, workers: int | None = None,
+            scheduler: str | None = None, store: TraceStore | None = None,
+            progress: Progress | None = None) -> list[TraceAnalysis]:
+    """``analyze_tables`` over trace files, folders of traces and bundles (one result per trace). Rates
+    come from the trace's GPU (datasheet), or from the measured bundles in ``ceilings``. ``workers``
+    processes (default 1: this one; more need the calling script's work under ``if __name__ ==
+    "__main__":``, as any spawned pool does) or a Dask ``scheduler`` run several traces at once."""
+    paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    if device is not None:
+        require_device(device)
+    if workers is not None and workers < 1:
+        raise InvalidArgumentError(f"--workers {workers}: give at least 1")
+    measured, copy = measured_rates(Path(ceilings)) if ceilings is not None else (None, None)
+    options = Options(device, top, registry, window, measured, copy)
+    store = store or default_store()
+    root = str(store.root) if store.root is not None else _temporary_root()
+    store = TraceStore(Path(root))
+    jobs = _jobs(paths)
+    workers = workers or 1
+    traces = [j.path for j in jobs] + ([Path(graph_capture)] if graph_capture is not None else [])
+    facts = _run(_decode, [(t, root) for t in traces], workers, scheduler, progress, "decoded")
+    for _, _, _, said in facts:
+        for text in said:
+            warnings.warn(text, FuseprofWarning, stacklevel=2)
+    capture, kept = _pair(jobs, facts, graph_capture)
+    capture_name = next((j.name for j in jobs if capture is not None and j.path == capture[0]), "")
+    answers = _run(_analyse, [(j, facts[i][0], capture, options, root) for i, j in kept], workers, scheduler,
+                   progress, "analysed")
+    results = []
+    for (_, job), answer in zip(kept, answers):
+        result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, answer, job.name)
+        if result is None:
+            raise RuntimeError(f"trace store: the analysis of {job.path} vanished before it could be read")
+        result.name = job.name
+        if capture is not None and graph_capture is None:
+            result.notes.append(f"graph capture {capture_name} used to attribute the replayed kernels")
+        results.append(result)
+    return results
+
+
+def _pair(jobs: list[Job], facts: list[tuple[str, bool, bool, list[str]]], graph_capture: Path | None
+          ) -> tuple[tuple[Path, str] | None, list[tuple[int, Job]]]:
+    """The capture trace (given, or the one capture among traces that replay graphs) and the jobs to
+    analyse: a capture trace found among them attributes the others' kernels and is not analysed."""
+    everything = list(enumerate(jobs))
+    if graph_capture is not None:
+        return (Path(graph_capture), facts[-1][0]), everything
+    if not any(replays for _, replays, _, _ in facts[:len(jobs)]):
+        return None, everything
+    captures = [i for i, (_, replays, capture, _) in enumerate(facts[:len(jobs)]) if capture and not replays]
+    if len(captures) != 1:
+        return None, everything
+    c = captures[0]
+    return (jobs[c].path, facts[c][0]), [(i, j) for i, j in everything if i != c]
+
+
+def analyze_trace(path: Path, device: str | None = None, top: int = 15, registry: list[OpFamily] | None = None,
+                  window: str | None = None, graph_capture: Path | None = None) -> TraceAnalysis:
+    """Every table for one trace file. ``device`` names the GPU when the trace lacks
+    ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', 'MI300X', ..."""
+    return analyze([Path(path)], device, top, registry, window, graph_capture)[0]

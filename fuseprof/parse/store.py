@@ -1,0 +1,185 @@
+"""The trace store: each trace decoded once, its tables kept as Parquet under the hash of its bytes.
+
+Decoding JSON is most of what reading a trace costs, and a user analyses the same trace again and
+again (another ``--window``, ``fusion``, ``report``, ``diff``). The first reading writes the decoded
+tables (``TraceTables``: kernels, runtime calls, CPU ops, modules, ranges) into the store; later
+ones read them back, to the bit (``fuseprof.parse.frames``). Other layers keep their own results
+in an entry beside the tables (``put_frames`` / ``get_frames``: the analysis cache).
+
+    where   $FUSEPROF_CACHE, else $XDG_CACHE_HOME/fuseprof, else ~/.cache/fuseprof: a user folder,
+            never beside the trace (its folder may be read-only or shared); FUSEPROF_CACHE=off
+            turns the store off
+    key     SHA-256 of the file's bytes as stored (gzipped or not): a renamed or copied trace hits,
+            an edited one misses
+    version each entry lives under v<format>-<fuseprof version>-<hash of fuseprof's own source>:
+            another fuseprof (a release, or a local edit) never reads an older entry; it rebuilds
+    trust   every file's SHA-256 is in the entry's manifest, checked on each read, with Parquet's
+            page checksums; a damaged or partial entry is removed and rebuilt, with a warning
+    writes  into a temporary folder renamed into place: a reader never sees half an entry, and
+            two processes storing one trace at once both succeed. A store that cannot be written
+            (read-only, full) is a warning; the analysis goes on without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fuseprof import __version__
+from fuseprof.errors import FuseprofWarning
+from fuseprof.parse.frames import read_frame, write_frame
+from fuseprof.parse.textio import require_regular
+from fuseprof.parse.trace_events import TraceTables, read_trace_tables
+
+FORMAT = 1
+ENV = "FUSEPROF_CACHE"
+_TABLES = ("gpu", "ops", "launches", "modules", "annotations")
+_MANIFEST = "manifest.json"
+_CHUNK = 2**22
+
+
+def default_root() -> Path | None:
+    """The store's folder, or None when FUSEPROF_CACHE=off."""
+    value = os.environ.get(ENV, "").strip()
+    if value.lower() in ("off", "0", "no", "false", "none"):
+        return None
+    if value:
+        return Path(value).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fuseprof"
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """fuseprof's version and a hash of its own source: what an entry's tables were computed by."""
+    digest = hashlib.blake2b(digest_size=6)
+    for path in sorted(Path(__file__).resolve().parents[1].rglob("*.py")):
+        digest.update(path.read_bytes())
+    return f"v{FORMAT}-{__version__}-{digest.hexdigest()}"
+
+
+def content_key(path: Path) -> str:
+    """SHA-256 of the file's bytes (read in chunks: a 500 MB trace is never held twice; SHA-256 runs on
+    the CPU's own instructions where it has them, twice BLAKE2b's speed here)."""
+    require_regular(path)
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()[:32]
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class TraceStore:
+    """A store folder (``root``); ``None`` root: a store that keeps nothing."""
+
+    root: Path | None
+
+    @property
+    def enabled(self) -> bool:
+        return self.root is not None
+
+    def _entry(self, key: str, part: str) -> Path:
+        assert self.root is not None
+        return self.root / code_version() / key[:2] / key / part
+
+    def get_frames(self, key: str, part: str, only: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()
+                   ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]] | None:
+        """The frames (those named in ``only``, else all but ``skip``) and metadata stored under
+        ``key``/``part``, or None (absent, or damaged: then removed with a warning, for the caller to
+        rebuild)."""
+        if self.root is None:
+            return None
+        folder = self._entry(key, part)
+        if not folder.is_dir():
+            return None
+        try:
+            manifest = json.loads((folder / _MANIFEST).read_text())
+            wanted = {n: d for n, d in manifest["files"].items()
+                      if (only is None or n.removesuffix(".parquet") in only) and n.removesuffix(".parquet") not in skip}
+            frames = {}
+            for name, digest in wanted.items():
+                if _file_digest(folder / name) != digest:
+                    raise ValueError(f"{name} does not match its digest")
+                frames[name.removesuffix(".parquet")] = read_frame(folder / name)
+            return frames, manifest["meta"]
+        except Exception as exc:  # any damage at all: never trusted, rebuilt
+            warnings.warn(f"trace store: entry {folder} is damaged ({type(exc).__name__}: {exc}); rebuilding it",
+                          FuseprofWarning, stacklevel=2)
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+
+    def put_frames(self, key: str, part: str, frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> None:
+        """Store ``frames`` and ``meta`` (JSON) under ``key``/``part``, whole or not at all."""
+        if self.root is None:
+            return
+        folder = self._entry(key, part)
+        try:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{part}-", dir=folder.parent))
+            try:
+                files = {}
+                for name, frame in frames.items():
+                    write_frame(frame, tmp / f"{name}.parquet")
+                    files[f"{name}.parquet"] = _file_digest(tmp / f"{name}.parquet")
+                (tmp / _MANIFEST).write_text(json.dumps({"files": files, "meta": meta}))
+                try:
+                    tmp.rename(folder)
+                except OSError:  # another process stored it first: theirs is as good
+                    pass
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as exc:
+            warnings.warn(f"trace store: cannot write under {self.root} ({exc.strerror or exc}); going on without "
+                          f"it (set {ENV} to a writable folder, or {ENV}=off)", FuseprofWarning, stacklevel=2)
+
+    def tables(self, path: Path, key: str | None = None) -> tuple[TraceTables, list[str]]:
+        """The decoded tables of the trace at ``path`` (from the store, else decoded and stored) and the
+        warnings its decoding gave, to be shown by the caller (a warm read shows the same ones)."""
+        key = key or content_key(path) if self.root is not None else None
+        found = self.get_frames(key, "tables") if key is not None else None
+        if found is not None:
+            frames, meta = found
+            tables = TraceTables(path=path, **{t: frames[t] for t in _TABLES},
+                                 devices={int(k): v for k, v in meta["devices"].items()}, rank=meta["rank"])
+            return tables, [w.replace("{path}", str(path)) for w in meta["warnings"]]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tables = read_trace_tables(path)
+        said = [str(w.message) for w in caught]
+        if key is not None:
+            self.put_frames(key, "tables", {t: getattr(tables, t) for t in _TABLES},
+                            {"devices": {str(k): v for k, v in tables.devices.items()}, "rank": tables.rank,
+                             "warnings": [w.replace(str(path), "{path}") for w in said]})
+        return tables, said
+
+    def entries(self) -> list[Path]:
+        """Every stored trace entry, of this fuseprof and of others."""
+        if self.root is None or not self.root.is_dir():
+            return []
+        return sorted(p for version in self.root.glob("v*-*") for p in version.glob("??/*") if p.is_dir())
+
+    def clear(self) -> int:
+        """Remove every entry (of every fuseprof version); the number removed."""
+        found = self.entries()
+        if self.root is not None:
+            for version in self.root.glob("v*-*"):
+                shutil.rmtree(version, ignore_errors=True)
+        return len(found)
+
+
+def default_store() -> TraceStore:
+    return TraceStore(default_root())
