@@ -124,10 +124,12 @@ def sections(result: TraceAnalysis, counter: list[int]) -> str:
 def _ranks(results: list[TraceAnalysis]) -> str:
     if len({r.rank for r in results if r.rank is not None}) < 2:
         return ""
-    from fuseprof.analysis.ranks import collective_skew, rank_summary
+    from fuseprof.analysis.ranks import across_ranks
 
-    return ("<h2>Across ranks</h2><h3>Communication per rank</h3>" + _table(rank_summary(results)) +
-            "<h3>Collectives</h3>" + _table(collective_skew(results)))
+    tables = across_ranks(results)
+    return ("<h2>Across ranks</h2><h3>Communication per rank</h3>" + _table(tables["ranks"]) +
+            "<h3>Stragglers: who came last, because what grew on it</h3>" + _table(tables["stragglers"]) +
+            "<h3>Collectives</h3>" + _table(tables["collectives"]))
 
 
 def _loader(plotly: str) -> str:

@@ -33,9 +33,9 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import Options, TraceAnalysis, analyze_tables, measured_rates, trace_files
 from fuseprof.analysis.graphs import has_graph_replays, is_capture_trace
-from fuseprof.analysis.stored import analysis_key, load_analysis, save_analysis
+from fuseprof.analysis.stored import analysis_part, load_analysis, save_analysis
 from fuseprof.bundle.files import is_bundle
-from fuseprof.errors import FuseprofWarning, InvalidArgumentError
+from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError
 from fuseprof.model.devices import require_device
 from fuseprof.model.op_registry import OpFamily
 from fuseprof.parse.store import TraceStore, content_key, default_store
@@ -77,18 +77,16 @@ def _decode(path: Path, root: str | None) -> tuple[str, bool, bool, list[str]]:
 
 def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Options, root: str | None
              ) -> str | TraceAnalysis:
-    """Pass 2 for one trace: the key of its stored analysis (computed and stored unless there), or the
-    analysis itself where it cannot be stored (a bundle's ncu rows, a user's own registry)."""
+    """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
+    analysis itself where it is not stored (a bundle's ncu rows, a user's own registry, a store that
+    cannot be written)."""
     store = TraceStore(Path(root) if root else None)
-    akey = analysis_key(key, capture[1] if capture else None, options) if job.ncu_rows is None else None
-    if akey is not None and store.get_frames(akey, "analysis", only=()) is not None:
-        return akey
+    part = analysis_part(capture[1] if capture else None, options) if job.ncu_rows is None else None
+    if part is not None and store.get_frames(key, part, only=()) is not None:
+        return part
     result = analyze_tables(_tables(store, job.path, key), options, job.name,
                             _tables(store, *capture) if capture else None, job.ncu_rows)
-    if akey is None:
-        return result
-    save_analysis(store, akey, result)
-    return akey
+    return part if part is not None and save_analysis(store, key, part, result) else result
 
 
 def _run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: int, scheduler: str | None,
@@ -167,10 +165,14 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     answers = _run(_analyse, [(j, facts[i][0], capture, options, root) for i, j in kept], workers, scheduler,
                    progress, "analysed")
     results = []
-    for (_, job), answer in zip(kept, answers):
-        result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, answer, job.name)
+    for (i, job), answer in zip(kept, answers):
+        result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, facts[i][0], answer, job.name)
+        if result is None:  # found damaged (and removed): computed and stored again, here
+            again = _analyse(job, facts[i][0], capture, options, root)
+            result = again if isinstance(again, TraceAnalysis) else load_analysis(store, facts[i][0], again, job.name)
         if result is None:
-            raise RuntimeError(f"trace store: the analysis of {job.path} vanished before it could be read")
+            raise FuseprofError(f"trace store: the analysis of {job.path} cannot be stored and read back under "
+                                f"{root}; set FUSEPROF_CACHE=off to work without the store")
         result.name = job.name
         if capture is not None and graph_capture is None:
             result.notes.append(f"graph capture {capture_name} used to attribute the replayed kernels")

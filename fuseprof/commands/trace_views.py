@@ -202,10 +202,9 @@ def to_json(results: list[TraceAnalysis]) -> str:
         tables = {name: json.loads(cells_as_text(t).to_json(orient="records")) for name, t in r.tables().items()}
         body[str(r.name)] = {"device": r.device, "roof": r.roof.label, "rank": r.rank, "notes": r.notes, **tables}
     if _several_ranks(results):
-        from fuseprof.analysis.ranks import collective_skew, rank_summary
+        from fuseprof.analysis.ranks import across_ranks
 
-        body["across_ranks"] = {"ranks": json.loads(rank_summary(results).to_json(orient="records")),
-                                "collectives": json.loads(collective_skew(results).to_json(orient="records"))}
+        body["across_ranks"] = {name: json.loads(t.to_json(orient="records")) for name, t in across_ranks(results).items()}
     return json.dumps(body, indent=1)
 
 
@@ -216,27 +215,42 @@ def to_long_frame(results: list[TraceAnalysis]) -> pd.DataFrame:
 
 
 def print_ranks(results: list[TraceAnalysis]) -> None:
-    """Across ranks: communication per rank and each collective's skew (fuseprof.analysis.ranks);
-    nothing for the traces of a single process."""
+    """Across ranks: communication per rank, each collective's skew (per-rank waits up to 8 ranks) and
+    the stragglers with what grew on them (fuseprof.analysis.ranks); nothing for a single process."""
     if not _several_ranks(results):
         return
-    from fuseprof.analysis.ranks import collective_skew, rank_summary
+    from fuseprof.analysis.ranks import across_ranks
 
-    summary = rank_summary(results)
+    tables = across_ranks(results)
+    summary, skew, culprits = tables["ranks"], tables["collectives"], tables["stragglers"]
     print(f"\n== across {len(results)} ranks")
     _print("Communication per rank (exposed: not overlapped by computation)", pd.DataFrame({
         "rank": summary["rank"], "busy µs": summary["busy_ns"].map(us),
         "compute µs": summary["computation_ns"].map(us), "comm µs": summary["communication_ns"].map(us),
         "exposed comm µs": summary["exposed_communication_ns"].map(us),
         "comm % of busy": summary["communication_share_pct"].round(1)}))
-    skew = collective_skew(results)
     if skew.empty:
         return
     waits = sorted((c for c in skew.columns if c.startswith("wait_ns_rank")), key=lambda c: int(c.removeprefix("wait_ns_rank")))
-    _print("Collectives: the last rank to arrive sets the time", pd.DataFrame({
-        "#": skew["seq"], "collective": skew["collective"], "MB": (skew["bytes"] / 1e6).round(2),
-        "skew µs": skew["skew_ns"].map(us), "last rank": skew["last_rank"], "transfer µs": skew["transfer_ns"].map(us),
-        **{f"rank {c.removeprefix('wait_ns_rank')} waits µs": skew[c].map(us) for c in waits}}))
+    shown = skew.nlargest(15, "skew_ns").sort_values("seq") if len(skew) > 15 else skew
+    _print(f"Collectives: the last rank to arrive sets the time{' (the 15 of most skew)' if len(skew) > 15 else ''}",
+           pd.DataFrame({"#": shown["seq"], "collective": shown["collective"], "MB": (shown["bytes"] / 1e6).round(2),
+                         "skew µs": shown["skew_ns"].map(us), "last rank": shown["last_rank"],
+                         "transfer µs": shown["transfer_ns"].map(us),
+                         **({f"rank {c.removeprefix('wait_ns_rank')} waits µs": shown[c].map(us) for c in waits}
+                            if len(waits) <= 8 else {})}))
+    if culprits.empty:
+        return
+    _print("Stragglers: who came last, because what grew on it (vs the other ranks' median since the last "
+           "collective)", pd.DataFrame({
+               "last rank": culprits["last_rank"], "grew": culprits["grew_category"],
+               "collectives": culprits["collectives"], "others waited µs": culprits["late_ns"].map(us),
+               "grew by µs": culprits["grew_ns"].map(us),
+               "% of late time": culprits["share_of_late_pct"].round(1)}).head(10))
+    top = culprits.iloc[0]
+    print(f"Straggler: rank {int(top['last_rank'])}, {top['grew_category']} grew by {us(top['grew_ns'])} µs over "
+          f"{int(top['collectives'])} collectives; the others waited {us(top['late_ns'])} µs for it "
+          f"({top['share_of_late_pct']:.0f}% of all late time)")
 
 
 def print_diff(a: str, b: str, tables: dict[str, pd.DataFrame], top: int) -> None:

@@ -122,10 +122,11 @@ class TraceStore:
             shutil.rmtree(folder, ignore_errors=True)
             return None
 
-    def put_frames(self, key: str, part: str, frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> None:
-        """Store ``frames`` and ``meta`` (JSON) under ``key``/``part``, whole or not at all."""
+    def put_frames(self, key: str, part: str, frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> bool:
+        """Store ``frames`` and ``meta`` (JSON) under ``key``/``part``, whole or not at all; whether it
+        is there now."""
         if self.root is None:
-            return
+            return False
         folder = self._entry(key, part)
         try:
             folder.parent.mkdir(parents=True, exist_ok=True)
@@ -142,9 +143,11 @@ class TraceStore:
                     pass
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
+            return folder.is_dir()
         except OSError as exc:
             warnings.warn(f"trace store: cannot write under {self.root} ({exc.strerror or exc}); going on without "
                           f"it (set {ENV} to a writable folder, or {ENV}=off)", FuseprofWarning, stacklevel=2)
+            return False
 
     def tables(self, path: Path, key: str | None = None) -> tuple[TraceTables, list[str]]:
         """The decoded tables of the trace at ``path`` (from the store, else decoded and stored) and the

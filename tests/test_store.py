@@ -1,0 +1,171 @@
+"""The trace store: a warm run gives what a cold one gave, to the bit, without decoding the JSON; a damaged,
+foreign-version or unwritable store is rebuilt or bypassed, never trusted."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fuseprof.parse.store as store_module
+from fuseprof.analysis import analyze
+from fuseprof.cli import main
+from fuseprof.errors import FuseprofWarning
+from fuseprof.parse.frames import read_frame, write_frame
+from fuseprof.parse.trace_events import read_trace_tables
+from tests.conftest import FIXTURES, TRACES
+
+EAGER = TRACES / "llama4l-eager-h200" / "raw" / "0-profiler_trace.json.gz"
+REAL = [EAGER, FIXTURES / "tp2" / "tp_mlp-rank0.json.gz", FIXTURES / "h200-graphs" / "graph-replay.json.gz",
+        FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz"]
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "store"
+    monkeypatch.setenv("FUSEPROF_CACHE", str(root))
+    return root
+
+
+def _no_decoding(monkeypatch) -> None:
+    def refuse(path):  # type: ignore[no-untyped-def]
+        raise AssertionError(f"{path} was decoded from JSON; the store should have answered")
+    monkeypatch.setattr(store_module, "read_trace_tables", refuse)
+
+
+def _same(a, b) -> None:  # type: ignore[no-untyped-def]
+    assert a.tables().keys() == b.tables().keys()
+    for name, table in a.tables().items():
+        pd.testing.assert_frame_equal(table, b.tables()[name], check_exact=True)
+    pd.testing.assert_frame_equal(a.events, b.events, check_exact=True)
+    assert (a.device, a.roof, a.window, a.rank, a.notes) == (b.device, b.roof, b.window, b.rank, b.notes)
+
+
+@pytest.mark.parametrize("trace", REAL, ids=lambda p: p.name)
+def test_frames_round_trip_the_decoded_tables_exactly(trace: Path, tmp_path: Path) -> None:
+    tables = read_trace_tables(trace)
+    for name in ("gpu", "ops", "launches", "modules", "annotations"):
+        frame = getattr(tables, name)
+        write_frame(frame, tmp_path / f"{name}.parquet")
+        pd.testing.assert_frame_equal(read_frame(tmp_path / f"{name}.parquet"), frame, check_exact=True)
+
+
+def test_frames_keep_each_kind_of_null_and_nested_cells(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"shapes": [[[2048, 4096], []], None, float("nan"), pd.NA, [["a", 1.5]]],
+                          "n": pd.array([1, None, 3, 4, 2**62], dtype="Int64"), "f": [0.1, np.nan, 2.0, -0.0, 1e300]},
+                         index=pd.Index([10, 3, 7, 8, 1], name="label"))
+    frame.insert(1, "text", pd.Series(["aten::mm", None, float("nan"), "x", ""], dtype=object, index=frame.index))
+    write_frame(frame, tmp_path / "f.parquet")
+    back = read_frame(tmp_path / "f.parquet")
+    pd.testing.assert_frame_equal(back, frame, check_exact=True)
+    assert back["shapes"].iloc[1] is None and back["shapes"].iloc[3] is pd.NA and np.isnan(back["shapes"].iloc[2])
+    assert back["text"].iloc[1] is None and np.isnan(back["text"].iloc[2])
+
+
+def test_a_warm_run_reads_the_store_and_gives_the_same_answer(store: Path, monkeypatch) -> None:
+    cold = analyze([EAGER])[0]
+    _no_decoding(monkeypatch)
+    warm = analyze([EAGER])[0]
+    _same(cold, warm)
+    assert len(store_module.TraceStore(store).entries()) == 1
+
+
+def test_a_copy_under_another_name_hits_the_same_entry(store: Path, tmp_path: Path, monkeypatch) -> None:
+    cold = analyze([EAGER])[0]
+    copy = tmp_path / "renamed.json.gz"
+    shutil.copy(EAGER, copy)
+    _no_decoding(monkeypatch)
+    warm = analyze([copy])[0]
+    assert warm.name == "renamed.json.gz"
+    pd.testing.assert_frame_equal(cold.fusion, warm.fusion, check_exact=True)
+
+
+def test_an_edited_trace_misses(store: Path, tmp_path: Path) -> None:
+    trace = json.loads(gzip.decompress(EAGER.read_bytes()))
+    first = tmp_path / "t.json"
+    first.write_text(json.dumps(trace))
+    before = analyze([first])[0]
+    kernel = next(e for e in trace["traceEvents"] if e.get("cat") == "kernel")
+    kernel["dur"] += 1000.0  # one kernel 1 ms longer: the store must not answer with the old busy time
+    first.write_text(json.dumps(trace))
+    after = analyze([first])[0]
+    busy = lambda r: int(r.timeline.set_index("stream").loc["all", "busy_ns"])  # noqa: E731
+    assert busy(after) - busy(before) > 0
+    assert len(store_module.TraceStore(store).entries()) == 2
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "manifest", "missing"])
+def test_a_damaged_entry_is_rebuilt_with_a_warning(store: Path, damage: str) -> None:
+    cold = analyze([EAGER])[0]
+    [entry] = store_module.TraceStore(store).entries()
+    analysis = next(entry.glob("analysis-*"))
+    victim = analysis / "fusion.parquet"
+    if damage == "flip":
+        data = bytearray(victim.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        victim.write_bytes(bytes(data))
+    elif damage == "truncate":
+        victim.write_bytes(victim.read_bytes()[:100])
+    elif damage == "manifest":
+        (analysis / "manifest.json").write_text("{")
+    else:
+        victim.unlink()
+    with pytest.warns(FuseprofWarning, match="is damaged"):
+        rebuilt = analyze([EAGER])[0]
+    _same(cold, rebuilt)
+    assert (analysis / "manifest.json").is_file()  # and stored again, whole
+
+
+def test_another_fuseprof_version_never_reads_the_entry(store: Path, monkeypatch) -> None:
+    analyze([EAGER])
+    this_version = store_module.code_version()
+    decoded = []
+    real = store_module.read_trace_tables
+    monkeypatch.setattr(store_module, "read_trace_tables", lambda p: decoded.append(p) or real(p))
+    monkeypatch.setattr(store_module, "code_version", lambda: "v1-9.9.9-newer")
+    analyze([EAGER])
+    assert decoded == [EAGER]  # rebuilt under the new version's folder
+    assert {e.parents[1].name for e in store_module.TraceStore(store).entries()} == {"v1-9.9.9-newer", this_version}
+
+
+def test_an_unwritable_store_is_a_warning_not_an_error(tmp_path: Path, monkeypatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("FUSEPROF_CACHE", str(blocker / "store"))
+    with pytest.warns(FuseprofWarning, match="cannot write under"):
+        result = analyze([EAGER])[0]
+    assert int(result.timeline.set_index("stream").loc["all", "busy_ns"]) > 0
+
+
+def test_the_store_turned_off_keeps_nothing(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FUSEPROF_CACHE", "off")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    result = analyze([EAGER])[0]
+    assert not (tmp_path / ".cache").exists()
+    assert len(result.events) == len(read_trace_tables(EAGER).gpu)
+
+
+def test_decoding_warnings_are_shown_warm_too(store: Path, tmp_path: Path) -> None:
+    trace = json.loads(gzip.decompress(EAGER.read_bytes()))
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    trace["traceEvents"] += kernels[:5]
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(trace))
+    for _ in range(2):
+        with pytest.warns(FuseprofWarning, match=f"{path}: 5 GPU events appear twice"):
+            analyze([path])
+
+
+def test_the_store_command_counts_and_clears(store: Path, capsys) -> None:
+    analyze([EAGER, FIXTURES / "tp2" / "tp_mlp-rank0.json.gz"])
+    assert main(["store"]) == 0
+    assert "2 stored trace(s)" in capsys.readouterr().out
+    assert main(["store", "--clear"]) == 0
+    assert "removed 2 stored trace(s)" in capsys.readouterr().out
+    assert store_module.TraceStore(store).entries() == []
