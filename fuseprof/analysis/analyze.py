@@ -65,6 +65,12 @@ class TraceAnalysis:
         self.__dict__.pop("events", None)
         self.__dict__["_events_loader"] = loader
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (a dashboard's cache, a worker's answer) with its events: a copy does not depend on
+        the store."""
+        self.events  # noqa: B018 (reads deferred events)
+        return dict(self.__dict__)
+
     def __getattr__(self, name: str) -> Any:
         loader = self.__dict__.get("_events_loader")
         if name != "events" or loader is None:

@@ -20,6 +20,7 @@ Rows are grouped by signature (ops and shapes aside, as the chains are) and keep
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,49 +102,76 @@ def _gemm_input(op: object, dims: object, types: object) -> tuple[tuple[int, ...
 def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
     """Runs of ≥ 2 GEMM calls back to back (no other kernel between them, on one stream and step, launched
     within a few launch intervals of each other) whose activation inputs have one shape and dtype."""
-    rows = []
-    ordered = events[events["kind"] == "kernel"].sort_values("start_ns", kind="stable")
+    ordered = events[(events["kind"] == "kernel") & events["stream"].notna()].sort_values("start_ns", kind="stable")
     launches = ordered["launch_start_ns"].astype("float64").dropna().drop_duplicates()
     # siblings are launched back to back: no more than 4 typical launch intervals apart (the last projection
     # of one iteration and the first of the next share an input shape, with the host's loop between them)
     near = 4 * float(launches.diff().median()) if len(launches) > 2 else float("inf")
-    for _, part in ordered.groupby([ordered["stream"].astype("string"),
-                                    ordered["profiler_step"].astype("string").fillna("")], sort=False):
-        calls = part[part["op_id"].notna()].drop_duplicates("op_id", keep="first")
-        calls = calls[part.loc[calls.index, "op_id"].notna()]
-        # a call's kernels are consecutive; any other kernel between two GEMM calls breaks the run
-        position = {op_id: n for n, op_id in enumerate(part["op_id"].drop_duplicates())}
-        keys = [_gemm_input(op, dims, types) if category == "GEMM" else None for op, dims, types, category in
-                zip(calls["op"], calls["input_dims"], calls["input_type"], calls["category"])]
-        order = [position[o] for o in calls["op_id"]]
-        launched = calls["launch_start_ns"].astype("float64").tolist()
-        i = 0
-        while i < len(calls):
-            j = i + 1
-            while (j < len(calls) and keys[i] is not None and keys[j] == keys[i] and order[j] == order[j - 1] + 1
-                   and not launched[j] - launched[j - 1] > near):
-                j += 1
-            if j - i >= 2:
-                rows.append(_horizontal(events, calls.iloc[i:j], roof, copy))
-            i = j
-    return [r for r in rows if r]
+    codes, _ = pd.factorize(ordered["stream"].astype("string") + "\x1f" +
+                            ordered["profiler_step"].astype("string").fillna(""))
+    ordered = ordered.iloc[np.argsort(codes, kind="stable")]  # each (stream, step) together, in start order
+    group = np.sort(codes, kind="stable")
+    rows = [{"op_id": None if pd.isna(o) else int(o), "op": op, "dims": d, "types": t, "concrete": c, "category": g,
+             "launch": float(x) if pd.notna(x) else float("nan"), "module": m}
+            for o, op, d, t, c, g, x, m in zip(ordered["op_id"], ordered["op"], ordered["input_dims"],
+                                               ordered["input_type"], ordered["concrete"], ordered["category"],
+                                               ordered["launch_start_ns"], ordered["module"])]
+    members: dict[int, list[object]] = {}
+    for op_id, label in zip(events["op_id"], events.index):
+        if pd.notna(op_id):
+            members.setdefault(int(op_id), []).append(label)
+    found = []
+    for lo, hi in zip(*_bounds(group)):
+        found += [_horizontal(run, members, events, roof, copy) for run in _sibling_runs(rows[lo:hi], near)]
+    return [r for r in found if r]
 
 
-def _horizontal(events: pd.DataFrame, calls: pd.DataFrame, roof: Roof, copy: CopyModel) -> dict[str, object]:
-    members = events.index[events["op_id"].isin(calls["op_id"])].tolist()
-    costs = [_cost(*call) for call in zip(calls["op"], calls["input_dims"], calls["input_type"], calls["concrete"])]
+def _bounds(group: np.ndarray) -> tuple[list[int], list[int]]:
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else np.zeros(0, int)
+    return starts.tolist(), [*starts[1:].tolist(), len(group)]
+
+
+def _sibling_runs(part: list[dict[str, Any]], near: float) -> list[list[dict[str, Any]]]:
+    """The runs of one stream and step: each op's first kernel is its call; a call's kernels are
+    consecutive, so any other kernel (or op) between two GEMM calls breaks the run."""
+    position: dict[object, int] = {}
+    for row in part:
+        position.setdefault(row["op_id"], len(position))
+    seen: set[int] = set()
+    calls = []
+    for row in part:
+        if row["op_id"] is not None and row["op_id"] not in seen:
+            seen.add(row["op_id"])
+            calls.append(row)
+    keys = [_gemm_input(c["op"], c["dims"], c["types"]) if c["category"] == "GEMM" else None for c in calls]
+    order = [position[c["op_id"]] for c in calls]
+    runs, i = [], 0
+    while i < len(calls):
+        j = i + 1
+        while (j < len(calls) and keys[i] is not None and keys[j] == keys[i] and order[j] == order[j - 1] + 1
+               and not calls[j]["launch"] - calls[j - 1]["launch"] > near):
+            j += 1
+        if j - i >= 2:
+            runs.append(calls[i:j])
+        i = j
+    return runs
+
+
+def _horizontal(calls: list[dict[str, Any]], members_of: dict[int, list[object]], events: pd.DataFrame,
+                roof: Roof, copy: CopyModel) -> dict[str, object]:
+    members = sorted((label for c in calls for label in members_of[c["op_id"]]), key=events.index.get_loc)
+    costs = [_cost(c["op"], c["dims"], c["types"], c["concrete"]) for c in calls]
     if None in costs:
         return {}
-    first = calls.iloc[0]
-    shape, dtype = _gemm_input(first["op"], first["input_dims"], first["input_type"]) or ((), "")
+    shape, dtype = _gemm_input(calls[0]["op"], calls[0]["dims"], calls[0]["types"]) or ((), "")
     input_bytes = math.prod(shape) * DTYPE_BYTES.get(dtype, 2)
     flops = sum(c[0] for c in costs if c)
     nbytes = sum(c[1] for c in costs if c) - (len(costs) - 1) * input_bytes
     return {"class": "horizontal GEMM", "members": members,
-            "signature": " + ".join(calls["op"]) + f" (same input {list(shape)})",
+            "signature": " + ".join(str(c["op"]) for c in calls) + f" (same input {list(shape)})",
             "kernels": len(members), "measured_ns": int(events.loc[members, "dur_ns"].sum()),
             "chain_bytes": float(sum(c[1] for c in costs if c)), "fused_bytes": float(nbytes),
-            "module": calls.iloc[0]["module"],
+            "module": calls[0]["module"],
             "predicted_ns": _time_ns(flops, nbytes, str(costs[0][2]) if costs[0] else "memory", roof, copy),
             "known_fusion": "one GEMM over the concatenated weights (QKV / gate-up)"}
 

@@ -67,21 +67,26 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
 
     has_steps = events["profiler_step"].notna().any()
     groups = events.groupby("profiler_step", sort=False) if has_steps else [("all", events)]
+    # a step's gaps lie inside its span: both ends are its own work
+    inside = (gaps["step"].astype(object) == gaps["prev_step"].astype(object)) if has_steps else \
+        pd.Series(True, index=gaps.index)
+    idle = gaps[inside].groupby([gaps.loc[inside, "step"].astype(object) if has_steps else
+                                 pd.Series("all", index=gaps.index[inside]), "cause"])["idle_ns"].sum().to_dict()
     rows = []
-    for step, part in groups:  # a step's gaps lie inside its span: both ends are its own work
-        mine = gaps[(gaps["step"] == step) & (gaps["prev_step"] == step)] if has_steps else gaps
+    for step, part in groups:
         totals = breakdown(part)
-        rows.append(_verdict({"step": step, "span_ns": totals["span_ns"], "busy_ns": totals["busy_ns"]}, mine))
-    between = gaps[gaps["step"].astype(object) != gaps["prev_step"].astype(object)] if has_steps else gaps.iloc[:0]
+        rows.append(_verdict({"step": step, "span_ns": totals["span_ns"], "busy_ns": totals["busy_ns"]},
+                             {cause: idle.get((step, cause), 0) for cause in CAUSES}))
+    between = gaps[~inside]
     if not between.empty:
         rows.append(_verdict({"step": "(between steps)", "span_ns": int(between["idle_ns"].sum()), "busy_ns": 0},
-                             between))
+                             between.groupby("cause")["idle_ns"].sum().to_dict()))
     return pd.DataFrame(rows)
 
 
-def _verdict(row: dict[str, object], gaps: pd.DataFrame) -> dict[str, object]:
+def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
     for cause in CAUSES:
-        row[f"idle_{cause}_ns"] = int(gaps.loc[gaps["cause"] == cause, "idle_ns"].sum())
+        row[f"idle_{cause}_ns"] = int(idle.get(cause, 0))
     row["verdict"] = VERDICTS[max(VERDICTS, key=lambda k: int(row[k]))]  # type: ignore[call-overload]
     return row
 

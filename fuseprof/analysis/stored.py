@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -49,7 +50,7 @@ def load_analysis(store: TraceStore, key: str, part: str, name: str) -> TraceAna
     tables: dict[str, Any] = {k: v for k, v in frames.items()}
     result = TraceAnalysis(name=name, device=meta["device"], roof=Roof(**meta["roof"]), events=pd.DataFrame(),
                            window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]), **tables)
-    result.defer_events(lambda: _events(store, key, part))
+    result.defer_events(partial(_events, store, key, part))
     return result
 
 

@@ -215,7 +215,8 @@ def to_long_frame(results: list[TraceAnalysis]) -> pd.DataFrame:
 
 
 def print_ranks(results: list[TraceAnalysis]) -> None:
-    """Across ranks: communication per rank, each collective's skew (per-rank waits up to 8 ranks) and
+    """Across ranks: communication per rank, each collective's skew (per-rank waits up to 8 ranks, or all
+    with --wide) and
     the stragglers with what grew on them (fuseprof.analysis.ranks); nothing for a single process."""
     if not _several_ranks(results):
         return
@@ -238,7 +239,7 @@ def print_ranks(results: list[TraceAnalysis]) -> None:
                          "skew µs": shown["skew_ns"].map(us), "last rank": shown["last_rank"],
                          "transfer µs": shown["transfer_ns"].map(us),
                          **({f"rank {c.removeprefix('wait_ns_rank')} waits µs": shown[c].map(us) for c in waits}
-                            if len(waits) <= 8 else {})}))
+                            if len(waits) <= 8 or _WIDE[0] else {})}))
     if culprits.empty:
         return
     _print("Stragglers: who came last, because what grew on it (vs the other ranks' median since the last "
@@ -248,9 +249,10 @@ def print_ranks(results: list[TraceAnalysis]) -> None:
                "grew by µs": culprits["grew_ns"].map(us),
                "% of late time": culprits["share_of_late_pct"].round(1)}).head(10))
     top = culprits.iloc[0]
-    print(f"Straggler: rank {int(top['last_rank'])}, {top['grew_category']} grew by {us(top['grew_ns'])} µs over "
-          f"{int(top['collectives'])} collectives; the others waited {us(top['late_ns'])} µs for it "
-          f"({top['share_of_late_pct']:.0f}% of all late time)")
+    cause = (f"{top['grew_category']} grew by {us(top['grew_ns'])} µs" if top["grew_ns"] > 0
+             else "no computation grew on it (a host-side or network delay)")
+    _line(f"Straggler: rank {int(top['last_rank'])}, last to {int(top['collectives'])} collective(s): {cause}; the "
+          f"others waited {us(top['late_ns'])} µs for it ({top['share_of_late_pct']:.0f}% of all late time)")
 
 
 def print_diff(a: str, b: str, tables: dict[str, pd.DataFrame], top: int) -> None:
