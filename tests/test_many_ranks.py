@@ -1,0 +1,129 @@
+"""Thirty-two ranks made from the committed two-GPU H200 trace, one of them a known straggler: analysed in
+worker processes under a memory limit that loading every rank at once exceeds, on a 2-worker Dask
+cluster with the same answer, and the straggler named with its cause in every run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from fuseprof.analysis import analyze
+from fuseprof.analysis.ranks import across_ranks
+from fuseprof.cli import main
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_rank_set import make_rank_set  # noqa: E402
+
+_CHILD = r"""
+import json, sys
+from pathlib import Path
+def peak():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
+def main():
+    mode, folder = sys.argv[1], Path(sys.argv[2])
+    from fuseprof.analysis import analyze
+    from fuseprof.analysis.ranks import across_ranks
+    from fuseprof.parse.trace_events import read_trace_tables
+    base = peak()
+    if mode == "at_once":
+        kept = [read_trace_tables(p) for p in sorted(folder.glob("*.json"))]
+        answer = len(kept)
+    else:
+        top = across_ranks(analyze(sorted(folder.glob("*.json")), workers=2))["stragglers"].iloc[0]
+        answer = [int(top["last_rank"]), str(top["grew_category"])]
+    print(json.dumps({"base_mb": base, "peak_mb": peak(), "answer": answer}))
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _under_limit(mode: str, folder: Path, store: Path, limit_mb: float | None) -> dict:
+    """Run the child; with ``limit_mb``, kill it (like a container's OOM killer) if its RSS goes above."""
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, mode, str(folder)], stdout=subprocess.PIPE, text=True,
+                             cwd=ROOT, env={"FUSEPROF_CACHE": str(store), "PATH": "/usr/bin:/bin"})
+    killed = threading.Event()
+
+    def watch() -> None:
+        process = psutil.Process(child.pid)
+        while child.poll() is None:
+            try:
+                if limit_mb is not None and process.memory_info().rss / 2**20 > limit_mb:
+                    killed.set()
+                    child.kill()
+            except psutil.NoSuchProcess:
+                return
+            time.sleep(0.005)
+    threading.Thread(target=watch, daemon=True).start()
+    out, _ = child.communicate(timeout=600)
+    return {"killed": killed.is_set(), "rc": child.returncode, **(json.loads(out.splitlines()[-1]) if out else {})}
+
+
+@pytest.fixture(scope="module")
+def rank_set(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("ranks")
+    make_rank_set(folder, ranks=32, steps=300, slow_rank=17, slow_category="GEMM", factor=1.5, seed=0)
+    return folder
+
+
+def test_32_ranks_in_workers_stay_under_a_limit_that_loading_them_at_once_exceeds(rank_set: Path,
+                                                                                    tmp_path: Path) -> None:
+    at_once = _under_limit("at_once", rank_set, tmp_path / "a", None)
+    # the limit: halfway between the process after its imports and the process holding every rank's tables
+    limit = at_once["base_mb"] + (at_once["peak_mb"] - at_once["base_mb"]) / 2
+    assert at_once["peak_mb"] - at_once["base_mb"] > 150  # 32 ranks of 300 steps: loading them all costs
+    again = _under_limit("at_once", rank_set, tmp_path / "b", limit)
+    assert again["killed"]  # the limit bites: loading every rank at once does not fit under it
+    ours = _under_limit("workers", rank_set, tmp_path / "c", limit)
+    assert not ours["killed"] and ours["rc"] == 0, ours
+    assert ours["peak_mb"] < limit
+    assert ours["answer"] == [17, "GEMM"]
+
+
+@pytest.mark.parametrize("slow_rank, category, factor, seed", [(17, "GEMM", 1.5, 1), (5, "elementwise", 4.0, 2),
+                                                                (30, "GEMM", 1.2, 3)])
+def test_the_injected_straggler_and_what_grew_on_it_are_named(tmp_path: Path, slow_rank: int, category: str,
+                                                              factor: float, seed: int) -> None:
+    folder = tmp_path / "ranks"
+    make_rank_set(folder, ranks=32, steps=30, slow_rank=slow_rank, slow_category=category, factor=factor, seed=seed)
+    tables = across_ranks(analyze(sorted(folder.glob("*.json"))))
+    top = tables["stragglers"].iloc[0]
+    assert (int(top["last_rank"]), top["grew_category"]) == (slow_rank, category)
+    # every third step grew on it: those ten collectives it came last to, the others waiting for it
+    late = tables["late_arrivals"]
+    assert (late.head(10)["last_rank"] == slow_rank).all() and (late.head(10)["grew_category"] == category).all()
+    assert int(top["collectives"]) >= 10
+
+
+def test_a_two_worker_dask_cluster_gives_the_single_process_answer(tmp_path: Path, capsys) -> None:
+    distributed = pytest.importorskip("distributed")
+    folder = tmp_path / "ranks"
+    make_rank_set(folder, ranks=4, steps=12, slow_rank=2, seed=4)
+    traces = sorted(folder.glob("*.json"))
+    alone = analyze(traces, workers=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        on_cluster = analyze(traces, scheduler=cluster.scheduler_address)
+        assert main(["analyze", *map(str, traces), "--scheduler", cluster.scheduler_address, "--format", "json"]) == 0
+    assert [r.name for r in on_cluster] == [r.name for r in alone]
+    for a, b in zip(alone, on_cluster):
+        for name, table in a.tables().items():
+            pd.testing.assert_frame_equal(table, b.tables()[name], check_exact=True)
+    for name, table in across_ranks(alone).items():
+        pd.testing.assert_frame_equal(table, across_ranks(on_cluster)[name], check_exact=True)
+    assert json.loads(capsys.readouterr().out)["across_ranks"]["stragglers"][0]["last_rank"] == 2
+
+
+def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("distributed")
+    folder = tmp_path / "ranks"
+    make_rank_set(folder, ranks=2, steps=3)
+    assert main(["analyze", str(folder), "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "cannot reach a Dask scheduler there" in capsys.readouterr().err
