@@ -71,12 +71,26 @@ def _is_text(values: np.ndarray) -> bool:
     return pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty")
 
 
+def _dtype_name(dtype: Any) -> str:
+    """A dtype as text that names it exactly: a string dtype with its storage and missing value."""
+    if isinstance(dtype, pd.StringDtype):
+        return f"string:{dtype.storage}:{'nan' if dtype.na_value is not pd.NA else 'na'}"
+    return str(dtype)
+
+
+def _dtype(name: str) -> Any:
+    if name.startswith("string:"):
+        _, storage, na = name.split(":")
+        return pd.StringDtype(storage, na_value=np.nan if na == "nan" else pd.NA)
+    return name
+
+
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
-    """Write ``frame`` to ``path`` (Parquet, page checksums on)."""
+    """Write ``frame`` to ``path`` (Parquet: zstd level 1, the fastest to write and read here; page checksums on)."""
     dtypes, codecs, arrays, names = {}, {}, [], []
     for column in frame.columns:
         name, series = str(column), frame[column]
-        dtypes[name] = str(series.dtype)
+        dtypes[name] = _dtype_name(series.dtype)
         if dtypes[name] == "object":
             values = series.to_numpy(dtype=object)
             kinds = _null_kinds(values)
@@ -97,7 +111,7 @@ def write_frame(frame: pd.DataFrame, path: Path) -> None:
             "index_name": frame.index.name, "index_dtype": str(frame.index.dtype),
             "range_index": isinstance(frame.index, pd.RangeIndex)}
     table = pa.Table.from_arrays(arrays, names=names).replace_schema_metadata({_META: json.dumps(meta).encode()})
-    pq.write_table(table, path, write_page_checksum=True)
+    pq.write_table(table, path, compression="zstd", compression_level=1, write_page_checksum=True)
 
 
 def read_frame(path: Path) -> pd.DataFrame:
@@ -122,7 +136,7 @@ def read_frame(path: Path) -> pd.DataFrame:
         else:
             series = data.to_pandas()
             series.index = index
-            out[column] = series if str(series.dtype) == dtype else series.astype(dtype)
+            out[column] = series if _dtype_name(series.dtype) == dtype else series.astype(_dtype(dtype))
     result = pd.DataFrame(out, index=index, columns=meta["columns"]) if out else pd.DataFrame(index=index)
     result.index.name = meta["index_name"]
     return result
