@@ -1,14 +1,20 @@
-"""Parse + analyze of a big trace against a plain ``json.load`` of the same file, side by side.
+"""The whole ``fuseprof analyze`` command against a plain ``json.load`` of the same file, cold and warm.
 
     python scripts/bench_trace_parse.py [--mb 131] [--scales 1,2,4] [--repeats 3]
 
-Builds a decode-sized torch.profiler trace by repeating the committed H200 Llama trace (each copy
-shifted in time, its correlation and External ids offset, so joins stay one-to-one) until it
-holds about MB megabytes of JSON, then times, each in a fresh interpreter, (a) ``json.load`` and
-(b) ``fuseprof.analysis.analyze_trace`` (decode, link, timeline, categories, top tables,
-per-op roofline). Prints wall time and peak RSS of both and their ratios; peak RSS is counted
-above each process's own baseline after its imports (what reading the trace costs), and as the
-whole process. The machines are shared: compare the ratios, which come from one run.
+Builds decode-sized torch.profiler traces by repeating the committed H200 Llama trace (each copy
+shifted in time, its correlation and External ids offset, so joins stay one-to-one) to about MB ×
+scale megabytes of JSON, plain and gzipped. Then, per file, interleaved ``repeats`` times, each a
+fresh process timed from outside (start-up and imports included):
+
+    json.load  python -c 'json.load(open(f))' (gzip.open for .gz)
+    cold       fuseprof analyze f --format json, into an empty trace store: every section, the fusion
+               finder included, and the store written
+    warm       the same command again: the store answers
+
+It prints the medians, the ratios to json.load (time, and peak RSS: each process's own VmHWM), the
+MB of JSON per second per core (the command runs on one core), and seconds per 100 MB (linear growth
+keeps it flat across sizes). The machines are shared: compare the ratios, which come from one run.
 """
 
 from __future__ import annotations
@@ -16,33 +22,24 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "traces" / "llama4l-eager-h200" / "raw" / "0-profiler_trace.json.gz"
 
-_CHILD = r"""
-import json, resource, sys, time
-from pathlib import Path
-which, path = sys.argv[1], Path(sys.argv[2])
-if which == "fuseprof":
-    from fuseprof.analysis import analyze_trace
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t = time.perf_counter()
-if which == "json":
-    with open(path) as fh:
-        data = json.load(fh)
-    n = len(data["traceEvents"])
-else:
-    result = analyze_trace(path)
-    n = len(result.events)
-wall = time.perf_counter() - t
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"wall_s": wall, "peak_mb": peak / 1024, "added_mb": (peak - base) / 1024, "n": n}))
-"""
+_PEAK = ("next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024")
+_JSON = ("import gzip, json, sys\np = sys.argv[1]\nwith (gzip.open(p) if p.endswith('.gz') else open(p)) as fh:\n"
+         "    json.load(fh)\nprint(" + _PEAK + ", file=sys.stderr)")
+_FUSEPROF = ("import contextlib, io, sys\nfrom fuseprof.cli import main\n"
+             "with open('/dev/null', 'w') as sink, contextlib.redirect_stdout(sink):\n"
+             "    code = main(['analyze', sys.argv[1], '--format', 'json'])\n"
+             "print(" + _PEAK + ", file=sys.stderr)\nsys.exit(code)")
 
 
 def build(target_mb: float, out: Path) -> dict[str, int]:
@@ -50,68 +47,77 @@ def build(target_mb: float, out: Path) -> dict[str, int]:
     trace = json.loads(gzip.decompress(SOURCE.read_bytes()))
     events = [e for e in trace["traceEvents"] if e.get("ph") != "M"]
     meta = [e for e in trace["traceEvents"] if e.get("ph") == "M"]
-    one_copy = len(json.dumps(events))
-    copies = max(1, round(target_mb * 1e6 / one_copy))
+    copies = max(1, round(target_mb * 1e6 / len(json.dumps(events))))
     stamps = [e["ts"] for e in events if "ts" in e]
     span = max(stamps) - min(stamps) + 1000.0
     ids = [e.get("args", {}).get(k, 0) for e in events for k in ("correlation", "External id")]
     id_step = max(v for v in ids if isinstance(v, int)) + 1
     with out.open("w") as fh:
         fh.write('{"schemaVersion": 1, "deviceProperties": ' + json.dumps(trace.get("deviceProperties", [])))
-        fh.write(', "traceEvents": [')
-        first = True
-        for e in meta:
-            fh.write(("" if first else ",") + json.dumps(e))
-            first = False
+        fh.write(', "traceEvents": [' + ",".join(json.dumps(e) for e in meta))
         for c in range(copies):
             for e in events:
                 e2 = dict(e)
                 if "ts" in e2:
                     e2["ts"] = round(e["ts"] + c * span, 3)
                 if isinstance(e.get("args"), dict):
-                    args = dict(e["args"])
-                    for key in ("correlation", "External id"):
-                        if isinstance(args.get(key), int):
-                            args[key] += c * id_step
-                    e2["args"] = args
+                    e2["args"] = {k: v + c * id_step if k in ("correlation", "External id") and isinstance(v, int)
+                                  else v for k, v in e["args"].items()}
                 if isinstance(e.get("id"), int):
                     e2["id"] = e["id"] + c * id_step
-                fh.write(("" if first else ",") + json.dumps(e2))
-                first = False
+                fh.write("," + json.dumps(e2))
         fh.write("]}")
-    kernels = sum(1 for e in events if e.get("cat") == "kernel") * copies
-    return {"copies": copies, "events": (len(events) * copies) + len(meta), "kernels": kernels}
+    return {"events": len(events) * copies + len(meta),
+            "kernels": sum(1 for e in events if e.get("cat") == "kernel") * copies}
 
 
-def measure(which: str, path: Path, repeats: int) -> dict[str, float]:
-    runs = []
-    for _ in range(repeats):
-        done = subprocess.run([sys.executable, "-c", _CHILD, which, str(path)], capture_output=True, text=True,
-                              check=True, cwd=ROOT)
-        runs.append(json.loads(done.stdout))
-    best = min(runs, key=lambda r: r["wall_s"])  # the least disturbed run of each, as timeit does
-    return {**best, "peak_mb": max(r["peak_mb"] for r in runs), "added_mb": max(r["added_mb"] for r in runs)}
+def run(code: str, path: Path, store: Path) -> tuple[float, float]:
+    """Wall seconds of a fresh process running ``code`` on ``path``, and its peak RSS in MB."""
+    env = {**os.environ, "FUSEPROF_CACHE": str(store)}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, cwd=ROOT)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{path}: failed ({done.returncode}): {done.stderr[-2000:]}")
+    return wall, float(done.stderr.strip().splitlines()[-1])
+
+
+def measure(path: Path, repeats: int, tmp: Path) -> dict[str, tuple[float, float]]:
+    runs: dict[str, list[tuple[float, float]]] = {"json": [], "cold": [], "warm": []}
+    for r in range(repeats):
+        store = tmp / f"store-{path.name}-{r}"
+        runs["json"].append(run(_JSON, path, store))
+        runs["cold"].append(run(_FUSEPROF, path, store))
+        runs["warm"].append(run(_FUSEPROF, path, store))
+    return {k: (statistics.median(w for w, _ in v), max(p for _, p in v)) for k, v in runs.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=131, help="size of the 1x trace in MB of JSON (default 131)")
     parser.add_argument("--scales", default="1,2,4", help="multiples of --mb to measure (default 1,2,4)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each side per size (default 3)")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved runs of each side per file (default 3)")
     args = parser.parse_args()
-    print(f"{'size':>6} {'MB':>6} {'events':>9} {'kernels':>8} | {'json.load s':>11} {'fuseprof s':>10} {'time x':>6} | "
-          f"{'json +MB':>8} {'fuseprof +MB':>12} {'RSS x':>6} | {'json peak':>9} {'fp peak':>8} {'peak x':>6}")
-    with tempfile.TemporaryDirectory() as tmp:
+    print(f"{'file':>14} {'JSON MB':>7} {'events':>9} | {'json.load s':>11} {'cold s':>7} {'warm s':>7} | "
+          f"{'cold x':>6} {'warm x':>6} | {'json MB':>7} {'cold MB':>7} {'RSS x':>5} | {'MB/s/core':>9} {'s/100MB':>7}")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
         for scale in (float(s) for s in args.scales.split(",")):
-            path = Path(tmp) / f"trace-{scale:g}x.json"
-            counts = build(args.mb * scale, path)
-            plain, ours = measure("json", path, args.repeats), measure("fuseprof", path, args.repeats)
-            print(f"{scale:>5g}x {path.stat().st_size / 1e6:>6.0f} {counts['events']:>9,} {counts['kernels']:>8,} | "
-                  f"{plain['wall_s']:>11.2f} {ours['wall_s']:>10.2f} {ours['wall_s'] / plain['wall_s']:>6.2f} | "
-                  f"{plain['added_mb']:>8.0f} {ours['added_mb']:>12.0f} {ours['added_mb'] / plain['added_mb']:>6.2f} | "
-                  f"{plain['peak_mb']:>9.0f} {ours['peak_mb']:>8.0f} {ours['peak_mb'] / plain['peak_mb']:>6.2f}",
-                  flush=True)
-            path.unlink()
+            plain = tmp / f"trace-{scale:g}x.json"
+            counts = build(args.mb * scale, plain)
+            gz = plain.with_suffix(".json.gz")
+            with plain.open("rb") as src, gzip.open(gz, "wb", compresslevel=1) as dst:
+                while chunk := src.read(2**24):
+                    dst.write(chunk)
+            mb = plain.stat().st_size / 1e6
+            for path in (plain, gz):
+                m = measure(path, args.repeats, tmp)
+                (j, jp), (c, cp), (w, _) = m["json"], m["cold"], m["warm"]
+                print(f"{path.name:>14} {mb:>7.0f} {counts['events']:>9,} | {j:>11.2f} {c:>7.2f} {w:>7.2f} | "
+                      f"{c / j:>6.2f} {w / j:>6.2f} | {jp:>7.0f} {cp:>7.0f} {cp / jp:>5.2f} | {mb / c:>9.1f} "
+                      f"{100 * c / mb:>7.2f}", flush=True)
+            plain.unlink()
+            gz.unlink()
 
 
 if __name__ == "__main__":

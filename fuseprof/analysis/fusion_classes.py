@@ -111,18 +111,19 @@ def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[
                             ordered["profiler_step"].astype("string").fillna(""))
     ordered = ordered.iloc[np.argsort(codes, kind="stable")]  # each (stream, step) together, in start order
     group = np.sort(codes, kind="stable")
-    rows = [{"op_id": None if pd.isna(o) else int(o), "op": op, "dims": d, "types": t, "concrete": c, "category": g,
-             "launch": float(x) if pd.notna(x) else float("nan"), "module": m}
-            for o, op, d, t, c, g, x, m in zip(ordered["op_id"], ordered["op"], ordered["input_dims"],
-                                               ordered["input_type"], ordered["concrete"], ordered["category"],
-                                               ordered["launch_start_ns"], ordered["module"])]
+    columns = {name: ordered[source].to_numpy(dtype=object, na_value=None) for name, source in (
+        ("op_id", "op_id"), ("op", "op"), ("dims", "input_dims"), ("types", "input_type"),
+        ("concrete", "concrete"), ("category", "category"), ("module", "module"))}
+    columns["launch"] = ordered["launch_start_ns"].astype("float64").to_numpy(na_value=np.nan)
     members: dict[int, list[object]] = {}
-    for op_id, label in zip(events["op_id"], events.index):
-        if pd.notna(op_id):
+    for op_id, label in zip(events["op_id"].to_numpy(dtype=object, na_value=None), events.index):
+        if op_id is not None:
             members.setdefault(int(op_id), []).append(label)
     found = []
     for lo, hi in zip(*_bounds(group)):
-        found += [_horizontal(run, members, events, roof, copy) for run in _sibling_runs(rows[lo:hi], near)]
+        for run in _sibling_runs(columns, lo, hi, near):
+            calls = [{name: values[i] for name, values in columns.items()} for i in run]
+            found.append(_horizontal(calls, members, events, roof, copy))
     return [r for r in found if r]
 
 
@@ -131,35 +132,36 @@ def _bounds(group: np.ndarray) -> tuple[list[int], list[int]]:
     return starts.tolist(), [*starts[1:].tolist(), len(group)]
 
 
-def _sibling_runs(part: list[dict[str, Any]], near: float) -> list[list[dict[str, Any]]]:
-    """The runs of one stream and step: each op's first kernel is its call; a call's kernels are
-    consecutive, so any other kernel (or op) between two GEMM calls breaks the run."""
+def _sibling_runs(columns: dict[str, np.ndarray], lo: int, hi: int, near: float) -> list[list[int]]:
+    """The runs (row positions) of one stream and step: each op's first kernel is its call; a call's
+    kernels are consecutive, so any other kernel (or op) between two GEMM calls breaks the run."""
     position: dict[object, int] = {}
-    for row in part:
-        position.setdefault(row["op_id"], len(position))
-    seen: set[int] = set()
-    calls = []
-    for row in part:
-        if row["op_id"] is not None and row["op_id"] not in seen:
-            seen.add(row["op_id"])
-            calls.append(row)
-    keys = [_gemm_input(c["op"], c["dims"], c["types"]) if c["category"] == "GEMM" else None for c in calls]
-    order = [position[c["op_id"]] for c in calls]
-    runs, i = [], 0
-    while i < len(calls):
-        j = i + 1
-        while (j < len(calls) and keys[i] is not None and keys[j] == keys[i] and order[j] == order[j - 1] + 1
-               and not calls[j]["launch"] - calls[j - 1]["launch"] > near):
+    calls, order = [], []
+    for i in range(lo, hi):
+        op_id = columns["op_id"][i]
+        if op_id not in position:
+            position[op_id] = len(position)
+            if op_id is not None:
+                calls.append(i)
+                order.append(position[op_id])
+    keys = [_gemm_input(columns["op"][i], columns["dims"][i], columns["types"][i])
+            if columns["category"][i] == "GEMM" else None for i in calls]
+    launch = columns["launch"]
+    runs, k = [], 0
+    while k < len(calls):
+        j = k + 1
+        while (j < len(calls) and keys[k] is not None and keys[j] == keys[k] and order[j] == order[j - 1] + 1
+               and not launch[calls[j]] - launch[calls[j - 1]] > near):
             j += 1
-        if j - i >= 2:
-            runs.append(calls[i:j])
-        i = j
+        if j - k >= 2:
+            runs.append(calls[k:j])
+        k = j
     return runs
 
 
 def _horizontal(calls: list[dict[str, Any]], members_of: dict[int, list[object]], events: pd.DataFrame,
                 roof: Roof, copy: CopyModel) -> dict[str, object]:
-    members = sorted((label for c in calls for label in members_of[c["op_id"]]), key=events.index.get_loc)
+    members = sorted((label for c in calls for label in members_of[int(c["op_id"])]), key=events.index.get_loc)
     costs = [_cost(c["op"], c["dims"], c["types"], c["concrete"]) for c in calls]
     if None in costs:
         return {}

@@ -53,39 +53,45 @@ class Job:
     ncu_rows: pd.DataFrame | None = None
 
 
-_LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: pass 2 of one trace reads no Parquet
+_LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: its pass 2 reads no Parquet
 
 
 def _tables(store: TraceStore, path: Path, key: str) -> TraceTables:
     return _LAST[key] if key in _LAST else store.tables(path, key)[0]
 
 
-def _decode(path: Path, root: str | None) -> tuple[str, bool, bool, list[str]]:
-    """Pass 1 for one trace: (content key, replays graphs, is a capture trace, its decoding's warnings)."""
+def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, bool, bool, list[str]]:
+    """Pass 1 for one trace: (content key, replays graphs, is a capture trace, its decoding's warnings).
+    ``alone``: the only trace, analysed in this process: its tables are stored in the background."""
     store = TraceStore(Path(root) if root else None)
     key = content_key(path)
     found = store.get_frames(key, "facts")
     if found is not None:
         return key, bool(found[1]["replays"]), bool(found[1]["capture"]), found[1]["warnings"]
-    tables, said = store.tables(path, key)
-    _LAST.clear()
+    tables, said = store.tables(path, key, background=alone)
+    if not alone:  # a worker keeps the last trace it decoded; one trace alone keeps its capture trace too
+        _LAST.clear()
     _LAST[key] = tables
     replays, capture = has_graph_replays(tables), is_capture_trace(tables)
     store.put_frames(key, "facts", {}, {"replays": replays, "capture": capture, "warnings": said})
     return key, replays, capture, said
 
 
-def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Options, root: str | None
-             ) -> str | TraceAnalysis:
+def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Options, root: str | None,
+             alone: bool = False) -> str | TraceAnalysis:
     """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
     analysis itself where it is not stored (a bundle's ncu rows, a user's own registry, a store that
-    cannot be written)."""
+    cannot be written) or is the only one, analysed in this process (then stored in the background)."""
     store = TraceStore(Path(root) if root else None)
     part = analysis_part(capture[1] if capture else None, options) if job.ncu_rows is None else None
     if part is not None and store.get_frames(key, part, only=()) is not None:
         return part
     result = analyze_tables(_tables(store, job.path, key), options, job.name,
                             _tables(store, *capture) if capture else None, job.ncu_rows)
+    if alone:
+        if part is not None:
+            save_analysis(store, key, part, result, background=True)
+        return result
     return part if part is not None and save_analysis(store, key, part, result) else result
 
 
@@ -151,19 +157,24 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     measured, copy = measured_rates(Path(ceilings)) if ceilings is not None else (None, None)
     options = Options(device, top, registry, window, measured, copy)
     store = store or default_store()
-    root = str(store.root) if store.root is not None else _temporary_root()
-    store = TraceStore(Path(root))
     jobs = _jobs(paths)
     workers = workers or 1
+    alone = len(jobs) == 1 and scheduler is None  # one trace: kept in this process, stored in the background
+    # with the store off, one trace needs none; several pass their analyses through a temporary one
+    root = str(store.root) if store.root is not None else None if alone else _temporary_root()
+    store = TraceStore(Path(root) if root else None)
     traces = [j.path for j in jobs] + ([Path(graph_capture)] if graph_capture is not None else [])
-    facts = _run(_decode, [(t, root) for t in traces], workers, scheduler, progress, "decoded")
+    facts = _run(_decode, [(t, root, alone) for t in traces], workers, scheduler, progress, "decoded")
     for _, _, _, said in facts:
         for text in said:
             warnings.warn(text, FuseprofWarning, stacklevel=2)
     capture, kept = _pair(jobs, facts, graph_capture)
     capture_name = next((j.name for j in jobs if capture is not None and j.path == capture[0]), "")
-    answers = _run(_analyse, [(j, facts[i][0], capture, options, root) for i, j in kept], workers, scheduler,
-                   progress, "analysed")
+    try:
+        answers = _run(_analyse, [(j, facts[i][0], capture, options, root, alone) for i, j in kept], workers,
+                       scheduler, progress, "analysed")
+    finally:
+        _LAST.clear()  # a notebook analysing trace after trace keeps none of their tables
     results = []
     for (i, job), answer in zip(kept, answers):
         result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, facts[i][0], answer, job.name)

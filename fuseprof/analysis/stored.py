@@ -33,12 +33,13 @@ def analysis_part(capture_key: str | None, options: Options) -> str | None:
     return f"analysis-{hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}"
 
 
-def save_analysis(store: TraceStore, key: str, part: str, result: TraceAnalysis) -> bool:
-    """Store ``result`` in the entry of trace ``key``; False where the store could not keep it."""
+def save_analysis(store: TraceStore, key: str, part: str, result: TraceAnalysis, background: bool = False) -> bool:
+    """Store ``result`` in the entry of trace ``key`` (in the background if asked: ``TraceStore.put_frames``);
+    False where the store could not keep it."""
     frames = {**result.tables(), "events": result.events, "collectives": result.collectives}
     meta = {"device": result.device, "roof": dataclasses.asdict(result.roof), "window": result.window,
             "rank": result.rank, "notes": result.notes}
-    return store.put_frames(key, part, frames, meta)
+    return store.put_frames(key, part, frames, meta, background)
 
 
 def load_analysis(store: TraceStore, key: str, part: str, name: str) -> TraceAnalysis | None:

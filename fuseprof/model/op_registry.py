@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import pandas as pd
 
 from fuseprof.model.op_models import (
@@ -198,7 +199,8 @@ def categorize(kind: pd.Series, op: pd.Series, kernel: pd.Series,
     return classify(kind, op, kernel, registry)["category"]
 
 
-_ESTIMATES: dict[tuple[str, CostModel, str], Estimate | None] = {}
+_ESTIMATES: dict[tuple[str, CostModel, bytes | str], Estimate | None] = {}
+_KEY = msgspec.json.Encoder().encode
 
 
 _COST_FAMILIES: dict[str, OpFamily | None] = {}
@@ -218,6 +220,15 @@ def cost_family(op: str) -> OpFamily | None:
     return _COST_FAMILIES[op]
 
 
+def _inputs_key(dims: Any, types: Any, concrete: Any) -> bytes | str:
+    """The recorded inputs as one hashable text: msgspec's JSON (8× faster than formatting the lists),
+    or their repr where a value is not JSON (a numpy scalar from a hand-made frame)."""
+    try:
+        return _KEY((dims, types, concrete))
+    except TypeError:
+        return f"{dims}|{types}|{concrete}"
+
+
 def estimate(op: str, dims: Any, types: Any, concrete: Any) -> Estimate | None:
     """The op's analytic cost from its recorded inputs, or None (no model, or no shapes recorded).
 
@@ -230,7 +241,7 @@ def estimate(op: str, dims: Any, types: Any, concrete: Any) -> Estimate | None:
     row = cost_family(op)
     if row is None or row.cost is None:
         return None
-    key = (op, row.cost, f"{dims}|{types}|{concrete}")
+    key = (op, row.cost, _inputs_key(dims, types, concrete))
     if key not in _ESTIMATES:
         if len(_ESTIMATES) > 100_000:
             _ESTIMATES.clear()

@@ -67,6 +67,26 @@ def _from_json_column(column: pa.ChunkedArray) -> list[Any]:
     return _DECODE(b"[" + data[:-1] + b"]")  # type: ignore[no-any-return]
 
 
+def _text_column(values: np.ndarray) -> pa.Array:
+    """Text as a dictionary column: a trace repeats a few hundred kernel names (each up to kilobytes of
+    C++ template) tens of thousands of times; each distinct one is converted once."""
+    codes, uniques = pd.factorize(values)
+    return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0, type=pa.int32()),
+                                          pa.array(np.asarray(uniques, dtype=object), type=pa.large_string()))
+
+
+def _from_text_column(column: pa.ChunkedArray) -> np.ndarray:
+    array = column.combine_chunks()
+    if isinstance(array, pa.DictionaryArray):
+        words = np.asarray(array.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        codes = array.indices.fill_null(-1).to_numpy()
+        out = np.empty(len(codes), dtype=object)
+        out[:] = words[codes] if len(words) else None
+        out[codes < 0] = None
+        return out
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+
+
 def _is_text(values: np.ndarray) -> bool:
     return pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty")
 
@@ -99,7 +119,7 @@ def write_frame(frame: pd.DataFrame, path: Path) -> None:
                 names.append(_NULL_PREFIX + name)
             plain = np.asarray(np.where(pd.isna(values), None, values)) if kinds is not None else values
             codecs[name] = "text" if _is_text(values) else "json"
-            arrays.append(pa.array(plain, type=pa.large_string()) if codecs[name] == "text" else _json_column(plain))
+            arrays.append(_text_column(plain) if codecs[name] == "text" else _json_column(plain))
         else:
             arrays.append(pa.Array.from_pandas(series))
         names.append(name)
@@ -127,7 +147,7 @@ def read_frame(path: Path) -> pd.DataFrame:
         dtype, data = meta["dtypes"][column], table.column(column)
         if dtype == "object":
             values = np.empty(len(data), dtype=object)
-            values[:] = data.to_numpy() if meta["codecs"][column] == "text" else _from_json_column(data)
+            values[:] = _from_text_column(data) if meta["codecs"][column] == "text" else _from_json_column(data)
             if _NULL_PREFIX + column in table.column_names:
                 kinds = table.column(_NULL_PREFIX + column).to_numpy()
                 for i in np.flatnonzero(kinds):

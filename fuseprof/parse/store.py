@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,6 +47,15 @@ ENV = "FUSEPROF_CACHE"
 _TABLES = ("gpu", "ops", "launches", "modules", "annotations")
 _MANIFEST = "manifest.json"
 _CHUNK = 2**22
+
+
+_PENDING: list[threading.Thread] = []  # writes in flight (``put_frames(..., background=True)``)
+
+
+def wait_for_writes() -> None:
+    """Block until every background write of this process is in place (or has failed with its warning)."""
+    while _PENDING:
+        _PENDING.pop().join()
 
 
 def default_root() -> Path | None:
@@ -103,6 +113,7 @@ class TraceStore:
         rebuild)."""
         if self.root is None:
             return None
+        wait_for_writes()
         folder = self._entry(key, part)
         if not folder.is_dir():
             return None
@@ -122,11 +133,19 @@ class TraceStore:
             shutil.rmtree(folder, ignore_errors=True)
             return None
 
-    def put_frames(self, key: str, part: str, frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> bool:
+    def put_frames(self, key: str, part: str, frames: dict[str, pd.DataFrame], meta: dict[str, Any],
+                   background: bool = False) -> bool:
         """Store ``frames`` and ``meta`` (JSON) under ``key``/``part``, whole or not at all; whether it
-        is there now."""
+        is there now. ``background``: in a thread, while the caller goes on (Parquet's encoding and
+        compression run outside the GIL, on another core); the process waits for it before it exits,
+        and any read of the store waits for it first. The frames must not change meanwhile."""
         if self.root is None:
             return False
+        if background:
+            thread = threading.Thread(target=self.put_frames, args=(key, part, frames, meta), name="fuseprof-store")
+            _PENDING.append(thread)
+            thread.start()
+            return True
         folder = self._entry(key, part)
         try:
             folder.parent.mkdir(parents=True, exist_ok=True)
@@ -149,9 +168,10 @@ class TraceStore:
                           f"it (set {ENV} to a writable folder, or {ENV}=off)", FuseprofWarning, stacklevel=2)
             return False
 
-    def tables(self, path: Path, key: str | None = None) -> tuple[TraceTables, list[str]]:
-        """The decoded tables of the trace at ``path`` (from the store, else decoded and stored) and the
-        warnings its decoding gave, to be shown by the caller (a warm read shows the same ones)."""
+    def tables(self, path: Path, key: str | None = None, background: bool = False) -> tuple[TraceTables, list[str]]:
+        """The decoded tables of the trace at ``path`` (from the store, else decoded and stored, in the
+        background if asked) and the warnings its decoding gave, to be shown by the caller (a warm read
+        shows the same ones)."""
         key = key or content_key(path) if self.root is not None else None
         found = self.get_frames(key, "tables") if key is not None else None
         if found is not None:
@@ -166,7 +186,7 @@ class TraceStore:
         if key is not None:
             self.put_frames(key, "tables", {t: getattr(tables, t) for t in _TABLES},
                             {"devices": {str(k): v for k, v in tables.devices.items()}, "rank": tables.rank,
-                             "warnings": [w.replace(str(path), "{path}") for w in said]})
+                             "warnings": [w.replace(str(path), "{path}") for w in said]}, background)
         return tables, said
 
     def entries(self) -> list[Path]:
