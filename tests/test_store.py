@@ -118,6 +118,7 @@ def test_a_damaged_entry_is_rebuilt_with_a_warning(store: Path, damage: str) -> 
     with pytest.warns(FuseprofWarning, match="is damaged"):
         rebuilt = analyze([EAGER])[0]
     _same(cold, rebuilt)
+    store_module.wait_for_writes()
     assert (analysis / "manifest.json").is_file()  # and stored again, whole
 
 

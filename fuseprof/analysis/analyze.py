@@ -129,20 +129,41 @@ def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None) -> list[st
     return notes
 
 
+@dataclass
+class WindowedEvents:
+    """A trace's linked, classified GPU events (``every``), those of the window (``events``, with ncu's
+    measurements where a bundle has them), the window's mask and name, and how replays were matched."""
+
+    every: pd.DataFrame
+    events: pd.DataFrame
+    mask: pd.Series
+    window: str
+    graph_check: str | None
+
+
+def windowed_events(tables: TraceTables, options: Options = Options(), capture: TraceTables | None = None,
+                    ncu_rows: pd.DataFrame | None = None) -> WindowedEvents:
+    """The events an analysis's tables are computed from (a stored analysis rebuilds them with this
+    when a caller asks for them)."""
+    every, graph_check = categorized_events(tables, options.registry,
+                                            capture_windows(capture) if capture is not None else None)
+    if every.empty:
+        raise TraceFormatError(f"{tables.path}: no GPU kernels, memcpys or memsets; was the trace captured with "
+                               "ProfilerActivity.CUDA?")
+    every["profiler_step"] = profiler_steps(every, tables)
+    mask, window = window_mask(every, options.window)
+    events = every[mask].reset_index(drop=True)
+    if ncu_rows is not None and not ncu_rows.empty:
+        events = attach_ncu(events, ncu_rows)
+    return WindowedEvents(every, events, mask, window, graph_check)
+
+
 def analyze_tables(tables: TraceTables, options: Options = Options(), name: str | None = None,
                    capture: TraceTables | None = None, ncu_rows: pd.DataFrame | None = None) -> TraceAnalysis:
     """Every table for one decoded trace; ``capture`` is the trace of its graphs' capture."""
-    all_events, graph_check = categorized_events(tables, options.registry,
-                                                 capture_windows(capture) if capture is not None else None)
-    if all_events.empty:
-        raise TraceFormatError(f"{tables.path}: no GPU kernels, memcpys or memsets; was the trace captured with "
-                               "ProfilerActivity.CUDA?")
-    all_events["profiler_step"] = profiler_steps(all_events, tables)
-    mask, window = window_mask(all_events, options.window)
-    checks = integrity(all_events, mask, all_events["device"].map(tables.device_name).notna())
-    events = all_events[mask].reset_index(drop=True)
-    if ncu_rows is not None and not ncu_rows.empty:
-        events = attach_ncu(events, ncu_rows)
+    found = windowed_events(tables, options, capture, ncu_rows)
+    all_events, events, window, graph_check = found.every, found.events, found.window, found.graph_check
+    checks = integrity(all_events, found.mask, all_events["device"].map(tables.device_name).notna())
     names = sorted({tables.device_name(d) or "" for d in events["device"].dropna().unique()} - {""})
     device_name = options.device or (names[0] if names else None)
     roof = capture_roof(device_name, options.measured)

@@ -25,19 +25,28 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from fuseprof.analysis.analyze import Options, TraceAnalysis, analyze_tables, measured_rates, trace_files
+from fuseprof.analysis.analyze import (
+    Options,
+    TraceAnalysis,
+    analyze_tables,
+    measured_rates,
+    trace_files,
+    windowed_events,
+)
 from fuseprof.analysis.graphs import has_graph_replays, is_capture_trace
 from fuseprof.analysis.stored import analysis_part, load_analysis, save_analysis
 from fuseprof.bundle.files import is_bundle
 from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError
 from fuseprof.model.devices import require_device
 from fuseprof.model.op_registry import OpFamily
+from fuseprof.parse.arrow_pool import prefer_jemalloc
 from fuseprof.parse.store import TraceStore, content_key, default_store
 from fuseprof.parse.trace_events import TraceTables
 
@@ -63,6 +72,7 @@ def _tables(store: TraceStore, path: Path, key: str) -> TraceTables:
 def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, bool, bool, list[str]]:
     """Pass 1 for one trace: (content key, replays graphs, is a capture trace, its decoding's warnings).
     ``alone``: the only trace, analysed in this process: its tables are stored in the background."""
+    prefer_jemalloc()
     store = TraceStore(Path(root) if root else None)
     key = content_key(path)
     found = store.get_frames(key, "facts")
@@ -82,9 +92,12 @@ def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Opti
     """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
     analysis itself where it is not stored (a bundle's ncu rows, a user's own registry, a store that
     cannot be written) or is the only one, analysed in this process (then stored in the background)."""
+    prefer_jemalloc()
     store = TraceStore(Path(root) if root else None)
     part = analysis_part(capture[1] if capture else None, options) if job.ncu_rows is None else None
-    if part is not None and store.get_frames(key, part, only=()) is not None:
+    # a trace this process has just decoded had no entry: no stored analysis to look for (and looking
+    # would wait for its tables' background write)
+    if part is not None and key not in _LAST and store.get_frames(key, part, only=()) is not None:
         return part
     result = analyze_tables(_tables(store, job.path, key), options, job.name,
                             _tables(store, *capture) if capture else None, job.ncu_rows)
@@ -93,6 +106,14 @@ def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Opti
             save_analysis(store, key, part, result, background=True)
         return result
     return part if part is not None and save_analysis(store, key, part, result) else result
+
+
+def _rebuilt_events(root: str | None, path: Path, key: str, capture: tuple[Path, str] | None,
+                    options: Options) -> pd.DataFrame:
+    """A stored analysis's events, from its trace's stored tables (decoded again if they are gone)."""
+    store = TraceStore(Path(root) if root else None)
+    return windowed_events(store.tables(path, key)[0], options,
+                           store.tables(*capture)[0] if capture else None).events
 
 
 def _run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: int, scheduler: str | None,
@@ -177,10 +198,13 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
         _LAST.clear()  # a notebook analysing trace after trace keeps none of their tables
     results = []
     for (i, job), answer in zip(kept, answers):
-        result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, facts[i][0], answer, job.name)
+        events = partial(_rebuilt_events, root, job.path, facts[i][0], capture, options)
+        result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, facts[i][0], answer, job.name,
+                                                                                events)
         if result is None:  # found damaged (and removed): computed and stored again, here
             again = _analyse(job, facts[i][0], capture, options, root)
-            result = again if isinstance(again, TraceAnalysis) else load_analysis(store, facts[i][0], again, job.name)
+            result = again if isinstance(again, TraceAnalysis) else load_analysis(store, facts[i][0], again, job.name,
+                                                                                  events)
         if result is None:
             raise FuseprofError(f"trace store: the analysis of {job.path} cannot be stored and read back under "
                                 f"{root}; set FUSEPROF_CACHE=off to work without the store")

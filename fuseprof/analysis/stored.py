@@ -4,16 +4,17 @@ An analysis is stored in its trace's entry (the trace's content key) under a nam
 else that shapes the answer (the capture trace's key, the GPU named, the window, rows per table,
 measured roofs and copy model); the store's version folder already holds fuseprof's own version and
 source hash. A later
-run with the same inputs reads the tables back instead of recomputing them. A stored analysis reads
-its (large) ``events`` table only when a caller uses it, so a parent process holding the analyses
-of many ranks holds their small tables, not every rank's events.
+run with the same inputs reads the tables back instead of recomputing them. The (large) ``events``
+table is not stored: the trace's decoded tables are, and a stored analysis rebuilds its events from
+them when a caller first uses them (diff, gate, report), so a parent holding the analyses of many
+ranks holds their small tables, not every rank's events.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from functools import partial
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -36,27 +37,23 @@ def analysis_part(capture_key: str | None, options: Options) -> str | None:
 def save_analysis(store: TraceStore, key: str, part: str, result: TraceAnalysis, background: bool = False) -> bool:
     """Store ``result`` in the entry of trace ``key`` (in the background if asked: ``TraceStore.put_frames``);
     False where the store could not keep it."""
-    frames = {**result.tables(), "events": result.events, "collectives": result.collectives}
+    frames = {**result.tables(), "collectives": result.collectives}  # events: rebuilt from the tables
     meta = {"device": result.device, "roof": dataclasses.asdict(result.roof), "window": result.window,
             "rank": result.rank, "notes": result.notes}
     return store.put_frames(key, part, frames, meta, background)
 
 
-def load_analysis(store: TraceStore, key: str, part: str, name: str) -> TraceAnalysis | None:
-    """The analysis ``part`` of trace ``key`` (named ``name``), its events read on first use; None if absent."""
-    found = store.get_frames(key, part, skip=("events",))
+def load_analysis(store: TraceStore, key: str, part: str, name: str,
+                  events: Callable[[], pd.DataFrame]) -> TraceAnalysis | None:
+    """The analysis ``part`` of trace ``key`` (named ``name``); None if absent. Its events come from
+    ``events`` when first used: rebuilt from the stored tables (``analyze.windowed_events``, a fraction of
+    the analysis), not stored twice."""
+    found = store.get_frames(key, part)
     if found is None:
         return None
     frames, meta = found
     tables: dict[str, Any] = {k: v for k, v in frames.items()}
     result = TraceAnalysis(name=name, device=meta["device"], roof=Roof(**meta["roof"]), events=pd.DataFrame(),
                            window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]), **tables)
-    result.defer_events(partial(_events, store, key, part))
+    result.defer_events(events)
     return result
-
-
-def _events(store: TraceStore, key: str, part: str) -> pd.DataFrame:
-    found = store.get_frames(key, part, only=("events",))
-    if found is None:
-        raise RuntimeError(f"trace store: the events of analysis {key} went missing while in use")
-    return found[0]["events"]

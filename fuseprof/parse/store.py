@@ -190,7 +190,8 @@ class TraceStore:
         return tables, said
 
     def entries(self) -> list[Path]:
-        """Every stored trace entry, of this fuseprof and of others."""
+        """Every stored trace entry, of this fuseprof and of others (writes in flight finished first)."""
+        wait_for_writes()
         if self.root is None or not self.root.is_dir():
             return []
         return sorted(p for version in self.root.glob("v*-*") for p in version.glob("??/*") if p.is_dir())
