@@ -31,6 +31,7 @@
 #   graphtests the GPU tests of variants that replay their own CUDA graphs (tests/test_gpu_graphs.py)
 #   decoder    fuseprof profile decoder_layer: 5 variants x prefill and decode shapes, copy baseline, no ncu
 #   graphpair  a CUDA-graph capture and its replays, and an eager trace with known idle causes (scripts/capture_graph_pair.py)
+#   seed002    seed 002's exercises B and E: fuseprof profile qkv_projection and gemm_bias_gelu with ncu (bf16)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 # never NVLink multicast (the device README says why): for every step that starts NCCL
@@ -189,6 +190,12 @@ step_explain() {
 step_decoder() {
   timeout 300 fuseprof profile decoder_layer --no-ncu --copy-baseline --repeats 30 --out "$W/traces" >"$W/decoder.log" 2>&1
   echo "rc=$?"; grep -vE "^USDT" "$W/decoder.log" | tail -30
+}
+step_seed002() {
+  timeout 280 fuseprof profile qkv_projection --shapes 1x4096,2048x4096 --dtype bfloat16 --out "$W/traces" 2>&1 \
+    | grep -vE "^USDT" | tail -12
+  timeout 280 fuseprof profile gemm_bias_gelu --shapes 128x4096,2048x4096 --dtype bfloat16 --out "$W/traces" 2>&1 \
+    | grep -vE "^USDT" | tail -12
 }
 step_graphpair() { timeout 300 python3 scripts/capture_graph_pair.py --out "$W/graphpair" 2>&1 | tail -40; }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }

@@ -72,7 +72,7 @@ def test_cuda_capture_without_gpu_is_a_message(tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["profile", "no_such_case", "--device", "cpu"], "Built-in cases: add_rms_norm, decoder_layer, llama_mlp, rmsnorm_swiglu, silu_and_mul, silu_mul"),
+        (["profile", "no_such_case", "--device", "cpu"], "Built-in cases: add_rms_norm, decoder_layer, gemm_bias_gelu, llama_mlp, qkv_projection, rmsnorm_swiglu, silu_and_mul, silu_mul"),
         (["profile", "rmsnorm_swiglu", "--device", "cpu", "--shapes", "12xq"], "not of the form MxN"),
         (["profile", "rmsnorm_swiglu", "--device", "cpu", "--variants", "fused9"], "choose from: eager, compiled"),
         (["profile", "rmsnorm_swiglu", "--device", "cpu", "--dtype", "int8"], "--dtype 'int8'"),

@@ -33,7 +33,7 @@ LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 _EXACT_LIMIT_US = float(2**43)
 
 
-class _Args(msgspec.Struct):
+class _Args(msgspec.Struct, gc=False):
     correlation: int | None = None
     external_id: int | None = msgspec.field(default=None, name="External id")
     stream: int | None = None
@@ -55,14 +55,14 @@ class _Args(msgspec.Struct):
     kernel: str | None = None  # ROCm launch calls name the kernel they launch (graph captures rely on it)
 
 
-class _ExternalId(msgspec.Struct):
+class _ExternalId(msgspec.Struct, gc=False):
     external_id: int | None = msgspec.field(default=None, name="External id")
 
 
 _NULL = msgspec.Raw(b"null")
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
@@ -73,7 +73,7 @@ class _Event(msgspec.Struct):
     args: msgspec.Raw = _NULL
 
 
-class _Device(msgspec.Struct):
+class _Device(msgspec.Struct, gc=False):
     id: int = 0
     name: str = ""
     numSms: int | None = None
