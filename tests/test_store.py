@@ -170,3 +170,14 @@ def test_the_store_command_counts_and_clears(store: Path, capsys) -> None:
     assert main(["store", "--clear"]) == 0
     assert "removed 2 stored trace(s)" in capsys.readouterr().out
     assert store_module.TraceStore(store).entries() == []
+
+
+def test_ingest_reads_a_trace_through_the_same_store(store: Path, tmp_path: Path, monkeypatch) -> None:
+    analyze([EAGER])
+    _no_decoding(monkeypatch)  # analysed once: ingest reads the stored tables
+    assert main(["ingest", str(EAGER), "--out", str(tmp_path / "bundles")]) == 0
+    bundle = next((tmp_path / "bundles").iterdir())
+    kernels = pd.read_parquet(bundle / "kernels.parquet")
+    raw = json.loads(gzip.decompress(EAGER.read_bytes()))["traceEvents"]
+    gpu = [e for e in raw if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert len(kernels) == len(gpu) == 1729 + 9 + 4  # the eager trace's kernels, memcpys and memsets

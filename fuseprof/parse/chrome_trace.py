@@ -9,12 +9,14 @@ Memcpys and memsets are rows too (``kind``), never dropped.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
+from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.sources import PROFILER_SOURCE
-from fuseprof.parse.trace_events import TraceTables, read_trace_tables
+from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import enclosing, link_gpu_events
 from fuseprof.ranges import first_range_label
 
@@ -75,4 +77,11 @@ def kernel_rows(tables: TraceTables) -> pd.DataFrame:
 
 
 def read_chrome_trace(path: Path) -> pd.DataFrame:
-    return kernel_rows(read_trace_tables(path))
+    """The kernel rows of a trace, read through the trace store (``fuseprof.parse.store``): a trace that
+    ``analyze`` or ``ingest`` has read before is not decoded again, and its decoding's warnings are shown."""
+    from fuseprof.parse.store import default_store
+
+    tables, said = default_store().tables(path)
+    for text in said:
+        warnings.warn(text, FuseprofWarning, stacklevel=2)
+    return kernel_rows(tables)
