@@ -127,3 +127,11 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, capsys) -> None:
     make_rank_set(folder, ranks=2, steps=3)
     assert main(["analyze", str(folder), "--scheduler", "tcp://127.0.0.1:9"]) == 2
     assert "cannot reach a Dask scheduler there" in capsys.readouterr().err
+
+
+def test_a_cluster_without_a_shared_store_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:
+    folder = tmp_path / "ranks"
+    make_rank_set(folder, ranks=2, steps=3)
+    monkeypatch.setenv("FUSEPROF_CACHE", "off")
+    assert main(["analyze", str(folder), "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "set FUSEPROF_CACHE to a folder every worker and this process share" in capsys.readouterr().err

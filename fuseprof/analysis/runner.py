@@ -178,6 +178,9 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     measured, copy = measured_rates(Path(ceilings)) if ceilings is not None else (None, None)
     options = Options(device, top, registry, window, measured, copy)
     store = store or default_store()
+    if scheduler is not None and store.root is None:
+        raise FuseprofError("--scheduler: the cluster's workers hand their results over through the trace store; "
+                            "set FUSEPROF_CACHE to a folder every worker and this process share (it is off)")
     jobs = _jobs(paths)
     workers = workers or 1
     alone = len(jobs) == 1 and scheduler is None  # one trace: kept in this process, stored in the background
