@@ -2,7 +2,8 @@
 exists.
 
 The quick starts are copied out of the README's ``## Quick start`` sections and run line by line with
-bash in an empty directory that sees the checkout's inputs (``traces/``, ``examples/``, ``tests/``) and the
+bash in an empty directory that sees the checkout's inputs (``traces/``, ``examples/``, ``tests/``,
+``scripts/``) and the
 README's own ``mycase.py``; they write only into that directory's ``out/``. Lines marked ``# on a GPU:``
 need one and are left out; ``fuseprof dashboard`` is a server, started and stopped by the dashboard tests.
 """
@@ -40,7 +41,7 @@ def test_the_readme_is_short_and_its_set_up_commands_are_what_ci_runs() -> None:
 
 
 def test_the_quick_starts_run_as_written_from_an_empty_directory(tmp_path: Path) -> None:
-    for name in ("traces", "examples", "tests"):
+    for name in ("traces", "examples", "tests", "scripts"):
         (tmp_path / name).symlink_to(ROOT / name)
     case = re.search(r"```python\n# mycase.py\n(.*?)```", README, re.S)
     assert case is not None
