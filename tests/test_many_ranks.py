@@ -135,3 +135,12 @@ def test_a_cluster_without_a_shared_store_is_refused(tmp_path: Path, monkeypatch
     monkeypatch.setenv("FUSEPROF_CACHE", "off")
     assert main(["analyze", str(folder), "--scheduler", "tcp://127.0.0.1:9"]) == 2
     assert "set FUSEPROF_CACHE to a folder every worker and this process share" in capsys.readouterr().err
+
+
+def test_a_quoted_glob_of_rank_traces_is_expanded(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "ranks"
+    make_rank_set(folder, ranks=3, steps=3)
+    assert main(["analyze", str(folder / "rank-0[02].json"), "--format", "json"]) == 0
+    assert [k for k in json.loads(capsys.readouterr().out) if k != "across_ranks"] == ["rank-00.json", "rank-02.json"]
+    assert main(["analyze", str(folder / "nothing-*.json")]) == 2
+    assert "matches no file" in capsys.readouterr().err

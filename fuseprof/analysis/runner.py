@@ -19,6 +19,7 @@ the parent reads them.
 from __future__ import annotations
 
 import atexit
+import glob
 import shutil
 import tempfile
 import warnings
@@ -43,7 +44,7 @@ from fuseprof.analysis.analyze import (
 from fuseprof.analysis.graphs import has_graph_replays, is_capture_trace
 from fuseprof.analysis.stored import analysis_part, load_analysis, save_analysis
 from fuseprof.bundle.files import is_bundle
-from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError
+from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError, TraceFormatError
 from fuseprof.model.devices import require_device
 from fuseprof.model.op_registry import OpFamily
 from fuseprof.parse.arrow_pool import prefer_jemalloc
@@ -139,11 +140,25 @@ def _run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: int,
     return results
 
 
+def _expanded(paths: Sequence[Path]) -> list[Path]:
+    """Paths as given, a quoted glob ('ranks/*.json.gz': the shell left it to us) as the files it matches."""
+    out: list[Path] = []
+    for path in paths:
+        if not path.exists() and any(c in str(path) for c in "*?["):
+            matches = sorted(Path(p) for p in glob.glob(str(path)))
+            if not matches:
+                raise TraceFormatError(f"{path}: matches no file")
+            out += matches
+        else:
+            out.append(path)
+    return out
+
+
 def _jobs(paths: Sequence[Path]) -> list[Job]:
     from fuseprof.bundle.loading import load
 
     jobs = []
-    for path in paths:
+    for path in _expanded(paths):
         ncu_rows = None
         if path.is_dir() and is_bundle(path):
             kernels = load(path)

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str | None) -> None:
     p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
-                   help="torch.profiler traces (.json, .json.gz) or bundles; one per rank for a distributed run")
+                   help="torch.profiler traces (.json, .json.gz), bundles or folders of them, or a quoted glob; one "
+                        "per rank for a distributed run")
     p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
                                     "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
     p.add_argument("--top", type=int, default=top, help=top_help)
