@@ -142,7 +142,7 @@ def _loader(plotly: str) -> str:
                 "if(window.Plotly){drawAll()}else{setTimeout(drawAll,1500)}</script>")
     from plotly.offline import get_plotlyjs
 
-    packed = base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9)).decode()
+    packed = base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()  # the same file each run
     return (f"<script>{draw}\nconst PLOTLY_GZ='{packed}';\n(async()=>{{const bytes=Uint8Array.from(atob(PLOTLY_GZ),"
             "c=>c.charCodeAt(0));const code=await new Response(new Blob([bytes]).stream().pipeThrough("
             "new DecompressionStream('gzip'))).text();(0,eval)(code);drawAll();document.body.dataset.drawn='1'})();"
