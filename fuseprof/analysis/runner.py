@@ -48,7 +48,7 @@ from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError
 from fuseprof.model.devices import require_device
 from fuseprof.model.op_registry import OpFamily
 from fuseprof.parse.arrow_pool import prefer_jemalloc
-from fuseprof.parse.store import TraceStore, content_key, default_store
+from fuseprof.parse.store import TraceStore, content_key, default_store, wait_for_writes
 from fuseprof.parse.trace_events import TraceTables
 
 Progress = Callable[[str, int, int], None]
@@ -75,7 +75,7 @@ def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, boo
     ``alone``: the only trace, analysed in this process: its tables are stored in the background."""
     prefer_jemalloc()
     store = TraceStore(Path(root) if root else None)
-    key = content_key(path)
+    key = content_key(path) if store.root is not None else f"unstored:{path.resolve()}"  # no store: no hashing
     found = store.get_frames(key, "facts")
     if found is not None:
         return key, bool(found[1]["replays"]), bool(found[1]["capture"]), found[1]["warnings"]
@@ -230,6 +230,7 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
         if capture is not None and graph_capture is None:
             result.notes.append(f"graph capture {capture_name} used to attribute the replayed kernels")
         results.append(result)
+    wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
     return results
 
 

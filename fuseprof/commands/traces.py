@@ -52,12 +52,21 @@ def _progress(what: str, done: int, total: int) -> None:
         sys.stderr.flush()
 
 
+def _hash_while_importing(paths: list[Path]) -> None:
+    """Hash the traces for the trace store on the other core while this process imports pandas."""
+    from fuseprof.parse.hashing import default_root, prehash
+
+    if default_root() is not None:
+        prehash(paths)
+
+
 def _positive_top(top: int) -> None:
     if top < 1:
         raise FuseprofError(f"--top {top}: give a positive number of rows")
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    _hash_while_importing(args.traces)
     from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame, width
 
     results = _analyses(args, args.top)
@@ -85,6 +94,7 @@ def _analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAna
 
 def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalysis], None]) -> int:
     """A verb that shows one table of each trace: ``show`` prints it, csv/json carry every row."""
+    _hash_while_importing(args.traces)
     import pandas as pd
 
     from fuseprof.commands.render import clean_text
@@ -138,6 +148,7 @@ def _ncu_kernels(paths: list[Path], ceilings: Path | None):  # type: ignore[no-u
 def _report(args: argparse.Namespace) -> int:
     import tempfile
 
+    _hash_while_importing(args.traces)
     from fuseprof.report import report_html
 
     if args.output.exists() and not args.force:
@@ -181,6 +192,7 @@ def _diff_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    _hash_while_importing([args.a, args.b])
     import pandas as pd
 
     from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals

@@ -9,8 +9,8 @@ in an entry beside the tables (``put_frames`` / ``get_frames``: the analysis cac
     where   $FUSEPROF_CACHE, else $XDG_CACHE_HOME/fuseprof, else ~/.cache/fuseprof: a user folder,
             never beside the trace (its folder may be read-only or shared); FUSEPROF_CACHE=off
             turns the store off
-    key     SHA-256 of the file's bytes as stored (gzipped or not): a renamed or copied trace hits,
-            an edited one misses
+    key     SHA-256 of the file's bytes as stored (gzipped or not; ``fuseprof.parse.hashing``, which
+            hashes while the command imports): a renamed or copied trace hits, an edited one misses
     version each entry lives under v<format>-<fuseprof version>-<hash of fuseprof's own source>:
             another fuseprof (a release, or a local edit) never reads an older entry; it rebuilds
     trust   every file's SHA-256 is in the entry's manifest, checked on each read, with Parquet's
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 import threading
@@ -39,16 +38,15 @@ import pandas as pd
 from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.frames import read_frame, write_frame
-from fuseprof.parse.textio import require_regular
+from fuseprof.parse.hashing import ENV, content_key, default_root
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 
 FORMAT = 1
-ENV = "FUSEPROF_CACHE"
 _TABLES = ("gpu", "ops", "launches", "modules", "annotations")
 _MANIFEST = "manifest.json"
-_CHUNK = 2**22
 
 
+_UNWRITABLE: set[Path] = set()  # store folders a write failed under, in this process
 _PENDING: list[threading.Thread] = []  # writes in flight (``put_frames(..., background=True)``)
 
 
@@ -58,16 +56,6 @@ def wait_for_writes() -> None:
         _PENDING.pop().join()
 
 
-def default_root() -> Path | None:
-    """The store's folder, or None when FUSEPROF_CACHE=off."""
-    value = os.environ.get(ENV, "").strip()
-    if value.lower() in ("off", "0", "no", "false", "none"):
-        return None
-    if value:
-        return Path(value).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fuseprof"
-
-
 @lru_cache(maxsize=1)
 def code_version() -> str:
     """fuseprof's version and a hash of its own source: what an entry's tables were computed by."""
@@ -75,17 +63,6 @@ def code_version() -> str:
     for path in sorted(Path(__file__).resolve().parents[1].rglob("*.py")):
         digest.update(path.read_bytes())
     return f"v{FORMAT}-{__version__}-{digest.hexdigest()}"
-
-
-def content_key(path: Path) -> str:
-    """SHA-256 of the file's bytes (read in chunks: a 500 MB trace is never held twice; SHA-256 runs on
-    the CPU's own instructions where it has them, twice BLAKE2b's speed here)."""
-    require_regular(path)
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()[:32]
 
 
 def _file_digest(path: Path) -> str:
@@ -137,9 +114,10 @@ class TraceStore:
                    background: bool = False) -> bool:
         """Store ``frames`` and ``meta`` (JSON) under ``key``/``part``, whole or not at all; whether it
         is there now. ``background``: in a thread, while the caller goes on (Parquet's encoding and
-        compression run outside the GIL, on another core); the process waits for it before it exits,
-        and any read of the store waits for it first. The frames must not change meanwhile."""
-        if self.root is None:
+        compression run outside the GIL, on another core); ``wait_for_writes`` (which ``analyze`` calls
+        before it returns, and any read of the store calls first) waits for it. The frames must not change
+        meanwhile."""
+        if self.root is None or self.root in _UNWRITABLE:
             return False
         if background:
             thread = threading.Thread(target=self.put_frames, args=(key, part, frames, meta), name="fuseprof-store")
@@ -164,8 +142,11 @@ class TraceStore:
                 shutil.rmtree(tmp, ignore_errors=True)
             return folder.is_dir()
         except OSError as exc:
-            warnings.warn(f"trace store: cannot write under {self.root} ({exc.strerror or exc}); going on without "
-                          f"it (set {ENV} to a writable folder, or {ENV}=off)", FuseprofWarning, stacklevel=2)
+            if self.root not in _UNWRITABLE:  # said once: the other writes of the run go the same way
+                _UNWRITABLE.add(self.root)
+                warnings.warn(f"trace store: cannot write under {self.root} ({exc.strerror or exc}); going on "
+                              f"without it (set {ENV} to a writable folder, or {ENV}=off)", FuseprofWarning,
+                              stacklevel=2)
             return False
 
     def tables(self, path: Path, key: str | None = None, background: bool = False) -> tuple[TraceTables, list[str]]:
