@@ -23,7 +23,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_CHILD = r"""
+# one process's run, reporting its own peak: `python -c CHILD at_once|fuseprof FOLDER WORKERS` (also used by
+# tests/test_many_ranks.py, which runs it under a memory limit)
+CHILD = r"""
 import json, sys
 from pathlib import Path
 def peak():  # this process's own high-water mark (ru_maxrss would start from the forking parent's RSS)
@@ -51,7 +53,7 @@ if __name__ == "__main__":
 
 def measure(mode: str, folder: Path, workers: int, store: Path) -> dict:
     env = {"FUSEPROF_CACHE": str(store), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", _CHILD, mode, str(folder), str(workers)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", CHILD, mode, str(folder), str(workers)], capture_output=True,
                           text=True, check=True, cwd=ROOT, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
 

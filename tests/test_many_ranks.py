@@ -21,34 +21,13 @@ from fuseprof.cli import main
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
+from bench_ranks import CHILD  # noqa: E402
 from make_rank_set import make_rank_set  # noqa: E402
-
-_CHILD = r"""
-import json, sys
-from pathlib import Path
-def peak():
-    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
-def main():
-    mode, folder = sys.argv[1], Path(sys.argv[2])
-    from fuseprof.analysis import analyze
-    from fuseprof.analysis.ranks import across_ranks
-    from fuseprof.parse.trace_events import read_trace_tables
-    base = peak()
-    if mode == "at_once":
-        kept = [read_trace_tables(p) for p in sorted(folder.glob("*.json"))]
-        answer = len(kept)
-    else:
-        top = across_ranks(analyze(sorted(folder.glob("*.json")), workers=2))["stragglers"].iloc[0]
-        answer = [int(top["last_rank"]), str(top["grew_category"])]
-    print(json.dumps({"base_mb": base, "peak_mb": peak(), "answer": answer}))
-if __name__ == "__main__":
-    main()
-"""
 
 
 def _under_limit(mode: str, folder: Path, store: Path, limit_mb: float | None) -> dict:
     """Run the child; with ``limit_mb``, kill it (like a container's OOM killer) if its RSS goes above."""
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, mode, str(folder)], stdout=subprocess.PIPE, text=True,
+    child = subprocess.Popen([sys.executable, "-c", CHILD, mode, str(folder), "2"], stdout=subprocess.PIPE, text=True,
                              cwd=ROOT, env={"FUSEPROF_CACHE": str(store), "PATH": "/usr/bin:/bin"})
     killed = threading.Event()
 
@@ -82,10 +61,10 @@ def test_32_ranks_in_workers_stay_under_a_limit_that_loading_them_at_once_exceed
     assert at_once["peak_mb"] - at_once["base_mb"] > 150  # 32 ranks of 300 steps: loading them all costs
     again = _under_limit("at_once", rank_set, tmp_path / "b", limit)
     assert again["killed"]  # the limit bites: loading every rank at once does not fit under it
-    ours = _under_limit("workers", rank_set, tmp_path / "c", limit)
+    ours = _under_limit("fuseprof", rank_set, tmp_path / "c", limit)
     assert not ours["killed"] and ours["rc"] == 0, ours
     assert ours["peak_mb"] < limit
-    assert ours["answer"] == [17, "GEMM"]
+    assert ours["straggler"] == [17, "GEMM"]
 
 
 @pytest.mark.parametrize("slow_rank, category, factor, seed", [(17, "GEMM", 1.5, 1), (5, "elementwise", 4.0, 2),

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.analysis.fusion import CopyModel
+from fuseprof.analysis.fusion import CopyModel, per_stream
 from fuseprof.model.op_registry import estimate
 
 _INDUCTOR = r"triton_\w*fused\w*"
@@ -89,11 +89,9 @@ def _unfused(entry: Entry, fusion: pd.DataFrame) -> pd.DataFrame:
 
 def _by_stream(events: pd.DataFrame) -> list[dict[str, list[Any]]]:
     """Each stream's events in start order, as columns of plain values (read once for every pair entry)."""
-    ordered = events.sort_values("start_ns", kind="stable")
     return [{"op": part["op"].astype("string").fillna("").tolist(), "dur": part["dur_ns"].tolist(),
              "dims": part["input_dims"].tolist(), "types": part["input_type"].tolist(),
-             "concrete": part["concrete"].tolist()}
-            for _, part in ordered.groupby(ordered["stream"].astype("string"))]
+             "concrete": part["concrete"].tolist()} for part in per_stream(events)]
 
 
 def _pairs(entry: Entry, streams: list[dict[str, list[Any]]], copy: CopyModel) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,7 +185,15 @@ def _breaks(events: pd.DataFrame) -> np.ndarray:
     return ((events["role"] == "anchor") | (events["kind"] != "kernel") | unattributed_graph).to_numpy(bool)
 
 
-def _traversal(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def per_stream(events: pd.DataFrame) -> Iterator[pd.DataFrame]:
+    """Each stream's events in start order (events on no stream left out): what the pair and epilogue
+    searches walk."""
+    ordered = events.sort_values("start_ns", kind="stable")
+    for _, part in ordered.groupby(ordered["stream"].astype("string")):
+        yield part
+
+
+def stream_step_order(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Row positions per (stream, profiler step), the groups in order of their first kernel and each in
     start order (the order a chain is read in), and each position's group code."""
     step = events["profiler_step"] if "profiler_step" in events else events["step"]
@@ -215,7 +223,7 @@ def find_chains(events: pd.DataFrame) -> pd.DataFrame:
     profiler step (or the user's outermost range), with no idle gap over ``gap_limit_ns`` inside it.
     Columns: stream, step, key (the ops, '?kernel' where the trace did not link one), signature, kernels,
     measured_ns, chain_bytes, fused_bytes, module, start_ns and members (the events' index labels)."""
-    order, codes = _traversal(events)
+    order, codes = stream_step_order(events)
     runs = _runs(events, order, codes, gap_limit_ns(events))
     if not runs:
         return pd.DataFrame()

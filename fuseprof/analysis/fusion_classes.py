@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.fusion import CopyModel
+from fuseprof.analysis.fusion import CopyModel, per_stream, stream_step_order
 from fuseprof.model.op_models import DTYPE_BYTES, OpInputs
 from fuseprof.model.op_registry import estimate
 from fuseprof.model.roofline import Roof
@@ -63,7 +63,7 @@ def _cost(op: object, dims: object, types: object, concrete: object) -> tuple[fl
 
 def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
     rows = []
-    for _, part in events.sort_values("start_ns", kind="stable").groupby(events["stream"].astype("string")):
+    for part in per_stream(events):
         part = part.reset_index()
         ops = part["op"].astype("string").fillna("").tolist()
         for i in (int(x) for x in np.flatnonzero(np.isin(ops, _SOFTMAX))):
@@ -102,15 +102,14 @@ def _gemm_input(op: object, dims: object, types: object) -> tuple[tuple[int, ...
 def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
     """Runs of ≥ 2 GEMM calls back to back (no other kernel between them, on one stream and step, launched
     within a few launch intervals of each other) whose activation inputs have one shape and dtype."""
-    ordered = events[(events["kind"] == "kernel") & events["stream"].notna()].sort_values("start_ns", kind="stable")
-    launches = ordered["launch_start_ns"].astype("float64").dropna().drop_duplicates()
+    kernels = events[(events["kind"] == "kernel") & events["stream"].notna()]
+    launches = kernels.sort_values("start_ns", kind="stable")["launch_start_ns"].astype("float64").dropna()
+    launches = launches.drop_duplicates()
     # siblings are launched back to back: no more than 4 typical launch intervals apart (the last projection
     # of one iteration and the first of the next share an input shape, with the host's loop between them)
     near = 4 * float(launches.diff().median()) if len(launches) > 2 else float("inf")
-    codes, _ = pd.factorize(ordered["stream"].astype("string") + "\x1f" +
-                            ordered["profiler_step"].astype("string").fillna(""))
-    ordered = ordered.iloc[np.argsort(codes, kind="stable")]  # each (stream, step) together, in start order
-    group = np.sort(codes, kind="stable")
+    order, group = stream_step_order(kernels)  # each (stream, step) together, in start order
+    ordered = kernels.iloc[order]
     columns = {name: ordered[source].to_numpy(dtype=object, na_value=None) for name, source in (
         ("op_id", "op_id"), ("op", "op"), ("dims", "input_dims"), ("types", "input_type"),
         ("concrete", "concrete"), ("category", "category"), ("module", "module"))}
@@ -180,8 +179,7 @@ def _horizontal(calls: list[dict[str, Any]], members_of: dict[int, list[object]]
 
 def gemm_epilogues(events: pd.DataFrame) -> list[dict[str, object]]:
     rows = []
-    ordered = events.sort_values("start_ns", kind="stable")
-    for _, part in ordered.groupby(ordered["stream"].astype("string")):
+    for part in per_stream(events):
         after_gemm = (part["category"].astype("string").shift() == "GEMM").fillna(False)
         candidate = part["op"].astype("string").isin(_EPILOGUE).fillna(False) & after_gemm & (part["kind"] == "kernel")
         at = np.flatnonzero(candidate.to_numpy(bool))

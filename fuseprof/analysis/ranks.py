@@ -14,6 +14,8 @@ it). Traces of one host share its clock:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
@@ -32,18 +34,24 @@ def rank_summary(results: list[TraceAnalysis]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("rank").reset_index(drop=True)
 
 
+def _matched(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame]]:
+    """Each collective (its position among all matches, its ``match``, one row per rank) that every rank's
+    trace holds; one a rank's trace ended before is left out."""
+    per_rank = [r.collectives for r in results if not r.collectives.empty]
+    if not per_rank:
+        return
+    both = pd.concat(per_rank, ignore_index=True)
+    ranks = both["rank"].nunique()
+    for position, (match, group) in enumerate(both.groupby("match", sort=False)):
+        if len(group) >= ranks:
+            yield position, str(match), group
+
+
 def collective_skew(results: list[TraceAnalysis]) -> pd.DataFrame:
     """Per collective (matched across ranks by ``match``: its number on its communicator): bytes, skew
     across ranks, the last rank to arrive, the transfer time once all are there, and each rank's wait."""
-    per_rank = pd.concat([r.collectives for r in results if not r.collectives.empty], ignore_index=True) \
-        if any(not r.collectives.empty for r in results) else pd.DataFrame()
-    if per_rank.empty:
-        return per_rank
-    ranks = per_rank["rank"].nunique()
     rows = []
-    for seq, (match, group) in enumerate(per_rank.groupby("match", sort=False)):
-        if len(group) < ranks:
-            continue  # a rank's trace ended before this collective
+    for seq, match, group in _matched(results):
         last = group.loc[group["start_ns"].idxmax()]
         waits = {f"wait_ns_rank{int(r)}": int(last["start_ns"] - s)  # in rank order: 0, 1, 2, …, 10, not 0, 1, 10
                  for r, s in sorted(zip(group["rank"].astype(int), group["start_ns"]))}
@@ -59,15 +67,10 @@ def late_arrivals(results: list[TraceAnalysis]) -> pd.DataFrame:
     start of the others), and what grew on it since the previous collective: the category whose
     computation time (``compute_before_ns``) exceeds the other ranks' median by the most, and by how
     much. The collectives are ordered by lateness."""
-    per_rank = [r.collectives.assign(rank=r.rank) for r in results if not r.collectives.empty]
-    if len(per_rank) < 2:
+    if sum(not r.collectives.empty for r in results) < 2:
         return pd.DataFrame()
-    both = pd.concat(per_rank, ignore_index=True)
-    ranks = both["rank"].nunique()
     rows = []
-    for match, group in both.groupby("match", sort=False):
-        if len(group) < ranks:
-            continue
+    for _, match, group in _matched(results):
         last = group["start_ns"].idxmax()
         others = group.drop(index=last)
         grown = _growth(group.loc[last, "compute_before_ns"], list(others["compute_before_ns"]))
@@ -88,11 +91,10 @@ def _growth(mine: dict[str, int], others: list[dict[str, int]]) -> tuple[str | N
     return category, int(excess[category])
 
 
-def stragglers(results: list[TraceAnalysis]) -> pd.DataFrame:
-    """The culprits: per (last rank, grown category), the collectives it arrived last to because that
-    category grew, and the time the others waited for it (Σ late_ns), most first. A rank that is
-    last by chance (jitter) spreads over many small rows; a straggler heads the table."""
-    late = late_arrivals(results)
+def stragglers(late: pd.DataFrame) -> pd.DataFrame:
+    """The culprits, from ``late_arrivals``: per (last rank, grown category), the collectives it arrived
+    last to because that category grew, and the time the others waited for it (Σ late_ns), most first. A
+    rank that is last by chance (jitter) spreads over many small rows; a straggler heads the table."""
     if late.empty:
         return late
     late = late[late["late_ns"] > 0].assign(grew_category=lambda f: f["grew_category"].fillna("(nothing grew)"))
@@ -104,5 +106,6 @@ def stragglers(results: list[TraceAnalysis]) -> pd.DataFrame:
 
 def across_ranks(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
     """Every across-ranks table, by name: what the CLI, the JSON output and the report show."""
-    return {"ranks": rank_summary(results), "collectives": collective_skew(results),
-            "late_arrivals": late_arrivals(results), "stragglers": stragglers(results)}
+    late = late_arrivals(results)
+    return {"ranks": rank_summary(results), "collectives": collective_skew(results), "late_arrivals": late,
+            "stragglers": stragglers(late)}

@@ -7,11 +7,12 @@ processes (several), or on a Dask cluster (``scheduler``: a ``dask.distributed``
                 there, and the two facts pairing needs (does it replay graphs? was it taken while
                 capturing them?)
     2. analyse  each trace (with its capture trace, paired as before) into the store unless already
-                there, under a key of everything that shapes the answer (``stored.analysis_key``)
+                there, under a name of everything that shapes the answer (``stored.analysis_part``)
 
-The parent then reads each analysis back, its events only when a caller uses them: for N ranks it
-holds N sets of small tables and one trace's events at most, not N traces. With the store off
-(FUSEPROF_CACHE=off) the run uses a temporary store, removed at exit. Workers on a cluster need
+The parent then reads each analysis back, its events only when a caller uses them (rebuilt from the
+stored tables): for N ranks it holds N sets of small tables, not N traces. One trace alone is kept in
+this process and stored in the background. With the store off (FUSEPROF_CACHE=off) one trace needs
+none, and several pass through a temporary store, removed at exit. Workers on a cluster need
 the traces and the store folder at the same paths (a shared filesystem): they write the analyses,
 the parent reads them.
 """

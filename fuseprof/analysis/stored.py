@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Callable
-from typing import Any
 
 import pandas as pd
 
@@ -52,8 +51,7 @@ def load_analysis(store: TraceStore, key: str, part: str, name: str,
     if found is None:
         return None
     frames, meta = found
-    tables: dict[str, Any] = {k: v for k, v in frames.items()}
     result = TraceAnalysis(name=name, device=meta["device"], roof=Roof(**meta["roof"]), events=pd.DataFrame(),
-                           window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]), **tables)
+                           window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]), **frames)
     result.defer_events(events)
     return result

@@ -1,7 +1,7 @@
 """One DataFrame to one Parquet file and back, exactly: the same values, dtypes and index.
 
 Parquet keeps numbers and strings as typed columns. What pandas holds as Python objects is written
-so that it comes back as it was: a column of text (and nulls) as a Parquet string column; any other
+so that it comes back as it was: a column of text (and nulls) as a dictionary-encoded string column; any other
 (a kernel's recorded input shapes, a chain's member list: nested and mixed values) as one JSON text
 per cell, each followed by a comma, so that the whole column decodes in one call (``[`` + the
 column's bytes + ``]``) instead of one call per cell. Which null each null cell was (None, NaN or
@@ -38,9 +38,9 @@ _ENCODE = msgspec.json.Encoder(enc_hook=_numpy_scalar).encode
 _DECODE = msgspec.json.Decoder().decode
 
 
-def _null_kinds(values: np.ndarray) -> np.ndarray | None:
-    """Per cell 0 (a value) or the code of its null in ``_NULLS``; None when every null is None."""
-    mask = pd.isna(values)
+def _null_kinds(values: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+    """Per cell 0 (a value) or the code of its null in ``_NULLS`` (``mask``: the nulls); None when every
+    null is None."""
     if not mask.any():
         return None
     kinds = np.zeros(len(values), np.int8)
@@ -77,14 +77,12 @@ def _text_column(values: np.ndarray) -> pa.Array:
 
 def _from_text_column(column: pa.ChunkedArray) -> np.ndarray:
     array = column.combine_chunks()
-    if isinstance(array, pa.DictionaryArray):
-        words = np.asarray(array.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-        codes = array.indices.fill_null(-1).to_numpy()
-        out = np.empty(len(codes), dtype=object)
-        out[:] = words[codes] if len(words) else None
-        out[codes < 0] = None
-        return out
-    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+    words = np.asarray(array.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    codes = array.indices.fill_null(-1).to_numpy()
+    out = np.empty(len(codes), dtype=object)
+    out[:] = words[codes] if len(words) else None
+    out[codes < 0] = None
+    return out
 
 
 def _is_text(values: np.ndarray) -> bool:
@@ -113,11 +111,12 @@ def write_frame(frame: pd.DataFrame, path: Path) -> None:
         dtypes[name] = _dtype_name(series.dtype)
         if dtypes[name] == "object":
             values = series.to_numpy(dtype=object)
-            kinds = _null_kinds(values)
+            nulls = pd.isna(values)
+            kinds = _null_kinds(values, nulls)
             if kinds is not None:
                 arrays.append(pa.array(kinds))
                 names.append(_NULL_PREFIX + name)
-            plain = np.asarray(np.where(pd.isna(values), None, values)) if kinds is not None else values
+            plain = np.asarray(np.where(nulls, None, values)) if kinds is not None else values
             codecs[name] = "text" if _is_text(values) else "json"
             arrays.append(_text_column(plain) if codecs[name] == "text" else _json_column(plain))
         else:

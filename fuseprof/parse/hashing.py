@@ -43,7 +43,7 @@ def _identity(path: Path) -> tuple[str, int, int] | None:
     return (str(path.resolve()), st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     """SHA-256 of the file's bytes, read in chunks (a 500 MB trace is never held twice; SHA-256 runs on the
     CPU's own instructions where it has them, twice BLAKE2b's speed here)."""
     digest = hashlib.sha256()
@@ -66,7 +66,7 @@ def _hash_all(paths: list[Path]) -> None:
         identity = _identity(path)
         if identity is not None and identity not in _KEYS:
             try:
-                _KEYS[identity] = _sha256(path)
+                _KEYS[identity] = file_sha256(path)
             except OSError:
                 pass  # content_key reads it again and says what is wrong
 
@@ -87,4 +87,4 @@ def content_key(path: Path) -> str:
         _THREADS.pop().join()
     identity = _identity(path)
     found = _KEYS.pop(identity, None) if identity is not None else None  # used once: no stale key later
-    return found or _sha256(path)
+    return found or file_sha256(path)

@@ -38,7 +38,7 @@ import pandas as pd
 from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.frames import read_frame, write_frame
-from fuseprof.parse.hashing import ENV, content_key, default_root
+from fuseprof.parse.hashing import ENV, content_key, default_root, file_sha256
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 
 FORMAT = 1
@@ -65,19 +65,11 @@ def code_version() -> str:
     return f"v{FORMAT}-{__version__}-{digest.hexdigest()}"
 
 
-def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:32]
-
-
 @dataclass(frozen=True)
 class TraceStore:
     """A store folder (``root``); ``None`` root: a store that keeps nothing."""
 
     root: Path | None
-
-    @property
-    def enabled(self) -> bool:
-        return self.root is not None
 
     def _entry(self, key: str, part: str) -> Path:
         assert self.root is not None
@@ -100,7 +92,7 @@ class TraceStore:
                       if (only is None or n.removesuffix(".parquet") in only) and n.removesuffix(".parquet") not in skip}
             frames = {}
             for name, digest in wanted.items():
-                if _file_digest(folder / name) != digest:
+                if file_sha256(folder / name) != digest:
                     raise ValueError(f"{name} does not match its digest")
                 frames[name.removesuffix(".parquet")] = read_frame(folder / name)
             return frames, manifest["meta"]
@@ -132,7 +124,7 @@ class TraceStore:
                 files = {}
                 for name, frame in frames.items():
                     write_frame(frame, tmp / f"{name}.parquet")
-                    files[f"{name}.parquet"] = _file_digest(tmp / f"{name}.parquet")
+                    files[f"{name}.parquet"] = file_sha256(tmp / f"{name}.parquet")
                 (tmp / _MANIFEST).write_text(json.dumps({"files": files, "meta": meta}))
                 try:
                     tmp.rename(folder)
