@@ -70,6 +70,21 @@ def test_fused_bytes_follow_the_tensors_through_a_decode_rmsnorm() -> None:
     assert fused_bytes(chain) == 4 * 2048 * 2
 
 
+def test_one_op_takes_each_producer_once_so_silu_mul_reads_up_from_dram() -> None:
+    """silu(gate) · up at Llama-3-8B prefill: ``up`` has the shape and dtype silu produced but is not
+    silu's output. The model once counted it internal (117 MB); running the fusion (``fusion --verify``
+    on the decoder layer) measured 45 µs, the time of gate and up read and the product written."""
+    bf16, m = "c10::BFloat16", [2048, 14336]
+    chain = [("aten::silu", [m], [bf16], []), ("aten::mul", [m, m], [bf16, bf16], [])]
+    assert fused_bytes(chain) == 3 * 2048 * 14336 * 2  # gate and up read, the product written
+    # two producers of one shape may feed one op: q·cos, (q·cos)·sin, then the add of both products reads
+    # neither from DRAM (a trace has no tensor identities: the second mul's q-shaped input is the first's output)
+    q = [1, 16, 1, 128]
+    rope = [("aten::mul", [q, [1, 128]], [bf16, bf16], []), ("aten::mul", [q, [1, 128]], [bf16, bf16], []),
+            ("aten::add", [q, q, []], [bf16, bf16, "Scalar"], [])]
+    assert fused_bytes(rope) == 16 * 128 * 2 + 2 * (128 * 2) + 16 * 128 * 2  # q, cos and sin read; the sum written
+
+
 def test_compiled_trace_has_neither_chain_and_the_diff_shows_them_gone(eager, compiled) -> None:
     signatures = " | ".join(compiled.fusion["signature"])
     assert "aten::pow → aten::mean" not in signatures and "aten::neg → aten::cat" not in signatures

@@ -12,7 +12,8 @@ step is one group) form one opportunity ×N. For each group:
                          inputs and writes its output)
     fused_bytes        = the chain's external inputs read once + its outputs written once, by
                          following tensor shapes and dtypes through the chain (an input whose shape
-                         and dtype an earlier op of the chain produced is internal). A trace records
+                         and dtype an earlier op of the chain produced is internal; one op takes each
+                         producer once: in silu(gate) · up, ``up`` is external). A trace records
                          no tensor identities, so an intermediate also used after the chain (a
                          residual stream) is not counted: a lower bound.
     predicted_fused_ns = fused_bytes / copy rate + fixed cost of one kernel (``CopyModel``: fitted to
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,7 +135,7 @@ def fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
 
 
 def _fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
-    produced: set[tuple[str, str]] = set()
+    produced: Counter[tuple[str, str]] = Counter()  # producers of each (shape, dtype) so far
     total = 0.0
     last_out = 0.0
     for name, dims, types, concrete in ops:
@@ -147,8 +149,11 @@ def _fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
         if gathered is not None:
             total += gathered.bytes / 2  # the model's read half: indices and gathered rows
         else:
+            used: Counter[tuple[str, str]] = Counter()
             for d, t in inputs:
-                if _shape_key(d, t) not in produced:
+                key = (str(d), str(t))  # what _shape_key gives a tensor input
+                used[key] += 1
+                if used[key] > produced[key]:  # no producer of it left for this op: read from DRAM
                     total += _nbytes(d, t)
         if name == "aten::index_copy_" and len(tensors) >= 2:  # writes its source's slice into a cache
             out_dims, out_type = tensors[-1]
@@ -160,7 +165,7 @@ def _fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
         if name in ("aten::mean", "aten::sum", "aten::amax") and out:
             out = out[:-1] + [1]
         out_type = tensors[0][1]
-        produced.add((str(out), str(out_type)))
+        produced[(str(out), str(out_type))] += 1
         last_out = _nbytes(out, out_type)
     return total + last_out
 
@@ -260,7 +265,7 @@ def kernel_floor_ns(events: pd.DataFrame) -> float:
     return float(events.loc[events["kind"] == "kernel", "dur_ns"].quantile(0.10))
 
 
-def _linked_keys(chains: pd.DataFrame, events: pd.DataFrame) -> pd.Series:
+def linked_keys(chains: pd.DataFrame, events: pd.DataFrame) -> pd.Series:
     """Each chain's op sequence, an unlinked kernel named by the op that launches that kernel elsewhere
     in the trace: chains equal up to how well the trace linked them to ops are one group."""
     linked = events[events["op"].notna()]
@@ -284,7 +289,7 @@ def chain_groups(events: pd.DataFrame, copy: CopyModel, taken: set[object] = fro
     chains = chains[[not (set(m) & taken) for m in chains["members"]]]
     if chains.empty:
         return pd.DataFrame()
-    chains = chains.assign(key=_linked_keys(chains, events))
+    chains = chains.assign(key=linked_keys(chains, events))
     groups = chains.groupby("key", sort=False).agg(
         signature=("signature", _label), count=("measured_ns", "size"), kernels_per_chain=("kernels", "first"),
         measured_ns=("measured_ns", "sum"), chain_bytes=("chain_bytes", lambda v: v.sum(min_count=len(v))),
