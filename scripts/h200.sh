@@ -32,6 +32,8 @@
 #   decoder    fuseprof profile decoder_layer: 5 variants x prefill and decode shapes, copy baseline, no ncu
 #   graphpair  a CUDA-graph capture and its replays, and an eager trace with known idle causes (scripts/capture_graph_pair.py)
 #   seed002    seed 002's exercises B and E: fuseprof profile qkv_projection and gemm_bias_gelu with ncu (bf16)
+#   verify     fuseprof fusion --verify 4 on the eager Llama trace and on a decoder-layer capture with shapes
+#   verifytests the GPU test of fusion --verify (tests/test_gpu_verify.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 # never NVLink multicast (the device README says why): for every step that starts NCCL
@@ -196,6 +198,18 @@ step_seed002() {
     | grep -vE "^USDT" | tail -12
   timeout 280 fuseprof profile gemm_bias_gelu --shapes 128x4096,2048x4096 --dtype bfloat16 --out "$W/traces" 2>&1 \
     | grep -vE "^USDT" | tail -12
+}
+step_verify() {
+  # into traces/verify of this copy of the tree (replaced), so the bundles name their traces as committed
+  local V=traces/verify; rm -rf "$V"; mkdir -p "$V"
+  timeout 300 fuseprof profile decoder_layer --variants eager --shapes 1x2048x2048,1x1x2048 --no-ncu --repeats 10 \
+    --out "$V" 2>&1 | grep -vE "^USDT" | tail -4
+  timeout 400 fuseprof fusion traces/llama4l-eager-h200 --verify 4 --out "$V" --wide 2>&1 | grep -vE "^USDT" | tail -40
+  timeout 400 fuseprof fusion "$V"/decoder_layer-* --verify 4 --out "$V" --wide 2>&1 | grep -vE "^USDT" | tail -40
+  cp -r "$V" "$W/traces/"
+}
+step_verifytests() {
+  timeout 500 python3 -m pytest tests/test_gpu_verify.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_verify_tests.log" | tail -4
 }
 step_graphpair() { timeout 300 python3 scripts/capture_graph_pair.py --out "$W/graphpair" 2>&1 | tail -40; }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }

@@ -127,6 +127,20 @@ TIMING_COLUMNS: tuple[Column, ...] = (
     Column("timing_method", "string", "'cuda-events+graph', 'cuda-events (own graph)' (a variant that replays its own CUDA graph: as-called only, GPU columns null) or 'cpu-perf-counter'"),
     Column("l2_policy", "string", "how caches were cleared between samples"),
     Column("effective_bandwidth_bytes_per_s", "Float64", "nominal_bytes / (gpu_median_ns × 1e-9)"),
+    # a `fuseprof fusion --verify` bundle: each case is one chain of a trace (fuseprof/verify/chains.py)
+    Column("fusion_row", "Int64", "verify: the chain's group, as its row in the trace's fusion table"),
+    Column("signature", "string", "verify: the chain's ops in order"),
+    Column("chain_class", "string", "verify: memory-bound chain, RoPE + KV-cache write or sampling chain"),
+    Column("chain_count", "Int64", "verify: chains in the group"),
+    Column("chain_instances", "Int64", "verify: chains of the group with the replayed chain's shapes"),
+    Column("chain_kernels", "Int64", "verify: kernels of the replayed chain in the trace"),
+    Column("trace_chain_ns", "Float64", "verify: median over those chains of Σ kernel durations in the trace"),
+    Column("fused_bytes", "Float64", "verify: the finder's fused bytes of one chain (fuseprof/analysis/fusion.py)"),
+    Column("predicted_fused_ns", "Float64", "verify: fused_bytes / copy rate + fixed cost (the fusion table's model)"),
+    Column("predicted_saving_ns", "Float64", "verify: trace_chain_ns − predicted_fused_ns"),
+    Column("kernels_per_call", "Int64", "verify: GPU kernels one call of the variant launches (torch.profiler)"),
+    Column("replay_program", "string", "verify: the replayed aten overloads, one per line, with their arguments' sources"),
+    Column("skipped", "string", "verify: why the chain was not replayed"),
 )
 
 TIMING_COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in TIMING_COLUMNS)

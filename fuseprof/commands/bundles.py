@@ -89,8 +89,10 @@ def _columns(args: argparse.Namespace) -> int:
     from fuseprof.bundle.schema import describe_columns
     from fuseprof.model.derived import DERIVED_COLUMNS
     from fuseprof.tables.breakdown import AMDAHL_COLUMNS, BREAKDOWN_COLUMNS
+    from fuseprof.verify.table import VERIFICATION_COLUMNS
 
-    emit(describe_columns({"derived": DERIVED_COLUMNS, "breakdown": BREAKDOWN_COLUMNS, "amdahl": AMDAHL_COLUMNS}),
+    emit(describe_columns({"derived": DERIVED_COLUMNS, "breakdown": BREAKDOWN_COLUMNS, "amdahl": AMDAHL_COLUMNS,
+                           "verification": VERIFICATION_COLUMNS}),
          "table", args.wide)
     return 0
 

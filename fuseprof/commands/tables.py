@@ -24,6 +24,11 @@ def _compare(args: argparse.Namespace) -> int:
         raise FuseprofError(f"{args.dir}: no timings to compare (compare reads bundles from `fuseprof profile` or "
                             "`fuseprof bench`); for a trace you did not capture use `fuseprof analyze`, or "
                             "`fuseprof diff A B` for two of them")
+    if "predicted_saving_ns" in timings:  # a `fuseprof fusion --verify` bundle: prediction beside realisation
+        from fuseprof.verify.table import verification_table
+
+        emit(verification_table(timings[timings["predicted_saving_ns"].notna()]), args.format, args.wide)
+        return 0
     if args.baseline not in set(timings["variant"]):
         raise FuseprofError(f"--baseline {args.baseline!r}: no such variant in {args.dir}; variants: "
                             f"{', '.join(sorted(timings['variant'].dropna().unique()))}")
@@ -107,7 +112,10 @@ def _roofline(args: argparse.Namespace) -> int:
 
 
 COMMANDS = (
-    Command("compare", "variants side by side: GPU and as-called time, GB/s, vs copy", _compare, _compare_arguments),
+    Command("compare", "variants side by side: GPU and as-called time, GB/s, vs copy", _compare, _compare_arguments,
+            "For bench and capture bundles: each variant's GPU and as-called time beside the baseline's. For a "
+            "`fuseprof fusion --verify` bundle: each chain's predicted saving beside the realised one (eager minus "
+            "compiled replay) and the prediction error; formulas in fuseprof/verify/run.py."),
     Command("breakdown", "per variant and shape: latency, GPU time, kernels and launches per call, "
                          "GEMM/attention/memory-bound shares, %% of the memory roofline", _breakdown,
             _breakdown_arguments,

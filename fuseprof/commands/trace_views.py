@@ -7,7 +7,7 @@ import contextlib
 import json
 import math
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 
@@ -166,6 +166,23 @@ def print_fusion(result: TraceAnalysis, top: int) -> None:
                "% busy": _unknown(f["share_of_busy_pct"], lambda v: f"{v:.2f}"),
                "% span": _unknown(f["share_of_span_pct"], lambda v: f"{v:.2f}"), "fused by": f["known_fusion"]}),
            failed_for("fusion", result.integrity))
+
+
+def print_verification(table: pd.DataFrame, bundle: str) -> None:
+    """The verified chains: the finder's prediction per chain beside the replay, eager and compiled."""
+    def column(name: str, fmt: Callable[[float], str]) -> pd.Series:
+        return table[name].map(lambda v: "" if pd.isna(v) else fmt(v)) if name in table else pd.Series("", table.index)
+
+    _print(f"Predictions checked by running them ({bundle}; per chain; realised = eager − compiled replay, "
+           "CUDA graph replay with L2 flushed; fuseprof/verify/run.py)", pd.DataFrame({
+               "#": table["fusion_row"], "class": table["chain_class"], "ops in order": table["signature"].map(
+                   lambda s: _short(s, 70)),
+               "kernels": table["chain_kernels"], "trace µs": column("trace_chain_ns", us),
+               "predicted fused µs": column("predicted_fused_ns", us),
+               "predicted saving µs": column("predicted_saving_ns", us), "eager µs": column("eager_ns", us),
+               "compiled µs": column("compiled_ns", us), "compiled kernels": column("compiled_kernels", str),
+               "realised saving µs": column("realised_saving_ns", us),
+               "error %": column("error_pct", lambda v: f"{v:+.0f}"), "check": table["verdict"]}), None)
 
 
 def print_audit(result: TraceAnalysis) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fuseprof.commands.base import Command, emit, format_option, wide_option
+from fuseprof.commands.base import Command, emit, format_option, out_option, wide_option
 from fuseprof.errors import FuseprofError
 
 if TYPE_CHECKING:
@@ -115,7 +115,55 @@ def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalys
 def _fusion(args: argparse.Namespace) -> int:
     from fuseprof.commands.trace_views import print_fusion
 
-    return _one_table(args, "fusion", lambda result: print_fusion(result, args.top))
+    if args.verify is None:
+        return _one_table(args, "fusion", lambda result: print_fusion(result, args.top))
+    return _verify(args)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """``fusion --verify N``: the top-N chains replayed eager and compiled, beside their predictions."""
+    from fuseprof.analysis.analyze import trace_files
+    from fuseprof.commands.trace_views import print_verification, width
+    from fuseprof.verify.chains import chains_to_verify, recorded_strides
+    from fuseprof.verify.run import default_device, verify_chains
+    from fuseprof.verify.table import verification_table
+
+    if args.verify < 1:
+        raise FuseprofError(f"--verify {args.verify}: give a positive number of chains")
+    if args.repeats < 1:
+        raise FuseprofError(f"--repeats {args.repeats}: give a positive number of timing samples")
+    if len(args.traces) != 1:
+        raise FuseprofError("--verify replays one trace's chains: give one trace or bundle")
+    files = trace_files(args.traces[0])
+    if len(files) != 1:
+        raise FuseprofError(f"--verify: {args.traces[0]} holds {len(files)} traces; name one trace file")
+    result = _analyses(args)[0]
+    chains = chains_to_verify(result.events, result.fusion, recorded_strides(files[0]), args.verify)
+    if not chains:
+        raise FuseprofError(f"{args.traces[0]}: no fusible chain to verify (see `fuseprof fusion`)")
+    timings, bundle = verify_chains(chains, files[0], args.verify_device or default_device(), args.out, args.repeats,
+                                    log=lambda line: print(line, file=sys.stderr))
+    table = verification_table(timings)
+    if args.format != "table":
+        emit(table.assign(bundle=str(bundle)), args.format, args.wide)
+        return 0
+    with width(args.wide):
+        print_verification(table, str(bundle))
+    return 0
+
+
+def _fusion_arguments(p: argparse.ArgumentParser) -> None:
+    _trace_arguments(p, 10, "opportunities to print", "table, or every group in csv/json")
+    p.add_argument("--verify", type=int, metavar="N",
+                   help="run the top N chains: each replayed from its recorded ops (random inputs of the recorded "
+                        "shapes, dtypes and strides) eager and under torch.compile, outputs checked against float64, "
+                        "both timed by CUDA graph replay; prints predicted beside realised saving and writes a "
+                        "verify bundle (on a CPU: correctness only)")
+    p.add_argument("--verify-device", metavar="DEVICE",
+                   help="where --verify runs: cuda, cuda:N or cpu (default: cuda when a GPU is visible, else cpu, "
+                        "which checks outputs but times nothing)")
+    p.add_argument("--repeats", type=int, default=50, help="timing samples per variant for --verify")
+    out_option(p)
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -269,12 +317,13 @@ COMMANDS = (
             "launch statistics, and a roofline per op from its recorded input shapes (needs record_shapes=True) "
             "against the trace's own GPU."),
     Command("fusion", "rank fusion opportunities in a whole-model trace", _fusion,
-            lambda p: _trace_arguments(p, 10, "opportunities to print", "table, or every group in csv/json"),
+            _fusion_arguments,
             "Chains of memory-bound kernels between GEMM/attention/communication kernels, per stream and profiler "
             "step, grouped by their op sequence (one group per repeated chain, e.g. the RMSNorm of every layer and "
             "step), with the bytes a fused kernel would move, its predicted time (bytes at the copy rate plus one "
             "kernel's floor), the saving as a share of GPU busy time and of the span, and the kernel that already "
-            "fuses such a chain. Formulas: fuseprof/analysis/fusion.py."),
+            "fuses such a chain. Formulas: fuseprof/analysis/fusion.py. --verify N runs the top N chains to check "
+            "the prediction: fuseprof/verify/."),
     Command("audit", "is each fusion of the catalogue done in this trace? fused, not fused, not present", _audit,
             lambda p: _trace_arguments(p, 10, "(unused: every catalogue entry is printed)", "table, or csv/json"),
             "For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + KV-cache "

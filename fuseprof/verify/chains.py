@@ -1,0 +1,123 @@
+"""The fusion finder's top chains, each as the recorded ops of one representative instance with the
+finder's prediction for one chain: what ``fuseprof fusion --verify`` replays.
+
+Per group of the fusion table (a chain class: memory-bound, RoPE + KV-cache write, sampling), the
+representative is the most common shape signature among the group's chains (prefill and decode chains
+share a group but not shapes); for it:
+
+    trace_chain_ns      = median over those chains of Σ kernel durations (the trace's time per chain)
+    fused_bytes         = the finder's fused bytes of one such chain (fuseprof.analysis.fusion.fused_bytes)
+    predicted_fused_ns  = the fusion table's copy model at those bytes: fused_bytes / rate + fixed
+    predicted_saving_ns = trace_chain_ns − predicted_fused_ns
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pandas as pd
+
+from fuseprof.analysis.fusion import CopyModel, find_chains, linked_keys
+from fuseprof.parse.textio import read_bytes
+from fuseprof.verify.replay import RecordedOp
+
+CHAIN_CLASSES = ("memory-bound chain", "RoPE + KV-cache write", "sampling chain")
+
+
+@dataclass(frozen=True)
+class ChainToVerify:
+    """One group's representative chain and the finder's prediction for it (module docstring)."""
+
+    fusion_row: int  # the group's row in the fusion table
+    signature: str
+    chain_class: str
+    chain_count: int  # chains in the group
+    chain_instances: int  # chains with the representative's shapes
+    chain_kernels: int
+    trace_chain_ns: float
+    fused_bytes: float
+    predicted_fused_ns: float
+    ops: tuple[RecordedOp, ...]
+    skipped: str | None = None  # why it cannot be replayed
+
+    @property
+    def predicted_saving_ns(self) -> float:
+        return self.trace_chain_ns - self.predicted_fused_ns
+
+
+class _CpuOpArgs(msgspec.Struct):
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    strides: list[Any] | None = msgspec.field(default=None, name="Input Strides")
+
+
+class _CpuOp(msgspec.Struct):
+    cat: str | None = None
+    args: _CpuOpArgs | None = None
+
+
+class _Events(msgspec.Struct):
+    traceEvents: list[_CpuOp] = []  # noqa: N815 (the Chrome trace's key)
+
+
+def recorded_strides(trace: Path) -> dict[int, list[Any]]:
+    """External id → 'Input Strides' of each CPU op in the trace file (the analysis does not keep
+    strides: only a replay needs them)."""
+    try:
+        events = msgspec.json.decode(read_bytes(trace), type=_Events).traceEvents
+    except msgspec.DecodeError:
+        return {}
+    return {e.args.external_id: e.args.strides for e in events
+            if e.cat == "cpu_op" and e.args is not None and e.args.external_id is not None and e.args.strides}
+
+
+def _shape_signature(members: list[Any], events: pd.DataFrame) -> str:
+    rows = events.loc[members]
+    return repr(list(zip(rows["op"].astype("string").fillna("?"), rows["input_dims"].map(repr))))
+
+
+def _recorded_ops(members: list[Any], events: pd.DataFrame, strides: dict[int, list[Any]]) -> tuple[RecordedOp, ...]:
+    """The chain's ops in order, one per op however many kernels it launched."""
+    rows = events.loc[members]
+    ops: list[RecordedOp] = []
+    seen: set[Any] = set()
+    for op, op_id, dims, types, concrete in zip(rows["op"], rows["op_id"], rows["input_dims"], rows["input_type"],
+                                                rows["concrete"]):
+        if op_id in seen:
+            continue
+        seen.add(op_id)
+        ops.append(RecordedOp(str(op), dims, types, concrete, strides.get(int(op_id)) if pd.notna(op_id) else None))
+    return tuple(ops)
+
+
+def chains_to_verify(events: pd.DataFrame, fusion: pd.DataFrame, strides: dict[int, list[Any]],
+                     top: int) -> list[ChainToVerify]:
+    """The top ``top`` chain groups of the fusion table, in its order, predicted with the copy model the
+    table used (its rate and fixed-cost columns)."""
+    if fusion.empty or "class" not in fusion:
+        return []
+    groups = fusion[fusion["class"].isin(CHAIN_CLASSES)].head(top)
+    chains = find_chains(events)
+    if groups.empty or chains.empty:
+        return []
+    chains = chains.assign(key=linked_keys(chains, events))
+    picked = []
+    for row, group in groups.iterrows():
+        mine = chains[chains["key"] == group["key"]]
+        shapes = mine["members"].map(lambda m: _shape_signature(m, events))
+        common = shapes.value_counts().index[0]
+        same = mine[shapes == common]
+        first = same.iloc[0]
+        unlinked = events.loc[first["members"], "op"].isna()
+        fused = float(first["fused_bytes"])
+        copy = CopyModel(float(group["copy_bytes_per_s"]), float(group["fixed_ns"]), str(group["rate_source"]))
+        picked.append(ChainToVerify(
+            fusion_row=int(row), signature=str(group["signature"]), chain_class=str(group["class"]),
+            chain_count=int(group["count"]), chain_instances=len(same), chain_kernels=int(first["kernels"]),
+            trace_chain_ns=float(same["measured_ns"].median()), fused_bytes=fused,
+            predicted_fused_ns=float(copy.time_ns(fused)), ops=_recorded_ops(first["members"], events, strides),
+            skipped="a kernel of the chain has no recorded op (no record_shapes, or graph-replayed)"
+            if unlinked.any() else None))
+    return picked

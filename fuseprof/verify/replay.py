@@ -1,0 +1,417 @@
+"""Replay a chain of recorded aten ops as a runnable program: the ops the trace recorded, on random
+inputs of the recorded shapes, dtypes and strides.
+
+A trace records each op's name, ``Input Dims``, ``Input type``, ``Concrete Inputs`` and ``Input
+Strides`` but no tensor identities, so the program rebuilds the dataflow the way the fusion finder's
+byte model assumes it (``fuseprof.analysis.fusion.fused_bytes``): a tensor argument whose shape and
+dtype an earlier op of the chain produced is that op's output (the latest one not yet consumed, then
+the latest one; one op never takes the same producer twice); any other is an external input, made with
+the recorded strides. Each op is called through the aten overload whose
+schema fits the recorded argument kinds (Tensor, Scalar, ScalarList, TensorList, None), keyword-only
+arguments by name. The op's outputs are found by running the program once on meta tensors.
+
+Three rules keep a replay faithful to what the trace ran:
+- the first argument of a write-only op (``copy_``, ``fill_``, ``zero_``, an ``out=``) is a fresh buffer
+  allocated inside the program, as ``.to()`` and ``torch.full`` allocate it;
+- an in-place op that reads what it overwrites (``add_``, ``mul_``, …) on an external input is replayed
+  out of place (the same bytes), so calling the program twice gives the same result;
+- index tensors hold valid indices of the dimension they index (``INDEXING``), unique where they fit.
+
+The program returns the values no later op consumed and the external inputs it wrote (a KV cache).
+Its float64 twin (every floating tensor and dtype argument in float64) is the reference.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from fuseprof.errors import FuseprofError
+
+
+class ReplayError(FuseprofError):
+    """A recorded op that cannot be replayed (no aten overload fits, a custom op, no shapes)."""
+
+
+# torch.profiler's 'Input type' strings -> torch dtypes
+DTYPES: dict[str, torch.dtype] = {
+    "c10::BFloat16": torch.bfloat16, "c10::Half": torch.float16, "float": torch.float32, "double": torch.float64,
+    "long int": torch.int64, "int": torch.int32, "short int": torch.int16, "signed char": torch.int8,
+    "unsigned char": torch.uint8, "bool": torch.bool, "c10::Float8_e4m3fn": torch.float8_e4m3fn,
+    "c10::Float8_e5m2": torch.float8_e5m2, "c10::complex<float>": torch.complex64,
+}
+# c10::ScalarType numbering, as 'Concrete Inputs' records a dtype argument
+_SCALAR_TYPES: dict[int, torch.dtype] = {
+    0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
+    6: torch.float32, 7: torch.float64, 9: torch.complex64, 10: torch.complex128, 11: torch.bool, 15: torch.bfloat16,
+}
+_MEMORY_FORMATS = {0: torch.contiguous_format, 1: torch.preserve_format, 2: torch.channels_last,
+                   3: torch.channels_last_3d}
+
+# op -> (argument holding the indexed tensor, argument holding the dim or None for dim 0, index argument):
+# an index tensor of these ops holds indices valid along that dim. A user appends rows for their ops.
+INDEXING: dict[str, tuple[int, int | None, int]] = {
+    "aten::index_select": (0, 1, 2), "aten::index_copy_": (0, 1, 2), "aten::index_copy": (0, 1, 2),
+    "aten::index_add_": (0, 1, 2), "aten::index_add": (0, 1, 2), "aten::index_fill_": (0, 1, 2),
+    "aten::gather": (0, 1, 2), "aten::scatter": (0, 1, 2), "aten::scatter_": (0, 1, 2),
+    "aten::scatter_add": (0, 1, 2), "aten::scatter_add_": (0, 1, 2), "aten::embedding": (0, None, 1),
+}
+_WRITE_ONLY = ("aten::copy_", "aten::fill_", "aten::zero_")  # the first argument is overwritten, never read
+_IDEMPOTENT = _WRITE_ONLY + ("aten::index_copy_", "aten::index_fill_", "aten::scatter_")  # same result when repeated
+
+
+@dataclass(frozen=True)
+class RecordedOp:
+    """One op as the trace recorded it."""
+
+    name: str
+    dims: list[Any]
+    types: list[Any]
+    concrete: list[Any]
+    strides: list[Any] | None = None
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """An external input or a buffer the program allocates: shape, strides, dtype and, for an index
+    tensor, the size of the dimension it indexes (``bound``) and whether its indices must be unique."""
+
+    dims: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    dtype: torch.dtype
+    bound: int | None = None
+    unique: bool = False
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Where an argument's value comes from: an external input, an earlier step's output, a buffer the
+    program allocates, a Python value, a list of refs (a TensorList), or the device the program runs on."""
+
+    kind: Literal["input", "step", "buffer", "value", "list", "device"]
+    index: int = -1
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Step:
+    op: str  # 'aten::add.Tensor'
+    fn: Any  # the torch.ops overload
+    args: tuple[Ref, ...]
+    kwargs: tuple[tuple[str, Ref], ...]
+
+
+@dataclass
+class Program:
+    """A replayable chain: ``run(*inputs, device=…)`` returns its outputs (see the module docstring)."""
+
+    steps: list[Step] = field(default_factory=list)
+    inputs: list[TensorSpec] = field(default_factory=list)
+    buffers: list[TensorSpec] = field(default_factory=list)
+    outputs: list[Ref] = field(default_factory=list)
+
+    def run(self, *inputs: torch.Tensor, device: torch.device, float64: bool = False) -> tuple[torch.Tensor, ...]:
+        buffers = [_empty(spec, device, float64) for spec in self.buffers]
+        results: list[Any] = []
+
+        def value(ref: Ref) -> Any:
+            if ref.kind == "input":
+                return inputs[ref.index]
+            if ref.kind == "step":
+                return results[ref.index]
+            if ref.kind == "buffer":
+                return buffers[ref.index]
+            if ref.kind == "list":
+                return [value(r) for r in ref.value]
+            if ref.kind == "device":
+                return device
+            return _promoted(ref.value) if float64 else ref.value
+
+        for step in self.steps:
+            results.append(step.fn(*[value(a) for a in step.args], **{k: value(r) for k, r in step.kwargs}))
+        return tuple(value(ref) for ref in self.outputs)
+
+    def make_inputs(self, device: torch.device, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+        return tuple(_random(spec, device, generator) for spec in self.inputs)
+
+    def describe(self) -> list[str]:
+        """One line per step: the overload and where each argument comes from (for the bundle's manifest)."""
+        return [f"{step.op}({', '.join([_show(a) for a in step.args] + [f'{k}={_show(r)}' for k, r in step.kwargs])})"
+                for step in self.steps]
+
+
+def _show(ref: Ref) -> str:
+    if ref.kind == "list":
+        return "[" + ", ".join(_show(r) for r in ref.value) + "]"
+    if ref.kind in ("value", "device"):
+        return repr(ref.value) if ref.kind == "value" else "device"
+    return {"input": "in", "step": "op", "buffer": "new"}[ref.kind] + str(ref.index)
+
+
+def _promoted(value: Any) -> Any:
+    """A dtype argument in the float64 twin: floating dtypes become float64."""
+    return torch.float64 if isinstance(value, torch.dtype) and value.is_floating_point else value
+
+
+def _empty(spec: TensorSpec, device: torch.device, float64: bool = False) -> torch.Tensor:
+    dtype = torch.float64 if float64 and spec.dtype.is_floating_point else spec.dtype
+    if spec.strides is None:
+        return torch.empty(spec.dims, dtype=dtype, device=device)
+    return torch.empty_strided(spec.dims, spec.strides, dtype=dtype, device=device)
+
+
+def _random(spec: TensorSpec, device: torch.device, generator: torch.Generator) -> torch.Tensor:
+    """Values in [0.5, 1.5) for floating tensors (positive: a chain may take a root or a log), valid
+    indices for index tensors, random bits for masks."""
+    tensor = _empty(spec, device)
+    count = math.prod(spec.dims)
+    if spec.dtype.is_floating_point:
+        values = torch.rand(count, generator=generator, device=device, dtype=torch.float32) + 0.5
+    elif spec.dtype == torch.bool:
+        values = torch.rand(count, generator=generator, device=device) < 0.5
+    else:
+        bound = spec.bound or 16
+        if spec.unique and count <= bound:
+            values = torch.randperm(bound, generator=generator, device=device)[:count]
+        else:
+            values = torch.randint(0, bound, (count,), generator=generator, device=device)
+    if count:
+        tensor.copy_(values.reshape(spec.dims).to(spec.dtype))
+    return tensor
+
+
+def _literal(text: Any) -> Any:
+    """A 'Concrete Inputs' string as a Python value: '-65504.' → -65504.0, '[-1]' → [-1], 'True' → True."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _fits(schema_type: str, dims: Any, recorded: Any) -> bool:
+    """Whether a recorded argument (its 'Input type' and 'Input Dims') can fill a schema argument."""
+    optional = schema_type.startswith("Optional[")
+    inner = schema_type[len("Optional["):-1] if optional else schema_type
+    if recorded == "":
+        return optional
+    if recorded == "TensorList":
+        return inner in ("List[Tensor]", "List[Optional[Tensor]]")
+    if recorded == "ScalarList":
+        return inner.startswith("List[") and "Tensor" not in inner
+    if recorded == "Scalar":
+        return inner in ("number", "int", "float", "bool", "SymInt", "Device", "Layout", "str")
+    if recorded in DTYPES:
+        return inner == "Tensor" and isinstance(dims, list)
+    return False
+
+
+def resolve_overload(op: RecordedOp) -> tuple[str, Any]:
+    """The aten overload whose schema takes the recorded arguments, default overload first."""
+    namespace, _, name = op.name.partition("::")
+    packet = getattr(getattr(torch.ops, namespace, None), name, None) if name else None
+    if packet is None:
+        raise ReplayError(f"{op.name}: no such op in torch.ops (a custom op cannot be replayed from a trace)")
+    overloads = sorted(packet.overloads(), key=lambda o: o != "default")
+    for overload in overloads:
+        fn = getattr(packet, overload)
+        arguments = fn._schema.arguments
+        if len(arguments) == len(op.types) and all(
+                _fits(str(a.type), d, t) for a, d, t in zip(arguments, op.dims, op.types)):
+            return overload, fn
+    for overload in overloads:  # the right arity, but an argument the profiler did not record
+        arguments = getattr(packet, overload)._schema.arguments
+        missing = [f"{a.name} ({a.type})" for a, t in zip(arguments, op.types) if t == "" and not _fits(str(a.type), [], t)]
+        if len(arguments) == len(op.types) and missing:
+            raise ReplayError(f"{op.name}: the profiler recorded no value for {', '.join(missing)}")
+    raise ReplayError(f"{op.name}: no overload of torch.ops.{namespace}.{name} takes the recorded arguments "
+                      f"{op.types} (the trace may come from another PyTorch version)")
+
+
+def _python_value(name: str, text: Any) -> Any:
+    """A non-tensor argument; a dtype, memory format or layout argument in its torch form."""
+    value = _literal(text)
+    if name == "dtype" and isinstance(value, int):
+        return _SCALAR_TYPES.get(value, value)
+    if name == "memory_format" and isinstance(value, int):
+        return _MEMORY_FORMATS.get(value, value)
+    if name == "layout" and isinstance(value, int):
+        return torch.strided
+    return value
+
+
+class _Builder:
+    """Dataflow by shape and dtype, resolved while the program runs once on meta tensors."""
+
+    def __init__(self, default_dtype: torch.dtype) -> None:
+        self.default_dtype = default_dtype
+        self.program = Program()
+        self.meta_inputs: list[torch.Tensor] = []
+        self.meta_buffers: list[torch.Tensor] = []
+        self.produced: list[tuple[int, torch.Tensor]] = []  # (step, meta value)
+        self.consumed: set[int] = set()
+        self.mutated: list[int] = []  # external inputs an op wrote
+        self.meta_results: list[Any] = []
+
+    def tensor_ref(self, dims: list[int], dtype: torch.dtype, strides: Any, taken: set[int],
+                   bound: int | None = None, unique: bool = False) -> Ref:
+        fits = [step for step, t in self.produced if list(t.shape) == dims and t.dtype == dtype]
+        fresh = [s for s in fits if s not in taken]
+        pick = [s for s in reversed(fresh) if s not in self.consumed] + list(reversed(fresh))
+        if pick:
+            taken.add(pick[0])
+            return Ref("step", pick[0])
+        spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype, bound, unique)
+        self.program.inputs.append(spec)
+        self.meta_inputs.append(_empty(spec, torch.device("meta")))
+        return Ref("input", len(self.program.inputs) - 1)
+
+    def list_dtype(self, dims: list[int]) -> torch.dtype:
+        """A TensorList element's dtype, which the trace does not record: the latest producer of that
+        shape's, else the chain's most common floating type."""
+        for _, tensor in reversed(self.produced):
+            if list(tensor.shape) == dims:
+                return tensor.dtype
+        return self.default_dtype
+
+    def buffer_ref(self, dims: list[int], dtype: torch.dtype, strides: Any) -> Ref:
+        spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype)
+        self.program.buffers.append(spec)
+        self.meta_buffers.append(_empty(spec, torch.device("meta")))
+        return Ref("buffer", len(self.program.buffers) - 1)
+
+    def meta(self, ref: Ref) -> Any:
+        if ref.kind == "input":
+            return self.meta_inputs[ref.index]
+        if ref.kind == "buffer":
+            return self.meta_buffers[ref.index]
+        if ref.kind == "step":
+            return self.meta_results[ref.index]
+        if ref.kind == "list":
+            return [self.meta(r) for r in ref.value]
+        if ref.kind == "device":
+            return torch.device("meta")
+        return ref.value
+
+
+def _strides(strides: Any, dims: list[int]) -> tuple[int, ...] | None:
+    """The recorded strides when they fit the shape, else None (contiguous)."""
+    if isinstance(strides, list) and len(strides) == len(dims) and all(isinstance(s, int) and s >= 0 for s in strides):
+        return tuple(strides)
+    return None
+
+
+def _index_bound(op: RecordedOp, position: int) -> tuple[int | None, bool]:
+    """For an index argument: the size of the dim it indexes and whether its indices must be unique."""
+    row = INDEXING.get(op.name)
+    if row is None or row[2] != position:
+        return None, False
+    source, dim_at, _ = row
+    dims = op.dims[source] if source < len(op.dims) else None
+    if not isinstance(dims, list) or not dims:
+        return None, False
+    dim = _literal(op.concrete[dim_at]) if dim_at is not None and dim_at < len(op.concrete) else 0
+    dim = dim if isinstance(dim, int) else 0
+    return dims[dim % len(dims)], op.name.endswith("_")
+
+
+def _out_of_place(op: RecordedOp, reads_external_self: bool) -> RecordedOp:
+    """``add_`` on an external input is replayed as ``add`` (see the module docstring)."""
+    if reads_external_self and op.name.endswith("_") and op.name not in _IDEMPOTENT:
+        functional = op.name[:-1]
+        namespace, _, name = functional.partition("::")
+        if hasattr(getattr(torch.ops, namespace), name):
+            return RecordedOp(functional, op.dims, op.types, op.concrete, op.strides)
+    return op
+
+
+def build_program(ops: Sequence[RecordedOp]) -> Program:
+    """The program that replays ``ops`` in order; ReplayError names the first op it cannot replay."""
+    floating = [DTYPES[t] for op in ops if isinstance(op.types, list) for t in op.types
+                if t in DTYPES and DTYPES[t].is_floating_point]
+    builder = _Builder(max(set(floating), key=floating.count) if floating else torch.bfloat16)
+    for op in ops:
+        _add_step(builder, op)
+    program = builder.program
+    leaves = [Ref("step", s) for s in range(len(program.steps))
+              if s not in builder.consumed and not _writes_input(program.steps[s])]
+    program.outputs = leaves + [Ref("input", i) for i in dict.fromkeys(builder.mutated)]
+    if not program.outputs:
+        raise ReplayError("the chain has no output to compare")
+    return program
+
+
+def _writes_input(step: Step) -> bool:
+    alias = step.fn._schema.arguments[0].alias_info if step.fn._schema.arguments else None
+    return bool(step.args) and step.args[0].kind == "input" and alias is not None and alias.is_write
+
+
+def _add_step(builder: _Builder, op: RecordedOp) -> None:
+    if not (isinstance(op.dims, list) and isinstance(op.types, list)) or len(op.dims) != len(op.types):
+        raise ReplayError(f"{op.name}: the trace recorded no input shapes (profile with record_shapes=True)")
+    concrete = op.concrete if isinstance(op.concrete, list) else [""] * len(op.types)
+    strides = op.strides if isinstance(op.strides, list) else [None] * len(op.types)
+    op = RecordedOp(op.name, op.dims, op.types, concrete, strides)
+    first_is_external = bool(op.types) and op.types[0] in DTYPES and not _produced(builder, op.dims[0], op.types[0])
+    op = _out_of_place(op, first_is_external)
+    overload, fn = resolve_overload(op)
+    taken: set[int] = set()
+    args: list[Ref] = []
+    kwargs: list[tuple[str, Ref]] = []
+    for position, (arg, dims, kind, text, stride) in enumerate(zip(fn._schema.arguments, op.dims, op.types,
+                                                                       concrete, strides)):
+        ref = _argument(builder, op, position, arg, dims, kind, text, stride, taken)
+        (kwargs.append((arg.name, ref)) if arg.kwarg_only else args.append(ref))
+    step = Step(f"{op.name}.{overload}", fn, tuple(args), tuple(kwargs))
+    try:
+        result = fn(*[builder.meta(a) for a in args], **{k: builder.meta(r) for k, r in kwargs})
+    except (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError) as exc:
+        raise ReplayError(f"{step.op}: the recorded arguments do not run ({str(exc).splitlines()[0]})") from None
+    for ref in [*args, *(r for _, r in kwargs)]:
+        if ref.kind == "buffer":  # an out= buffer the op resized: allocate it at its final size
+            meta = builder.meta_buffers[ref.index]
+            spec = builder.program.buffers[ref.index]
+            builder.program.buffers[ref.index] = TensorSpec(tuple(meta.shape), tuple(meta.stride()), spec.dtype)
+    index = len(builder.program.steps)
+    builder.program.steps.append(step)
+    builder.meta_results.append(result)
+    for ref in [*args, *(r for _, r in kwargs)]:
+        for leaf in (ref.value if ref.kind == "list" else [ref]):
+            if leaf.kind == "step":
+                builder.consumed.add(leaf.index)
+    if _writes_input(step):
+        builder.mutated.append(step.args[0].index)
+    if isinstance(result, torch.Tensor):
+        builder.produced.append((index, result))
+
+
+def _produced(builder: _Builder, dims: Any, kind: Any) -> bool:
+    dtype = DTYPES.get(kind)
+    return any(list(t.shape) == dims and t.dtype == dtype for _, t in builder.produced)
+
+
+def _argument(builder: _Builder, op: RecordedOp, position: int, arg: Any, dims: Any, kind: Any, text: Any,
+              stride: Any, taken: set[int]) -> Ref:
+    if kind == "TensorList":
+        if not isinstance(dims, list) or not all(isinstance(d, list) for d in dims):
+            raise ReplayError(f"{op.name}: a TensorList without shapes")
+        strides = stride if isinstance(stride, list) and len(stride) == len(dims) else [None] * len(dims)
+        return Ref("list", value=tuple(builder.tensor_ref(d, builder.list_dtype(d), s, taken)
+                                      for d, s in zip(dims, strides)))
+    if kind in DTYPES:
+        dtype = DTYPES[kind]
+        if (op.name in _WRITE_ONLY and position == 0) or (arg.kwarg_only and arg.name == "out"):
+            return builder.buffer_ref(dims, dtype, stride)
+        bound, unique = _index_bound(op, position)
+        return builder.tensor_ref(dims, dtype, stride, taken, bound, unique)
+    if kind == "":
+        return Ref("value", value=None)
+    if "Device" in str(arg.type):
+        return Ref("device")
+    return Ref("value", value=_python_value(arg.name, text))
