@@ -142,7 +142,7 @@ def test_verify_on_cuda_without_a_gpu_names_the_cpu_option(tmp_path: Path, capsy
 
 def _committed() -> pd.DataFrame:
     frames = []
-    for bundle in sorted(VERIFY.glob("verify-h200-*")):
+    for bundle in (VERIFY / "verify-h200-20261130t220045z", VERIFY / "verify-h200-20261130t220100z"):
         timings = pd.read_parquet(bundle / "timings.parquet")
         frames.append(timings.assign(trace=json.loads((bundle / "manifest.json").read_text())["trace"]))
     return pd.concat(frames, ignore_index=True)
@@ -157,8 +157,8 @@ def test_the_h200_bundles_hold_todays_predictions() -> None:
         for row in part.drop_duplicates("case").itertuples():
             chain = now[row.fusion_row]
             assert (chain.signature, chain.chain_kernels) == (row.signature, row.chain_kernels)
-            assert chain.trace_chain_ns == pytest.approx(row.trace_chain_ns)
-            assert chain.predicted_fused_ns == pytest.approx(row.predicted_fused_ns)
+            stored = [float("nan") if pd.isna(v) else float(v) for v in (row.trace_chain_ns, row.predicted_fused_ns)]
+            assert [chain.trace_chain_ns, chain.predicted_fused_ns] == pytest.approx(stored, nan_ok=True)
 
 
 def test_the_h200_predictions_are_within_the_goal() -> None:

@@ -24,10 +24,17 @@ def _compare(args: argparse.Namespace) -> int:
         raise FuseprofError(f"{args.dir}: no timings to compare (compare reads bundles from `fuseprof profile` or "
                             "`fuseprof bench`); for a trace you did not capture use `fuseprof analyze`, or "
                             "`fuseprof diff A B` for two of them")
-    if "predicted_saving_ns" in timings:  # a `fuseprof fusion --verify` bundle: prediction beside realisation
+    if timings["fusion_row"].notna().any():  # a `fuseprof fusion --verify` bundle: prediction beside realisation
+        from fuseprof.commands.trace_views import print_verification, width
         from fuseprof.verify.table import verification_table
 
-        emit(verification_table(timings[timings["predicted_saving_ns"].notna()]), args.format, args.wide)
+        table = verification_table(timings[timings["fusion_row"].notna()])
+        if args.format != "table":
+            emit(table, args.format, args.wide)
+            return 0
+        with width(args.wide):
+            for bundle, part in table.groupby("bundle", sort=False):
+                print_verification(part, str(bundle))
         return 0
     if args.baseline not in set(timings["variant"]):
         raise FuseprofError(f"--baseline {args.baseline!r}: no such variant in {args.dir}; variants: "

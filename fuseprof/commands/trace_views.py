@@ -180,7 +180,7 @@ def print_verification(table: pd.DataFrame, bundle: str) -> None:
                "kernels": table["chain_kernels"], "trace µs": column("trace_chain_ns", us),
                "predicted fused µs": column("predicted_fused_ns", us),
                "predicted saving µs": column("predicted_saving_ns", us), "eager µs": column("eager_ns", us),
-               "compiled µs": column("compiled_ns", us), "compiled kernels": column("compiled_kernels", str),
+               "compiled µs": column("compiled_ns", us), "compiled kernels": column("compiled_kernels", lambda v: f"{int(v)}"),
                "realised saving µs": column("realised_saving_ns", us),
                "error %": column("error_pct", lambda v: f"{v:+.0f}"), "check": table["verdict"]}), None)
 
