@@ -61,6 +61,12 @@ def test_the_rope_chain_replays_the_recorded_ops_with_their_strides(chains) -> N
     assert index.bound == copy["Input Dims"][0][int(copy["Concrete Inputs"][1])] == 1024 and index.unique
 
 
+def test_the_rmsnorm_multiplies_h_not_its_square(chains) -> None:
+    """h·rsqrt(mean(h²)+eps): the mul takes the cast h (op1), not pow's output (op2), which the mean reduced."""
+    program = build_program(chains[1].ops)
+    assert program.describe()[6] == "aten::mul.Tensor(op1, op5)"
+
+
 def test_replays_agree_with_their_float64_twin(chains) -> None:
     for chain in chains:
         program = build_program(chain.ops)
@@ -142,7 +148,7 @@ def test_verify_on_cuda_without_a_gpu_names_the_cpu_option(tmp_path: Path, capsy
 
 def _committed() -> pd.DataFrame:
     frames = []
-    for bundle in (VERIFY / "verify-h200-20261130t220045z", VERIFY / "verify-h200-20261130t220100z"):
+    for bundle in (VERIFY / "verify-h200-20261130t221153z", VERIFY / "verify-h200-20261130t221209z"):
         timings = pd.read_parquet(bundle / "timings.parquet")
         frames.append(timings.assign(trace=json.loads((bundle / "manifest.json").read_text())["trace"]))
     return pd.concat(frames, ignore_index=True)
@@ -166,7 +172,9 @@ def test_the_h200_predictions_are_within_the_goal() -> None:
     against its predicted saving: median |error| ≤ 15 %, worst ≤ 35 % (issue 19's goal), outputs agreeing."""
     committed = _committed()
     timed = committed[committed["variant"].notna()]
-    assert timed["correct"].all() and len(timed) == 14  # 7 chains, eager and compiled
+    assert timed["correct"].all() and len(timed) == 17  # 7 chains eager and compiled, 3 with fuseprof's kernel
+    assert sorted(timed.loc[timed["variant"] == "fuseprof", "signature"].str[:22]) == [
+        "aten::add → aten::copy", "aten::add → aten::copy", "aten::silu → aten::mul"]
     errors = []
     for _, part in timed.groupby(["trace", "case"]):
         gpu = part.set_index("variant")["gpu_median_ns"]
@@ -176,3 +184,26 @@ def test_the_h200_predictions_are_within_the_goal() -> None:
     # the one chain not replayed is the decoder layer's RoPE: its aten::index has no recorded indices
     skipped = committed[committed["variant"].isna()]
     assert skipped["skipped"].str.contains("recorded no value for indices").all() and len(skipped) == 1
+
+
+@pytest.mark.parametrize(("row", "case"), [(0, "add_rms_norm"), (1, "silu_mul")])
+def test_fuseprof_kernels_get_the_chains_tensors(row, case, chains) -> None:
+    """The kernel rows map a replay's tensors onto the kernel's arguments: the case's float64 reference on
+    them equals the chain's float64 replay (on the CPU, where the CUDA kernels themselves do not run)."""
+    from fuseprof.case import load_case
+    from fuseprof.verify.kernels import KERNEL_MATCHES, kernel_variant
+
+    match = KERNEL_MATCHES[row]
+    if case == "add_rms_norm":
+        program = build_program(chains[1].ops)
+    else:
+        m = [64, 1024]
+        program = build_program([RecordedOp("aten::silu", [m], [BF16], [""]),
+                                 RecordedOp("aten::mul", [m, m], [BF16, BF16], ["", ""])])
+    assert kernel_variant(" → ".join(op.split(".")[0] for op in [d.split("(")[0] for d in program.describe()]),
+                          program, "cpu") is None  # CUDA only
+    inputs = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(2))
+    wide = tuple(x.double() if x.dtype.is_floating_point else x for x in inputs)
+    expected = program.run(*wide, device=torch.device("cpu"), float64=True)[0]
+    got = match.output(load_case(case).reference(*match.arguments(program, wide)))
+    assert torch.allclose(got.reshape(expected.shape), expected, rtol=1e-12, atol=1e-12)

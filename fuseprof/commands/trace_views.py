@@ -182,7 +182,8 @@ def print_verification(table: pd.DataFrame, bundle: str) -> None:
                "predicted saving µs": column("predicted_saving_ns", us), "eager µs": column("eager_ns", us),
                "compiled µs": column("compiled_ns", us), "compiled kernels": column("compiled_kernels", lambda v: f"{int(v)}"),
                "realised saving µs": column("realised_saving_ns", us),
-               "error %": column("error_pct", lambda v: f"{v:+.0f}"), "check": table["verdict"]}), None)
+               "error %": column("error_pct", lambda v: f"{v:+.0f}"), "fuseprof kernel µs": column("fuseprof_ns", us),
+               "its error %": column("fuseprof_error_pct", lambda v: f"{v:+.0f}"), "check": table["verdict"]}), None)
 
 
 def print_audit(result: TraceAnalysis) -> None:

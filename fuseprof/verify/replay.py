@@ -4,18 +4,21 @@ inputs of the recorded shapes, dtypes and strides.
 A trace records each op's name, ``Input Dims``, ``Input type``, ``Concrete Inputs`` and ``Input
 Strides`` but no tensor identities, so the program rebuilds the dataflow the way the fusion finder's
 byte model assumes it (``fuseprof.analysis.fusion.fused_bytes``): a tensor argument whose shape and
-dtype an earlier op of the chain produced is that op's output (the latest one not yet consumed, then
-the latest one; one op never takes the same producer twice); any other is an external input, made with
-the recorded strides. Each op is called through the aten overload whose
-schema fits the recorded argument kinds (Tensor, Scalar, ScalarList, TensorList, None), keyword-only
-arguments by name. The op's outputs are found by running the program once on meta tensors.
+dtype an earlier op of the chain produced is that op's output (the latest one not yet consumed, then the
+latest one consumed, then the latest one a reduction consumed: h · rsqrt(mean(h²)) multiplies h, not h²;
+one op never takes the same producer twice); any other is an external input, made with the recorded
+strides. Each op is called through the aten overload whose schema fits the recorded argument kinds
+(Tensor, Scalar, ScalarList, TensorList, None), keyword-only arguments by name. The op's outputs are found by running the program once on meta tensors.
 
 Three rules keep a replay faithful to what the trace ran:
 - the first argument of a write-only op (``copy_``, ``fill_``, ``zero_``, an ``out=``) is a fresh buffer
-  allocated inside the program, as ``.to()`` and ``torch.full`` allocate it;
+  allocated inside the program, as ``.to()`` and ``torch.full`` allocate it; the target of an in-place
+  indexed write (``index_copy_``, ``scatter_``, …) is an external input, a cache, whatever its shape;
 - an in-place op that reads what it overwrites (``add_``, ``mul_``, …) on an external input is replayed
   out of place (the same bytes), so calling the program twice gives the same result;
-- index tensors hold valid indices of the dimension they index (``INDEXING``), unique where they fit.
+- index tensors hold valid indices of the dimension they index (``INDEXING``), unique where they fit;
+- a Python number the op took as a 0-dim float64 or int64 tensor (the trace records no value for it) is
+  1e-6 or 1: an epsilon's size, harmless as addend, factor or divisor, and RMSNorm's own eps.
 
 The program returns the values no later op consumed and the external inputs it wrote (a KV cache).
 Its float64 twin (every floating tensor and dtype argument in float64) is the reference.
@@ -61,6 +64,9 @@ INDEXING: dict[str, tuple[int, int | None, int]] = {
     "aten::gather": (0, 1, 2), "aten::scatter": (0, 1, 2), "aten::scatter_": (0, 1, 2),
     "aten::scatter_add": (0, 1, 2), "aten::scatter_add_": (0, 1, 2), "aten::embedding": (0, None, 1),
 }
+_WRAPPED_NUMBERS = {torch.float64: 1e-6, torch.int64: 1}  # a Python float or int passed to a tensor argument
+_REDUCTIONS = ("aten::mean", "aten::sum", "aten::amax", "aten::amin", "aten::var", "aten::std", "aten::norm",
+               "aten::linalg_vector_norm", "aten::logsumexp")
 _WRITE_ONLY = ("aten::copy_", "aten::fill_", "aten::zero_")  # the first argument is overwritten, never read
 _IDEMPOTENT = _WRITE_ONLY + ("aten::index_copy_", "aten::index_fill_", "aten::scatter_")  # same result when repeated
 
@@ -170,6 +176,8 @@ def _random(spec: TensorSpec, device: torch.device, generator: torch.Generator) 
     indices for index tensors, random bits for masks."""
     tensor = _empty(spec, device)
     count = math.prod(spec.dims)
+    if not spec.dims and spec.bound is None and spec.dtype in _WRAPPED_NUMBERS:
+        return tensor.fill_(_WRAPPED_NUMBERS[spec.dtype])
     if spec.dtype.is_floating_point:
         values = torch.rand(count, generator=generator, device=device, dtype=torch.float32) + 0.5
     elif spec.dtype == torch.bool:
@@ -256,14 +264,15 @@ class _Builder:
         self.meta_buffers: list[torch.Tensor] = []
         self.produced: list[tuple[int, torch.Tensor]] = []  # (step, meta value)
         self.consumed: set[int] = set()
+        self.reduced: set[int] = set()  # outputs a reduction consumed
         self.mutated: list[int] = []  # external inputs an op wrote
         self.meta_results: list[Any] = []
 
     def tensor_ref(self, dims: list[int], dtype: torch.dtype, strides: Any, taken: set[int],
-                   bound: int | None = None, unique: bool = False) -> Ref:
-        fits = [step for step, t in self.produced if list(t.shape) == dims and t.dtype == dtype]
+                   bound: int | None = None, unique: bool = False, external: bool = False) -> Ref:
+        fits = [] if external else [step for step, t in self.produced if list(t.shape) == dims and t.dtype == dtype]
         fresh = [s for s in fits if s not in taken]
-        pick = [s for s in reversed(fresh) if s not in self.consumed] + list(reversed(fresh))
+        pick = sorted(reversed(fresh), key=lambda s: (s in self.consumed) + (s in self.reduced))  # stable: latest first
         if pick:
             taken.add(pick[0])
             return Ref("step", pick[0])
@@ -385,6 +394,8 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
         for leaf in (ref.value if ref.kind == "list" else [ref]):
             if leaf.kind == "step":
                 builder.consumed.add(leaf.index)
+                if op.name in _REDUCTIONS:
+                    builder.reduced.add(leaf.index)
     if _writes_input(step):
         builder.mutated.append(step.args[0].index)
     if isinstance(result, torch.Tensor):
@@ -409,7 +420,8 @@ def _argument(builder: _Builder, op: RecordedOp, position: int, arg: Any, dims: 
         if (op.name in _WRITE_ONLY and position == 0) or (arg.kwarg_only and arg.name == "out"):
             return builder.buffer_ref(dims, dtype, stride)
         bound, unique = _index_bound(op, position)
-        return builder.tensor_ref(dims, dtype, stride, taken, bound, unique)
+        cache = position == 0 and op.name in INDEXING and op.name.endswith("_")  # a scatter's target: a cache
+        return builder.tensor_ref(dims, dtype, stride, taken, bound, unique, external=cache)
     if kind == "":
         return Ref("value", value=None)
     if "Device" in str(arg.type):

@@ -32,6 +32,7 @@ from fuseprof.console import Log
 from fuseprof.errors import FuseprofError, NoGPUError
 from fuseprof.parse.hashing import file_sha256
 from fuseprof.verify.chains import ChainToVerify
+from fuseprof.verify.kernels import kernel_variant
 from fuseprof.verify.replay import Program, build_program
 from fuseprof.verify.table import PREDICTION_COLUMNS
 
@@ -43,7 +44,8 @@ def _dtype_name(program: Program) -> str:
 
 
 def chain_case(chain: ChainToVerify, program: Program, device: torch.device) -> Case:
-    """The chain as a case: eager and compiled variants of its program, the float64 replay as reference."""
+    """The chain as a case: eager and compiled variants of its program, and fuseprof's kernel where one
+    computes the chain (``fuseprof.verify.kernels``); the float64 replay is the reference."""
 
     def eager(*inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return program.run(*inputs, device=device)
@@ -53,11 +55,12 @@ def chain_case(chain: ChainToVerify, program: Program, device: torch.device) -> 
         return program.run(*wide, device=device, float64=True)
 
     dtype = _dtype_name(program)
+    kernel = kernel_variant(chain.signature, program, device.type)
     return Case(
         name=f"chain{chain.fusion_row}", description=chain.signature,
         variants=(Variant("eager", eager, "unfused", "the recorded aten ops, replayed"),
                   Variant("compiled", torch.compile(eager, dynamic=False), "compiled",
-                          "torch.compile(dynamic=False) of the replay")),
+                          "torch.compile(dynamic=False) of the replay"), *([kernel] if kernel else [])),
         make_inputs=lambda shape, dtype, dev, generator: program.make_inputs(torch.device(dev), generator),
         reference=reference, nominal_bytes=lambda shape, dtype: int(chain.fused_bytes),
         default_shapes=((chain.chain_kernels,),), dtypes=(dtype,),

@@ -2,6 +2,7 @@
 
     realised_saving_ns = eager GPU median − compiled GPU median (one run, CUDA graph replay, L2 flushed)
     error_pct          = 100 · (predicted_saving_ns − realised_saving_ns) / realised_saving_ns
+    fuseprof_error_pct = the same with fuseprof's own kernel as the fusion, where one computes the chain
 
 The prediction's own columns (trace_chain_ns, fused_bytes, predicted_fused_ns, predicted_saving_ns) are
 in the bundle's timing schema; both lists are printed by ``fuseprof columns``.
@@ -23,7 +24,14 @@ VERIFICATION_COLUMNS: tuple[Column, ...] = (
     Column("compiled_kernels", "Int64", "the compiled replay's kernels_per_call"),
     Column("realised_saving_ns", "Float64", "eager_ns − compiled_ns"),
     Column("error_pct", "Float64", "100 · (predicted_saving_ns − realised_saving_ns) / realised_saving_ns"),
+    Column("fuseprof_ns", "Float64", "gpu_median_ns of fuseprof's own kernel for the chain, where one computes it"),
+    Column("fuseprof_error_pct", "Float64",
+           "100 · (predicted_saving_ns − (eager_ns − fuseprof_ns)) / (eager_ns − fuseprof_ns)"),
 )
+
+
+def _error_pct(predicted: float, realised: float) -> float:
+    return 100 * (predicted - realised) / realised
 
 
 def verification_table(timings: pd.DataFrame) -> pd.DataFrame:
@@ -47,6 +55,9 @@ def verification_table(timings: pd.DataFrame) -> pd.DataFrame:
         else:
             row["eager_ns"], row["compiled_ns"] = (float(variants.loc[v, "gpu_median_ns"]) for v in ("eager", "compiled"))
             row["realised_saving_ns"] = row["eager_ns"] - row["compiled_ns"]
-            row["error_pct"] = 100 * (row["predicted_saving_ns"] - row["realised_saving_ns"]) / row["realised_saving_ns"]
+            row["error_pct"] = _error_pct(row["predicted_saving_ns"], row["realised_saving_ns"])
+            if "fuseprof" in variants.index:
+                row["fuseprof_ns"] = float(variants.loc["fuseprof", "gpu_median_ns"])
+                row["fuseprof_error_pct"] = _error_pct(row["predicted_saving_ns"], row["eager_ns"] - row["fuseprof_ns"])
         rows.append(row)
     return pd.DataFrame(rows)
