@@ -1,5 +1,5 @@
 """The pipeline's layers, read from the source with ``ast``: parse → bundle → model → analysis →
-tables → figures → commands. A module may import its own stage and the stages before it; the
+tables (and verify) → figures → commands. A module may import its own stage and the stages before it; the
 shared leaves (errors, ranges, console) may be imported by any."""
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ ALLOWED = {
     "model": {"parse", "bundle"},
     "analysis": {"parse", "bundle", "model"},
     "tables": {"parse", "bundle", "model", "analysis"},
+    # a trace's chains replayed and timed: reads the analysis, runs the capture's timing on cases
+    "verify": {"parse", "bundle", "model", "analysis", "capture", "case"},
 }
 
 

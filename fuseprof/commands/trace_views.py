@@ -174,7 +174,7 @@ def print_verification(table: pd.DataFrame, bundle: str) -> None:
         return table[name].map(lambda v: "" if pd.isna(v) else fmt(v)) if name in table else pd.Series("", table.index)
 
     _print(f"Predictions checked by running them ({bundle}; per chain; realised = eager − compiled replay, "
-           "CUDA graph replay with L2 flushed; fuseprof/verify/run.py)", pd.DataFrame({
+           "CUDA graph replay with L2 flushed; fuseprof/verify/table.py)", pd.DataFrame({
                "#": table["fusion_row"], "class": table["chain_class"], "ops in order": table["signature"].map(
                    lambda s: _short(s, 70)),
                "kernels": table["chain_kernels"], "trace µs": column("trace_chain_ns", us),
@@ -184,6 +184,9 @@ def print_verification(table: pd.DataFrame, bundle: str) -> None:
                "realised saving µs": column("realised_saving_ns", us),
                "error %": column("error_pct", lambda v: f"{v:+.0f}"), "fuseprof kernel µs": column("fuseprof_ns", us),
                "its error %": column("fuseprof_error_pct", lambda v: f"{v:+.0f}"), "check": table["verdict"]}), None)
+    errors = table["error_pct"].dropna().abs() if "error_pct" in table else pd.Series(dtype=float)
+    if not errors.empty:
+        _line(f"|error| over {len(errors)} timed chain(s): median {errors.median():.0f}%, worst {errors.max():.0f}%")
 
 
 def print_audit(result: TraceAnalysis) -> None:
