@@ -89,6 +89,15 @@ def test_index_tensors_hold_unique_valid_rows() -> None:
     assert source.stride() == (131072, 128, 512, 1)  # the recorded strides, not contiguous ones
 
 
+def test_a_broadcast_input_keeps_its_zero_stride() -> None:
+    """An expanded tensor (stride 0, as `x.expand(...)` records it) is made as a view over one row."""
+    op = RecordedOp("aten::mul", [[64, 2048], [64, 2048]], [BF16, BF16], ["", ""], [[2048, 1], [0, 1]])
+    program = build_program([op])
+    x, row = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(0))
+    assert row.stride() == (0, 1) and row.untyped_storage().nbytes() == 2048 * 2 and torch.equal(row[0], row[63])
+    assert torch.equal(program.run(x, row, device=torch.device("cpu"))[0], x * row)
+
+
 def test_write_only_and_in_place_ops_replay_as_the_trace_ran_them() -> None:
     h = [1, 1, 2048]
     to_float = RecordedOp("aten::copy_", [h, h, []], ["float", BF16, "Scalar"], ["", "", "False"])

@@ -27,7 +27,6 @@ Its float64 twin (every floating tensor and dtype argument in float64) is the re
 from __future__ import annotations
 
 import ast
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -173,24 +172,24 @@ def _empty(spec: TensorSpec, device: torch.device, float64: bool = False) -> tor
 
 def _random(spec: TensorSpec, device: torch.device, generator: torch.Generator) -> torch.Tensor:
     """Values in [0.5, 1.5) for floating tensors (positive: a chain may take a root or a log), valid
-    indices for index tensors, random bits for masks."""
-    tensor = _empty(spec, device)
-    count = math.prod(spec.dims)
-    if not spec.dims and spec.bound is None and spec.dtype in _WRAPPED_NUMBERS:
-        return tensor.fill_(_WRAPPED_NUMBERS[spec.dtype])
+    indices for index tensors, random bits for masks; written over all the memory the recorded strides
+    span, so a broadcast (stride 0) or padded view gets values without writing one element twice."""
+    dims = spec.dims
+    strides = spec.strides or torch.empty(dims, device="meta").stride()
+    size = 1 + sum((d - 1) * s for d, s in zip(dims, strides)) if all(dims) else 0
+    if not dims and spec.bound is None and spec.dtype in _WRAPPED_NUMBERS:
+        return torch.full((), _WRAPPED_NUMBERS[spec.dtype], dtype=spec.dtype, device=device)
     if spec.dtype.is_floating_point:
-        values = torch.rand(count, generator=generator, device=device, dtype=torch.float32) + 0.5
+        values = torch.rand(size, generator=generator, device=device, dtype=torch.float32) + 0.5
     elif spec.dtype == torch.bool:
-        values = torch.rand(count, generator=generator, device=device) < 0.5
+        values = torch.rand(size, generator=generator, device=device) < 0.5
     else:
         bound = spec.bound or 16
-        if spec.unique and count <= bound:
-            values = torch.randperm(bound, generator=generator, device=device)[:count]
+        if spec.unique and size <= bound:
+            values = torch.randperm(bound, generator=generator, device=device)[:size]
         else:
-            values = torch.randint(0, bound, (count,), generator=generator, device=device)
-    if count:
-        tensor.copy_(values.reshape(spec.dims).to(spec.dtype))
-    return tensor
+            values = torch.randint(0, bound, (size,), generator=generator, device=device)
+    return values.to(spec.dtype).as_strided(dims, strides)
 
 
 def _literal(text: Any) -> Any:
