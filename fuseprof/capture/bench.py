@@ -68,15 +68,23 @@ def bench_manifest(manifest_cases: list[dict[str, Any]], shapes: tuple[Shape, ..
     }
 
 
-def write_bench_bundle(timings: pd.DataFrame, manifest: dict[str, Any], out_dir: Path, started: float,
-                       log: Log) -> Path:
-    """One bench bundle; wrong results are reported after it is written (the evidence is kept)."""
-    with BundleWriter(out_dir, bundle_name("bench", manifest["device"]["name"], manifest["created_utc"])) as writer:
+def write_timings_bundle(timings: pd.DataFrame, manifest: dict[str, Any], out_dir: Path, started: float,
+                         log: Log) -> Path:
+    """A bundle of timing rows named after the manifest's kind (bench, verify), its wall time in the manifest."""
+    with BundleWriter(out_dir, bundle_name(manifest["kind"], manifest["device"]["name"],
+                                           manifest["created_utc"])) as writer:
         writer.write_timings(timings)
         manifest["wall_s"] = round(time.monotonic() - started, 2)
         writer.write_manifest(manifest)
         path = writer.commit()
     log(f"fuseprof: wrote {path} ({len(timings)} timing rows, {manifest['wall_s']} s)")
+    return path
+
+
+def write_bench_bundle(timings: pd.DataFrame, manifest: dict[str, Any], out_dir: Path, started: float,
+                       log: Log) -> Path:
+    """One bench bundle; wrong results are reported after it is written (the evidence is kept)."""
+    path = write_timings_bundle(timings, manifest, out_dir, started, log)
     raise_if_wrong(timings, path, ("case", "variant", "shape"))
     return path
 

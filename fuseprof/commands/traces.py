@@ -146,9 +146,14 @@ def _verify(args: argparse.Namespace) -> int:
     table = verification_table(timings)
     if args.format != "table":
         emit(table.assign(bundle=str(bundle)), args.format, args.wide)
-        return 0
-    with width(args.wide):
-        print_verification(table, str(bundle))
+    else:
+        with width(args.wide):
+            print_verification(table, str(bundle))
+    differ = table.loc[table["verdict"].str.startswith("OUTPUTS DIFFER"), "fusion_row"].tolist()
+    if differ:  # the evidence is written and shown; the exit status says it failed
+        print(f"fuseprof: outputs differ from the float64 replay for chain(s) {differ} (rel_err in {bundle})",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -21,9 +21,8 @@ from typing import Any
 import pandas as pd
 import torch
 
-from fuseprof.bundle.files import BundleWriter
-from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
-from fuseprof.capture import timing
+from fuseprof.bundle.provenance import now_utc
+from fuseprof.capture.bench import bench_manifest, write_timings_bundle
 from fuseprof.capture.device_facts import device_facts
 from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.profile import resolve_device
@@ -33,7 +32,7 @@ from fuseprof.errors import FuseprofError, NoGPUError
 from fuseprof.parse.hashing import file_sha256
 from fuseprof.verify.chains import ChainToVerify
 from fuseprof.verify.kernels import kernel_variant
-from fuseprof.verify.replay import Program, build_program
+from fuseprof.verify.replay import Program, ReplayError, build_program
 from fuseprof.verify.table import PREDICTION_COLUMNS
 
 
@@ -112,31 +111,18 @@ def verify_chains(chains: list[ChainToVerify], trace: Path, device_name: str, ou
     frames = []
     for chain in chains:
         prediction = {c: getattr(chain, c) for c in PREDICTION_COLUMNS}
-        if chain.skipped:
-            frames.append(pd.DataFrame([{**prediction, "case": f"chain{chain.fusion_row}", "skipped": chain.skipped}]))
-            continue
         try:
-            frame = _verify_one(chain, device, repeats, seed, log)
+            if chain.skipped:
+                raise ReplayError(chain.skipped)
+            frames.append(_verify_one(chain, device, repeats, seed, log).assign(**prediction))
         except FuseprofError as exc:
             log(f"fuseprof verify: chain {chain.fusion_row} not replayed: {exc}")
             frames.append(pd.DataFrame([{**prediction, "case": f"chain{chain.fusion_row}", "skipped": str(exc)}]))
-            continue
-        frames.append(frame.assign(**prediction))
     timings = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     facts = device_facts(device)
-    created = now_utc()
     timings["device"] = facts["name"]
-    manifest: dict[str, Any] = {"kind": "verify", "case": None, "trace": str(trace),
-                                "trace_sha256_128": file_sha256(trace),  # the trace store's key: SHA-256's first 128 bits
-                                "device": facts, "created_utc": created,
-                "command_line": command_line(), "git": git_state(Path.cwd()), "versions": versions(), "seed": seed,
-                "timing": {"repeats": repeats, "warmup_calls": 3,
-                           "l2_policy": timing.L2_FLUSH_POLICY if device.type == "cuda" else timing.CPU_POLICY},
+    manifest = {**bench_manifest([], (), facts, now_utc(), repeats, seed, device.type),
+                "kind": "verify", "case": None, "trace": str(trace),
+                "trace_sha256_128": file_sha256(trace),  # the trace store's key: SHA-256's first 128 bits
                 "ncu": {"status": "skipped", "reason": "verification run"}}
-    with BundleWriter(out_dir, bundle_name("verify", facts["name"], created)) as writer:
-        writer.write_timings(timings)
-        manifest["wall_s"] = round(time.monotonic() - started, 2)
-        writer.write_manifest(manifest)
-        path = writer.commit()
-    log(f"fuseprof: wrote {path} ({len(chains)} chains, {manifest['wall_s']} s)")
-    return timings, path
+    return timings, write_timings_bundle(timings, manifest, out_dir, started, log)
