@@ -161,9 +161,10 @@ def _fusion_arguments(p: argparse.ArgumentParser) -> None:
     _trace_arguments(p, 10, "opportunities to print", "table, or every group in csv/json")
     p.add_argument("--verify", type=int, metavar="N",
                    help="run the top N chains: each replayed from its recorded ops (random inputs of the recorded "
-                        "shapes, dtypes and strides) eager and under torch.compile, outputs checked against float64, "
-                        "both timed by CUDA graph replay; prints predicted beside realised saving and writes a "
-                        "verify bundle (on a CPU: correctness only)")
+                        "shapes, dtypes and strides) eager, under torch.compile and as fuseprof's own kernel where "
+                        "one computes the chain, outputs checked against float64, each timed by CUDA graph replay; "
+                        "prints predicted beside realised saving and writes a verify bundle (on a CPU: outputs "
+                        "checked, nothing timed)")
     p.add_argument("--verify-device", metavar="DEVICE",
                    help="where --verify runs: cuda, cuda:N or cpu (default: cuda when a GPU is visible, else cpu, "
                         "which checks outputs but times nothing)")
