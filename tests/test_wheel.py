@@ -48,10 +48,13 @@ def test_installed_commands_work_from_another_directory(installed: Path, tmp_pat
     folders = sorted(p.name for p in (ROOT / "kernels").iterdir() if (p / "__init__.py").is_file()
                      and not p.name.startswith("_"))
     assert [line.split()[0] for line in cases.splitlines()[1:]] == folders
-    imports = run([str(installed / "python"), "-c", "import fuseprof.figures, fuseprof.analysis, fuseprof_dashboards, "
-                                                  "fuseprof_kernels.decoder_layer"],
-                  tmp_path)
-    assert imports == ""
+    # every subpackage of the checkout is in the wheel too
+    packages = sorted(f"fuseprof.{p.name}" for p in (ROOT / "fuseprof").iterdir() if (p / "__init__.py").is_file())
+    imports = run([str(installed / "python"), "-c", f"import {', '.join(packages)}, fuseprof.figures, "
+                                                  "fuseprof_dashboards, fuseprof_kernels.decoder_layer"], tmp_path)
+    assert imports == "" and "fuseprof.verify" in packages
+    verified = run([fuseprof, "compare", str(ROOT / "traces" / "verify")], tmp_path)
+    assert "Predictions checked by running them" in verified and "median 9%, worst 20%" in verified
     # the sharded path from the installed package: torchrun starts its ranks with -m fuseprof.capture.shard
     bench = run([fuseprof, "bench", "silu_mul", "--device", "cpu", "--variants", "eager", "--shapes", "4x64,8x64",
                  "--repeats", "2", "--gpus", "2", "--out", str(tmp_path)], tmp_path)
