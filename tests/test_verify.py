@@ -32,8 +32,8 @@ def chains():
     return chains_to_verify(result.events, result.fusion, recorded_strides(RAW), 3)
 
 
-def _raw_ops(name: str) -> list[dict]:
-    events = json.loads(gzip.decompress(RAW.read_bytes()))["traceEvents"]
+def _raw_ops(name: str, trace: Path = RAW) -> list[dict]:
+    events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
     return [e["args"] for e in events if e.get("cat") == "cpu_op" and e["name"] == name]
 
 
@@ -216,3 +216,23 @@ def test_fuseprof_kernels_get_the_chains_tensors(row, case, chains) -> None:
     expected = program.run(*wide, device=torch.device("cpu"), float64=True)[0]
     got = match.output(load_case(case).reference(*match.arguments(program, wide)))
     assert torch.allclose(got.reshape(expected.shape), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_bert_trace_replays_layer_norm_outputs_and_gelu_defaults() -> None:
+    """A trace fuseprof did not make (H100 BERT, shared by a peer): native_layer_norm's three outputs
+    are the chain's outputs, and gelu's unrecorded `approximate` takes its schema default."""
+    trace = ROOT / "tests" / "fixtures" / "thirdparty" / "h100_bert_small_uncased.json.gz"
+    (result,) = analyze(trace)
+    found = {c.signature: c for c in chains_to_verify(result.events, result.fusion, recorded_strides(trace), 6)}
+    norm = build_program(found["aten::add → aten::native_layer_norm"].ops)
+    layer_norm = _raw_ops("aten::native_layer_norm", trace)[0]
+    assert norm.describe()[1] == (f"aten::native_layer_norm.default(op0, {layer_norm['Concrete Inputs'][1]}, in2, in3, "
+                                  f"{float(layer_norm['Concrete Inputs'][4])})")
+    assert [(o.index, o.value) for o in norm.outputs] == [(1, 0), (1, 1), (1, 2)]  # out, mean, rstd
+    gelu = build_program(found["aten::gelu → aten::native_layer_norm"].ops)
+    assert gelu.describe()[0] == "aten::gelu.default(in0, approximate='none')"
+    for program in (norm, gelu):
+        inputs = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(3))
+        expected = program.run(*[x.double() for x in inputs], device=torch.device("cpu"), float64=True)
+        assert compare(program.run(*inputs, device=torch.device("cpu")), expected, 1e-2)["correct"]  # bf16
+

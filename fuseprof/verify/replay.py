@@ -128,7 +128,7 @@ class Program:
             if ref.kind == "input":
                 return inputs[ref.index]
             if ref.kind == "step":
-                return results[ref.index]
+                return results[ref.index] if ref.value is None else results[ref.index][ref.value]
             if ref.kind == "buffer":
                 return buffers[ref.index]
             if ref.kind == "list":
@@ -155,7 +155,8 @@ def _show(ref: Ref) -> str:
         return "[" + ", ".join(_show(r) for r in ref.value) + "]"
     if ref.kind in ("value", "device"):
         return repr(ref.value) if ref.kind == "value" else "device"
-    return {"input": "in", "step": "op", "buffer": "new"}[ref.kind] + str(ref.index)
+    element = f".{ref.value}" if ref.kind == "step" and ref.value is not None else ""  # one of an op's outputs
+    return {"input": "in", "step": "op", "buffer": "new"}[ref.kind] + str(ref.index) + element
 
 
 def _promoted(value: Any) -> Any:
@@ -202,12 +203,14 @@ def _literal(text: Any) -> Any:
         return text
 
 
-def _fits(schema_type: str, dims: Any, recorded: Any) -> bool:
-    """Whether a recorded argument (its 'Input type' and 'Input Dims') can fill a schema argument."""
+def _fits(arg: Any, dims: Any, recorded: Any) -> bool:
+    """Whether a recorded argument (its 'Input type' and 'Input Dims') can fill a schema argument; an
+    unrecorded one ('') fills an optional argument or one with a default (gelu's approximate='none')."""
+    schema_type = str(arg.type)
     optional = schema_type.startswith("Optional[")
     inner = schema_type[len("Optional["):-1] if optional else schema_type
     if recorded == "":
-        return optional
+        return optional or arg.has_default_value()
     if recorded == "TensorList":
         return inner in ("List[Tensor]", "List[Optional[Tensor]]")
     if recorded == "ScalarList":
@@ -230,11 +233,11 @@ def resolve_overload(op: RecordedOp) -> tuple[str, Any]:
         fn = getattr(packet, overload)
         arguments = fn._schema.arguments
         if len(arguments) == len(op.types) and all(
-                _fits(str(a.type), d, t) for a, d, t in zip(arguments, op.dims, op.types)):
+                _fits(a, d, t) for a, d, t in zip(arguments, op.dims, op.types)):
             return overload, fn
     for overload in overloads:  # the right arity, but an argument the profiler did not record
         arguments = getattr(packet, overload)._schema.arguments
-        missing = [f"{a.name} ({a.type})" for a, t in zip(arguments, op.types) if t == "" and not _fits(str(a.type), [], t)]
+        missing = [f"{a.name} ({a.type})" for a, t in zip(arguments, op.types) if t == "" and not _fits(a, [], t)]
         if len(arguments) == len(op.types) and missing:
             raise ReplayError(f"{op.name}: the profiler recorded no value for {', '.join(missing)}")
     raise ReplayError(f"{op.name}: no overload of torch.ops.{namespace}.{name} takes the recorded arguments "
@@ -261,20 +264,20 @@ class _Builder:
         self.program = Program()
         self.meta_inputs: list[torch.Tensor] = []
         self.meta_buffers: list[torch.Tensor] = []
-        self.produced: list[tuple[int, torch.Tensor]] = []  # (step, meta value)
-        self.consumed: set[int] = set()
-        self.reduced: set[int] = set()  # outputs a reduction consumed
+        self.produced: list[tuple[Ref, torch.Tensor]] = []  # each step's output(s) and its meta value
+        self.consumed: set[Ref] = set()
+        self.reduced: set[Ref] = set()  # outputs a reduction consumed
         self.mutated: list[int] = []  # external inputs an op wrote
         self.meta_results: list[Any] = []
 
-    def tensor_ref(self, dims: list[int], dtype: torch.dtype, strides: Any, taken: set[int],
+    def tensor_ref(self, dims: list[int], dtype: torch.dtype, strides: Any, taken: set[Ref],
                    bound: int | None = None, unique: bool = False, external: bool = False) -> Ref:
-        fits = [] if external else [step for step, t in self.produced if list(t.shape) == dims and t.dtype == dtype]
+        fits = [] if external else [ref for ref, t in self.produced if list(t.shape) == dims and t.dtype == dtype]
         fresh = [s for s in fits if s not in taken]
         pick = sorted(reversed(fresh), key=lambda s: (s in self.consumed) + (s in self.reduced))  # stable: latest first
         if pick:
             taken.add(pick[0])
-            return Ref("step", pick[0])
+            return pick[0]
         spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype, bound, unique)
         self.program.inputs.append(spec)
         self.meta_inputs.append(_empty(spec, torch.device("meta")))
@@ -300,7 +303,8 @@ class _Builder:
         if ref.kind == "buffer":
             return self.meta_buffers[ref.index]
         if ref.kind == "step":
-            return self.meta_results[ref.index]
+            result = self.meta_results[ref.index]
+            return result if ref.value is None else result[ref.value]
         if ref.kind == "list":
             return [self.meta(r) for r in ref.value]
         if ref.kind == "device":
@@ -347,8 +351,8 @@ def build_program(ops: Sequence[RecordedOp]) -> Program:
     for op in ops:
         _add_step(builder, op)
     program = builder.program
-    leaves = [Ref("step", s) for s in range(len(program.steps))
-              if s not in builder.consumed and not _writes_input(program.steps[s])]
+    leaves = [ref for ref, _ in builder.produced
+              if ref not in builder.consumed and not _writes_input(program.steps[ref.index])]
     program.outputs = leaves + [Ref("input", i) for i in dict.fromkeys(builder.mutated)]
     if not program.outputs:
         raise ReplayError("the chain has no output to compare")
@@ -369,7 +373,7 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
     first_is_external = bool(op.types) and op.types[0] in DTYPES and not _produced(builder, op.dims[0], op.types[0])
     op = _out_of_place(op, first_is_external)
     overload, fn = resolve_overload(op)
-    taken: set[int] = set()
+    taken: set[Ref] = set()
     args: list[Ref] = []
     kwargs: list[tuple[str, Ref]] = []
     for position, (arg, dims, kind, text, stride) in enumerate(zip(fn._schema.arguments, op.dims, op.types,
@@ -392,13 +396,15 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
     for ref in [*args, *(r for _, r in kwargs)]:
         for leaf in (ref.value if ref.kind == "list" else [ref]):
             if leaf.kind == "step":
-                builder.consumed.add(leaf.index)
+                builder.consumed.add(leaf)
                 if op.name in _REDUCTIONS:
-                    builder.reduced.add(leaf.index)
+                    builder.reduced.add(leaf)
     if _writes_input(step):
         builder.mutated.append(step.args[0].index)
     if isinstance(result, torch.Tensor):
-        builder.produced.append((index, result))
+        builder.produced.append((Ref("step", index), result))
+    elif isinstance(result, (tuple, list)):  # native_layer_norm's (out, mean, rstd), max.dim's (values, indices)
+        builder.produced += [(Ref("step", index, k), t) for k, t in enumerate(result) if isinstance(t, torch.Tensor)]
 
 
 def _produced(builder: _Builder, dims: Any, kind: Any) -> bool:
@@ -407,7 +413,7 @@ def _produced(builder: _Builder, dims: Any, kind: Any) -> bool:
 
 
 def _argument(builder: _Builder, op: RecordedOp, position: int, arg: Any, dims: Any, kind: Any, text: Any,
-              stride: Any, taken: set[int]) -> Ref:
+              stride: Any, taken: set[Ref]) -> Ref:
     if kind == "TensorList":
         if not isinstance(dims, list) or not all(isinstance(d, list) for d in dims):
             raise ReplayError(f"{op.name}: a TensorList without shapes")
@@ -421,8 +427,8 @@ def _argument(builder: _Builder, op: RecordedOp, position: int, arg: Any, dims: 
         bound, unique = _index_bound(op, position)
         cache = position == 0 and op.name in INDEXING and op.name.endswith("_")  # a scatter's target: a cache
         return builder.tensor_ref(dims, dtype, stride, taken, bound, unique, external=cache)
-    if kind == "":
-        return Ref("value", value=None)
+    if kind == "":  # not recorded: the default where the schema has one, else None
+        return Ref("value", value=arg.default_value if arg.has_default_value() else None)
     if "Device" in str(arg.type):
         return Ref("device")
     return Ref("value", value=_python_value(arg.name, text))
