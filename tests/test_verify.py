@@ -163,8 +163,8 @@ def _committed() -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def test_the_h200_bundles_hold_todays_predictions() -> None:
-    """The committed bundles' predictions equal what the finder predicts from the same traces now."""
+def test_the_h200_bundles_hold_todays_predictions_and_programs() -> None:
+    """The committed bundles' predictions and replayed programs equal what this code makes of the traces."""
     committed = _committed()
     for trace, part in committed.groupby("trace"):
         (result,) = analyze(ROOT / Path(trace).parent.parent)
@@ -174,6 +174,8 @@ def test_the_h200_bundles_hold_todays_predictions() -> None:
             assert (chain.signature, chain.chain_kernels) == (row.signature, row.chain_kernels)
             stored = [float("nan") if pd.isna(v) else float(v) for v in (row.trace_chain_ns, row.predicted_fused_ns)]
             assert [chain.trace_chain_ns, chain.predicted_fused_ns] == pytest.approx(stored, nan_ok=True)
+            if pd.notna(row.replay_program):  # and the replay ran the program this code builds
+                assert "\n".join(build_program(chain.ops).describe()) == row.replay_program
 
 
 def test_the_h200_predictions_are_within_the_goal() -> None:
