@@ -25,16 +25,10 @@ def _compare(args: argparse.Namespace) -> int:
                             "`fuseprof bench`); for a trace you did not capture use `fuseprof analyze`, or "
                             "`fuseprof diff A B` for two of them")
     if timings["fusion_row"].notna().any():  # a `fuseprof fusion --verify` bundle: prediction beside realisation
-        from fuseprof.commands.trace_views import print_verification, width
+        from fuseprof.commands.trace_views import show_verification
         from fuseprof.verify.table import verification_table
 
-        table = verification_table(timings[timings["fusion_row"].notna()])
-        if args.format != "table":
-            emit(table, args.format, args.wide)
-            return 0
-        with width(args.wide):
-            for bundle, part in table.groupby("bundle", sort=False):
-                print_verification(part, str(bundle))
+        show_verification(verification_table(timings[timings["fusion_row"].notna()]), args.format, args.wide)
         return 0
     if args.baseline not in set(timings["variant"]):
         raise FuseprofError(f"--baseline {args.baseline!r}: no such variant in {args.dir}; variants: "
@@ -122,7 +116,7 @@ COMMANDS = (
     Command("compare", "variants side by side: GPU and as-called time, GB/s, vs copy", _compare, _compare_arguments,
             "For bench and capture bundles: each variant's GPU and as-called time beside the baseline's. For a "
             "`fuseprof fusion --verify` bundle: each chain's predicted saving beside the realised one (eager minus "
-            "compiled replay) and the prediction error; formulas in fuseprof/verify/run.py."),
+            "compiled replay) and the prediction error; formulas in fuseprof/verify/table.py."),
     Command("breakdown", "per variant and shape: latency, GPU time, kernels and launches per call, "
                          "GEMM/attention/memory-bound shares, %% of the memory roofline", _breakdown,
             _breakdown_arguments,

@@ -13,6 +13,7 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.integrity import failed_for
+from fuseprof.commands.base import emit
 from fuseprof.commands.render import WIDTH, cell_text, clean_text, table_text
 from fuseprof.display import cells_as_text
 
@@ -187,6 +188,17 @@ def print_verification(table: pd.DataFrame, bundle: str) -> None:
     errors = table["error_pct"].dropna().abs() if "error_pct" in table else pd.Series(dtype=float)
     if not errors.empty:
         _line(f"|error| over {len(errors)} timed chain(s): median {errors.median():.0f}%, worst {errors.max():.0f}%")
+
+
+def show_verification(table: pd.DataFrame, fmt: str, wide: bool) -> None:
+    """A verification table (``fuseprof.verify.table``) as `fusion --verify` and `compare` show it: one
+    printed table per bundle, or every row in csv/json."""
+    if fmt != "table":
+        emit(table, fmt, wide)
+        return
+    with width(wide):
+        for bundle, part in table.groupby("bundle", sort=False):
+            print_verification(part, str(bundle))
 
 
 def print_audit(result: TraceAnalysis) -> None:

@@ -123,7 +123,7 @@ def _fusion(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     """``fusion --verify N``: the top-N chains replayed eager and compiled, beside their predictions."""
     from fuseprof.analysis.analyze import trace_files
-    from fuseprof.commands.trace_views import print_verification, width
+    from fuseprof.commands.trace_views import show_verification
     from fuseprof.verify.chains import chains_to_verify, recorded_strides
     from fuseprof.verify.run import default_device, verify_chains
     from fuseprof.verify.table import verification_table
@@ -143,12 +143,8 @@ def _verify(args: argparse.Namespace) -> int:
         raise FuseprofError(f"{args.traces[0]}: no fusible chain to verify (see `fuseprof fusion`)")
     timings, bundle = verify_chains(chains, files[0], args.verify_device or default_device(), args.out, args.repeats,
                                     log=lambda line: print(line, file=sys.stderr))
-    table = verification_table(timings)
-    if args.format != "table":
-        emit(table.assign(bundle=str(bundle)), args.format, args.wide)
-    else:
-        with width(args.wide):
-            print_verification(table, str(bundle))
+    table = verification_table(timings).assign(bundle=str(bundle))
+    show_verification(table, args.format, args.wide)
     differ = table.loc[table["verdict"].str.startswith("OUTPUTS DIFFER"), "fusion_row"].tolist()
     if differ:  # the evidence is written and shown; the exit status says it failed
         print(f"fuseprof: outputs differ from the float64 replay for chain(s) {differ} (rel_err in {bundle})",

@@ -112,6 +112,34 @@ class Step:
 
 
 @dataclass
+class _Values:
+    """What refs resolve to in one run of a program: real tensors, or the meta tensors of the build."""
+
+    inputs: list[torch.Tensor]
+    buffers: list[torch.Tensor]
+    results: list[Any]
+    device: torch.device
+    float64: bool = False
+
+    def __call__(self, ref: Ref) -> Any:
+        if ref.kind == "input":
+            return self.inputs[ref.index]
+        if ref.kind == "step":
+            result = self.results[ref.index]
+            return result if ref.value is None else result[ref.value]
+        if ref.kind == "buffer":
+            return self.buffers[ref.index]
+        if ref.kind == "list":
+            return [self(r) for r in ref.value]
+        if ref.kind == "device":
+            return self.device
+        return _promoted(ref.value) if self.float64 else ref.value
+
+    def call(self, step: Step) -> Any:
+        return step.fn(*[self(a) for a in step.args], **{k: self(r) for k, r in step.kwargs})
+
+
+@dataclass
 class Program:
     """A replayable chain: ``run(*inputs, device=…)`` returns its outputs (see the module docstring)."""
 
@@ -121,25 +149,10 @@ class Program:
     outputs: list[Ref] = field(default_factory=list)
 
     def run(self, *inputs: torch.Tensor, device: torch.device, float64: bool = False) -> tuple[torch.Tensor, ...]:
-        buffers = [_empty(spec, device, float64) for spec in self.buffers]
-        results: list[Any] = []
-
-        def value(ref: Ref) -> Any:
-            if ref.kind == "input":
-                return inputs[ref.index]
-            if ref.kind == "step":
-                return results[ref.index] if ref.value is None else results[ref.index][ref.value]
-            if ref.kind == "buffer":
-                return buffers[ref.index]
-            if ref.kind == "list":
-                return [value(r) for r in ref.value]
-            if ref.kind == "device":
-                return device
-            return _promoted(ref.value) if float64 else ref.value
-
+        values = _Values(list(inputs), [_empty(spec, device, float64) for spec in self.buffers], [], device, float64)
         for step in self.steps:
-            results.append(step.fn(*[value(a) for a in step.args], **{k: value(r) for k, r in step.kwargs}))
-        return tuple(value(ref) for ref in self.outputs)
+            values.results.append(values.call(step))
+        return tuple(values(ref) for ref in self.outputs)
 
     def make_inputs(self, device: torch.device, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
         return tuple(_random(spec, device, generator) for spec in self.inputs)
@@ -157,6 +170,12 @@ def _show(ref: Ref) -> str:
         return repr(ref.value) if ref.kind == "value" else "device"
     element = f".{ref.value}" if ref.kind == "step" and ref.value is not None else ""  # one of an op's outputs
     return {"input": "in", "step": "op", "buffer": "new"}[ref.kind] + str(ref.index) + element
+
+
+def most_common_floating(dtypes: Sequence[torch.dtype], default: torch.dtype) -> torch.dtype:
+    """The floating dtype met most often (the first met on a tie), or ``default`` when there is none."""
+    floating = [d for d in dtypes if d.is_floating_point]
+    return max(dict.fromkeys(floating), key=floating.count) if floating else default
 
 
 def _promoted(value: Any) -> Any:
@@ -262,25 +281,26 @@ class _Builder:
     def __init__(self, default_dtype: torch.dtype) -> None:
         self.default_dtype = default_dtype
         self.program = Program()
-        self.meta_inputs: list[torch.Tensor] = []
-        self.meta_buffers: list[torch.Tensor] = []
+        self.meta = _Values([], [], [], torch.device("meta"))
         self.produced: list[tuple[Ref, torch.Tensor]] = []  # each step's output(s) and its meta value
         self.consumed: set[Ref] = set()
         self.reduced: set[Ref] = set()  # outputs a reduction consumed
         self.mutated: list[int] = []  # external inputs an op wrote
-        self.meta_results: list[Any] = []
+
+    def producers(self, dims: Any, dtype: torch.dtype | None) -> list[Ref]:
+        """The outputs so far of this shape and dtype, in order."""
+        return [ref for ref, t in self.produced if list(t.shape) == dims and t.dtype == dtype]
 
     def tensor_ref(self, dims: list[int], dtype: torch.dtype, strides: Any, taken: set[Ref],
                    bound: int | None = None, unique: bool = False, external: bool = False) -> Ref:
-        fits = [] if external else [ref for ref, t in self.produced if list(t.shape) == dims and t.dtype == dtype]
-        fresh = [s for s in fits if s not in taken]
+        fresh = [s for s in ([] if external else self.producers(dims, dtype)) if s not in taken]
         pick = sorted(reversed(fresh), key=lambda s: (s in self.consumed) + (s in self.reduced))  # stable: latest first
         if pick:
             taken.add(pick[0])
             return pick[0]
         spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype, bound, unique)
         self.program.inputs.append(spec)
-        self.meta_inputs.append(_empty(spec, torch.device("meta")))
+        self.meta.inputs.append(_empty(spec, self.meta.device))
         return Ref("input", len(self.program.inputs) - 1)
 
     def list_dtype(self, dims: list[int]) -> torch.dtype:
@@ -294,22 +314,8 @@ class _Builder:
     def buffer_ref(self, dims: list[int], dtype: torch.dtype, strides: Any) -> Ref:
         spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype)
         self.program.buffers.append(spec)
-        self.meta_buffers.append(_empty(spec, torch.device("meta")))
+        self.meta.buffers.append(_empty(spec, self.meta.device))
         return Ref("buffer", len(self.program.buffers) - 1)
-
-    def meta(self, ref: Ref) -> Any:
-        if ref.kind == "input":
-            return self.meta_inputs[ref.index]
-        if ref.kind == "buffer":
-            return self.meta_buffers[ref.index]
-        if ref.kind == "step":
-            result = self.meta_results[ref.index]
-            return result if ref.value is None else result[ref.value]
-        if ref.kind == "list":
-            return [self.meta(r) for r in ref.value]
-        if ref.kind == "device":
-            return torch.device("meta")
-        return ref.value
 
 
 def _strides(strides: Any, dims: list[int]) -> tuple[int, ...] | None:
@@ -345,9 +351,8 @@ def _out_of_place(op: RecordedOp, reads_external_self: bool) -> RecordedOp:
 
 def build_program(ops: Sequence[RecordedOp]) -> Program:
     """The program that replays ``ops`` in order; ReplayError names the first op it cannot replay."""
-    floating = [DTYPES[t] for op in ops if isinstance(op.types, list) for t in op.types
-                if t in DTYPES and DTYPES[t].is_floating_point]
-    builder = _Builder(max(set(floating), key=floating.count) if floating else torch.bfloat16)
+    recorded = [DTYPES[t] for op in ops if isinstance(op.types, list) for t in op.types if t in DTYPES]
+    builder = _Builder(most_common_floating(recorded, torch.bfloat16))
     for op in ops:
         _add_step(builder, op)
     program = builder.program
@@ -370,7 +375,8 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
     concrete = op.concrete if isinstance(op.concrete, list) else [""] * len(op.types)
     strides = op.strides if isinstance(op.strides, list) else [None] * len(op.types)
     op = RecordedOp(op.name, op.dims, op.types, concrete, strides)
-    first_is_external = bool(op.types) and op.types[0] in DTYPES and not _produced(builder, op.dims[0], op.types[0])
+    first_is_external = bool(op.types) and op.types[0] in DTYPES and not builder.producers(op.dims[0],
+                                                                                          DTYPES[op.types[0]])
     op = _out_of_place(op, first_is_external)
     overload, fn = resolve_overload(op)
     taken: set[Ref] = set()
@@ -382,18 +388,17 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
         (kwargs.append((arg.name, ref)) if arg.kwarg_only else args.append(ref))
     step = Step(f"{op.name}.{overload}", fn, tuple(args), tuple(kwargs))
     try:
-        result = fn(*[builder.meta(a) for a in args], **{k: builder.meta(r) for k, r in kwargs})
+        result = builder.meta.call(step)
     except (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError) as exc:
         raise ReplayError(f"{step.op}: the recorded arguments do not run ({str(exc).splitlines()[0]})") from None
-    for ref in [*args, *(r for _, r in kwargs)]:
-        if ref.kind == "buffer":  # an out= buffer the op resized: allocate it at its final size
-            meta = builder.meta_buffers[ref.index]
-            spec = builder.program.buffers[ref.index]
-            builder.program.buffers[ref.index] = TensorSpec(tuple(meta.shape), tuple(meta.stride()), spec.dtype)
     index = len(builder.program.steps)
     builder.program.steps.append(step)
-    builder.meta_results.append(result)
+    builder.meta.results.append(result)
     for ref in [*args, *(r for _, r in kwargs)]:
+        if ref.kind == "buffer":  # an out= buffer the op resized: allocate it at its final size
+            meta = builder.meta.buffers[ref.index]
+            spec = builder.program.buffers[ref.index]
+            builder.program.buffers[ref.index] = TensorSpec(tuple(meta.shape), tuple(meta.stride()), spec.dtype)
         for leaf in (ref.value if ref.kind == "list" else [ref]):
             if leaf.kind == "step":
                 builder.consumed.add(leaf)
@@ -405,11 +410,6 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
         builder.produced.append((Ref("step", index), result))
     elif isinstance(result, (tuple, list)):  # native_layer_norm's (out, mean, rstd), max.dim's (values, indices)
         builder.produced += [(Ref("step", index, k), t) for k, t in enumerate(result) if isinstance(t, torch.Tensor)]
-
-
-def _produced(builder: _Builder, dims: Any, kind: Any) -> bool:
-    dtype = DTYPES.get(kind)
-    return any(list(t.shape) == dims and t.dtype == dtype for _, t in builder.produced)
 
 
 def _argument(builder: _Builder, op: RecordedOp, position: int, arg: Any, dims: Any, kind: Any, text: Any,

@@ -32,14 +32,8 @@ from fuseprof.errors import FuseprofError, NoGPUError
 from fuseprof.parse.hashing import file_sha256
 from fuseprof.verify.chains import ChainToVerify
 from fuseprof.verify.kernels import kernel_variant
-from fuseprof.verify.replay import Program, ReplayError, build_program
+from fuseprof.verify.replay import Program, ReplayError, build_program, most_common_floating
 from fuseprof.verify.table import PREDICTION_COLUMNS
-
-
-def _dtype_name(program: Program) -> str:
-    floating = [s.dtype for s in program.inputs + program.buffers if s.dtype.is_floating_point]
-    dtype = max(set(floating), key=floating.count) if floating else torch.float32
-    return str(dtype).removeprefix("torch.")
 
 
 def chain_case(chain: ChainToVerify, program: Program, device: torch.device) -> Case:
@@ -53,7 +47,8 @@ def chain_case(chain: ChainToVerify, program: Program, device: torch.device) -> 
         wide = [x.to(torch.float64, copy=True) if x.dtype.is_floating_point else x.clone() for x in inputs]
         return program.run(*wide, device=device, float64=True)
 
-    dtype = _dtype_name(program)
+    specs = program.inputs + program.buffers  # the tolerance's dtype: what the chain's tensors mostly are
+    dtype = str(most_common_floating([s.dtype for s in specs], torch.float32)).removeprefix("torch.")
     kernel = kernel_variant(chain.signature, program, device.type)
     return Case(
         name=f"chain{chain.fusion_row}", description=chain.signature,
