@@ -115,7 +115,7 @@ def test_write_only_and_in_place_ops_replay_as_the_trace_ran_them() -> None:
 
 
 @pytest.mark.parametrize(("op", "message"), [
-    (RecordedOp("vllm::rotary_embedding", [[4, 8]], [BF16], [""]), "no such op in torch.ops"),
+    (RecordedOp("vllm::rotary_embedding", [[4, 8]], [BF16], [""]), "a custom op"),
     (RecordedOp("aten::index", [[2048, 128], []], [BF16, ""], ["", ""]), "recorded no value for indices"),
     (RecordedOp("aten::mul", None, None, None), "record_shapes=True"),  # type: ignore[arg-type]
     (RecordedOp("aten::mul", [[4, 8], [3, 5]], [BF16, BF16], ["", ""]), "do not run"),
@@ -238,3 +238,56 @@ def test_a_bert_trace_replays_layer_norm_outputs_and_gelu_defaults() -> None:
         expected = program.run(*[x.double() for x in inputs], device=torch.device("cpu"), float64=True)
         assert compare(program.run(*inputs, device=torch.device("cpu")), expected, 1e-2)["correct"]  # bf16
 
+
+
+# --- A shared trace names the ops a replay runs: only pure tensor ops ever run, with bounded memory. -----
+
+@pytest.mark.parametrize(("op", "said"), [
+    # a file: from_file maps it (shared=True writes through), here at a path the trace chose
+    (RecordedOp("aten::from_file", [[], [], [], [], [], [], []], ["Scalar"] * 3 + [""] * 4,
+                ["'{path}'", "True", "64", "", "", "", ""]), "not one of the ops known"),
+    (RecordedOp("aten::save", [[]], ["Scalar"], ["'{path}'"]), "not one of the ops known"),
+    # random numbers: the process's RNG state
+    (RecordedOp("aten::multinomial", [[4, 8], [], [], []], [BF16, "Scalar", "Scalar", ""], ["", "1", "False", ""]),
+     "not one of the ops known"),
+    (RecordedOp("aten::bernoulli_", [[4, 8], [], []], [BF16, "Scalar", ""], ["", "0.5", ""]), "not one of the ops"),
+    # the network, a process, other libraries' ops, and names that reach torch.ops' own methods
+    (RecordedOp("c10d::allreduce_", [[[4]]], ["TensorList"], [""]), "a custom op"),
+    (RecordedOp("os::system", [[]], ["Scalar"], ["'touch {path}'"]), "a custom op"),
+    (RecordedOp("load_library::x", [[]], ["Scalar"], ["'{path}'"]), "a custom op"),
+    (RecordedOp("aten::load_library", [[]], ["Scalar"], ["'{path}'"]), "not one of the ops known"),
+    # memory the trace's shapes ask for
+    (RecordedOp("aten::mul", [[1 << 20, 1 << 20], [1 << 20, 1 << 20]], [BF16, BF16], ["", ""]), "over 8 GiB"),
+    (RecordedOp("aten::full", [[], [], [], [], [], []], ["ScalarList", "Scalar", "Scalar", "", "", ""],
+                ["[65536, 65536, 4]", "1", "6", "", "", ""]), "over 8 GiB"),
+    # shapes no profiler writes
+    (RecordedOp("aten::mul", [[2.5, 3], [3]], [BF16, BF16], ["", ""]), "not a list of non-negative integers"),
+    (RecordedOp("aten::mul", [[-4, 3], [3]], [BF16, BF16], ["", ""]), "not a list of non-negative integers"),
+])
+def test_a_replay_runs_only_pure_ops_within_bounded_memory(op: RecordedOp, said: str, tmp_path: Path) -> None:
+    target = tmp_path / "written-by-a-trace"
+    op = RecordedOp(op.name, op.dims, op.types, [str(c).replace("{path}", str(target)) for c in op.concrete])
+    with pytest.raises(ReplayError, match=said):
+        build_program([op, RecordedOp("aten::mul_", [[64], []], [BF16, "Scalar"], ["", "2"])])
+    assert not target.exists() and not list(tmp_path.iterdir())
+
+
+def test_a_hostile_trace_writes_nothing_through_verify(tmp_path: Path, capsys) -> None:
+    """The eager trace with its top chain's first op renamed aten::from_file(PATH, True, 64): `fusion
+    --verify` reports that chain (now among the top 8) as not replayed, and no file appears at PATH."""
+    target = tmp_path / "victim.bin"
+    trace = json.loads(gzip.decompress(RAW.read_bytes()))
+    (result,) = analyze(EAGER)
+    first = chains_to_verify(result.events, result.fusion, recorded_strides(RAW), 1)[0].ops[0]
+    op = next(e for e in trace["traceEvents"] if e.get("cat") == "cpu_op" and e["name"] == first.name
+              and e["args"].get("Input Dims") == first.dims)
+    op["name"] = "aten::from_file"
+    op["args"].update({"Input Dims": [[], [], []], "Input type": ["Scalar"] * 3,
+                       "Concrete Inputs": [repr(str(target)), "True", "64"]})
+    hostile = tmp_path / "hostile.json.gz"
+    hostile.write_bytes(gzip.compress(json.dumps(trace).encode()))
+    code = main(["fusion", str(hostile), "--verify", "8", "--verify-device", "cpu", "--out", str(tmp_path / "out"),
+                 "--format", "json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and sum("aten::from_file: not replayed" in r["verdict"] for r in rows) == 1
+    assert not target.exists()

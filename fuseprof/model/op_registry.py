@@ -159,6 +159,45 @@ REGISTRY: list[OpFamily] = [
              family="elementwise kernels"),
 ]
 
+# The ops a ``fuseprof fusion --verify`` replay may call. A trace names the ops it replays, and traces
+# are shared, so only ops known to compute on the tensors they are given and touch nothing else are run:
+# no file (``aten::from_file`` maps one and writes through it), process, network, device setting or RNG
+# state (``multinomial``, ``dropout`` draw from the process's generator). Any other op makes its chain
+# "not replayable" with that reason. A user adds their own pure ops here.
+REPLAYABLE: frozenset[str] = frozenset(f"aten::{name}" for name in (
+    # elementwise, in- and out-of-place
+    *(n + suffix for n in (
+        "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "asin", "atan", "atan2", "bitwise_and", "bitwise_not",
+        "bitwise_or", "bitwise_xor", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "cosh", "div", "elu",
+        "eq", "erf", "erfc", "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "frac", "ge", "gelu", "gt",
+        "hardsigmoid", "hardswish", "hardtanh", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2",
+        "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "masked_fill", "mish", "mul", "ne", "neg",
+        "pow", "reciprocal", "relu", "remainder", "round", "rsqrt", "sigmoid", "sign", "silu", "sin", "sinh",
+        "sqrt", "square", "sub", "tanh", "threshold", "tril", "triu", "true_divide", "trunc", "fill", "zero")
+      for suffix in ("", "_")),
+    "rsub", "where", "maximum", "minimum", "isfinite", "isinf", "isnan", "glu", "softplus", "type_as",
+    "silu_backward", "gelu_backward", "threshold_backward", "sigmoid_backward", "tanh_backward",
+    # reductions, norms, softmax
+    "sum", "mean", "amax", "amin", "max", "min", "prod", "argmax", "argmin", "all", "any", "norm",
+    "linalg_vector_norm", "var", "std", "var_mean", "logsumexp", "cumsum", "cumprod", "softmax", "_softmax",
+    "_safe_softmax", "log_softmax", "_log_softmax", "_softmax_backward_data", "topk", "sort",
+    "native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "native_group_norm", "group_norm",
+    "native_layer_norm_backward",
+    # copies, casts, layout and views of the tensors given
+    "copy_", "_to_copy", "to", "clone", "contiguous", "cat", "_cat", "stack", "flip", "roll", "repeat",
+    "repeat_interleave", "constant_pad_nd", "expand", "expand_as", "expand_copy", "view", "view_as", "reshape",
+    "_reshape_alias", "_unsafe_view", "_reshape_copy", "permute", "transpose", "t", "unsqueeze", "squeeze",
+    "flatten", "unflatten", "slice", "select", "narrow", "split", "split_with_sizes", "chunk", "unbind", "alias",
+    "detach", "lift_fresh",
+    # indexing (indices made valid by the replay: fuseprof.verify.replay.INDEXING)
+    "index", "index_select", "gather", "embedding", "index_copy", "index_copy_", "index_add", "index_add_",
+    "index_fill_", "index_put_", "scatter", "scatter_", "scatter_add", "scatter_add_",
+    # factories (the replay bounds what they allocate)
+    "arange", "full", "full_like", "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like",
+    # matrix products, met at a chain's edge
+    "mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot", "outer", "einsum",
+))
+
 _FALLBACK = OpFamily("other", family="(no rule)")
 _KIND_FAMILIES = {kind: OpFamily(kind, family=kind) for kind in ("memcpy", "memset")}
 

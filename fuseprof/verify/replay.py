@@ -34,6 +34,7 @@ from typing import Any, Literal
 import torch
 
 from fuseprof.errors import FuseprofError
+from fuseprof.model.op_registry import REPLAYABLE
 
 
 class ReplayError(FuseprofError):
@@ -216,9 +217,11 @@ def _literal(text: Any) -> Any:
     """A 'Concrete Inputs' string as a Python value: '-65504.' → -65504.0, '[-1]' → [-1], 'True' → True."""
     if not isinstance(text, str):
         return text
+    if len(text) > 10_000:  # no argument of a replayable op is that long; never parse what a trace pads
+        return text
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
 
 
@@ -242,11 +245,17 @@ def _fits(arg: Any, dims: Any, recorded: Any) -> bool:
 
 
 def resolve_overload(op: RecordedOp) -> tuple[str, Any]:
-    """The aten overload whose schema takes the recorded arguments, default overload first."""
+    """The aten overload whose schema takes the recorded arguments, default overload first. Only ops of
+    the registry's ``REPLAYABLE`` list are looked up at all: the trace chose the name."""
     namespace, _, name = op.name.partition("::")
-    packet = getattr(getattr(torch.ops, namespace, None), name, None) if name else None
+    if op.name not in REPLAYABLE:
+        what = ("a custom op" if namespace != "aten" else
+                "not one of the ops known to compute on tensors and touch nothing else")
+        raise ReplayError(f"{op.name}: not replayed ({what}; fuseprof replays only the ops of "
+                          "fuseprof.model.op_registry.REPLAYABLE, since a trace names the ops it would run)")
+    packet = getattr(torch.ops.aten, name, None)
     if packet is None:
-        raise ReplayError(f"{op.name}: no such op in torch.ops (a custom op cannot be replayed from a trace)")
+        raise ReplayError(f"{op.name}: no such op in this PyTorch's torch.ops.aten")
     overloads = sorted(packet.overloads(), key=lambda o: o != "default")
     for overload in overloads:
         fn = getattr(packet, overload)
@@ -275,11 +284,40 @@ def _python_value(name: str, text: Any) -> Any:
     return value
 
 
+# The most memory one replayed chain may take (its inputs, buffers and every op's outputs): a trace's
+# shapes are the trace's to choose, and the chains a fused kernel replaces take megabytes to a few GB.
+MAX_REPLAY_BYTES = 8 << 30
+
+
+def _tensor_bytes(value: Any) -> int:
+    return sum(t.nbytes for t in _tensors(value))
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    return [t for v in value for t in _tensors(v)] if isinstance(value, (tuple, list)) else []
+
+
+def _spec_bytes(spec: TensorSpec) -> int:
+    strides = spec.strides or torch.empty(spec.dims, device="meta").stride()
+    span = 1 + sum((d - 1) * s for d, s in zip(spec.dims, strides)) if all(spec.dims) else 0
+    return span * torch.empty((), dtype=spec.dtype, device="meta").element_size()
+
+
+def _checked_dims(op: str, dims: Any) -> list[int]:
+    """A recorded shape as a list of non-negative ints, else ReplayError (a trace may hold anything)."""
+    if not isinstance(dims, list) or not all(type(d) is int and d >= 0 for d in dims):
+        raise ReplayError(f"{op}: a tensor shape {dims!r} that is not a list of non-negative integers")
+    return dims
+
+
 class _Builder:
     """Dataflow by shape and dtype, resolved while the program runs once on meta tensors."""
 
     def __init__(self, default_dtype: torch.dtype) -> None:
         self.default_dtype = default_dtype
+        self.allocated = 0  # bytes the program will hold: inputs, buffers and outputs
         self.program = Program()
         self.meta = _Values([], [], [], torch.device("meta"))
         self.produced: list[tuple[Ref, torch.Tensor]] = []  # each step's output(s) and its meta value
@@ -299,9 +337,17 @@ class _Builder:
             taken.add(pick[0])
             return pick[0]
         spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype, bound, unique)
+        self.hold(_spec_bytes(spec))
         self.program.inputs.append(spec)
         self.meta.inputs.append(_empty(spec, self.meta.device))
         return Ref("input", len(self.program.inputs) - 1)
+
+    def hold(self, nbytes: int) -> None:
+        """Count memory the program will take; ReplayError past ``MAX_REPLAY_BYTES``."""
+        self.allocated += nbytes
+        if self.allocated > MAX_REPLAY_BYTES:
+            raise ReplayError(f"the chain would take over {MAX_REPLAY_BYTES / 2**30:.0f} GiB to replay (its recorded "
+                              "shapes); not replayed")
 
     def list_dtype(self, dims: list[int]) -> torch.dtype:
         """A TensorList element's dtype, which the trace does not record: the latest producer of that
@@ -313,6 +359,7 @@ class _Builder:
 
     def buffer_ref(self, dims: list[int], dtype: torch.dtype, strides: Any) -> Ref:
         spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype)
+        self.hold(_spec_bytes(spec))
         self.program.buffers.append(spec)
         self.meta.buffers.append(_empty(spec, self.meta.device))
         return Ref("buffer", len(self.program.buffers) - 1)
@@ -343,8 +390,7 @@ def _out_of_place(op: RecordedOp, reads_external_self: bool) -> RecordedOp:
     """``add_`` on an external input is replayed as ``add`` (see the module docstring)."""
     if reads_external_self and op.name.endswith("_") and op.name not in _IDEMPOTENT:
         functional = op.name[:-1]
-        namespace, _, name = functional.partition("::")
-        if hasattr(getattr(torch.ops, namespace), name):
+        if functional in REPLAYABLE:
             return RecordedOp(functional, op.dims, op.types, op.concrete, op.strides)
     return op
 
@@ -391,6 +437,9 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
         result = builder.meta.call(step)
     except (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError) as exc:
         raise ReplayError(f"{step.op}: the recorded arguments do not run ({str(exc).splitlines()[0]})") from None
+    if any(t.device.type != "meta" for t in _tensors(result)):  # the build must never touch real memory
+        raise ReplayError(f"{step.op}: made a tensor off the meta device while the replay was built; not replayed")
+    builder.hold(_tensor_bytes(result))
     index = len(builder.program.steps)
     builder.program.steps.append(step)
     builder.meta.results.append(result)
@@ -417,18 +466,20 @@ def _argument(builder: _Builder, op: RecordedOp, position: int, arg: Any, dims: 
     if kind == "TensorList":
         if not isinstance(dims, list) or not all(isinstance(d, list) for d in dims):
             raise ReplayError(f"{op.name}: a TensorList without shapes")
+        dims = [_checked_dims(op.name, d) for d in dims]
         strides = stride if isinstance(stride, list) and len(stride) == len(dims) else [None] * len(dims)
         return Ref("list", value=tuple(builder.tensor_ref(d, builder.list_dtype(d), s, taken)
                                       for d, s in zip(dims, strides)))
     if kind in DTYPES:
         dtype = DTYPES[kind]
+        dims = _checked_dims(op.name, dims)
         if (op.name in _WRITE_ONLY and position == 0) or (arg.kwarg_only and arg.name == "out"):
             return builder.buffer_ref(dims, dtype, stride)
         bound, unique = _index_bound(op, position)
         cache = position == 0 and op.name in INDEXING and op.name.endswith("_")  # a scatter's target: a cache
         return builder.tensor_ref(dims, dtype, stride, taken, bound, unique, external=cache)
+    if "Device" in str(arg.type):  # recorded or not: the program's device (a factory's default is the CPU)
+        return Ref("device")
     if kind == "":  # not recorded: the default where the schema has one, else None
         return Ref("value", value=arg.default_value if arg.has_default_value() else None)
-    if "Device" in str(arg.type):
-        return Ref("device")
     return Ref("value", value=_python_value(arg.name, text))
