@@ -16,6 +16,14 @@ def as_tuple(value: Any) -> tuple[torch.Tensor, ...]:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
+def _non_finite(tensor: torch.Tensor) -> int:
+    """How many elements are NaN or ±Inf (counted in float64: ``isfinite`` has no float8 kernel)."""
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return 0
+    wide = tensor.to(torch.complex128 if tensor.is_complex() else torch.float64)
+    return int((~torch.isfinite(wide)).sum())
+
+
 def compare(outputs: Any, references: Any, tolerance: float) -> dict[str, Any]:
     """max |out − ref| and ‖out − ref‖/‖ref‖ over all outputs; NaN or Inf fails outright."""
     outs, refs = as_tuple(outputs), as_tuple(references)
@@ -24,12 +32,22 @@ def compare(outputs: Any, references: Any, tolerance: float) -> dict[str, Any]:
                 "problem": f"{len(outs)} outputs, reference has {len(refs)}"}
     max_abs, rel, problem = 0.0, 0.0, None
     for i, (out, ref) in enumerate(zip(outs, refs)):
+        if not isinstance(out, torch.Tensor) or not isinstance(ref, torch.Tensor):
+            problem = (f"output {i} is {type(out).__name__}, reference {type(ref).__name__}: tensors expected")
+            break
         if out.shape != ref.shape:
             problem = f"output {i} has shape {tuple(out.shape)}, reference {tuple(ref.shape)}"
             break
-        if not bool(torch.isfinite(out).all()):
-            problem = f"output {i} holds NaN or Inf (unwritten or overflowed elements)"
+        bad_ref = _non_finite(ref)
+        if bad_ref:  # max(x, nan) is x: a NaN in the reference would pass anything
+            problem = f"reference {i} holds {bad_ref:,} NaN or Inf value(s): it checks nothing"
             break
+        bad = _non_finite(out)
+        if bad:
+            problem = f"output {i} holds {bad:,} NaN or Inf value(s) (unwritten or overflowed elements)"
+            break
+        if out.numel() == 0:
+            continue
         diff = out.double() - ref.double()
         max_abs = max(max_abs, float(diff.abs().max()))
         rel = max(rel, float(diff.norm() / ref.double().norm().clamp_min(1e-300)))
