@@ -21,7 +21,7 @@ from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
 from fuseprof.analysis.graphs import capture_windows
 from fuseprof.analysis.idle import host_activity, idle_by_step, idle_gaps
-from fuseprof.analysis.integrity import integrity
+from fuseprof.analysis.integrity import integrity, lost_launches
 from fuseprof.analysis.opportunities import opportunities, slow_ops
 from fuseprof.analysis.steps import profiler_steps, step_table, window_mask
 from fuseprof.analysis.summaries import attach_ncu, category_table, launch_stats, op_roofline, top_kernels, top_ops
@@ -163,7 +163,8 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
     """Every table for one decoded trace; ``capture`` is the trace of its graphs' capture."""
     found = windowed_events(tables, options, capture, ncu_rows)
     all_events, events, window, graph_check = found.every, found.events, found.window, found.graph_check
-    checks = integrity(all_events, found.mask, all_events["device"].map(tables.device_name).notna())
+    checks = integrity(all_events, found.mask, all_events["device"].map(tables.device_name).notna(),
+                       lost_launches(tables))
     names = sorted({tables.device_name(d) or "" for d in events["device"].dropna().unique()} - {""})
     device_name = options.device or (names[0] if names else None)
     roof = capture_roof(device_name, options.measured)

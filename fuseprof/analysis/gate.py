@@ -5,20 +5,28 @@ Rules, comma-separated (``busy:+5%,op:aten::mm:+10%,category:GEMM:+3%,kernels:+0
 
     busy | span | idle             the window's GPU busy, span or idle time
     kernels                        GPU kernel launches
-    op:NAME                        GPU time of the kernels NAME launched (an op name, e.g. aten::mm)
+    op:NAME                        GPU time of the kernels NAME launched (an op name, e.g. aten::mm; a name
+                                   holding a comma is written in double quotes: op:"my op, v2":+5%)
     category:NAME                  GPU time of a category (GEMM, attention, elementwise, …)
     LIMIT                          +N% (relative to A) or +N (absolute: ns for times, a count for kernels)
 
-Values are per profiler step when both traces have steps (traces of 3 and of 5 steps compare), else
-whole-window totals. Noise: when A has ≥ 3 profiler steps, the quantity's spread across them gives a
-band of ±2 standard deviations of the per-step mean; a change inside it is "within noise". With fewer
-steps the result says the noise is unknown. Traces whose ops do not match (under half of A's GEMM,
-attention, convolution and communication time in op signatures — op and input shapes — that B also has)
-are refused: a gate over unrelated traces would mean nothing.
+It fails closed: anything it cannot compare faithfully is an error (exit 2), never a pass — a rule it
+cannot parse, an empty rule list, an op or category that neither trace has (a typo would read "no
+change"), one trace with profiler steps and the other without (a whole window against one step),
+kernel records lost from either trace (``launches_without_gpu_event``: the lighter trace would look
+faster), and traces of different models (under half of A's GEMM, attention, convolution and
+communication time in op signatures — op and input shapes — that B also has).
+
+Values are per profiler step when both traces have steps — the **median** over the steps, which one
+outlier step (a warm-up, a checkpoint) cannot move — else whole-window totals. Noise: with ≥ 3 steps in
+A, the band is ±2 robust standard errors of A's per-step values, 1.4826 · MAD / √n (the median absolute
+deviation scaled to a standard deviation for normal noise); a change inside it reads "within noise".
+With fewer steps the result says the noise is unknown.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass
@@ -29,8 +37,12 @@ import pandas as pd
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.diff import signature
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
+from fuseprof.model.op_registry import CATEGORIES
 
-_RULE = re.compile(r"^(busy|span|idle|kernels|op:.+|category:.+):\+(\d+(?:\.\d+)?)(%?)$")
+_QUANTITY = r"busy|span|idle|kernels|op:(?:\"[^\"]+\"|[^\"]+?)|category:[^\",]+?"
+_RULE = re.compile(rf"^({_QUANTITY}):\+(\d+(?:\.\d+)?)(%?)$")
+_SPLIT = re.compile(r",(?=\s*(?:busy|span|idle|kernels|op:|category:))")
+MAD_TO_SD = 1.4826  # a normal distribution's standard deviation over its median absolute deviation
 
 
 @dataclass(frozen=True)
@@ -42,18 +54,71 @@ class Rule:
     relative: bool
 
 
+def _split(text: str) -> list[str]:
+    """The rules of a --fail-on string: split at commas that start a rule, outside double quotes."""
+    parts, quoted, start = [], False, 0
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "," and not quoted and _SPLIT.match(text, i):
+            parts.append(text[start:i])
+            start = i + 1
+    return [p.strip() for p in [*parts, text[start:]]]
+
+
 def parse_rules(text: str) -> list[Rule]:
+    """The rules of a --fail-on string; InvalidArgumentError for an empty string, an empty rule or one
+    that does not parse."""
+    if not text.strip():
+        raise InvalidArgumentError("--fail-on '': no rule given (an unset variable?); write e.g. busy:+5%")
     rules = []
-    for part in (p.strip() for p in re.split(r",(?=\s*(?:busy|span|idle|kernels|op:|category:))", text) if p.strip()):
+    for part in _split(text):
         match = _RULE.match(part)
         if match is None:
             raise InvalidArgumentError(f"--fail-on {part!r}: write QUANTITY:+LIMIT, e.g. busy:+5%, op:aten::mm:+10%, "
-                                       "category:GEMM:+3%, kernels:+0")
+                                       "category:GEMM:+3%, kernels:+0 (an op name with a comma in double quotes)")
         quantity, _, target = match.group(1).partition(":")
-        rules.append(Rule(part, quantity, target or None, float(match.group(2)), match.group(3) == "%"))
-    if not rules:
-        raise InvalidArgumentError("--fail-on: no rule given")
+        rules.append(Rule(part, quantity, target.strip('"') or None, float(match.group(2)), match.group(3) == "%"))
     return rules
+
+
+def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis) -> None:
+    """Every op and category a rule names exists in A or B, else an error that suggests the nearest
+    name: a rule over nothing would always read 'no change'."""
+    for rule in rules:
+        if rule.quantity == "category":
+            known = list(CATEGORIES)
+        elif rule.quantity == "op":
+            known = sorted(set(a.events["op"].dropna().astype(str)) | set(b.events["op"].dropna().astype(str)))
+        else:
+            continue
+        if rule.target in known:
+            continue
+        near = difflib.get_close_matches(str(rule.target), known, n=3, cutoff=0.5)
+        near += [k for k in known if k.lower() == str(rule.target).lower() and k not in near]
+        hint = f"; did you mean {', '.join(near)}?" if near else (
+            f"; categories: {', '.join(CATEGORIES)}" if rule.quantity == "category" else "")
+        raise InvalidArgumentError(f"--fail-on {rule.text!r}: {rule.quantity} {rule.target!r} is in neither trace"
+                                   f"{hint}")
+
+
+def _check_comparable(a: TraceAnalysis, b: TraceAnalysis) -> None:
+    """Refuse what the gate cannot compare: lost kernel records, steps on one side only, unrelated traces."""
+    for side, result in (("A", a), ("B", b)):
+        checks = result.integrity.set_index("check") if not result.integrity.empty else pd.DataFrame()
+        if "launches_without_gpu_event" in checks.index and not checks.loc["launches_without_gpu_event", "ok"]:
+            raise TraceFormatError(f"{side} ({result.name}): {checks.loc['launches_without_gpu_event', 'detail']}; "
+                                   "the gate does not compare a trace with lost records")
+    steps_a, steps_b = _steps(a), _steps(b)
+    if bool(steps_a) != bool(steps_b):
+        has, lacks = ("A", "B") if steps_a else ("B", "A")
+        raise TraceFormatError(f"{has} has {len(steps_a or steps_b)} profiler step(s) and {lacks} none: the gate "
+                               "compares step with step; capture both with torch.profiler's schedule (or neither)")
+    share = matched_share(a, b)
+    if share < 0.5:
+        raise TraceFormatError(f"{a.name} and {b.name} look unrelated: only {100 * share:.1f}% of A's GEMM/attention "
+                               "time is in ops of the same shapes in B (the gate needs at least half); compare traces "
+                               "of the same model")
 
 
 def matched_share(a: TraceAnalysis, b: TraceAnalysis) -> float:
@@ -88,36 +153,39 @@ def _value(events: pd.DataFrame, rule: Rule, totals: dict[str, int]) -> float:
     return float(events.loc[events[column].astype("string") == rule.target, "dur_ns"].sum())
 
 
+def robust_noise_pct(values: np.ndarray) -> float:
+    """±2 robust standard errors of the values' median, in % of it (``MAD_TO_SD`` · MAD / √n)."""
+    median = float(np.median(values))
+    mad = float(np.median(np.abs(values - median)))
+    return 100 * 2 * MAD_TO_SD * mad / abs(median) / math.sqrt(len(values)) if median else 0.0
+
+
 def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFrame:
-    """One row per rule: rule, a, b (per step where both have steps), change, change_pct, noise_pct, status."""
-    share = matched_share(a, b)
-    if share < 0.5:
-        raise TraceFormatError(f"{a.name} and {b.name} look unrelated: only {100 * share:.1f}% of A's GEMM/attention "
-                               "time is in ops of the same shapes in B (the gate needs at least half); compare traces "
-                               "of the same model")
+    """One row per rule: rule, a, b (the median per step where both have steps, else window totals),
+    change, change_pct, noise_pct, status. Errors (see the module docstring) instead of a verdict that
+    could pass a regression."""
+    _check_comparable(a, b)
+    _check_targets(rules, a, b)
     from fuseprof.analysis.timeline import breakdown
 
-    steps_a, steps_b = _steps(a), _steps(b)
-    per_step = bool(steps_a) and bool(steps_b)
-    totals_a, totals_b = breakdown(a.events), breakdown(b.events)
-    parts_a = _step_parts(a) if len(steps_a) >= 3 else []
+    per_step = bool(_steps(a))
+    parts_a = _step_parts(a) if per_step else [(a.events, breakdown(a.events))]
+    parts_b = _step_parts(b) if per_step else [(b.events, breakdown(b.events))]
     rows = []
     for rule in rules:
-        va = _value(a.events, rule, totals_a) / (len(steps_a) if per_step else 1)
-        vb = _value(b.events, rule, totals_b) / (len(steps_b) if per_step else 1)
+        values_a = np.array([_value(part, rule, totals) for part, totals in parts_a], dtype="float64")
+        values_b = np.array([_value(part, rule, totals) for part, totals in parts_b], dtype="float64")
+        va, vb = float(np.median(values_a)), float(np.median(values_b))
         change = vb - va
         change_pct = 100 * change / va if va else (math.inf if change > 0 else 0.0)
-        noise = None
-        if parts_a:
-            values = np.array([_value(part, rule, totals) for part, totals in parts_a], dtype="float64")
-            mean = float(np.mean(values))
-            noise = 100 * 2 * float(np.std(values, ddof=1)) / mean / math.sqrt(len(values)) if mean else 0.0
+        noise = robust_noise_pct(values_a) if len(values_a) >= 3 else None
         over = change_pct > rule.limit if rule.relative else change > rule.limit
         status = ("no change" if change == 0 else "ok" if not over else
                   "within noise" if noise is not None and change_pct <= noise else "BROKEN")
         rows.append({"rule": rule.text, "a": va, "b": vb, "change": change, "change_pct": change_pct,
                      "noise_pct": noise, "status": status,
-                     "basis": "per profiler step" if per_step else "whole window"})
+                     "basis": f"median per profiler step ({len(values_a)} in A, {len(values_b)} in B)" if per_step
+                     else "whole window"})
     return pd.DataFrame(rows)
 
 
@@ -127,7 +195,7 @@ def markdown(a: TraceAnalysis, b: TraceAnalysis, verdict: pd.DataFrame) -> str:
     head = (f"**fuseprof gate: {'FAILED' if len(broken) else 'passed'}** — {len(broken)} of {len(verdict)} rules "
             f"broken ({verdict['basis'].iloc[0]})\n\nA: `{a.name}`  \nB: `{b.name}`\n")
     noise = "A has fewer than 3 profiler steps: noise unknown" if verdict["noise_pct"].isna().all() else \
-        "noise: ±2 standard errors of A's per-step values"
+        "noise: ±2 robust standard errors (1.4826 · MAD / √n) of A's per-step values"
     lines = ["| rule | A | B | change | noise | status |", "|---|---|---|---|---|---|"]
     for r in verdict.itertuples():
         band = "" if r.noise_pct is None or pd.isna(r.noise_pct) else f"±{r.noise_pct:.2f}%"

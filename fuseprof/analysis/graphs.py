@@ -29,12 +29,26 @@ from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import enclosing
 
 GRAPH_LAUNCH = re.compile(r"GraphLaunch")
-_KERNEL_LAUNCH = re.compile(r"Launch\w*Kernel|LaunchKernelEx|LaunchCooperativeKernel")
+KERNEL_LAUNCH = re.compile(r"Launch\w*Kernel|LaunchKernelEx|LaunchCooperativeKernel")
 _REPLAY_ID_SCALE = 10**9
 
 
 def is_graph_launch(api: pd.Series) -> pd.Series:
     return api.astype("string").str.contains(GRAPH_LAUNCH.pattern, regex=True).fillna(False).astype(bool)
+
+
+def capture_numbers(thread: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """For one thread's runtime calls in start order: the number of the stream capture each call is
+    in (0: none yet), and whether it is inside one (between ``*StreamBeginCapture`` and its end)."""
+    begin = thread["name"].str.contains("StreamBeginCapture")
+    end = thread["name"].str.contains("StreamEndCapture")
+    number = begin.cumsum()
+    return number, (number - end.shift(fill_value=False).cumsum()) > 0
+
+
+def kernel_launches(calls: pd.DataFrame) -> pd.Series:
+    """Which runtime/driver calls launch a kernel."""
+    return calls["name"].astype(str).str.contains(KERNEL_LAUNCH.pattern, regex=True)
 
 
 def capture_windows(capture: TraceTables) -> list[pd.DataFrame]:
@@ -43,18 +57,14 @@ def capture_windows(capture: TraceTables) -> list[pd.DataFrame]:
     calls = capture.launches.sort_values("start_ns", kind="stable")
     windows: list[pd.DataFrame] = []
     for _, thread in calls.groupby("tid", sort=False):
-        begin = thread["name"].str.contains("StreamBeginCapture")
-        end = thread["name"].str.contains("StreamEndCapture")
-        window = begin.cumsum() - end.shift(fill_value=False).cumsum()
-        launches = thread[thread["name"].str.contains(_KERNEL_LAUNCH.pattern, regex=True) & (window > 0)]
-        launches = _outermost(launches)
-        ids = (begin.cumsum())[launches.index]
-        for _, part in launches.groupby(ids, sort=True):
+        number, inside = capture_numbers(thread)
+        launches = outermost(thread[kernel_launches(thread) & inside])
+        for _, part in launches.groupby(number[launches.index], sort=True):
             windows.append(_with_ops(part, capture))
     return windows
 
 
-def _outermost(calls: pd.DataFrame) -> pd.DataFrame:
+def outermost(calls: pd.DataFrame) -> pd.DataFrame:
     """One row per launch: a driver call nested in a runtime call (cudaLaunchKernelExC around
     cuLaunchKernelEx) is the same launch."""
     if calls.empty:
@@ -120,7 +130,7 @@ def is_capture_trace(tables: TraceTables) -> bool:
     """A trace taken while graphs were captured: stream-capture windows holding launch calls."""
     names = tables.launches["name"]
     return bool(names.str.contains("StreamBeginCapture").any()) and bool(
-        names.str.contains(_KERNEL_LAUNCH.pattern, regex=True).any())
+        names.str.contains(KERNEL_LAUNCH.pattern, regex=True).any())
 
 
 def has_graph_replays(tables: TraceTables) -> bool:

@@ -20,6 +20,9 @@ sections rest on which checks, so a number resting on a failed check is flagged 
                                     (record_shapes=True); ok > 0 (the per-op roofline needs it)
     modules_recorded_pct            op-launched kernel time with an nn.Module path (with_modules=True)
     kernels_without_device          GPU events whose device the trace's deviceProperties does not name
+    launches_without_gpu_event      kernel launch calls outside any graph capture whose kernel is not in
+                                    the trace (records lost by the profiler's buffer, or cut out of the
+                                    file: every time table would read low); ok when 0
 """
 
 from __future__ import annotations
@@ -27,15 +30,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.graphs import capture_numbers, kernel_launches, outermost
 from fuseprof.model.intervals import union_ns
+from fuseprof.parse.trace_events import TraceTables
 
 DEPENDS = {
     "top_ops": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct"),
     "op_roofline": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct", "shapes_recorded_pct",
                     "timestamp_resolution_ns"),
     "fusion": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct", "shapes_recorded_pct"),
-    "timeline": ("overlapping_kernel_ns", "timestamp_resolution_ns", "kernels_without_launch"),
-    "categories": ("attributed_kernel_time_pct",),
+    "timeline": ("overlapping_kernel_ns", "timestamp_resolution_ns", "kernels_without_launch",
+                 "launches_without_gpu_event"),
+    "categories": ("attributed_kernel_time_pct", "launches_without_gpu_event"),
 }
 
 
@@ -53,9 +59,23 @@ def _overlap_on_streams(events: pd.DataFrame) -> int:
     return total
 
 
-def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series) -> pd.DataFrame:
+def lost_launches(tables: TraceTables) -> tuple[int, int]:
+    """(kernel launch calls whose kernel is not in the trace, kernel launch calls), counting the calls
+    outside stream captures (a capture's launches run no kernel) and one per launch (a driver call nested
+    in its runtime call is the same launch)."""
+    calls = tables.launches.sort_values("start_ns", kind="stable")
+    parts = [outermost(thread[kernel_launches(thread) & ~capture_numbers(thread)[1]])
+             for _, thread in calls.groupby("tid", sort=False)]
+    launches = pd.concat(parts) if parts else calls
+    seen = set(tables.gpu["correlation"].dropna().astype("int64"))
+    lost = ~launches["correlation"].isin(seen) & launches["correlation"].notna()
+    return int(lost.sum()), len(launches)
+
+
+def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series,
+              lost: tuple[int, int] = (0, 0)) -> pd.DataFrame:
     """The checks over a trace's GPU events (``window``: the events the tables cover;
-    ``device_named``: whether each event's device has a name in the trace)."""
+    ``device_named``: whether each event's device has a name in the trace; ``lost``: ``lost_launches``)."""
     events = all_events[window]
     kernels = events[events["kind"].isin(["kernel", "communication"])]
     kernel_ns = float(kernels["dur_ns"].sum())
@@ -92,6 +112,9 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
          "nn.Module paths (with_modules=True or with_stack=True)"),
         ("kernels_without_device", len(unnamed), len(unnamed) == 0,
          "GPU events on a device the trace does not name: pass --device" if len(unnamed) else "none"),
+        ("launches_without_gpu_event", lost[0], lost[0] == 0,
+         f"{lost[0]:,} of {lost[1]:,} kernel launches have no kernel in the trace: records were lost, and every time "
+         "table reads low" if lost[0] else "every kernel launch has its kernel"),
     ]
     thresholds = {"attributed_kernel_time_pct": 90.0, "graph_kernel_time_attributed_pct": 99.0,
                   "shapes_recorded_pct": 1e-9, "modules_recorded_pct": 1e-9}

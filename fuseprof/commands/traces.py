@@ -196,25 +196,27 @@ def _ncu_kernels(paths: list[Path], ceilings: Path | None):  # type: ignore[no-u
 
 
 def _report(args: argparse.Namespace) -> int:
-    import tempfile
-
     _hash_while_importing(args.traces)
+    from fuseprof.bundle.files import remove_stale_partials, temporary_name
     from fuseprof.report import report_html
 
+    if args.output.is_dir():
+        raise FuseprofError(f"{args.output}: is a folder; name the HTML file to write (e.g. {args.output}/report.html)")
     if args.output.exists() and not args.force:
         raise FuseprofError(f"{args.output}: exists; pass --force to replace it")
     if not args.output.parent.is_dir():
         raise FuseprofError(f"{args.output.parent}: no such folder")
     results = _analyses(args, args.top)
     text = report_html(results, placed=_ncu_kernels(args.traces, args.ceilings))
-    fd, tmp = tempfile.mkstemp(dir=args.output.parent, prefix=f".{args.output.name}.", suffix=".partial")
+    remove_stale_partials(args.output.parent)  # a report of an earlier run killed with -9
+    tmp = args.output.with_name(temporary_name(args.output.name, "tmp"))
     try:  # written whole, then renamed: a stopped run leaves no half report
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, args.output)
+    except OSError as exc:
+        raise FuseprofError(f"{args.output}: cannot write the report ({exc.strerror or exc})") from None
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
     print(f"{args.output} ({len(text.encode()) / 1e6:.2f} MB, {len(results)} trace(s))")
     return 0
 
@@ -248,8 +250,12 @@ def _diff(args: argparse.Namespace) -> int:
     from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
     from fuseprof.commands.trace_views import print_diff, width
 
+    if args.fail_on is not None:
+        from fuseprof.analysis.gate import parse_rules
+
+        parse_rules(args.fail_on)  # a malformed rule is said before two traces are read
     a, b = _one_trace(args.a), _one_trace(args.b)
-    if args.fail_on:
+    if args.fail_on is not None:
         return _gate(a, b, args)
     if args.format == "markdown":
         raise FuseprofError("--format markdown goes with --fail-on (a gate's summary)")
