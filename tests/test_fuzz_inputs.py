@@ -499,15 +499,28 @@ def test_kernel_events_written_twice_are_counted_once_with_a_warning(tmp_path: P
 
 
 def test_stale_partial_bundles_of_dead_writers_are_removed(tmp_path: Path, capsys) -> None:
-    """A writer killed with -9 leaves .NAME.partial-PID behind; the next bundle written there removes it
-    (its PID is gone), and leaves a live writer's alone."""
+    """A writer killed with -9 leaves its marked temporary bundle behind; the next bundle written there
+    removes it (its PID is gone, on this machine), and leaves alone a live writer's, another machine's (a
+    shared disk) and every file of the user's, whatever its name."""
+    from fuseprof.bundle.files import PARTIAL_MARKER, temporary_name
+
     out = tmp_path / "out"
-    dead, live = out / ".old.partial-999999999", out / f".busy.partial-{os.getpid()}"
-    for folder in (dead, live):
+    here = temporary_name("x", "partial").removeprefix(".x.fuseprof-partial-").rsplit("-", 1)[0]  # this host
+    dead, live = out / f".old.fuseprof-partial-{here}-999999999", out / temporary_name("busy", "partial")
+    remote = out / ".theirs.fuseprof-partial-another.host-999999999"
+    unmarked = out / f".unmarked.fuseprof-partial-{here}-999999999"
+    for folder in (dead, live, remote):
         (folder / "raw").mkdir(parents=True)
+        (folder / PARTIAL_MARKER).write_text("")
+    (unmarked / "raw").mkdir(parents=True)
+    users = [out / ".notes.txt.tmp-4000000", out / ".draft.partial-999999999", out / "x" / ".y.tmp-999999999"]
+    for path in users:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the user's")
     code, _, err = _run(["ingest", str(BERT), "--out", str(out)], capsys)
     assert code == 0, err
-    assert not dead.exists() and live.exists()
+    assert not dead.exists() and live.exists() and remote.exists() and unmarked.exists()
+    assert all(p.read_text() == "the user's" for p in users)
 
 
 def test_terminal_escape_codes_in_names_never_reach_the_terminal(tmp_path: Path, capsys) -> None:
@@ -538,5 +551,5 @@ def test_reparse_on_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_pat
     code, _, err = _run(["reparse", str(bundle)], capsys)
     assert code == 2 and "No space left on device" in err and len(err.strip().splitlines()) == 1
     assert (bundle / "kernels.parquet").read_bytes() == before
-    assert not [p for p in bundle.rglob("*") if ".tmp-" in p.name]
+    assert not [p for p in bundle.rglob("*") if ".fuseprof-tmp-" in p.name]
     FUZZ_RESULTS["clear error"] += 1

@@ -138,7 +138,7 @@ def test_sigterm_during_ingest_leaves_nothing_behind(tmp_path: Path) -> None:
     proc = subprocess.Popen([FUSEPROF, "ingest", str(big), "--out", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not list(out.glob(".*.partial-*")) and proc.poll() is None and time.monotonic() < deadline:
+    while not list(out.glob(".*.fuseprof-partial-*")) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert proc.poll() is None, "the ingest finished before it could be stopped"
     proc.send_signal(signal.SIGTERM)

@@ -128,10 +128,10 @@ def test_another_fuseprof_version_never_reads_the_entry(store: Path, monkeypatch
     decoded = []
     real = store_module.read_trace_tables
     monkeypatch.setattr(store_module, "read_trace_tables", lambda p: decoded.append(p) or real(p))
-    monkeypatch.setattr(store_module, "code_version", lambda: "v1-9.9.9-newer")
+    monkeypatch.setattr(store_module, "code_version", lambda: "v1-9.9.9-0123456789ab")
     analyze([EAGER])
     assert decoded == [EAGER]  # rebuilt under the new version's folder
-    assert {e.parents[1].name for e in store_module.TraceStore(store).entries()} == {"v1-9.9.9-newer", this_version}
+    assert {e.parents[1].name for e in store_module.TraceStore(store).entries()} == {"v1-9.9.9-0123456789ab", this_version}
 
 
 def test_an_unwritable_store_is_a_warning_not_an_error(tmp_path: Path, monkeypatch) -> None:
@@ -181,3 +181,47 @@ def test_ingest_reads_a_trace_through_the_same_store(store: Path, tmp_path: Path
     raw = json.loads(gzip.decompress(EAGER.read_bytes()))["traceEvents"]
     gpu = [e for e in raw if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     assert len(kernels) == len(gpu) == 1729 + 9 + 4  # the eager trace's kernels, memcpys and memsets
+
+
+def test_clear_removes_only_what_the_store_wrote(store: Path, capsys) -> None:
+    """A store folder the user also keeps things in: `store --clear` removes fuseprof's entries and none of
+    theirs, however their names look."""
+    analyze([EAGER])
+    mine = ["vllm-traces/run1.json", "venv-3.11/bin/python", "v2-backup/notes.txt", "v1-0.1.0-000000000000/keep.txt",
+            ".notes.txt.tmp-4000000", "notes.txt"]
+    for name in mine:
+        (store / name).parent.mkdir(parents=True, exist_ok=True)
+        (store / name).write_text("the user's")
+    assert main(["store", "--clear"]) == 0
+    assert "removed 1 stored trace(s)" in capsys.readouterr().out
+    assert all((store / name).read_text() == "the user's" for name in mine)
+    assert store_module.TraceStore(store).entries() == []
+
+
+def test_clear_in_a_folder_fuseprof_never_wrote_removes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
+    """FUSEPROF_CACHE pointed at the user's own folder by mistake: nothing there carries the store's marker."""
+    folder = tmp_path / "home"
+    for name in ("v1-0.1.0-abcdefabcdef/x", "v2-old/y", "vacation/z"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("keep")
+    monkeypatch.setenv("FUSEPROF_CACHE", str(folder))
+    assert main(["store", "--clear"]) == 0
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
+        "v1-0.1.0-abcdefabcdef/x", "v2-old/y", "vacation/z"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "getuid"), reason="file modes are POSIX")
+def test_an_entry_others_can_write_is_never_served(store: Path, monkeypatch) -> None:
+    """A poisoned entry in a shared, world-writable store: its tables are not read (the trace is decoded
+    again) and a warning says why."""
+    (cold,) = analyze([EAGER])
+    for path in [store, *store.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o002)
+    monkeypatch.setattr(store_module, "_UNTRUSTED", set())
+    decoded = []
+    real = store_module.read_trace_tables
+    monkeypatch.setattr(store_module, "read_trace_tables", lambda p: decoded.append(p) or real(p))
+    with pytest.warns(FuseprofWarning, match="writable by others; its entries are not used"):
+        (warm,) = analyze([EAGER])
+    assert decoded == [EAGER]
+    _same(cold, warm)

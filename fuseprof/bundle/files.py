@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -55,20 +56,38 @@ def _alive(pid: int) -> bool:
     return True
 
 
+PARTIAL_MARKER = ".fuseprof-partial"  # inside every half-written bundle: what proves fuseprof made it
+_HOST = re.sub(r"[^A-Za-z0-9_.]+", "_", socket.gethostname()) or "host"
+_OURS = re.compile(r"\.fuseprof-(partial|tmp)-(?P<host>[A-Za-z0-9_.]+)-(?P<pid>\d+)$")
+
+
+def temporary_name(name: str, kind: str) -> str:
+    """``.<name>.fuseprof-<kind>-<host>-<pid>``: a name no user file has, that says which machine and
+    process write it (a folder on a shared disk is written from several machines)."""
+    return f".{name}.fuseprof-{kind}-{_HOST}-{os.getpid()}"
+
+
 def remove_stale_partials(folder: Path) -> list[Path]:
-    """Half-written bundles (``.<name>.partial-<pid>``) and temporary files (``.<name>.tmp-<pid>``) whose
-    writer is gone (killed with -9, or its machine restarted): removed, so none lingers unseen."""
+    """Half-written bundles and temporary files that fuseprof made (named by ``temporary_name``; a
+    bundle also holding ``PARTIAL_MARKER``) on this machine for a process that is gone (killed with -9):
+    removed, so none lingers unseen. Anything else — a user's ``notes.txt.tmp-4000000``, another
+    machine's write in progress — is left alone."""
     removed = []
-    for path in list(folder.glob(".*.partial-*")) + list(folder.glob("*/.*.tmp-*")) + list(folder.glob(".*.tmp-*")):
-        match = re.search(r"\.(?:partial|tmp)-(\d+)$", path.name)
-        if match and not _alive(int(match.group(1))):
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
-            removed.append(path)
+    for path in [*folder.glob(".*.fuseprof-partial-*"), *folder.glob(".*.fuseprof-tmp-*"),
+                 *folder.glob("*/.*.fuseprof-tmp-*")]:
+        match = _OURS.search(path.name)
+        if match is None or match["host"] != _HOST or _alive(int(match["pid"])) or path.is_symlink():
+            continue
+        if match[1] == "partial" and not (path.is_dir() and (path / PARTIAL_MARKER).is_file()):
+            continue
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        removed.append(path)
     return removed
 
 
 class BundleWriter:
-    """Collects a bundle in ``.<name>.partial-<pid>``; ``commit()`` renames it into place."""
+    """Collects a bundle in a temporary folder (``temporary_name``, marked as fuseprof's); ``commit()``
+    renames it into place."""
 
     def __init__(self, out_dir: Path, name: str) -> None:
         self.out_dir = out_dir
@@ -81,10 +100,11 @@ class BundleWriter:
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
             remove_stale_partials(out_dir)
-            self.path = out_dir / f".{self.name}.partial-{os.getpid()}"
-            if self.path.exists():
+            self.path = out_dir / temporary_name(self.name, "partial")
+            if self.path.exists():  # this process's own, from an earlier bundle of the same name
                 shutil.rmtree(self.path)
             (self.path / RAW).mkdir(parents=True)
+            (self.path / PARTIAL_MARKER).write_text("a bundle fuseprof is writing\n")
         except OSError as exc:
             raise BundleError(f"--out {out_dir}: cannot write a bundle there ({exc.strerror})") from None
 
@@ -104,6 +124,7 @@ class BundleWriter:
         if not (self.path / MANIFEST).exists():
             raise BundleError(f"{self.path}: refusing to commit a bundle without a manifest")
         final = _free_path(self.out_dir / self.name)
+        (self.path / PARTIAL_MARKER).unlink(missing_ok=True)
         try:
             os.rename(self.path, final)
         except OSError as exc:
@@ -126,7 +147,7 @@ class BundleWriter:
 def _replace_atomically(target: Path, write: Any) -> None:
     """Write to a temporary sibling, then rename: a reader never sees half a file, and a failed write (a
     full or read-only disk) leaves no temporary file and is one line."""
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp = target.with_name(temporary_name(target.name, "tmp"))
     try:
         write(tmp)
         os.replace(tmp, target)

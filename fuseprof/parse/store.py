@@ -18,12 +18,20 @@ in an entry beside the tables (``put_frames`` / ``get_frames``: the analysis cac
     writes  into a temporary folder renamed into place: a reader never sees half an entry, and
             two processes storing one trace at once both succeed. A store that cannot be written
             (read-only, full) is a warning; the analysis goes on without it.
+    owner   the store's folder holds a marker file (``.fuseprof-store``) and each version folder its
+            own (``.fuseprof-store-version``): ``clear`` removes only version folders that carry it, never
+            a folder of the user's that happens to sit there (``vllm-traces/``, ``v2-backup/``). Entries
+            are used only when every folder and file from the store's root down is the user's own and
+            writable by nobody else: an entry another user could have written (a shared, world-writable
+            folder) is never served, and the store says so once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import tempfile
 import threading
@@ -44,6 +52,32 @@ from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 FORMAT = 1
 _TABLES = ("gpu", "ops", "launches", "modules", "annotations")
 _MANIFEST = "manifest.json"
+ROOT_MARKER = ".fuseprof-store"
+VERSION_MARKER = ".fuseprof-store-version"
+_VERSION_NAME = re.compile(r"^v\d+-[0-9A-Za-z.+]+-[0-9a-f]{12}$")
+_UNTRUSTED: set[Path] = set()  # folders already said to be writable by others, in this process
+
+
+def _owned(path: Path) -> bool:
+    """The path is this user's and nobody else may write it (always true where there are no uids)."""
+    if not hasattr(os, "getuid"):
+        return True
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and not path.is_symlink()
+
+
+def _marker(kind: str) -> str:
+    return json.dumps({"fuseprof": kind, "format": FORMAT}) + "\n"
+
+
+def _has_marker(folder: Path, name: str, kind: str) -> bool:
+    try:
+        return json.loads((folder / name).read_text()).get("fuseprof") == kind
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 _UNWRITABLE: set[Path] = set()  # store folders a write failed under, in this process
@@ -75,6 +109,28 @@ class TraceStore:
         assert self.root is not None
         return self.root / code_version() / key[:2] / key / part
 
+    def _trusted(self, folder: Path) -> bool:
+        """Whether ``folder`` (an entry) and every folder above it up to the root, and the entry's files,
+        are the user's own and writable by nobody else; said once per store when not."""
+        assert self.root is not None
+        chain = [folder, *[p for p in folder.parents if p == self.root or self.root in p.parents]]
+        files = [p for p in folder.iterdir()] if folder.is_dir() else []
+        bad = next((p for p in [*chain, *files] if p.exists() and not _owned(p)), None)
+        if bad is None:
+            return True
+        if self.root not in _UNTRUSTED:
+            _UNTRUSTED.add(self.root)
+            warnings.warn(f"trace store: {bad} is another user's or writable by others; its entries are not used "
+                          f"(set {ENV} to a folder of your own)", FuseprofWarning, stacklevel=3)
+        return False
+
+    def _mark(self, version: Path) -> None:
+        """Write the store's and the version folder's markers (what ``clear`` later trusts)."""
+        assert self.root is not None
+        for folder, name, kind in ((self.root, ROOT_MARKER, "trace store"), (version, VERSION_MARKER, "store version")):
+            if not (folder / name).exists():
+                (folder / name).write_text(_marker(kind))
+
     def get_frames(self, key: str, part: str, only: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()
                    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]] | None:
         """The frames (those named in ``only``, else all but ``skip``) and metadata stored under
@@ -84,7 +140,7 @@ class TraceStore:
             return None
         wait_for_writes()
         folder = self._entry(key, part)
-        if not folder.is_dir():
+        if not folder.is_dir() or not self._trusted(folder):
             return None
         try:
             manifest = json.loads((folder / _MANIFEST).read_text())
@@ -119,6 +175,9 @@ class TraceStore:
         folder = self._entry(key, part)
         try:
             folder.parent.mkdir(parents=True, exist_ok=True)
+            self._mark(folder.parents[2])
+            if not self._trusted(folder.parent):
+                return False
             tmp = Path(tempfile.mkdtemp(prefix=f".{part}-", dir=folder.parent))
             try:
                 files = {}
@@ -162,19 +221,25 @@ class TraceStore:
                              "warnings": [w.replace(str(path), "{path}") for w in said]}, background)
         return tables, said
 
+    def versions(self) -> list[Path]:
+        """The version folders fuseprof wrote (named as ``code_version`` names them, holding its marker,
+        in a folder holding the store's marker): nothing else under the root is the store's."""
+        if self.root is None or not _has_marker(self.root, ROOT_MARKER, "trace store"):
+            return []
+        return sorted(p for p in self.root.iterdir() if p.is_dir() and not p.is_symlink()
+                      and _VERSION_NAME.match(p.name) and _has_marker(p, VERSION_MARKER, "store version"))
+
     def entries(self) -> list[Path]:
         """Every stored trace entry, of this fuseprof and of others (writes in flight finished first)."""
         wait_for_writes()
-        if self.root is None or not self.root.is_dir():
-            return []
-        return sorted(p for version in self.root.glob("v*-*") for p in version.glob("??/*") if p.is_dir())
+        return sorted(p for version in self.versions() for p in version.glob("??/*") if p.is_dir())
 
     def clear(self) -> int:
-        """Remove every entry (of every fuseprof version); the number removed."""
+        """Remove every entry (of every fuseprof version), and only them: version folders with fuseprof's
+        marker; the number of entries removed."""
         found = self.entries()
-        if self.root is not None:
-            for version in self.root.glob("v*-*"):
-                shutil.rmtree(version, ignore_errors=True)
+        for version in self.versions():
+            shutil.rmtree(version, ignore_errors=True)
         return len(found)
 
 
