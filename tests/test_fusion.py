@@ -13,6 +13,7 @@ from fuseprof.analysis import analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
 from fuseprof.analysis.fusion import copy_model_from_bench, fused_bytes, prediction_check
 from fuseprof.cli import main
+from fuseprof.model.registry_data import DEFAULT
 from tests.conftest import TRACES
 
 EAGER, COMPILED = TRACES / "llama4l-eager-h200", TRACES / "llama4l-compiled-h200"
@@ -67,7 +68,7 @@ def test_fused_bytes_follow_the_tensors_through_a_decode_rmsnorm() -> None:
              ("aten::copy_", [h, h, []], [bf16, f32, "Scalar"], []),
              ("aten::mul", [[2048], h], [bf16, bf16], [])]
     # read x and the residual (2 x 4096 B) and the weight (4096 B) once, write y (4096 B) once
-    assert fused_bytes(chain) == 4 * 2048 * 2
+    assert fused_bytes(chain, DEFAULT) == 4 * 2048 * 2
 
 
 def test_one_op_takes_each_producer_once_so_silu_mul_reads_up_from_dram() -> None:
@@ -76,13 +77,13 @@ def test_one_op_takes_each_producer_once_so_silu_mul_reads_up_from_dram() -> Non
     on the decoder layer) measured 45 µs, the time of gate and up read and the product written."""
     bf16, m = "c10::BFloat16", [2048, 14336]
     chain = [("aten::silu", [m], [bf16], []), ("aten::mul", [m, m], [bf16, bf16], [])]
-    assert fused_bytes(chain) == 3 * 2048 * 14336 * 2  # gate and up read, the product written
+    assert fused_bytes(chain, DEFAULT) == 3 * 2048 * 14336 * 2  # gate and up read, the product written
     # two producers of one shape may feed one op: q·cos, (q·cos)·sin, then the add of both products reads
     # neither from DRAM (a trace has no tensor identities: the second mul's q-shaped input is the first's output)
     q = [1, 16, 1, 128]
     rope = [("aten::mul", [q, [1, 128]], [bf16, bf16], []), ("aten::mul", [q, [1, 128]], [bf16, bf16], []),
             ("aten::add", [q, q, []], [bf16, bf16, "Scalar"], [])]
-    assert fused_bytes(rope) == 16 * 128 * 2 + 2 * (128 * 2) + 16 * 128 * 2  # q, cos and sin read; the sum written
+    assert fused_bytes(rope, DEFAULT) == 16 * 128 * 2 + 2 * (128 * 2) + 16 * 128 * 2  # q, cos and sin read; the sum written
 
 
 def test_compiled_trace_has_neither_chain_and_the_diff_shows_them_gone(eager, compiled) -> None:

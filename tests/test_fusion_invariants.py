@@ -30,7 +30,7 @@ def _traces() -> list[Path]:
 def test_no_impossible_row(trace: Path) -> None:
     for result in analyze(trace):
         events = result.events
-        chains = find_chains(events)
+        chains = find_chains(events, result.registry)
         limit = gap_limit_ns(events)
         for members in chains.get("members", pd.Series(dtype=object)):
             rows = events.loc[members]

@@ -67,3 +67,21 @@ def test_cli_is_only_the_table_reader_and_no_function_is_long() -> None:
                 if length > 60:
                     long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({length} lines)")
     assert not long, long
+
+
+def test_op_names_live_only_in_the_registry_data() -> None:
+    """Op knowledge sits in the registry a user extends: no module but its data names an op (a quoted
+    ``aten::`` name or pattern), so a new op is one row there, never an edit of a judgement."""
+    import re
+
+    named = re.compile(r"[\"']\^?aten::")
+    where = [f"{p.relative_to(PACKAGE.parent)}:{i}" for base in (PACKAGE, PACKAGE.parent / "dashboards")
+             for p in sorted(base.rglob("*.py")) if p.name != "registry_data.py"
+             for i, line in enumerate(p.read_text().splitlines(), start=1) if named.search(line)]
+    assert not where, where
+
+
+def test_the_byte_model_and_the_replay_read_one_dataflow() -> None:
+    """The fused-bytes model and the --verify replay link tensors through the same module."""
+    for module in ("analysis/fusion.py", "verify/replay.py"):
+        assert "fuseprof.model.dataflow" in _imports(PACKAGE / module), module

@@ -16,6 +16,7 @@ import torch
 from fuseprof.analysis import analyze
 from fuseprof.capture.correctness import compare
 from fuseprof.cli import main
+from fuseprof.model.registry_data import DEFAULT
 from fuseprof.verify.chains import chains_to_verify, recorded_strides
 from fuseprof.verify.replay import RecordedOp, ReplayError, build_program
 from tests.conftest import ROOT, TRACES
@@ -29,7 +30,7 @@ BF16 = "c10::BFloat16"
 @pytest.fixture(scope="module")
 def chains():
     (result,) = analyze(EAGER)
-    return chains_to_verify(result.events, result.fusion, recorded_strides(RAW), 3)
+    return chains_to_verify(result.events, result.fusion, recorded_strides(RAW), 3, DEFAULT)
 
 
 def _raw_ops(name: str, trace: Path = RAW) -> list[dict]:
@@ -40,7 +41,7 @@ def _raw_ops(name: str, trace: Path = RAW) -> list[dict]:
 def test_the_rope_chain_replays_the_recorded_ops_with_their_strides(chains) -> None:
     rope = chains[0]
     assert rope.chain_class == "RoPE + KV-cache write" and rope.chain_kernels == 15
-    program = build_program(rope.ops)
+    program = build_program(rope.ops, DEFAULT)
     assert [line.split("(")[0] for line in program.describe()] == [
         "aten::mul.Tensor", "aten::neg.default", "aten::cat.default", "aten::mul.Tensor", "aten::add.Tensor",
         "aten::mul.Tensor", "aten::neg.default", "aten::cat.default", "aten::mul.Tensor", "aten::add.Tensor",
@@ -63,13 +64,13 @@ def test_the_rope_chain_replays_the_recorded_ops_with_their_strides(chains) -> N
 
 def test_the_rmsnorm_multiplies_h_not_its_square(chains) -> None:
     """h·rsqrt(mean(h²)+eps): the mul takes the cast h (op1), not pow's output (op2), which the mean reduced."""
-    program = build_program(chains[1].ops)
+    program = build_program(chains[1].ops, DEFAULT)
     assert program.describe()[6] == "aten::mul.Tensor(op1, op5)"
 
 
 def test_replays_agree_with_their_float64_twin(chains) -> None:
     for chain in chains:
-        program = build_program(chain.ops)
+        program = build_program(chain.ops, DEFAULT)
         inputs = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(1))
         wide = [x.double() if x.dtype.is_floating_point else x.clone() for x in inputs]
         expected = program.run(*wide, device=torch.device("cpu"), float64=True)
@@ -83,7 +84,7 @@ def test_index_tensors_hold_unique_valid_rows() -> None:
     op = RecordedOp("aten::index_copy_", [[1, 4, 1024, 128], [], [256], [1, 4, 256, 128]],
                     [BF16, "Scalar", "long int", BF16], ["", "2", "", ""], [[524288, 131072, 128, 1], [], [1],
                                                                              [131072, 128, 512, 1]])
-    program = build_program([op])
+    program = build_program([op], DEFAULT)
     _, index, source = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(0))
     assert index.unique().numel() == 256 and int(index.max()) < 1024
     assert source.stride() == (131072, 128, 512, 1)  # the recorded strides, not contiguous ones
@@ -92,7 +93,7 @@ def test_index_tensors_hold_unique_valid_rows() -> None:
 def test_a_broadcast_input_keeps_its_zero_stride() -> None:
     """An expanded tensor (stride 0, as `x.expand(...)` records it) is made as a view over one row."""
     op = RecordedOp("aten::mul", [[64, 2048], [64, 2048]], [BF16, BF16], ["", ""], [[2048, 1], [0, 1]])
-    program = build_program([op])
+    program = build_program([op], DEFAULT)
     x, row = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(0))
     assert row.stride() == (0, 1) and row.untyped_storage().nbytes() == 2048 * 2 and torch.equal(row[0], row[63])
     assert torch.equal(program.run(x, row, device=torch.device("cpu"))[0], x * row)
@@ -103,7 +104,7 @@ def test_write_only_and_in_place_ops_replay_as_the_trace_ran_them() -> None:
     to_float = RecordedOp("aten::copy_", [h, h, []], ["float", BF16, "Scalar"], ["", "", "False"])
     accumulate = RecordedOp("aten::add_", [h, h, []], [BF16, BF16, "Scalar"], ["", "", "1"])
     scale = RecordedOp("aten::mul_", [h, []], ["float", "Scalar"], ["", "2"])
-    program = build_program([to_float, accumulate, scale])
+    program = build_program([to_float, accumulate, scale], DEFAULT)
     # .to() allocates its destination; add_ on an input becomes add (same bytes, and a second call gives the
     # same result); mul_ on the chain's own buffer stays in place
     assert program.describe() == ["aten::copy_.default(new0, in0, False)", "aten::add.Tensor(in1, in2, alpha=1)",
@@ -122,7 +123,7 @@ def test_write_only_and_in_place_ops_replay_as_the_trace_ran_them() -> None:
 ])
 def test_ops_that_cannot_be_replayed_say_why(op, message) -> None:
     with pytest.raises(ReplayError, match=message):
-        build_program([op])
+        build_program([op], DEFAULT)
 
 
 def test_verify_on_a_cpu_checks_outputs_and_writes_a_bundle(tmp_path: Path, capsys) -> None:
@@ -168,14 +169,15 @@ def test_the_h200_bundles_hold_todays_predictions_and_programs() -> None:
     committed = _committed()
     for trace, part in committed.groupby("trace"):
         (result,) = analyze(ROOT / Path(trace).parent.parent)
-        now = {c.fusion_row: c for c in chains_to_verify(result.events, result.fusion, recorded_strides(ROOT / trace), 4)}
+        now = {c.fusion_row: c for c in chains_to_verify(result.events, result.fusion, recorded_strides(ROOT / trace), 4,
+                                                            DEFAULT)}
         for row in part.drop_duplicates("case").itertuples():
             chain = now[row.fusion_row]
             assert (chain.signature, chain.chain_kernels) == (row.signature, row.chain_kernels)
             stored = [float("nan") if pd.isna(v) else float(v) for v in (row.trace_chain_ns, row.predicted_fused_ns)]
             assert [chain.trace_chain_ns, chain.predicted_fused_ns] == pytest.approx(stored, nan_ok=True)
             if pd.notna(row.replay_program):  # and the replay ran the program this code builds
-                assert "\n".join(build_program(chain.ops).describe()) == row.replay_program
+                assert "\n".join(build_program(chain.ops, DEFAULT).describe()) == row.replay_program
 
 
 def test_the_h200_predictions_are_within_the_goal() -> None:
@@ -202,21 +204,21 @@ def test_fuseprof_kernels_get_the_chains_tensors(row, case, chains) -> None:
     """The kernel rows map a replay's tensors onto the kernel's arguments: the case's float64 reference on
     them equals the chain's float64 replay (on the CPU, where the CUDA kernels themselves do not run)."""
     from fuseprof.case import load_case
-    from fuseprof.verify.kernels import KERNEL_MATCHES, kernel_variant
+    from fuseprof.verify.kernels import arguments, kernel_variant, output
 
-    match = KERNEL_MATCHES[row]
+    match = DEFAULT.kernel_matches[row]
     if case == "add_rms_norm":
-        program = build_program(chains[1].ops)
+        program = build_program(chains[1].ops, DEFAULT)
     else:
         m = [64, 1024]
         program = build_program([RecordedOp("aten::silu", [m], [BF16], [""]),
-                                 RecordedOp("aten::mul", [m, m], [BF16, BF16], ["", ""])])
+                                 RecordedOp("aten::mul", [m, m], [BF16, BF16], ["", ""])], DEFAULT)
     assert kernel_variant(" → ".join(op.split(".")[0] for op in [d.split("(")[0] for d in program.describe()]),
-                          program, "cpu") is None  # CUDA only
+                          program, "cpu", DEFAULT) is None  # CUDA only
     inputs = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(2))
     wide = tuple(x.double() if x.dtype.is_floating_point else x for x in inputs)
     expected = program.run(*wide, device=torch.device("cpu"), float64=True)[0]
-    got = match.output(load_case(case).reference(*match.arguments(program, wide)))
+    got = output(match, load_case(case).reference(*arguments(match, program, wide)))
     assert torch.allclose(got.reshape(expected.shape), expected, rtol=1e-12, atol=1e-12)
 
 
@@ -225,13 +227,13 @@ def test_a_bert_trace_replays_layer_norm_outputs_and_gelu_defaults() -> None:
     are the chain's outputs, and gelu's unrecorded `approximate` takes its schema default."""
     trace = ROOT / "tests" / "fixtures" / "thirdparty" / "h100_bert_small_uncased.json.gz"
     (result,) = analyze(trace)
-    found = {c.signature: c for c in chains_to_verify(result.events, result.fusion, recorded_strides(trace), 6)}
-    norm = build_program(found["aten::add → aten::native_layer_norm"].ops)
+    found = {c.signature: c for c in chains_to_verify(result.events, result.fusion, recorded_strides(trace), 6, DEFAULT)}
+    norm = build_program(found["aten::add → aten::native_layer_norm"].ops, DEFAULT)
     layer_norm = _raw_ops("aten::native_layer_norm", trace)[0]
     assert norm.describe()[1] == (f"aten::native_layer_norm.default(op0, {layer_norm['Concrete Inputs'][1]}, in2, in3, "
                                   f"{float(layer_norm['Concrete Inputs'][4])})")
     assert [(o.index, o.value) for o in norm.outputs] == [(1, 0), (1, 1), (1, 2)]  # out, mean, rstd
-    gelu = build_program(found["aten::gelu → aten::native_layer_norm"].ops)
+    gelu = build_program(found["aten::gelu → aten::native_layer_norm"].ops, DEFAULT)
     assert gelu.describe()[0] == "aten::gelu.default(in0, approximate='none')"
     for program in (norm, gelu):
         inputs = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(3))
@@ -268,7 +270,7 @@ def test_a_replay_runs_only_pure_ops_within_bounded_memory(op: RecordedOp, said:
     target = tmp_path / "written-by-a-trace"
     op = RecordedOp(op.name, op.dims, op.types, [str(c).replace("{path}", str(target)) for c in op.concrete])
     with pytest.raises(ReplayError, match=said):
-        build_program([op, RecordedOp("aten::mul_", [[64], []], [BF16, "Scalar"], ["", "2"])])
+        build_program([op, RecordedOp("aten::mul_", [[64], []], [BF16, "Scalar"], ["", "2"])], DEFAULT)
     assert not target.exists() and not list(tmp_path.iterdir())
 
 
@@ -278,7 +280,7 @@ def test_a_hostile_trace_writes_nothing_through_verify(tmp_path: Path, capsys) -
     target = tmp_path / "victim.bin"
     trace = json.loads(gzip.decompress(RAW.read_bytes()))
     (result,) = analyze(EAGER)
-    first = chains_to_verify(result.events, result.fusion, recorded_strides(RAW), 1)[0].ops[0]
+    first = chains_to_verify(result.events, result.fusion, recorded_strides(RAW), 1, DEFAULT)[0].ops[0]
     op = next(e for e in trace["traceEvents"] if e.get("cat") == "cpu_op" and e["name"] == first.name
               and e["args"].get("Input Dims") == first.dims)
     op["name"] = "aten::from_file"

@@ -28,7 +28,8 @@ from fuseprof.analysis.summaries import attach_ncu, category_table, launch_stats
 from fuseprof.analysis.timeline import gpu_timeline
 from fuseprof.bundle.files import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
-from fuseprof.model.op_registry import OpFamily
+from fuseprof.model.registry import Registry
+from fuseprof.model.registry_data import DEFAULT
 from fuseprof.model.roofline import Roof, capture_roof
 from fuseprof.parse.dispatch import inside
 from fuseprof.parse.trace_events import TraceTables
@@ -59,6 +60,7 @@ class TraceAnalysis:
     window: str = ""
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
+    registry: Registry = DEFAULT  # the op knowledge it was made with (not stored: it names the stored entry)
 
     def defer_events(self, loader: Callable[[], pd.DataFrame]) -> None:
         """Read ``events`` (the largest table) through ``loader`` when first used, not now."""
@@ -89,12 +91,13 @@ class TraceAnalysis:
 
 @dataclass(frozen=True)
 class Options:
-    """How to analyse: the GPU to judge against, rows per top table, the op registry, the window
-    (``all``, ``steps``, ``N``, ``N-M``) and measured roofs and copy model where a bundle folder has them."""
+    """How to analyse: the GPU to judge against, rows per top table, the op registry (every judgement's
+    op knowledge), the window (``all``, ``steps``, ``N``, ``N-M``) and measured roofs and copy model where a
+    bundle folder has them."""
 
     device: str | None = None
     top: int = 15
-    registry: list[OpFamily] | None = None
+    registry: Registry = DEFAULT
     window: str | None = None
     measured: dict[str, Roof] | None = None
     copy: CopyModel | None = None
@@ -172,17 +175,18 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
     gaps = idle_gaps(events, tables)
     copy = options.copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
                                      f"{roof.label} DRAM + the trace's kernel floor")
-    fusion = opportunities(events, timeline, copy, roof)
-    roofline = op_roofline(events, roof)
+    registry = options.registry
+    fusion = opportunities(events, timeline, copy, roof, registry)
+    roofline = op_roofline(events, roof, registry)
     return TraceAnalysis(
         name=name or tables.path.name, device=device_name, roof=roof, events=events, timeline=timeline,
         categories=category_table(events), top_kernels=top_kernels(events, options.top),
         top_ops=top_ops(events, options.top), launches=launch_stats(events), op_roofline=roofline,
         slow_ops=slow_ops(roofline, fusion, float(timeline["busy_ns"].iloc[0])),
-        fusion=fusion, audit=audit(events, fusion, copy), integrity=checks, steps=step_table(all_events),
+        fusion=fusion, audit=audit(events, fusion, copy, registry), integrity=checks, steps=step_table(all_events),
         idle=idle_by_step(events, gaps), idle_host=host_activity(gaps, tables),
         collectives=collectives(events, tables.rank), window=window, rank=tables.rank,
-        notes=_notes(events, roof, graph_check))
+        notes=_notes(events, roof, graph_check), registry=registry)
 
 
 def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:

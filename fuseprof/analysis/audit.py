@@ -2,75 +2,27 @@
 
 Verdicts: ``fused`` (a kernel or op that does it is in the trace: named as evidence, with its time),
 ``not fused`` (the unfused pieces are there: their time now and the finder's predicted saving),
-``partly fused`` (both), ``not present`` (neither: the model has no such step). Each entry of
-``CATALOGUE`` is data — a regular expression for the fused kernels or ops, and which opportunity
-classes or op chains show the unfused form — so an engine's own kernels are a row away::
+``partly fused`` (both), ``not present`` (neither: the model has no such step). The catalogue is the op
+registry's (``fuseprof.model.registry.CatalogueEntry``: a regular expression for the fused kernels or
+ops, and which opportunity classes or op chains show the unfused form), so an engine's own kernels are
+a row away::
 
-    from fuseprof.analysis.audit import CATALOGUE, Entry
-    CATALOGUE.append(Entry("my fused MoE", fused=r"my_fused_moe", chains=(), ops=(r"moe",)))
+    registry = DEFAULT.extend(catalogue=[CatalogueEntry("my fused MoE", fused=r"my_fused_moe", ops=(r"moe",))])
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel, per_stream
-from fuseprof.model.op_registry import estimate
-
-_INDUCTOR = r"triton_\w*fused\w*"
+from fuseprof.model.registry import CatalogueEntry, Registry
 
 
-@dataclass
-class Entry:
-    """``fused``: a regex searched (case-insensitively) in kernel names and launching ops; ``classes``:
-    opportunity classes of the finder that are this fusion undone; ``chains``: op names that, all in
-    one memory-bound chain, are this fusion undone; ``ops``: regexes on ops or kernels that show the
-    step exists at all."""
-
-    name: str
-    fused: str
-    classes: tuple[str, ...] = ()
-    chains: tuple[str, ...] = ()
-    ops: tuple[str, ...] = ()
-    pair: tuple[str, str] | None = None  # two ops as separate kernels, the second within 3 kernels of the first
-    partial: str = ""  # kernels or ops that do part of it (RoPE without the cache write)
-    _fused: re.Pattern[str] = field(init=False, repr=False)
-    _partial: re.Pattern[str] | None = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._fused = re.compile(self.fused, re.IGNORECASE)
-        self._partial = re.compile(self.partial, re.IGNORECASE) if self.partial else None
-
-
-CATALOGUE: list[Entry] = [
-    Entry("add + RMSNorm", rf"{_INDUCTOR}add\w*(mean|rsqrt)|add_?rms_?norm|rms_?norm\w*(with_)?add|fused_add_rms",
-          chains=("aten::add", "aten::pow", "aten::mean", "aten::rsqrt"), ops=(r"rms_?norm", r"aten::rsqrt")),
-    Entry("SiLU · mul", rf"{_INDUCTOR}(mul\w*silu|silu\w*mul)|silu_and_mul|act_and_mul|swiglu|silu_mul",
-          chains=("aten::silu", "aten::mul"), ops=(r"aten::silu", r"silu"), pair=("aten::silu", "aten::mul")),
-    Entry("QKV projection", r"qkv", classes=("horizontal GEMM:3",), ops=(r"attention",)),
-    Entry("gate / up projection", r"gate_?up|MergedColumn|swiglu", classes=("horizontal GEMM:2",), ops=(r"mlp",)),
-    # addmm adds its bias in the GEMM's epilogue (cuBLAS, hipBLASLt); a Tensile kernel named _Bias_ can
-    # but need not add one (aten::mm launches them too), so the op decides
-    Entry("GEMM + bias + activation epilogue", r"^aten::(addmm|_addmm_activation)$|gemm\w*(gelu|relu)|epilogue",
-          classes=("GEMM epilogue",), ops=(r"aten::(gelu|relu|silu)",)),
-    Entry("RoPE + KV-cache write", rf"{_INDUCTOR}(cos|sin)\w*index_(copy|put)|{_INDUCTOR}index_(copy|put)\w*(cos|sin)|"
-          r"rope\w*cache|rotary\w*cache", classes=("RoPE + KV-cache write",), chains=("aten::neg", "aten::cat"),
-          ops=(r"rotary", r"aten::neg"), partial=rf"rotary|rope|{_INDUCTOR}(cat\w*(cos|sin)|neg\w*cat)"),
-    Entry("flash attention", r"flash|fmha|attn_fwd|mha_|BatchPrefill|BatchDecode|paged_attention|unified_attention|"
-          r"_cudnn_attention|scaled_dot_product", classes=("eager attention → SDPA",), ops=(r"softmax",)),
-    Entry("dequant + GEMM", r"mxfp4|MxE\dm\d|w4a16|w8a8|awq|gptq|marlin|_scaled_mm|fp8\w*gemm|int4",
-          ops=(r"dequant",)),
-    Entry("sampling", r"sampling|top_?k_?top_?p|sample_kernel", classes=("sampling chain",),
-          ops=(r"aten::(argmax|topk|multinomial)",)),
-]
-
-
-def _unfused(entry: Entry, fusion: pd.DataFrame) -> pd.DataFrame:
+def _unfused(entry: CatalogueEntry, fusion: pd.DataFrame) -> pd.DataFrame:
     if fusion.empty:
         return fusion
     picked = pd.Series(False, index=fusion.index)
@@ -94,7 +46,8 @@ def _by_stream(events: pd.DataFrame) -> list[dict[str, list[Any]]]:
              "concrete": part["concrete"].tolist()} for part in per_stream(events)]
 
 
-def _pairs(entry: Entry, streams: list[dict[str, list[Any]]], copy: CopyModel) -> pd.DataFrame:
+def _pairs(entry: CatalogueEntry, streams: list[dict[str, list[Any]]], copy: CopyModel,
+           registry: Registry) -> pd.DataFrame:
     """Separate kernels of ``entry.pair``: their time now, and the fused kernel's predicted time (the
     second op's bytes — it reads both inputs and writes the output — at the copy rate, plus one fixed
     cost)."""
@@ -108,7 +61,7 @@ def _pairs(entry: Entry, streams: list[dict[str, list[Any]]], copy: CopyModel) -
             j = next((j for j in range(i + 1, min(i + 4, len(ops))) if ops[j] == second), None) if op == first else None
             if j is None:
                 continue
-            est = estimate(ops[j], part["dims"][j], part["types"][j], part["concrete"][j])
+            est = registry.estimate(ops[j], part["dims"][j], part["types"][j], part["concrete"][j])
             time = int(part["dur"][i]) + int(part["dur"][j])
             predicted = copy.time_ns(est.bytes) if est else float("nan")
             rows.append({"measured_ns": time, "saving_ns": time - predicted,
@@ -133,20 +86,19 @@ def _matcher(events: pd.DataFrame) -> Callable[[re.Pattern[str]], pd.Series]:
     return hits
 
 
-def audit(events: pd.DataFrame, fusion: pd.DataFrame, copy: CopyModel,
-          catalogue: list[Entry] | None = None) -> pd.DataFrame:
-    """One row per catalogue entry: fusion, verdict, time_ns (of the unfused pieces, else of the fused
-    kernels), predicted_saving_ns, evidence."""
+def audit(events: pd.DataFrame, fusion: pd.DataFrame, copy: CopyModel, registry: Registry) -> pd.DataFrame:
+    """One row per entry of the registry's catalogue: fusion, verdict, time_ns (of the unfused pieces, else of
+    the fused kernels), predicted_saving_ns, evidence."""
     rows = []
     hits, streams = _matcher(events), _by_stream(events)
-    for entry in CATALOGUE if catalogue is None else catalogue:
+    for entry in registry.catalogue:
         unfused = _unfused(entry, fusion)
         if unfused.empty:
-            unfused = _pairs(entry, streams, copy)
-        fused = events[hits(entry._fused)]
-        partial = fused.empty and entry._partial is not None
+            unfused = _pairs(entry, streams, copy, registry)
+        fused = events[hits(re.compile(entry.fused, re.IGNORECASE))]
+        partial = fused.empty and bool(entry.partial)
         if partial:
-            fused = events[hits(entry._partial)]  # type: ignore[arg-type]
+            fused = events[hits(re.compile(entry.partial, re.IGNORECASE))]
         present = fused.empty and any(hits(re.compile(p, re.IGNORECASE)).any() for p in entry.ops)
         verdict = ("partly fused" if not fused.empty and (not unfused.empty or partial) else "not fused"
                    if not unfused.empty else "fused" if not fused.empty else "present, no fusion found" if present

@@ -13,22 +13,22 @@ from __future__ import annotations
 import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
-
-# Inputs of an op's functional form; Inductor calls the out= overload (``extern_kernels.mm(a, b,
-# out=buf)``), which the profiler records as one more input: dropped so eager and compiled match.
-FUNCTIONAL_INPUTS = {"aten::mm": 2, "aten::bmm": 2, "aten::addmm": 3, "aten::baddbmm": 3}
+from fuseprof.model.registry import Registry
 
 
-def _dims(op: object, dims: object) -> str:
+def _dims(registry: Registry, op: object, dims: object) -> str:
+    """The op's recorded input shapes, those of its functional form only: Inductor calls the out= overload
+    (``extern_kernels.mm(a, b, out=buf)``), which the profiler records as one more input (the registry's
+    ``functional_inputs``), so eager and compiled match."""
     if not isinstance(dims, list):
         return ""
-    keep = FUNCTIONAL_INPUTS.get(str(op))
+    keep = registry.role(op if isinstance(op, str) else None).functional_inputs
     return f" {dims[:keep] if keep else dims}"
 
 
-def signature(events: pd.DataFrame) -> pd.Series:
+def signature(events: pd.DataFrame, registry: Registry) -> pd.Series:
     """Each GPU event's op signature: the op's name and functional inputs, or '(kernel) NAME' without an op."""
-    dims = [_dims(o, d) for o, d in zip(events["op"], events["input_dims"])]
+    dims = [_dims(registry, o, d) for o, d in zip(events["op"], events["input_dims"])]
     return events["op"].fillna("(kernel) " + events["name"].str.slice(0, 80)).astype(str) + pd.Series(
         dims, index=events.index)
 
@@ -56,7 +56,7 @@ def _diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
 
 def diff_by_op(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
     """Per op signature: time and launches in A and B, deltas, change; ranked by |time delta|."""
-    return _diff(_side(a.events, signature(a.events)), _side(b.events, signature(b.events)))
+    return _diff(_side(a.events, signature(a.events, a.registry)), _side(b.events, signature(b.events, b.registry)))
 
 
 def diff_by_category(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:

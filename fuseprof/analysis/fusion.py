@@ -29,9 +29,7 @@ step is one group) form one opportunity ×N. For each group:
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,12 +37,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fuseprof.model.op_models import DTYPE_BYTES
-from fuseprof.model.op_registry import estimate
+from fuseprof.model.dataflow import ShapeDataflow, infer_outputs, links_to_nothing, tensor_arguments
+from fuseprof.model.registry import Registry
 from fuseprof.parse.names import short_kernel_name
-
-_WRITE_ONLY_FIRST = ("aten::copy_", "aten::fill_", "aten::zero_", "aten::index_copy_")  # first argument: written only
-_GATHERS = ("aten::index_select", "aten::embedding", "aten::gather")  # read only the rows they gather
 
 
 @dataclass(frozen=True)
@@ -80,93 +75,46 @@ def copy_model_from_bench(timings: pd.DataFrame, min_bytes: float = 2e7) -> Copy
     return CopyModel(1e9 / slope, float(intercept), f"fit to {len(copies)} same-bytes copies")
 
 
-@dataclass(frozen=True)
-class KnownFusion:
-    """A kernel that already fuses chains whose signature matches ``pattern`` (a regex over the
-    op names joined by ' → ')."""
-
-    pattern: str
-    kernel: str
+_FUSED_BYTES: dict[tuple[str, str], float] = {}
 
 
-# Checked in order; a user appends rows for their own kernels.
-KNOWN_FUSIONS: list[KnownFusion] = [
-    KnownFusion(r"aten::add → .*aten::pow → aten::mean → .*aten::rsqrt", "fuseprof add_rms_norm (kernels/add_rms_norm); "
-                                                                        "Liger LigerFusedAddRMSNorm; torch.compile"),
-    KnownFusion(r"aten::pow → aten::mean → .*aten::rsqrt", "fuseprof rmsnorm_swiglu's norm (kernels/rmsnorm_swiglu); "
-                                                          "Liger LigerRMSNorm; torch.compile"),
-    KnownFusion(r"aten::silu → aten::mul|aten::sigmoid → aten::mul → aten::mul", "fuseprof silu_mul "
-                                                                               "(kernels/silu_mul); Liger swiglu"),
-    KnownFusion(r"aten::neg → aten::cat → aten::mul → aten::add", "Liger liger_rotary_pos_emb; torch.compile"),
-]
-
-
-def known_fusion(signature: str) -> str:
-    for row in KNOWN_FUSIONS:
-        if re.search(row.pattern, signature):
-            return row.kernel
-    return "torch.compile"
-
-
-def _shape_key(dims: object, dtype: object) -> tuple[str, str] | None:
-    """(shape, dtype) of a tensor input; None for scalars (a Python float is recorded as 'double', [])."""
-    if not isinstance(dims, list) or not dims or not all(isinstance(d, int) for d in dims) or dtype not in DTYPE_BYTES:
-        return None
-    return str(dims), str(dtype)
-
-
-def _nbytes(dims: list[int], dtype: str) -> int:
-    return math.prod(dims) * DTYPE_BYTES[dtype]
-
-
-_FUSED_BYTES: dict[str, float] = {}
-
-
-def fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
-    """External inputs read once plus outputs written once, for ops (name, input dims, input types)
-    in chain order; see the module docstring for the shape-and-dtype dataflow it assumes. Memoised on
-    the chain's text: every decoder layer and step repeats the same few chains."""
-    key = repr(ops)
+def fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Registry) -> float:
+    """External inputs read once plus outputs written once, for ops (name, input dims, input types,
+    concrete inputs) in chain order, by the shape-and-dtype dataflow every reader of dataflow shares
+    (``fuseprof.model.dataflow``). Memoised on the chain's text and the registry: every decoder layer and
+    step repeats the same few chains."""
+    key = (repr(ops), registry.fingerprint())
     if key not in _FUSED_BYTES:
         if len(_FUSED_BYTES) > 100_000:
             _FUSED_BYTES.clear()
-        _FUSED_BYTES[key] = _fused_bytes(ops)
+        _FUSED_BYTES[key] = _fused_bytes(ops, registry)
     return _FUSED_BYTES[key]
 
 
-def _fused_bytes(ops: Sequence[tuple[str, object, object, object]]) -> float:
-    produced: Counter[tuple[str, str]] = Counter()  # producers of each (shape, dtype) so far
+def _fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Registry) -> float:
+    flow = ShapeDataflow()
     total = 0.0
     last_out = 0.0
-    for name, dims, types, concrete in ops:
-        if not isinstance(dims, list) or not isinstance(types, list):
-            continue
-        tensors = [(d, t) for d, t in zip(dims, types) if _shape_key(d, t) is not None]
+    for node, (name, dims, types, concrete) in enumerate(ops):
+        arguments = tensor_arguments(dims, types)
+        tensors = [v for v in arguments if v is not None]
         if not tensors:
             continue
-        inputs = tensors[1:] if name in _WRITE_ONLY_FIRST else tensors
-        gathered = estimate(name, dims, types, concrete) if name in _GATHERS else None
+        role = registry.role(name)
+        skip = [links_to_nothing(role, i) for i in range(len(arguments))]
+        links = flow.link(arguments, skip, role.reduces)
+        gathered = registry.estimate(name, dims, types, concrete) if role.gathers else None
         if gathered is not None:
             total += gathered.bytes / 2  # the model's read half: indices and gathered rows
-        else:
-            used: Counter[tuple[str, str]] = Counter()
-            for d, t in inputs:
-                key = (str(d), str(t))  # what _shape_key gives a tensor input
-                used[key] += 1
-                if used[key] > produced[key]:  # no producer of it left for this op: read from DRAM
-                    total += _nbytes(d, t)
-        if name == "aten::index_copy_" and len(tensors) >= 2:  # writes its source's slice into a cache
-            out_dims, out_type = tensors[-1]
-            total += _nbytes(out_dims, out_type)
+        else:  # what no op of the chain produced is read from DRAM
+            total += sum(v.nbytes for v, link, written in zip(arguments, links, skip)
+                         if v is not None and link is None and not written)
+        if role.first_argument == "indexed write" and len(tensors) >= 2:  # its source's rows, into a cache
+            total += tensors[-1].nbytes
             continue
-        shapes = [d for d, _ in tensors]
-        rank = max(len(s) for s in shapes)
-        out = [max(s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0) for i in range(rank)]
-        if name in ("aten::mean", "aten::sum", "aten::amax") and out:
-            out = out[:-1] + [1]
-        out_type = tensors[0][1]
-        produced[(str(out), str(out_type))] += 1
-        last_out = _nbytes(out, out_type)
+        outputs = infer_outputs(role, arguments)
+        flow.produce(node, outputs)
+        last_out = outputs[0].nbytes if outputs else last_out
     return total + last_out
 
 
@@ -223,7 +171,7 @@ def _runs(events: pd.DataFrame, order: np.ndarray, codes: np.ndarray, limit: flo
     return [kept[b:b + c] for b, c in zip(begin, count) if c >= 2]
 
 
-def find_chains(events: pd.DataFrame) -> pd.DataFrame:
+def find_chains(events: pd.DataFrame, registry: Registry) -> pd.DataFrame:
     """One row per chain: a maximal run of ≥ 2 consecutive fusible kernels on one stream, inside one
     profiler step (or the user's outermost range), with no idle gap over ``gap_limit_ns`` inside it.
     Columns: stream, step, key (the ops, '?kernel' where the trace did not link one), signature, kernels,
@@ -240,14 +188,14 @@ def find_chains(events: pd.DataFrame) -> pd.DataFrame:
                "dur": rows["dur_ns"].tolist(), "start": rows["start_ns"].tolist(), "module": rows["module"].tolist(),
                "label": rows.index.tolist(), "stream": rows["stream"].astype("string").fillna("?").tolist(),
                "step": step.astype("string").fillna("").tolist()}
-    return pd.DataFrame([_chain(columns, run) for run in runs])
+    return pd.DataFrame([_chain(columns, run, registry) for run in runs])
 
 
-def _chain(columns: dict[str, list[Any]], run: np.ndarray) -> dict[str, object]:
+def _chain(columns: dict[str, list[Any]], run: np.ndarray, registry: Registry) -> dict[str, object]:
     ops = [columns["op"][i] for i in run]
     short = [short_kernel_name(str(columns["name"][i])) for i in run]
     inputs = [(op or "", columns["dims"][i], columns["types"][i], columns["concrete"][i]) for op, i in zip(ops, run)]
-    analytic = [estimate(*call) for call in inputs]
+    analytic = [registry.estimate(*call) for call in inputs]
     known = all(a is not None for a in analytic)  # one op without a model: the chain's bytes are unknown
     chain_bytes = float(sum(a.bytes for a in analytic if a)) if known else np.nan
     first = int(run[0])
@@ -255,7 +203,7 @@ def _chain(columns: dict[str, list[Any]], run: np.ndarray) -> dict[str, object]:
             "key": " → ".join(op if op is not None else f"?{s}" for op, s in zip(ops, short)),
             "signature": " → ".join(op if op is not None else s for op, s in zip(ops, short)), "kernels": len(run),
             "measured_ns": int(sum(int(columns["dur"][i]) for i in run)), "chain_bytes": chain_bytes,
-            "fused_bytes": min(fused_bytes(inputs), chain_bytes) if known else np.nan,
+            "fused_bytes": min(fused_bytes(inputs, registry), chain_bytes) if known else np.nan,
             "module": columns["module"][first], "start_ns": int(columns["start"][first]),
             "members": [columns["label"][i] for i in run]}
 
@@ -279,11 +227,13 @@ def _label(signatures: pd.Series) -> str:
     return max(signatures, key=lambda s: (s.count("::"), s))
 
 
-def chain_groups(events: pd.DataFrame, copy: CopyModel, taken: set[object] = frozenset()) -> pd.DataFrame:  # type: ignore[assignment]
+def chain_groups(events: pd.DataFrame, copy: CopyModel, registry: Registry,
+                 taken: set[object] = frozenset()) -> pd.DataFrame:  # type: ignore[assignment]
     """Chains grouped by their op sequence (equal up to linking) with bytes and predicted fused time
-    (columns in the module docstring); chains holding an event of ``taken`` (claimed by another class,
-    e.g. eager attention) are left out. Groups whose bytes are unknown have no prediction."""
-    chains = find_chains(events)
+    (columns in the module docstring), their class and the kernel known to fuse them (the registry's);
+    chains holding an event of ``taken`` (claimed by another class, e.g. eager attention) are left out.
+    Groups whose bytes are unknown have no prediction."""
+    chains = find_chains(events, registry)
     if chains.empty:
         return chains
     chains = chains[[not (set(m) & taken) for m in chains["members"]]]
@@ -296,20 +246,9 @@ def chain_groups(events: pd.DataFrame, copy: CopyModel, taken: set[object] = fro
         fused_bytes=("fused_bytes", lambda v: v.sum(min_count=len(v))), module=("module", "first"),
         members=("members", lambda m: [x for ms in m for x in ms]))
     groups["predicted_fused_ns"] = groups["fused_bytes"] / copy.bytes_per_s * 1e9 + groups["count"] * copy.fixed_ns
-    groups["class"] = [chain_class(s) for s in groups.index]
-    groups["known_fusion"] = [known_fusion(s) for s in groups["signature"]]
+    groups["class"] = [registry.chain_class(s.split(" → ")) for s in groups.index]
+    groups["known_fusion"] = [registry.known_fusion(s) for s in groups["signature"]]
     return groups.reset_index()
-
-
-def chain_class(key: str) -> str:
-    """The kind of memory-bound chain, from its ops: RoPE with a KV-cache write, a sampling chain, or
-    a plain one."""
-    ops = set(key.split(" → "))
-    if {"aten::neg", "aten::cat"} <= ops and ops & {"aten::index_copy_", "aten::index_put_", "aten::copy_"}:
-        return "RoPE + KV-cache write"
-    if ops & {"aten::argmax", "aten::topk", "aten::multinomial", "aten::sort"}:
-        return "sampling chain"
-    return "memory-bound chain"
 
 
 def prediction_check(timings: pd.DataFrame, copy: CopyModel, fused: str = "fused_cuda") -> pd.DataFrame:

@@ -27,13 +27,9 @@ import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel, per_stream, stream_step_order
 from fuseprof.model.op_models import DTYPE_BYTES, OpInputs
-from fuseprof.model.op_registry import estimate
+from fuseprof.model.registry import GemmOperands, Registry
 from fuseprof.model.roofline import Roof
 
-_BATCHED = ("aten::bmm", "aten::baddbmm", "aten::matmul")
-_SOFTMAX = ("aten::_softmax", "aten::softmax", "aten::_safe_softmax")
-_EPILOGUE = ("aten::add", "aten::add_", "aten::gelu", "aten::silu", "aten::relu", "aten::sigmoid", "aten::tanh",
-             "aten::gelu_", "aten::silu_", "aten::relu_")
 _WINDOW = 6  # kernels between the softmax and each of its GEMMs, at most
 
 
@@ -56,26 +52,32 @@ def _time_ns(flops: float, nbytes: float, pipe: str, roof: Roof, copy: CopyModel
     return max(compute, nbytes / roof.dram_bytes_per_s * 1e9) + copy.fixed_ns
 
 
-def _cost(op: object, dims: object, types: object, concrete: object) -> tuple[float, float, str] | None:
-    est = estimate(str(op), dims, types, concrete)
+def _cost(registry: Registry, op: object, dims: object, types: object,
+          concrete: object) -> tuple[float, float, str] | None:
+    est = registry.estimate(str(op), dims, types, concrete)
     return (est.flops, est.bytes, est.pipe) if est else None
 
 
-def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
+def _batched(registry: Registry, op: str) -> bool:
+    gemm = registry.role(op).gemm
+    return gemm is not None and gemm.batched
+
+
+def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel, registry: Registry) -> list[dict[str, object]]:
     rows = []
     for part in per_stream(events):
         part = part.reset_index()
         ops = part["op"].astype("string").fillna("").tolist()
-        for i in (int(x) for x in np.flatnonzero(np.isin(ops, _SOFTMAX))):
-            before = [j for j in range(max(0, i - _WINDOW), i) if ops[j] in _BATCHED]
-            after = [j for j in range(i + 1, min(len(part), i + 1 + _WINDOW)) if ops[j] in _BATCHED]
+        for i in (i for i, op in enumerate(ops) if registry.role(op).softmax):
+            before = [j for j in range(max(0, i - _WINDOW), i) if _batched(registry, ops[j])]
+            after = [j for j in range(i + 1, min(len(part), i + 1 + _WINDOW)) if _batched(registry, ops[j])]
             if not before or not after:
                 continue
             first, last = before[-1], after[0]
             qk, pv = part.iloc[first], part.iloc[last]
             q, k = _shape(qk["input_dims"], qk["input_type"], 0), _shape(qk["input_dims"], qk["input_type"], 1)
             v = _shape(pv["input_dims"], pv["input_type"], 1)
-            costs = [_cost(e["op"], e["input_dims"], e["input_type"], e["concrete"]) for e in (qk, pv)]
+            costs = [_cost(registry, e["op"], e["input_dims"], e["input_type"], e["concrete"]) for e in (qk, pv)]
             if q is None or k is None or v is None or None in costs:
                 continue
             size = _itemsize(qk)
@@ -92,14 +94,19 @@ def eager_attention(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[d
     return rows
 
 
-def _gemm_input(op: object, dims: object, types: object) -> tuple[tuple[int, ...], str] | None:
-    """(shape, dtype) of a GEMM's activation input: mm/linear take it first, addmm second."""
-    i = 1 if op in ("aten::addmm",) else 0
+def _operands(registry: Registry, op: object) -> GemmOperands:
+    """Where a GEMM op's operands are (the registry's role; the first two arguments where it has none)."""
+    return registry.role(str(op)).gemm or GemmOperands()
+
+
+def _gemm_input(registry: Registry, op: object, dims: object, types: object) -> tuple[tuple[int, ...], str] | None:
+    """(shape, dtype) of a GEMM's activation input (mm/linear take it first, addmm second)."""
+    i = _operands(registry, op).activation
     shape = _shape(dims, types, i)
     return (tuple(shape), str(types[i])) if shape and isinstance(types, list) else None
 
 
-def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[dict[str, object]]:
+def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel, registry: Registry) -> list[dict[str, object]]:
     """Runs of ≥ 2 GEMM calls back to back (no other kernel between them, on one stream and step, launched
     within a few launch intervals of each other) whose activation inputs have one shape and dtype."""
     kernels = events[(events["kind"] == "kernel") & events["stream"].notna()]
@@ -120,9 +127,9 @@ def horizontal_gemms(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> list[
             members.setdefault(int(op_id), []).append(label)
     found = []
     for lo, hi in zip(*_bounds(group)):
-        for run in _sibling_runs(columns, lo, hi, near):
+        for run in _sibling_runs(columns, lo, hi, near, registry):
             calls = [{name: values[i] for name, values in columns.items()} for i in run]
-            found.append(_horizontal(calls, members, events, roof, copy))
+            found.append(_horizontal(calls, members, events, roof, copy, registry))
     return [r for r in found if r]
 
 
@@ -131,7 +138,8 @@ def _bounds(group: np.ndarray) -> tuple[list[int], list[int]]:
     return starts.tolist(), [*starts[1:].tolist(), len(group)]
 
 
-def _sibling_runs(columns: dict[str, np.ndarray], lo: int, hi: int, near: float) -> list[list[int]]:
+def _sibling_runs(columns: dict[str, np.ndarray], lo: int, hi: int, near: float,
+                  registry: Registry) -> list[list[int]]:
     """The runs (row positions) of one stream and step: each op's first kernel is its call; a call's
     kernels are consecutive, so any other kernel (or op) between two GEMM calls breaks the run."""
     position: dict[object, int] = {}
@@ -143,7 +151,7 @@ def _sibling_runs(columns: dict[str, np.ndarray], lo: int, hi: int, near: float)
             if op_id is not None:
                 calls.append(i)
                 order.append(position[op_id])
-    keys = [_gemm_input(columns["op"][i], columns["dims"][i], columns["types"][i])
+    keys = [_gemm_input(registry, columns["op"][i], columns["dims"][i], columns["types"][i])
             if columns["category"][i] == "GEMM" else None for i in calls]
     launch = columns["launch"]
     runs, k = [], 0
@@ -159,12 +167,12 @@ def _sibling_runs(columns: dict[str, np.ndarray], lo: int, hi: int, near: float)
 
 
 def _horizontal(calls: list[dict[str, Any]], members_of: dict[int, list[object]], events: pd.DataFrame,
-                roof: Roof, copy: CopyModel) -> dict[str, object]:
+                roof: Roof, copy: CopyModel, registry: Registry) -> dict[str, object]:
     members = sorted((label for c in calls for label in members_of[int(c["op_id"])]), key=events.index.get_loc)
-    costs = [_cost(c["op"], c["dims"], c["types"], c["concrete"]) for c in calls]
+    costs = [_cost(registry, c["op"], c["dims"], c["types"], c["concrete"]) for c in calls]
     if None in costs:
         return {}
-    shape, dtype = _gemm_input(calls[0]["op"], calls[0]["dims"], calls[0]["types"]) or ((), "")
+    shape, dtype = _gemm_input(registry, calls[0]["op"], calls[0]["dims"], calls[0]["types"]) or ((), "")
     input_bytes = math.prod(shape) * DTYPE_BYTES.get(dtype, 2)
     flops = sum(c[0] for c in costs if c)
     nbytes = sum(c[1] for c in costs if c) - (len(costs) - 1) * input_bytes
@@ -177,20 +185,21 @@ def _horizontal(calls: list[dict[str, Any]], members_of: dict[int, list[object]]
             "known_fusion": "one GEMM over the concatenated weights (QKV / gate-up)"}
 
 
-def gemm_epilogues(events: pd.DataFrame) -> list[dict[str, object]]:
+def gemm_epilogues(events: pd.DataFrame, registry: Registry) -> list[dict[str, object]]:
     rows = []
     for part in per_stream(events):
         after_gemm = (part["category"].astype("string").shift() == "GEMM").fillna(False)
-        candidate = part["op"].astype("string").isin(_EPILOGUE).fillna(False) & after_gemm & (part["kind"] == "kernel")
+        epilogue = part["op"].map(lambda op: registry.role(op if isinstance(op, str) else None).epilogue)
+        candidate = epilogue.astype(bool) & after_gemm & (part["kind"] == "kernel")
         at = np.flatnonzero(candidate.to_numpy(bool))
         fields = ["op", "input_dims", "input_type", "concrete", "dur_ns", "module"]
         for label, e, g in zip(part.index[at], part[fields].iloc[at].itertuples(index=False),
                                part[fields[:3]].iloc[at - 1].itertuples(index=False)):
             out = _shape(e.input_dims, e.input_type, 0)
-            gemm_out = _gemm_output(g.op, g.input_dims, g.input_type)
+            gemm_out = _gemm_output(registry, g.op, g.input_dims, g.input_type)
             if out is None or gemm_out is None or math.prod(out) != math.prod(gemm_out):
                 continue
-            cost = _cost(e.op, e.input_dims, e.input_type, e.concrete)
+            cost = _cost(registry, e.op, e.input_dims, e.input_type, e.concrete)
             rows.append({"class": "GEMM epilogue", "members": [label],
                          "signature": f"{g.op} → {e.op} (epilogue)", "kernels": 1,
                          "measured_ns": int(e.dur_ns), "chain_bytes": cost[1] if cost else np.nan,
@@ -200,18 +209,19 @@ def gemm_epilogues(events: pd.DataFrame) -> list[dict[str, object]]:
     return rows
 
 
-def _gemm_output(op: object, dims: object, types: object) -> list[int] | None:
-    first = 1 if op in ("aten::addmm", "aten::baddbmm") else 0
-    a, b = _shape(dims, types, first), _shape(dims, types, first + 1)
+def _gemm_output(registry: Registry, op: object, dims: object, types: object) -> list[int] | None:
+    operands = _operands(registry, op)
+    a, b = _shape(dims, types, operands.activation), _shape(dims, types, operands.weight)
     if a is None or b is None:
         return None
-    n = b[0] if op == "aten::linear" else b[-1]
+    n = b[0] if operands.weight_layout == "NK" else b[-1]
     return [*a[:-1], n]
 
 
-def class_opportunities(events: pd.DataFrame, roof: Roof, copy: CopyModel) -> pd.DataFrame:
+def class_opportunities(events: pd.DataFrame, roof: Roof, copy: CopyModel, registry: Registry) -> pd.DataFrame:
     """Every instance of the three classes, grouped by class and signature, with the chains' columns."""
-    found = eager_attention(events, roof, copy) + horizontal_gemms(events, roof, copy) + gemm_epilogues(events)
+    found = (eager_attention(events, roof, copy, registry) + horizontal_gemms(events, roof, copy, registry)
+             + gemm_epilogues(events, registry))
     if not found:
         return pd.DataFrame()
     frame = pd.DataFrame(found)

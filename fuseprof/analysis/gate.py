@@ -37,7 +37,7 @@ import pandas as pd
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.diff import signature
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
-from fuseprof.model.op_registry import CATEGORIES
+from fuseprof.model.registry import CATEGORIES
 
 _QUANTITY = r"busy|span|idle|kernels|op:(?:\"[^\"]+\"|[^\"]+?)|category:[^\",]+?"
 _RULE = re.compile(rf"^({_QUANTITY}):\+(\d+(?:\.\d+)?)(%?)$")
@@ -127,7 +127,7 @@ def matched_share(a: TraceAnalysis, b: TraceAnalysis) -> float:
     where A has no anchor."""
     anchors = a.events["role"] == "anchor"
     events = a.events[anchors] if anchors.any() else a.events
-    sig_a, sig_b = signature(events), set(signature(b.events))
+    sig_a, sig_b = signature(events, a.registry), set(signature(b.events, b.registry))
     total = events["dur_ns"].sum()
     return float(events.loc[sig_a.isin(sig_b), "dur_ns"].sum() / total) if total else 0.0
 

@@ -47,7 +47,8 @@ from fuseprof.analysis.stored import analysis_part, load_analysis, save_analysis
 from fuseprof.bundle.files import is_bundle
 from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError, TraceFormatError
 from fuseprof.model.devices import require_device
-from fuseprof.model.op_registry import OpFamily
+from fuseprof.model.registry import Registry, load_registry
+from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.arrow_pool import prefer_jemalloc
 from fuseprof.parse.store import TraceStore, content_key, default_store, wait_for_writes
 from fuseprof.parse.trace_events import TraceTables
@@ -92,8 +93,7 @@ def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, boo
 def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Options, root: str | None,
              alone: bool = False) -> str | TraceAnalysis:
     """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
-    analysis itself where it is not stored (a bundle's ncu rows, a user's own registry, a store that
-    cannot be written) or is the only one, analysed in this process (then stored in the background)."""
+    analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be written) or is the only one, analysed in this process (then stored in the background)."""
     prefer_jemalloc()
     store = TraceStore(Path(root) if root else None)
     part = analysis_part(capture[1] if capture else None, options) if job.ncu_rows is None else None
@@ -178,12 +178,13 @@ def _temporary_root() -> str:
 
 
 def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
-            registry: list[OpFamily] | None = None, window: str | None = None,
+            registry: Registry | Path | str | None = None, window: str | None = None,
             graph_capture: Path | None = None, ceilings: Path | None = None, workers: int | None = None,
             scheduler: str | None = None, store: TraceStore | None = None,
             progress: Progress | None = None) -> list[TraceAnalysis]:
     """``analyze_tables`` over trace files, folders of traces and bundles (one result per trace). Rates
-    come from the trace's GPU (datasheet), or from the measured bundles in ``ceilings``. ``workers``
+    come from the trace's GPU (datasheet), or from the measured bundles in ``ceilings``; op knowledge from
+    ``registry`` (a ``Registry``, or a TOML file extending the default one). ``workers``
     processes (default 1: this one; more need the calling script's work under ``if __name__ ==
     "__main__":``, as any spawned pool does) or a Dask ``scheduler`` run several traces at once."""
     paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
@@ -192,7 +193,9 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     if workers is not None and workers < 1:
         raise InvalidArgumentError(f"--workers {workers}: give at least 1")
     measured, copy = measured_rates(Path(ceilings)) if ceilings is not None else (None, None)
-    options = Options(device, top, registry, window, measured, copy)
+    if isinstance(registry, (str, Path)):
+        registry = load_registry(Path(registry), DEFAULT)
+    options = Options(device, top, registry or DEFAULT, window, measured, copy)
     store = store or default_store()
     if scheduler is not None and store.root is None:
         raise FuseprofError("--scheduler: the cluster's workers hand their results over through the trace store; "
@@ -219,11 +222,11 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     for (i, job), answer in zip(kept, answers):
         events = partial(_rebuilt_events, root, job.path, facts[i][0], capture, options)
         result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, facts[i][0], answer, job.name,
-                                                                                events)
+                                                                                events, options.registry)
         if result is None:  # found damaged (and removed): computed and stored again, here
             again = _analyse(job, facts[i][0], capture, options, root)
             result = again if isinstance(again, TraceAnalysis) else load_analysis(store, facts[i][0], again, job.name,
-                                                                                  events)
+                                                                                  events, options.registry)
         if result is None:
             raise FuseprofError(f"trace store: the analysis of {job.path} cannot be stored and read back under "
                                 f"{root}; set FUSEPROF_CACHE=off to work without the store")
@@ -251,7 +254,7 @@ def _pair(jobs: list[Job], facts: list[tuple[str, bool, bool, list[str]]], graph
     return (jobs[c].path, facts[c][0]), [(i, j) for i, j in everything if i != c]
 
 
-def analyze_trace(path: Path, device: str | None = None, top: int = 15, registry: list[OpFamily] | None = None,
+def analyze_trace(path: Path, device: str | None = None, top: int = 15, registry: Registry | Path | None = None,
                   window: str | None = None, graph_capture: Path | None = None) -> TraceAnalysis:
     """Every table for one trace file. ``device`` names the GPU when the trace lacks
     ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', 'MI300X', ..."""

@@ -2,7 +2,8 @@
 
 An analysis is stored in its trace's entry (the trace's content key) under a name made of everything
 else that shapes the answer (the capture trace's key, the GPU named, the window, rows per table,
-measured roofs and copy model); the store's version folder already holds fuseprof's own version and
+measured roofs and copy model, and the op registry's fingerprint: a registry a user extended never gets
+an answer made with another); the store's version folder already holds fuseprof's own version and
 source hash. A later
 run with the same inputs reads the tables back instead of recomputing them. The (large) ``events``
 table is not stored: the trace's decoded tables are, and a stored analysis rebuilds its events from
@@ -19,17 +20,15 @@ from collections.abc import Callable
 import pandas as pd
 
 from fuseprof.analysis.analyze import Options, TraceAnalysis
+from fuseprof.model.registry import Registry
 from fuseprof.model.roofline import Roof
 from fuseprof.parse.store import TraceStore
 
 
-def analysis_part(capture_key: str | None, options: Options) -> str | None:
-    """The name an analysis is stored under in its trace's entry, or None when the options cannot be
-    named stably (a user's own op registry holds functions, whose text changes from run to run)."""
-    if options.registry is not None:
-        return None
+def analysis_part(capture_key: str | None, options: Options) -> str:
+    """The name an analysis is stored under in its trace's entry."""
     text = repr((capture_key, options.device, options.top, options.window,
-                 sorted((options.measured or {}).items()), options.copy))
+                 sorted((options.measured or {}).items()), options.copy, options.registry.fingerprint()))
     return f"analysis-{hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}"
 
 
@@ -42,8 +41,8 @@ def save_analysis(store: TraceStore, key: str, part: str, result: TraceAnalysis,
     return store.put_frames(key, part, frames, meta, background)
 
 
-def load_analysis(store: TraceStore, key: str, part: str, name: str,
-                  events: Callable[[], pd.DataFrame]) -> TraceAnalysis | None:
+def load_analysis(store: TraceStore, key: str, part: str, name: str, events: Callable[[], pd.DataFrame],
+                  registry: Registry) -> TraceAnalysis | None:
     """The analysis ``part`` of trace ``key`` (named ``name``); None if absent. Its events come from
     ``events`` when first used: rebuilt from the stored tables (``analyze.windowed_events``, a fraction of
     the analysis), not stored twice."""
@@ -52,6 +51,7 @@ def load_analysis(store: TraceStore, key: str, part: str, name: str,
         return None
     frames, meta = found
     result = TraceAnalysis(name=name, device=meta["device"], roof=Roof(**meta["roof"]), events=pd.DataFrame(),
-                           window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]), **frames)
+                           window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]), registry=registry,
+                           **frames)
     result.defer_events(events)
     return result

@@ -9,7 +9,7 @@ import pandas as pd
 
 from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.model.derived import add_rates
-from fuseprof.model.op_registry import CATEGORIES, estimate
+from fuseprof.model.registry import CATEGORIES, Registry
 from fuseprof.model.roofline import Roof, judge
 from fuseprof.ranges import first_range_label
 
@@ -47,7 +47,7 @@ def top_kernels(events: pd.DataFrame, n: int) -> pd.DataFrame:
 
 
 def _signature(events: pd.DataFrame) -> pd.Series:
-    """op name and its input shapes, e.g. 'aten::addmm [[512], [141, 512], [512, 512]]'."""
+    """op name and its input shapes, e.g. aten::addmm [[512], [141, 512], [512, 512]]."""
     dims = events["input_dims"].map(lambda d: "" if not isinstance(d, list) else str(d))
     return events["op"].fillna("(no op)").astype(str) + " " + dims
 
@@ -109,7 +109,7 @@ def attach_ncu(events: pd.DataFrame, ncu_rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
+def op_roofline(events: pd.DataFrame, roof: Roof, registry: Registry) -> pd.DataFrame:
     """Per op signature with a shape model: analytic ``flops`` and ``dram_bytes`` per call (every input
     read once, every output written once), the measured GPU time of its kernels per call
     (``duration_ns``), and the roofline judgement of every row type (``fuseprof.model.roofline.judge``:
@@ -124,7 +124,7 @@ def op_roofline(events: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     per_call = calls.agg(op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
                          concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
     per_call[["ncu_flops", "ncu_dram_bytes"]] = calls[["ncu_flops", "ncu_dram_bytes"]].sum(min_count=1)
-    estimates = [estimate(o, d, t, c) for o, d, t, c in
+    estimates = [registry.estimate(o, d, t, c) for o, d, t, c in
                  zip(per_call["op"], per_call["dims"], per_call["types"], per_call["concrete"])]
     per_call["flops"] = [e.flops if e else np.nan for e in estimates]
     per_call["dram_bytes"] = [e.bytes if e else np.nan for e in estimates]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fuseprof.model.op_registry import estimate
+from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.trace_events import read_trace_tables
 from fuseprof.parse.trace_link import link_gpu_events
 from fuseprof.ranges import first_range_label
@@ -41,7 +41,7 @@ def modelled_rows(trace: Path, timings: pd.DataFrame, calls_per_range: int) -> p
     calls = events.dropna(subset=["variant", "op_id"]).drop_duplicates("op_id")
     flops: dict[tuple[str, str], dict[str, float]] = {}
     for _, e in calls.iterrows():
-        est = estimate(str(e["op"]), e["input_dims"], e["input_type"], e["concrete"])
+        est = DEFAULT.estimate(str(e["op"]), e["input_dims"], e["input_type"], e["concrete"])
         if est is not None:
             per = flops.setdefault((e["variant"], e["shape"]), {})
             per[_flop_column(est.pipe)] = per.get(_flop_column(est.pipe), 0.0) + est.flops / calls_per_range

@@ -34,6 +34,7 @@ def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format
                    help="measured rates to judge against: a `fuseprof ceilings` bundle (DRAM, FP32, BF16 roofs) and/or "
                         "a `fuseprof bench` bundle (the copy model of fused kernels), or a folder of them; default: "
                         "the datasheet of the trace's GPU")
+    registry_option(p)
     p.add_argument("--workers", type=int, metavar="N",
                    help="worker processes decoding and analysing several traces (ranks) at once; each holds one "
                         "trace, this process only the result tables (default: one per core)")
@@ -87,7 +88,7 @@ def _analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAna
     from fuseprof.analysis import analyze
 
     _positive_top(args.top)
-    return analyze(args.traces, args.device, top if top is not None else 15, window=args.window,
+    return analyze(args.traces, args.device, top if top is not None else 15, registry=args.registry, window=args.window,
                    graph_capture=args.graph_capture, ceilings=args.ceilings,
                    workers=args.workers or os.cpu_count() or 1, scheduler=args.scheduler, progress=_progress)
 
@@ -138,11 +139,11 @@ def _verify(args: argparse.Namespace) -> int:
     if len(files) != 1:
         raise FuseprofError(f"--verify: {args.traces[0]} holds {len(files)} traces; name one trace file")
     result = _analyses(args)[0]
-    chains = chains_to_verify(result.events, result.fusion, recorded_strides(files[0]), args.verify)
+    chains = chains_to_verify(result.events, result.fusion, recorded_strides(files[0]), args.verify, result.registry)
     if not chains:
         raise FuseprofError(f"{args.traces[0]}: no fusible chain to verify (see `fuseprof fusion`)")
-    timings, bundle = verify_chains(chains, files[0], args.verify_device or default_device(), args.out, args.repeats,
-                                    log=lambda line: print(line, file=sys.stderr))
+    timings, bundle = verify_chains(chains, files[0], args.verify_device or default_device(), args.out, result.registry,
+                                    args.repeats, log=lambda line: print(line, file=sys.stderr))
     table = verification_table(timings).assign(bundle=str(bundle))
     show_verification(table, args.format, args.wide)
     differ = table.loc[table["verdict"].str.startswith("OUTPUTS DIFFER"), "fusion_row"].tolist()
@@ -221,10 +222,16 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_trace(path: Path) -> TraceAnalysis:
+def registry_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--registry", type=Path, metavar="FILE",
+                   help="a TOML file of op families, op roles and catalogue entries that extends fuseprof's op "
+                        "registry (your engine's kernels and ops; format: docs/registry.md)")
+
+
+def _one_trace(path: Path, registry: Path | None) -> TraceAnalysis:
     from fuseprof.analysis import analyze
 
-    results = analyze([path])
+    results = analyze([path], registry=registry)
     if len(results) != 1:
         raise FuseprofError(f"{path}: holds {len(results)} traces; give one trace file")
     return results[0]
@@ -234,6 +241,7 @@ def _diff_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", type=Path, metavar="A", help="trace file or bundle (the baseline)")
     p.add_argument("b", type=Path, metavar="B", help="trace file or bundle (the change)")
     p.add_argument("--top", type=int, default=15, help="op rows to print in the table")
+    registry_option(p)
     p.add_argument("--fail-on", metavar="RULES",
                    help="a regression gate: exit 1 when B breaks a rule, e.g. 'busy:+5%%,op:aten::mm:+10%%,"
                         "category:GEMM:+3%%,kernels:+0' (per profiler step when both traces have steps; a change "
@@ -254,7 +262,7 @@ def _diff(args: argparse.Namespace) -> int:
         from fuseprof.analysis.gate import parse_rules
 
         parse_rules(args.fail_on)  # a malformed rule is said before two traces are read
-    a, b = _one_trace(args.a), _one_trace(args.b)
+    a, b = _one_trace(args.a, args.registry), _one_trace(args.b, args.registry)
     if args.fail_on is not None:
         return _gate(a, b, args)
     if args.format == "markdown":

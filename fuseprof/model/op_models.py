@@ -1,18 +1,21 @@
 """Cost models: analytic FLOPs and bytes of an op from the shapes torch.profiler recorded
 (``record_shapes``). Which op gets which model is the op registry's business
-(``fuseprof.model.op_registry.REGISTRY``); a user's own op gets a row there, e.g.
-``OpFamily("elementwise", op=r"^mylib::fused_gelu$", cost=elementwise(8))``.
+(``fuseprof.model.registry``); a user's own op gets a row there, e.g.
+``OpFamily("elementwise", op=r"^mylib::fused_gelu$", cost=Elementwise(8))``.
 
-Each model gets the op's ``Input Dims``, ``Input type`` and ``Concrete Inputs`` and returns FLOPs,
-bytes (every input tensor read once, every output written once: the minimum traffic) and the pipe
-the work runs on (``tensor_bf16`` for a bf16 GEMM, ``memory`` for ops whose FLOPs do not matter).
-Conventions, chosen to agree with TraceLens's perf models where both exist:
+Each model is a small frozen value (so the registry that holds it has a stable fingerprint, and a
+stored analysis names the models it was computed with) called with the op's ``Input Dims``, ``Input
+type`` and ``Concrete Inputs``; it returns FLOPs, bytes (every input tensor read once, every output
+written once: the minimum traffic) and the pipe the work runs on (``tensor_bf16`` for a bf16 GEMM,
+``memory`` for ops whose FLOPs do not matter). Conventions, chosen to agree with TraceLens's perf
+models where both exist:
     mm (M,K)x(K,N): 2·M·N·K FLOPs; (MK + KN + MN) elements moved
     addmm: the mm plus M·N for the bias add; the bias is read once
     bmm/baddbmm: the same per batch
     attention (q: B,H,Sq,D; k/v: B,Hkv,Sk,D): 4·B·H·Sq·Sk·D (QKᵀ and PV), halved when the op's
-        is_causal argument is True (only the lower triangle is computed); q, k, v read, out written
-    elementwise: FLOPs per output element from ``ELEMENTWISE_FLOPS`` (1 for add, 4 for SiLU, 8 for GELU)
+        causal argument says so (the registry's ``OpRole.causal``: only the lower triangle is computed);
+        q, k, v read, out written
+    elementwise: FLOPs per output element (1 for add, 4 for SiLU, 8 for GELU: the registry's table)
     norms/softmax: 4-5 FLOPs per element; reductions one per input element; copies and gathers 0
 """
 
@@ -21,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 # torch.profiler's 'Input type' strings -> bytes per element
 DTYPE_BYTES: dict[str, int] = {
@@ -41,16 +44,7 @@ class OpInputs:
     dims: Sequence[Any]
     types: Sequence[Any]
     concrete: Sequence[Any]
-    op: str = ""
-
-    @property
-    def causal(self) -> bool:
-        """The op's is_causal argument as recorded (``Concrete Inputs``; efficient attention's
-        custom_mask_type 1 or 2 is a causal mask)."""
-        if self.op == "aten::_efficient_attention_forward":
-            return len(self.concrete) > 9 and str(self.concrete[9]) in ("1", "2")
-        i = _CAUSAL_ARG.get(self.op)
-        return i is not None and i < len(self.concrete) and str(self.concrete[i]) in ("True", "1")
+    causal: bool = False  # the op's causal argument as recorded (read by the registry: ``OpRole.causal``)
 
     def tensor(self, i: int) -> list[int] | None:
         """Shape of input ``i`` if it is a tensor (a list of ints), else None."""
@@ -88,50 +82,53 @@ def _pipe(x: OpInputs, i: int) -> str:
     return MATRIX_PIPE.get(str(x.types[i]), "fp32") if i < len(x.types) else "fp32"
 
 
-def matmul(bias: bool, batched: bool) -> CostModel:
+@dataclass(frozen=True)
+class Matmul:
     """(M,K)x(K,N), optionally batched and with a bias as the first input."""
-    first = 1 if bias else 0
 
-    def estimate(x: OpInputs) -> Estimate | None:
+    bias: bool
+    batched: bool
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        first = 1 if self.bias else 0
         a, b = x.tensor(first), x.tensor(first + 1)
-        if not a or not b or len(a) != (3 if batched else 2) or len(b) != len(a):
+        if not a or not b or len(a) != (3 if self.batched else 2) or len(b) != len(a):
             return None
-        batch = a[0] if batched else 1
+        batch = a[0] if self.batched else 1
         m, k, n = a[-2], a[-1], b[-1]
-        flops = 2 * batch * m * n * k + (batch * m * n if bias else 0)
+        flops = 2 * batch * m * n * k + (batch * m * n if self.bias else 0)
         size = x.itemsize(first)
-        moved = batch * (m * k + k * n + m * n) * size + (x.tensor_bytes(0) if bias else 0)
+        moved = batch * (m * k + k * n + m * n) * size + (x.tensor_bytes(0) if self.bias else 0)
         return Estimate(flops, moved, _pipe(x, first))
 
-    return estimate
+
+@dataclass(frozen=True)
+class Linear:
+    """F.linear(x: …×K, weight: N×K, bias?)."""
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        inp, weight = x.tensor(0), x.tensor(1)
+        if not inp or not weight or len(weight) != 2:
+            return None
+        rows, (n, k) = math.prod(inp[:-1]), weight
+        bias = x.tensor(2) is not None
+        flops = 2 * rows * n * k + (rows * n if bias else 0)
+        moved = (rows * k + n * k + rows * n) * x.itemsize(0) + (x.tensor_bytes(2) if bias else 0)
+        return Estimate(flops, moved, _pipe(x, 0))
 
 
-def linear(x: OpInputs) -> Estimate | None:
-    inp, weight = x.tensor(0), x.tensor(1)
-    if not inp or not weight or len(weight) != 2:
-        return None
-    rows, (n, k) = math.prod(inp[:-1]), weight
-    bias = x.tensor(2) is not None
-    flops = 2 * rows * n * k + (rows * n if bias else 0)
-    moved = (rows * k + n * k + rows * n) * x.itemsize(0) + (x.tensor_bytes(2) if bias else 0)
-    return Estimate(flops, moved, _pipe(x, 0))
-
-
-# the position of is_causal among each attention op's inputs
-_CAUSAL_ARG = {"aten::scaled_dot_product_attention": 5, "aten::_scaled_dot_product_flash_attention": 4,
-               "aten::_scaled_dot_product_efficient_attention": 6, "aten::_scaled_dot_product_cudnn_attention": 6,
-               "aten::_flash_attention_forward": 8}
-
-
-def attention(layout: str) -> CostModel:
+@dataclass(frozen=True)
+class Attention:
     """q, k, v as the first three inputs, in layout 'BHLD' (SDPA) or 'BLHD' (flash/efficient forward);
-    the op's ``is_causal`` (in ``Concrete Inputs``) halves the FLOPs."""
+    a causal call halves the FLOPs."""
 
-    def estimate(x: OpInputs) -> Estimate | None:
+    layout: Literal["BHLD", "BLHD"]
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
         q, k, v = x.tensor(0), x.tensor(1), x.tensor(2)
         if not q or not k or not v or len(q) != 4 or len(k) != 4:
             return None
-        if layout == "BHLD":
+        if self.layout == "BHLD":
             (b, h, length, d), s = q, k[2]
         else:
             (b, length, h, d), s = q, k[1]
@@ -141,104 +138,116 @@ def attention(layout: str) -> CostModel:
         moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + x.tensor_bytes(0)  # q, k, v in; out
         return Estimate(flops, moved, _pipe(x, 0))
 
-    return estimate
 
-
-def _broadcast(shapes: list[list[int]]) -> list[int]:
+def broadcast_shape(shapes: list[list[int]]) -> list[int]:
+    """The shape of an elementwise op's output over inputs of these shapes (numpy's broadcasting)."""
     rank = max(len(s) for s in shapes)
-    out = []
-    for i in range(rank):
-        sizes = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
-        out.append(max(sizes))
-    return out
+    return [max(s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0) for i in range(rank)]
 
 
-def elementwise(flops_per_element: float = 1.0) -> CostModel:
+@dataclass(frozen=True)
+class Elementwise:
     """Inputs read once, one output of the broadcast shape (in the first tensor's dtype) written once;
     an in-place op (``add_``) writes its first input."""
 
-    def estimate(x: OpInputs) -> Estimate | None:
+    flops_per_element: float = 1.0
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
         tensors = x.tensors()
         if not tensors:
             return None
-        out = math.prod(_broadcast([x.tensor(i) or [] for i in tensors]))
+        out = math.prod(broadcast_shape([x.tensor(i) or [] for i in tensors]))
         moved = sum(x.tensor_bytes(i) for i in tensors) + out * x.itemsize(tensors[0])
-        return Estimate(flops_per_element * out, moved, "memory")
-
-    return estimate
+        return Estimate(self.flops_per_element * out, moved, "memory")
 
 
-def per_element(flops_per_element: float, out_equals_input: bool = True) -> CostModel:
+@dataclass(frozen=True)
+class PerElement:
     """Norms, softmax, reductions: read the first tensor (and small weights), write an output of the
     same size (or a negligible one for a reduction)."""
 
-    def estimate(x: OpInputs) -> Estimate | None:
+    flops_per_element: float
+    out_equals_input: bool = True
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
         first = x.tensor(0)
         if first is None:
             return None
         n = math.prod(first)
         extra = sum(x.tensor_bytes(i) for i in x.tensors()[1:])
-        moved = x.tensor_bytes(0) * (2 if out_equals_input else 1) + extra
-        return Estimate(flops_per_element * n, moved, "memory")
-
-    return estimate
+        moved = x.tensor_bytes(0) * (2 if self.out_equals_input else 1) + extra
+        return Estimate(self.flops_per_element * n, moved, "memory")
 
 
-def copy(x: OpInputs) -> Estimate | None:
+@dataclass(frozen=True)
+class Copy:
     """copy_(dst, src) reads src and writes dst; _to_copy/clone read and write the first input."""
-    tensors = x.tensors()
-    if not tensors:
-        return None
-    moved = sum(x.tensor_bytes(i) for i in tensors[:2]) if len(tensors) >= 2 else 2 * x.tensor_bytes(tensors[0])
-    return Estimate(0.0, moved, "memory")
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        tensors = x.tensors()
+        if not tensors:
+            return None
+        moved = sum(x.tensor_bytes(i) for i in tensors[:2]) if len(tensors) >= 2 else 2 * x.tensor_bytes(tensors[0])
+        return Estimate(0.0, moved, "memory")
 
 
-def gather(x: OpInputs) -> Estimate | None:
+@dataclass(frozen=True)
+class Gather:
     """embedding(weight (V, D), indices) / index_select(self, dim, index): read the indices and the
     gathered rows, write the output."""
-    weight, index = x.tensor(0), x.tensor(2) if x.tensor(1) is None else x.tensor(1)
-    if not weight or index is None:
-        return None
-    rows = math.prod(index)
-    row_bytes = math.prod(weight[1:]) * x.itemsize(0)
-    return Estimate(0.0, 2 * rows * row_bytes + rows * 8, "memory")
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        weight, index = x.tensor(0), x.tensor(2) if x.tensor(1) is None else x.tensor(1)
+        if not weight or index is None:
+            return None
+        rows = math.prod(index)
+        row_bytes = math.prod(weight[1:]) * x.itemsize(0)
+        return Estimate(0.0, 2 * rows * row_bytes + rows * 8, "memory")
 
 
-def index_copy(x: OpInputs) -> Estimate | None:
+@dataclass(frozen=True)
+class IndexCopy:
     """index_copy_(self, dim, index, source): reads the index and the source, writes the source's rows
     into self (a KV-cache write)."""
-    source, index = x.tensor(3), x.tensor(2)
-    if source is None or index is None:
-        return None
-    return Estimate(0.0, 2 * x.tensor_bytes(3) + x.tensor_bytes(2), "memory")
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        source, index = x.tensor(3), x.tensor(2)
+        if source is None or index is None:
+            return None
+        return Estimate(0.0, 2 * x.tensor_bytes(3) + x.tensor_bytes(2), "memory")
 
 
-def arange(x: OpInputs) -> Estimate | None:
+@dataclass(frozen=True)
+class Arange:
     """arange(start, end[, step]): writes (end − start) / step int64 elements (from ``Concrete Inputs``)."""
-    numbers = []
-    for value in x.concrete[:3]:
-        try:
-            numbers.append(float(value))
-        except (TypeError, ValueError):
-            break
-    if len(numbers) < 2:
-        return None
-    step = numbers[2] if len(numbers) > 2 and numbers[2] else 1.0
-    return Estimate(0.0, max(0.0, (numbers[1] - numbers[0]) / step) * 8, "memory")
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        numbers = []
+        for value in x.concrete[:3]:
+            try:
+                numbers.append(float(value))
+            except (TypeError, ValueError):
+                break
+        if len(numbers) < 2:
+            return None
+        step = numbers[2] if len(numbers) > 2 and numbers[2] else 1.0
+        return Estimate(0.0, max(0.0, (numbers[1] - numbers[0]) / step) * 8, "memory")
 
 
-def cat(x: OpInputs) -> Estimate | None:
+@dataclass(frozen=True)
+class Cat:
     """cat(tensors): the inputs arrive as one TensorList ('Input Dims' holds a list of shapes)."""
-    if not x.dims or not isinstance(x.dims[0], list) or not x.dims[0] or not isinstance(x.dims[0][0], list):
-        return None
-    size = DTYPE_BYTES.get(str(x.types[0]).removeprefix("TensorList"), 2) if x.types else 2
-    moved = 2 * sum(math.prod(s) for s in x.dims[0]) * size
-    return Estimate(0.0, moved, "memory")
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        if not x.dims or not isinstance(x.dims[0], list) or not x.dims[0] or not isinstance(x.dims[0][0], list):
+            return None
+        size = DTYPE_BYTES.get(str(x.types[0]).removeprefix("TensorList"), 2) if x.types else 2
+        moved = 2 * sum(math.prod(s) for s in x.dims[0]) * size
+        return Estimate(0.0, moved, "memory")
 
 
-ELEMENTWISE_FLOPS = {
-    "add": 1, "sub": 1, "rsub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1, "rsqrt": 1, "sqrt": 1,
-    "reciprocal": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "sigmoid": 4, "silu": 4, "gelu": 8,
-    "relu": 1, "where": 1, "eq": 1, "ne": 1, "lt": 1, "gt": 1, "le": 1, "ge": 1, "masked_fill": 1, "clamp": 1,
-    "fill": 0, "zero": 0, "minimum": 1, "maximum": 1, "erf": 1, "addcmul": 2, "addcdiv": 2, "lerp": 2,
+# The models a registry file names (``cost = {model = "elementwise", flops_per_element = 8}``).
+COST_MODELS: dict[str, type] = {
+    "matmul": Matmul, "linear": Linear, "attention": Attention, "elementwise": Elementwise,
+    "per_element": PerElement, "copy": Copy, "gather": Gather, "index_copy": IndexCopy, "arange": Arange, "cat": Cat,
 }

@@ -17,7 +17,8 @@ from fuseprof.bundle.files import read_manifest
 from fuseprof.bundle.loading import load, load_timings
 from fuseprof.bundle.schema import Column
 from fuseprof.errors import InvalidArgumentError
-from fuseprof.model.op_registry import categorize
+from fuseprof.model.registry import classify
+from fuseprof.model.registry_data import DEFAULT
 from fuseprof.tables.compare import KEYS as COPY_KEYS
 from fuseprof.tables.compare import fastest_copy_ns, is_copy
 from fuseprof.tables.summary import sort_by_shape
@@ -34,7 +35,7 @@ BREAKDOWN_COLUMNS: tuple[Column, ...] = (
     Column("kernels_per_call", "Float64", "profiler: GPU events (kernels, memcpy, memset) in the range / calls"),
     Column("launches_per_call", "Float64",
            "profiler: distinct (launch_api, launch_start_ns) in the range / calls (a graph replay is one launch)"),
-    Column("gemm_share", "Float64", "Σ duration of category GEMM / Σ duration (categories: fuseprof.model.op_registry)"),
+    Column("gemm_share", "Float64", "Σ duration of category GEMM / Σ duration (categories: fuseprof.model.registry_data)"),
     Column("attention_share", "Float64", "Σ duration of category attention / Σ duration"),
     Column("memory_bound_share", "Float64", "1 − gemm_share − attention_share"),
     Column("bytes", "Int64", "timings: nominal_bytes (the case's byte model)"),
@@ -49,7 +50,7 @@ KEYS = ["case", "variant", "shape", "dtype"]
 
 def _kernel_stats(kernels: pd.DataFrame, calls: int) -> pd.DataFrame:
     events = kernels[kernels["source"] == "torch.profiler"].copy()
-    events["category"] = categorize(events["kind"], events["cpu_op"], events["kernel"])
+    events["category"] = classify(DEFAULT, events["kind"], events["cpu_op"], events["kernel"])["category"]
     events["matrix"] = events["category"].where(events["category"].isin(MATRIX_CATEGORIES), "memory-bound")
     grouped = events.groupby(KEYS, observed=True)
     by_category = events.pivot_table(index=KEYS, columns="matrix", values="duration_ns", aggfunc="sum",

@@ -21,6 +21,7 @@ import msgspec
 import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel, find_chains, linked_keys
+from fuseprof.model.registry import Registry
 from fuseprof.parse.textio import read_bytes
 from fuseprof.verify.replay import RecordedOp
 
@@ -93,13 +94,13 @@ def _recorded_ops(members: list[Any], events: pd.DataFrame, strides: dict[int, l
 
 
 def chains_to_verify(events: pd.DataFrame, fusion: pd.DataFrame, strides: dict[int, list[Any]],
-                     top: int) -> list[ChainToVerify]:
+                     top: int, registry: Registry) -> list[ChainToVerify]:
     """The top ``top`` chain groups of the fusion table, in its order, predicted with the copy model the
     table used (its rate and fixed-cost columns)."""
     if fusion.empty or "class" not in fusion:
         return []
     groups = fusion[fusion["class"].isin(CHAIN_CLASSES)].head(top)
-    chains = find_chains(events)
+    chains = find_chains(events, registry)
     if groups.empty or chains.empty:
         return []
     chains = chains.assign(key=linked_keys(chains, events))

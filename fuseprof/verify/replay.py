@@ -2,21 +2,24 @@
 inputs of the recorded shapes, dtypes and strides.
 
 A trace records each op's name, ``Input Dims``, ``Input type``, ``Concrete Inputs`` and ``Input
-Strides`` but no tensor identities, so the program rebuilds the dataflow the way the fusion finder's
-byte model assumes it (``fuseprof.analysis.fusion.fused_bytes``): a tensor argument whose shape and
-dtype an earlier op of the chain produced is that op's output (the latest one not yet consumed, then the
-latest one consumed, then the latest one a reduction consumed: h · rsqrt(mean(h²)) multiplies h, not h²;
-one op never takes the same producer twice); any other is an external input, made with the recorded
-strides. Each op is called through the aten overload whose schema fits the recorded argument kinds
-(Tensor, Scalar, ScalarList, TensorList, None), keyword-only arguments by name. The op's outputs are found by running the program once on meta tensors.
+Strides`` but no tensor identities, so the program links its tensors by the shape-and-dtype dataflow the
+fusion finder's byte model reads too (``fuseprof.model.dataflow``, one module for both): a tensor
+argument whose shape and dtype an earlier op of the chain produced is that op's output (the latest one
+not yet consumed, then the latest one consumed, then the latest one a reduction consumed: h ·
+rsqrt(mean(h²)) multiplies h, not h²; one op never takes the same producer twice); any other is an
+external input, made with the recorded strides. Each op is called through the aten overload whose schema
+fits the recorded argument kinds (Tensor, Scalar, ScalarList, TensorList, None), keyword-only arguments
+by name; only ops the registry calls replayable are called at all. The op's outputs are found by running
+the program once on meta tensors.
 
-Three rules keep a replay faithful to what the trace ran:
-- the first argument of a write-only op (``copy_``, ``fill_``, ``zero_``, an ``out=``) is a fresh buffer
+These rules keep a replay faithful to what the trace ran:
+- the first argument an op overwrites (``copy_``, ``fill_``, ``zero_``, an ``out=``) is a fresh buffer
   allocated inside the program, as ``.to()`` and ``torch.full`` allocate it; the target of an in-place
   indexed write (``index_copy_``, ``scatter_``, …) is an external input, a cache, whatever its shape;
 - an in-place op that reads what it overwrites (``add_``, ``mul_``, …) on an external input is replayed
   out of place (the same bytes), so calling the program twice gives the same result;
-- index tensors hold valid indices of the dimension they index (``INDEXING``), unique where they fit;
+- index tensors hold valid indices of the dimension they index (the registry's ``OpRole.indexing``),
+  unique where they fit;
 - a Python number the op took as a 0-dim float64 or int64 tensor (the trace records no value for it) is
   1e-6 or 1: an epsilon's size, harmless as addend, factor or divisor, and RMSNorm's own eps.
 
@@ -34,7 +37,8 @@ from typing import Any, Literal
 import torch
 
 from fuseprof.errors import FuseprofError
-from fuseprof.model.op_registry import REPLAYABLE
+from fuseprof.model.dataflow import Producer, ShapeDataflow, Value, links_to_nothing, tensor_value
+from fuseprof.model.registry import OpRole, Registry
 
 
 class ReplayError(FuseprofError):
@@ -56,19 +60,7 @@ _SCALAR_TYPES: dict[int, torch.dtype] = {
 _MEMORY_FORMATS = {0: torch.contiguous_format, 1: torch.preserve_format, 2: torch.channels_last,
                    3: torch.channels_last_3d}
 
-# op -> (argument holding the indexed tensor, argument holding the dim or None for dim 0, index argument):
-# an index tensor of these ops holds indices valid along that dim. A user appends rows for their ops.
-INDEXING: dict[str, tuple[int, int | None, int]] = {
-    "aten::index_select": (0, 1, 2), "aten::index_copy_": (0, 1, 2), "aten::index_copy": (0, 1, 2),
-    "aten::index_add_": (0, 1, 2), "aten::index_add": (0, 1, 2), "aten::index_fill_": (0, 1, 2),
-    "aten::gather": (0, 1, 2), "aten::scatter": (0, 1, 2), "aten::scatter_": (0, 1, 2),
-    "aten::scatter_add": (0, 1, 2), "aten::scatter_add_": (0, 1, 2), "aten::embedding": (0, None, 1),
-}
 _WRAPPED_NUMBERS = {torch.float64: 1e-6, torch.int64: 1}  # a Python float or int passed to a tensor argument
-_REDUCTIONS = ("aten::mean", "aten::sum", "aten::amax", "aten::amin", "aten::var", "aten::std", "aten::norm",
-               "aten::linalg_vector_norm", "aten::logsumexp")
-_WRITE_ONLY = ("aten::copy_", "aten::fill_", "aten::zero_")  # the first argument is overwritten, never read
-_IDEMPOTENT = _WRITE_ONLY + ("aten::index_copy_", "aten::index_fill_", "aten::scatter_")  # same result when repeated
 
 
 @dataclass(frozen=True)
@@ -106,7 +98,7 @@ class Ref:
 
 @dataclass(frozen=True)
 class Step:
-    op: str  # 'aten::add.Tensor'
+    op: str  # the overload it calls, e.g. aten::add.Tensor
     fn: Any  # the torch.ops overload
     args: tuple[Ref, ...]
     kwargs: tuple[tuple[str, Ref], ...]
@@ -244,15 +236,16 @@ def _fits(arg: Any, dims: Any, recorded: Any) -> bool:
     return False
 
 
-def resolve_overload(op: RecordedOp) -> tuple[str, Any]:
-    """The aten overload whose schema takes the recorded arguments, default overload first. Only ops of
-    the registry's ``REPLAYABLE`` list are looked up at all: the trace chose the name."""
+def resolve_overload(op: RecordedOp, registry: Registry) -> tuple[str, Any]:
+    """The aten overload whose schema takes the recorded arguments, default overload first. Only ops the
+    registry calls replayable (``OpRole.replayable``: pure tensor ops) are looked up at all: the trace chose
+    the name."""
     namespace, _, name = op.name.partition("::")
-    if op.name not in REPLAYABLE:
+    if not registry.role(op.name).replayable:
         what = ("a custom op" if namespace != "aten" else
                 "not one of the ops known to compute on tensors and touch nothing else")
-        raise ReplayError(f"{op.name}: not replayed ({what}; fuseprof replays only the ops of "
-                          "fuseprof.model.op_registry.REPLAYABLE, since a trace names the ops it would run)")
+        raise ReplayError(f"{op.name}: not replayed ({what}; fuseprof replays only the ops its registry calls "
+                          "replayable, since a trace names the ops it would run)")
     packet = getattr(torch.ops.aten, name, None)
     if packet is None:
         raise ReplayError(f"{op.name}: no such op in this PyTorch's torch.ops.aten")
@@ -313,30 +306,21 @@ def _checked_dims(op: str, dims: Any) -> list[int]:
 
 
 class _Builder:
-    """Dataflow by shape and dtype, resolved while the program runs once on meta tensors."""
+    """A program being built: each op's tensor arguments linked by the shared shape-and-dtype dataflow
+    (``fuseprof.model.dataflow``), resolved while the program runs once on meta tensors."""
 
-    def __init__(self, default_dtype: torch.dtype) -> None:
+    def __init__(self, default_dtype: torch.dtype, registry: Registry) -> None:
         self.default_dtype = default_dtype
+        self.registry = registry
         self.allocated = 0  # bytes the program will hold: inputs, buffers and outputs
         self.program = Program()
         self.meta = _Values([], [], [], torch.device("meta"))
-        self.produced: list[tuple[Ref, torch.Tensor]] = []  # each step's output(s) and its meta value
-        self.consumed: set[Ref] = set()
-        self.reduced: set[Ref] = set()  # outputs a reduction consumed
+        self.flow = ShapeDataflow()
+        self.refs: dict[Producer, Ref] = {}  # each step's output(s), as the dataflow names them
+        self.produced: list[torch.Tensor] = []  # their meta values, in order
         self.mutated: list[int] = []  # external inputs an op wrote
 
-    def producers(self, dims: Any, dtype: torch.dtype | None) -> list[Ref]:
-        """The outputs so far of this shape and dtype, in order."""
-        return [ref for ref, t in self.produced if list(t.shape) == dims and t.dtype == dtype]
-
-    def tensor_ref(self, dims: list[int], dtype: torch.dtype, strides: Any, taken: set[Ref],
-                   bound: int | None = None, unique: bool = False, external: bool = False) -> Ref:
-        fresh = [s for s in ([] if external else self.producers(dims, dtype)) if s not in taken]
-        pick = sorted(reversed(fresh), key=lambda s: (s in self.consumed) + (s in self.reduced))  # stable: latest first
-        if pick:
-            taken.add(pick[0])
-            return pick[0]
-        spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype, bound, unique)
+    def input_ref(self, spec: TensorSpec) -> Ref:
         self.hold(_spec_bytes(spec))
         self.program.inputs.append(spec)
         self.meta.inputs.append(_empty(spec, self.meta.device))
@@ -352,10 +336,7 @@ class _Builder:
     def list_dtype(self, dims: list[int]) -> torch.dtype:
         """A TensorList element's dtype, which the trace does not record: the latest producer of that
         shape's, else the chain's most common floating type."""
-        for _, tensor in reversed(self.produced):
-            if list(tensor.shape) == dims:
-                return tensor.dtype
-        return self.default_dtype
+        return next((t.dtype for t in reversed(self.produced) if list(t.shape) == dims), self.default_dtype)
 
     def buffer_ref(self, dims: list[int], dtype: torch.dtype, strides: Any) -> Ref:
         spec = TensorSpec(tuple(dims), _strides(strides, dims), dtype)
@@ -363,6 +344,34 @@ class _Builder:
         self.program.buffers.append(spec)
         self.meta.buffers.append(_empty(spec, self.meta.device))
         return Ref("buffer", len(self.program.buffers) - 1)
+
+    def produce(self, index: int, result: Any) -> None:
+        """Step ``index``'s outputs: one tensor, or several (native_layer_norm's out, mean and rstd)."""
+        outputs = [result] if isinstance(result, torch.Tensor) else list(result) if isinstance(result, (
+            tuple, list)) else []
+        single = isinstance(result, torch.Tensor)
+        for k, t in enumerate(outputs):
+            if isinstance(t, torch.Tensor):
+                self.refs[(index, k)] = Ref("step", index, None if single else k)
+                self.produced.append(t)
+        self.flow.produce(index, [_value(t) if isinstance(t, torch.Tensor) else None for t in outputs])
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A tensor argument waiting for the dataflow to say where it comes from (slot ``slot`` of the op's
+    linked arguments; made from ``spec`` where nothing produced it)."""
+
+    slot: int
+    spec: TensorSpec
+
+
+# torch dtypes -> the profiler's 'Input type' strings: the dataflow's dtype names
+_PROFILER_TYPES = {dtype: name for name, dtype in DTYPES.items()}
+
+
+def _value(tensor: torch.Tensor) -> Value:
+    return Value(tuple(tensor.shape), _PROFILER_TYPES.get(tensor.dtype, str(tensor.dtype)))
 
 
 def _strides(strides: Any, dims: list[int]) -> tuple[int, ...] | None:
@@ -372,9 +381,10 @@ def _strides(strides: Any, dims: list[int]) -> tuple[int, ...] | None:
     return None
 
 
-def _index_bound(op: RecordedOp, position: int) -> tuple[int | None, bool]:
-    """For an index argument: the size of the dim it indexes and whether its indices must be unique."""
-    row = INDEXING.get(op.name)
+def _index_bound(op: RecordedOp, role: OpRole, position: int) -> tuple[int | None, bool]:
+    """For an index argument (the registry's ``OpRole.indexing``): the size of the dim it indexes and whether
+    its indices must be unique (an in-place write by index)."""
+    row = role.indexing
     if row is None or row[2] != position:
         return None, False
     source, dim_at, _ = row
@@ -386,24 +396,25 @@ def _index_bound(op: RecordedOp, position: int) -> tuple[int | None, bool]:
     return dims[dim % len(dims)], op.name.endswith("_")
 
 
-def _out_of_place(op: RecordedOp, reads_external_self: bool) -> RecordedOp:
+def _out_of_place(op: RecordedOp, reads_external_self: bool, registry: Registry) -> RecordedOp:
     """``add_`` on an external input is replayed as ``add`` (see the module docstring)."""
-    if reads_external_self and op.name.endswith("_") and op.name not in _IDEMPOTENT:
+    if reads_external_self and op.name.endswith("_") and not registry.role(op.name).repeatable:
         functional = op.name[:-1]
-        if functional in REPLAYABLE:
+        if registry.role(functional).replayable:
             return RecordedOp(functional, op.dims, op.types, op.concrete, op.strides)
     return op
 
 
-def build_program(ops: Sequence[RecordedOp]) -> Program:
-    """The program that replays ``ops`` in order; ReplayError names the first op it cannot replay."""
+def build_program(ops: Sequence[RecordedOp], registry: Registry) -> Program:
+    """The program that replays ``ops`` in order, with the op knowledge of ``registry``; ReplayError names
+    the first op it cannot replay."""
     recorded = [DTYPES[t] for op in ops if isinstance(op.types, list) for t in op.types if t in DTYPES]
-    builder = _Builder(most_common_floating(recorded, torch.bfloat16))
+    builder = _Builder(most_common_floating(recorded, torch.bfloat16), registry)
     for op in ops:
         _add_step(builder, op)
     program = builder.program
-    leaves = [ref for ref, _ in builder.produced
-              if ref not in builder.consumed and not _writes_input(program.steps[ref.index])]
+    leaves = [ref for producer, ref in builder.refs.items()
+              if not builder.flow.consumed(producer) and not _writes_input(program.steps[ref.index])]
     program.outputs = leaves + [Ref("input", i) for i in dict.fromkeys(builder.mutated)]
     if not program.outputs:
         raise ReplayError("the chain has no output to compare")
@@ -421,18 +432,30 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
     concrete = op.concrete if isinstance(op.concrete, list) else [""] * len(op.types)
     strides = op.strides if isinstance(op.strides, list) else [None] * len(op.types)
     op = RecordedOp(op.name, op.dims, op.types, concrete, strides)
-    first_is_external = bool(op.types) and op.types[0] in DTYPES and not builder.producers(op.dims[0],
-                                                                                          DTYPES[op.types[0]])
-    op = _out_of_place(op, first_is_external)
-    overload, fn = resolve_overload(op)
-    taken: set[Ref] = set()
-    args: list[Ref] = []
-    kwargs: list[tuple[str, Ref]] = []
+    first = tensor_value(op.dims[0], op.types[0]) if op.types else None
+    op = _out_of_place(op, first is not None and not builder.flow.has(first), builder.registry)
+    role = builder.registry.role(op.name)
+    overload, fn = resolve_overload(op, builder.registry)
+    linked: list[Value | None] = []  # the op's tensor arguments, in order, for the dataflow
+    skip: list[bool] = []
+    planned: list[tuple[Any, Any]] = []  # (schema argument, its Ref or what is pending)
     for position, (arg, dims, kind, text, stride) in enumerate(zip(fn._schema.arguments, op.dims, op.types,
                                                                        concrete, strides)):
-        ref = _argument(builder, op, position, arg, dims, kind, text, stride, taken)
-        (kwargs.append((arg.name, ref)) if arg.kwarg_only else args.append(ref))
-    step = Step(f"{op.name}.{overload}", fn, tuple(args), tuple(kwargs))
+        planned.append((arg, _argument(builder, op, role, position, arg, dims, kind, text, stride, linked, skip)))
+    links = builder.flow.link(linked, skip, role.reduces)
+
+    def resolve(item: Any) -> Ref:
+        if isinstance(item, _Pending):
+            producer = links[item.slot]
+            return builder.refs[producer] if producer is not None else builder.input_ref(item.spec)
+        if isinstance(item, Ref) and item.kind == "list":
+            return Ref("list", value=tuple(resolve(r) for r in item.value))
+        return item  # type: ignore[no-any-return]
+
+    refs = [(arg, resolve(item)) for arg, item in planned]
+    args = tuple(ref for arg, ref in refs if not arg.kwarg_only)
+    kwargs = tuple((arg.name, ref) for arg, ref in refs if arg.kwarg_only)
+    step = Step(f"{op.name}.{overload}", fn, args, kwargs)
     try:
         result = builder.meta.call(step)
     except (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError) as exc:
@@ -443,41 +466,39 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
     index = len(builder.program.steps)
     builder.program.steps.append(step)
     builder.meta.results.append(result)
-    for ref in [*args, *(r for _, r in kwargs)]:
+    for _, ref in refs:
         if ref.kind == "buffer":  # an out= buffer the op resized: allocate it at its final size
             meta = builder.meta.buffers[ref.index]
             spec = builder.program.buffers[ref.index]
             builder.program.buffers[ref.index] = TensorSpec(tuple(meta.shape), tuple(meta.stride()), spec.dtype)
-        for leaf in (ref.value if ref.kind == "list" else [ref]):
-            if leaf.kind == "step":
-                builder.consumed.add(leaf)
-                if op.name in _REDUCTIONS:
-                    builder.reduced.add(leaf)
     if _writes_input(step):
         builder.mutated.append(step.args[0].index)
-    if isinstance(result, torch.Tensor):
-        builder.produced.append((Ref("step", index), result))
-    elif isinstance(result, (tuple, list)):  # native_layer_norm's (out, mean, rstd), max.dim's (values, indices)
-        builder.produced += [(Ref("step", index, k), t) for k, t in enumerate(result) if isinstance(t, torch.Tensor)]
+    builder.produce(index, result)
 
 
-def _argument(builder: _Builder, op: RecordedOp, position: int, arg: Any, dims: Any, kind: Any, text: Any,
-              stride: Any, taken: set[Ref]) -> Ref:
+def _argument(builder: _Builder, op: RecordedOp, role: OpRole, position: int, arg: Any, dims: Any, kind: Any,
+              text: Any, stride: Any, linked: list[Value | None], skip: list[bool]) -> Ref | _Pending:
+    """One schema argument: a Ref, or a tensor pending the dataflow (appended to ``linked``/``skip``)."""
+
+    def pending(dims: list[int], dtype: torch.dtype, stride: Any, bound: int | None = None, unique: bool = False,
+                external: bool = False) -> _Pending:
+        linked.append(Value(tuple(dims), _PROFILER_TYPES.get(dtype, str(dtype))))
+        skip.append(external)
+        return _Pending(len(linked) - 1, TensorSpec(tuple(dims), _strides(stride, dims), dtype, bound, unique))
+
     if kind == "TensorList":
         if not isinstance(dims, list) or not all(isinstance(d, list) for d in dims):
             raise ReplayError(f"{op.name}: a TensorList without shapes")
         dims = [_checked_dims(op.name, d) for d in dims]
         strides = stride if isinstance(stride, list) and len(stride) == len(dims) else [None] * len(dims)
-        return Ref("list", value=tuple(builder.tensor_ref(d, builder.list_dtype(d), s, taken)
-                                      for d, s in zip(dims, strides)))
+        return Ref("list", value=tuple(pending(d, builder.list_dtype(d), s) for d, s in zip(dims, strides)))
     if kind in DTYPES:
         dtype = DTYPES[kind]
         dims = _checked_dims(op.name, dims)
-        if (op.name in _WRITE_ONLY and position == 0) or (arg.kwarg_only and arg.name == "out"):
+        if (role.first_argument == "overwritten" and position == 0) or (arg.kwarg_only and arg.name == "out"):
             return builder.buffer_ref(dims, dtype, stride)
-        bound, unique = _index_bound(op, position)
-        cache = position == 0 and op.name in INDEXING and op.name.endswith("_")  # a scatter's target: a cache
-        return builder.tensor_ref(dims, dtype, stride, taken, bound, unique, external=cache)
+        bound, unique = _index_bound(op, role, position)
+        return pending(dims, dtype, stride, bound, unique, external=links_to_nothing(role, position))  # a cache
     if "Device" in str(arg.type):  # recorded or not: the program's device (a factory's default is the CPU)
         return Ref("device")
     if kind == "":  # not recorded: the default where the schema has one, else None

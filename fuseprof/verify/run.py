@@ -29,6 +29,7 @@ from fuseprof.capture.profile import resolve_device
 from fuseprof.case import DEFAULT_TOLERANCES, Case, Variant
 from fuseprof.console import Log
 from fuseprof.errors import FuseprofError, NoGPUError
+from fuseprof.model.registry import Registry
 from fuseprof.parse.hashing import file_sha256
 from fuseprof.verify.chains import ChainToVerify
 from fuseprof.verify.kernels import kernel_variant
@@ -36,7 +37,7 @@ from fuseprof.verify.replay import Program, ReplayError, build_program, most_com
 from fuseprof.verify.table import PREDICTION_COLUMNS
 
 
-def chain_case(chain: ChainToVerify, program: Program, device: torch.device) -> Case:
+def chain_case(chain: ChainToVerify, program: Program, device: torch.device, registry: Registry) -> Case:
     """The chain as a case: eager and compiled variants of its program, and fuseprof's kernel where one
     computes the chain (``fuseprof.verify.kernels``); the float64 replay is the reference."""
 
@@ -49,7 +50,7 @@ def chain_case(chain: ChainToVerify, program: Program, device: torch.device) -> 
 
     specs = program.inputs + program.buffers  # the tolerance's dtype: what the chain's tensors mostly are
     dtype = str(most_common_floating([s.dtype for s in specs], torch.float32)).removeprefix("torch.")
-    kernel = kernel_variant(chain.signature, program, device.type)
+    kernel = kernel_variant(chain.signature, program, device.type, registry)
     return Case(
         name=f"chain{chain.fusion_row}", description=chain.signature,
         variants=(Variant("eager", eager, "unfused", "the recorded aten ops, replayed"),
@@ -70,9 +71,10 @@ def kernels_per_call(fn: Any, inputs: tuple[Any, ...]) -> int:
                and "memcpy" not in e.name.lower() and "memset" not in e.name.lower())
 
 
-def _verify_one(chain: ChainToVerify, device: torch.device, repeats: int, seed: int, log: Log) -> pd.DataFrame:
-    program = build_program(chain.ops)
-    case = chain_case(chain, program, device)
+def _verify_one(chain: ChainToVerify, device: torch.device, repeats: int, seed: int, log: Log,
+                registry: Registry) -> pd.DataFrame:
+    program = build_program(chain.ops, registry)
+    case = chain_case(chain, program, device, registry)
     shape = case.default_shapes[0]
     log(f"fuseprof verify: chain {chain.fusion_row} ({chain.chain_kernels} kernels, {len(program.steps)} ops, "
         f"{len(program.inputs)} inputs): {chain.signature[:90]}")
@@ -92,8 +94,8 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def verify_chains(chains: list[ChainToVerify], trace: Path, device_name: str, out_dir: Path, repeats: int = 50,
-                  seed: int = 0, log: Log = print) -> tuple[pd.DataFrame, Path]:
+def verify_chains(chains: list[ChainToVerify], trace: Path, device_name: str, out_dir: Path, registry: Registry,
+                  repeats: int = 50, seed: int = 0, log: Log = print) -> tuple[pd.DataFrame, Path]:
     """Replay, check and time each chain; write one ``verify-…`` bundle. Returns the timing rows (with each
     chain's prediction) and the bundle's path. A chain that cannot be replayed is a row saying why."""
     started = time.monotonic()
@@ -109,7 +111,7 @@ def verify_chains(chains: list[ChainToVerify], trace: Path, device_name: str, ou
         try:
             if chain.skipped:
                 raise ReplayError(chain.skipped)
-            frames.append(_verify_one(chain, device, repeats, seed, log).assign(**prediction))
+            frames.append(_verify_one(chain, device, repeats, seed, log, registry).assign(**prediction))
         except FuseprofError as exc:
             log(f"fuseprof verify: chain {chain.fusion_row} not replayed: {exc}")
             frames.append(pd.DataFrame([{**prediction, "case": f"chain{chain.fusion_row}", "skipped": str(exc)}]))

@@ -1,0 +1,131 @@
+"""Dataflow by shape and dtype: which earlier output each tensor argument of an op is, when the trace
+records no tensor identities (a Kineto trace records each op's shapes and dtypes, not which tensor).
+
+One rule, used by every reader of dataflow (the op graph of a trace, the fusion finder's fused bytes,
+the ``--verify`` replay), so they cannot disagree:
+
+- a tensor argument is the output of an earlier op with the same shape and dtype — the latest one not
+  yet consumed, else the latest one consumed, else the latest one a reduction consumed (in
+  h · rsqrt(mean(h²)), the mul takes h, not h², which the mean reduced) — and one op never takes the
+  same producer twice (in silu(gate) · up, ``up`` is not silu's output);
+- an argument the op overwrites without reading (``copy_``'s destination: the registry's
+  ``first_argument = "overwritten"``) or writes into by index (a KV cache: ``indexed write``) links to
+  nothing: the first is a buffer the op fills, the second an external tensor it updates;
+- where no producer fits, the argument is external (read from memory).
+
+``infer_outputs`` gives an op's outputs the way the byte models assume them (the broadcast shape of its
+tensor arguments in the first one's dtype; a reduction drops its last dimension to 1; a matrix product
+the rows of its activation by the columns of its weight), for readers that cannot run the op; the
+replay, which runs every op on meta tensors, gives the real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fuseprof.model.op_models import DTYPE_BYTES, broadcast_shape
+from fuseprof.model.registry import OpRole
+
+
+@dataclass(frozen=True)
+class Value:
+    """A tensor as a trace records it: its shape and the profiler's dtype name (``c10::BFloat16``)."""
+
+    dims: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        size = 1
+        for d in self.dims:
+            size *= d
+        return size * DTYPE_BYTES.get(self.dtype, 0)
+
+
+Producer = tuple[int, int]  # (node, which of its outputs)
+
+
+def tensor_value(dims: Any, dtype: Any) -> Value | None:
+    """The recorded argument as a Value, or None when it is no tensor of known dtype (a Python float is
+    recorded as 'double' with no dims)."""
+    if not isinstance(dims, list) or not dims or not all(type(d) is int for d in dims) or dtype not in DTYPE_BYTES:
+        return None
+    return Value(tuple(dims), str(dtype))
+
+
+def tensor_arguments(dims: Any, types: Any) -> list[Value | None]:
+    """Each recorded argument as a Value (None for a non-tensor)."""
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return []
+    return [tensor_value(d, t) for d, t in zip(dims, types)]
+
+
+def links_to_nothing(role: OpRole, position: int) -> bool:
+    """Whether the argument at ``position`` is written by the op, never read from a producer."""
+    return position == 0 and role.first_argument != "read"
+
+
+def infer_outputs(role: OpRole, arguments: Sequence[Value | None]) -> list[Value]:
+    """The op's output as the byte models assume it (module docstring); none for an indexed write (it
+    updates its target in place) or an op with no tensor argument."""
+    tensors = [v for v in arguments if v is not None]
+    if not tensors or role.first_argument == "indexed write":
+        return []
+    gemm = role.gemm
+    if gemm is not None and len(arguments) > max(gemm.activation, gemm.weight):
+        a, b = arguments[gemm.activation], arguments[gemm.weight]
+        if a is not None and b is not None:
+            n = b.dims[0] if gemm.weight_layout == "NK" else b.dims[-1]
+            return [Value((*a.dims[:-1], n), a.dtype)]
+    out = broadcast_shape([list(v.dims) for v in tensors])
+    if role.reduces and out:
+        out = out[:-1] + [1]
+    return [Value(tuple(out), tensors[0].dtype)]
+
+
+class ShapeDataflow:
+    """Links the tensor arguments of ops, fed in program order, to earlier outputs (module docstring)."""
+
+    def __init__(self) -> None:
+        self._outputs: dict[Value, list[Producer]] = {}  # every output so far, by value, in order
+        self._consumed: set[Producer] = set()
+        self._reduced: set[Producer] = set()  # outputs a reduction consumed
+
+    def consumed(self, producer: Producer) -> bool:
+        """Whether a later op took this output."""
+        return producer in self._consumed
+
+    def has(self, value: Value) -> bool:
+        """Whether an earlier op produced a tensor of this shape and dtype."""
+        return bool(self._outputs.get(value))
+
+    def link(self, arguments: Sequence[Value | None], skip: Sequence[bool] = (), reduces: bool = False) -> list[
+            Producer | None]:
+        """Per argument, the producer it is (None: external, skipped, or no tensor). ``skip`` marks the
+        arguments that link to nothing (``links_to_nothing``, or known to come from outside); ``reduces``:
+        the op is a reduction (what it consumes is taken last from then on). Marks the producers consumed."""
+        taken: set[Producer] = set()
+        found: list[Producer | None] = []
+        for position, value in enumerate(arguments):
+            if value is None or (position < len(skip) and skip[position]):
+                found.append(None)
+                continue
+            fresh = [p for p in reversed(self._outputs.get(value, [])) if p not in taken]  # latest first
+            fresh.sort(key=lambda p: (p in self._consumed) + (p in self._reduced))  # stable
+            pick = fresh[0] if fresh else None
+            if pick is not None:
+                taken.add(pick)
+            found.append(pick)
+        for pick in taken:
+            self._consumed.add(pick)
+            if reduces:
+                self._reduced.add(pick)
+        return found
+
+    def produce(self, node: int, outputs: Sequence[Value | None]) -> None:
+        """Record node ``node``'s outputs (None: an output that is no tensor)."""
+        for k, value in enumerate(outputs):
+            if value is not None:
+                self._outputs.setdefault(value, []).append((node, k))

@@ -1,0 +1,436 @@
+"""The op registry: everything fuseprof knows about ops and kernels, as one frozen value.
+
+A ``Registry`` holds
+- ``families``: op and kernel-name families, each with its category, cost model (FLOPs and bytes from
+  recorded shapes, ``fuseprof.model.op_models``) and fusion role (``anchor`` families — GEMM,
+  convolution, attention, communication — end a fusion chain). A GPU event is matched by the CPU op
+  that launched it first (``aten::addmm`` is a GEMM whatever the library names its kernel), then by its
+  kernel name (graph-replayed and Inductor kernels have no op of their own); the first matching row wins.
+- ``roles``: what an op does to its tensors, by exact op name (``OpRole``): which argument it
+  overwrites, whether it reduces, gathers or writes into a cache by index, its GEMM operands, whether it
+  can be a GEMM's epilogue, whether a ``--verify`` replay may run it at all;
+- the fusion catalogue the audit reads (``CatalogueEntry``), the kernels known to fuse a chain
+  (``KnownFusion``), fuseprof's own kernels that compute a replayed chain (``KernelMatch``) and the named
+  chain classes (``ChainClass``).
+
+Every judgement reads op knowledge from the registry it is given, and from nowhere else; the default
+tables are ``fuseprof.model.registry_data``. A user extends a registry into a new one, in code::
+
+    from fuseprof.model.registry import OpFamily, OpRole
+    from fuseprof.model.registry_data import DEFAULT
+    from fuseprof.model.op_models import Elementwise
+    mine = DEFAULT.extend(families=[OpFamily("elementwise", op=r"^mylib::fused_gelu$", cost=Elementwise(8))],
+                          roles=[OpRole("mylib::fused_gelu", epilogue=True)])
+    fuseprof.analyze("trace.json.gz", registry=mine)
+
+or in a TOML file given to any trace verb as ``--registry FILE`` (``load_registry``; the format and a
+worked example are in docs/registry.md). A registry's ``fingerprint`` is part of the name a stored analysis is kept under, so an
+extended registry never gets an answer made with another one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+from fuseprof.errors import InvalidArgumentError
+from fuseprof.model.op_models import COST_MODELS, CostModel, Estimate, OpInputs
+
+if TYPE_CHECKING:  # classify takes pandas columns; the registry itself needs no pandas
+    import pandas as pd
+
+CATEGORIES = ("GEMM", "convolution", "attention", "normalization", "elementwise", "reduction", "copy/cast",
+              "memcpy", "memset", "communication", "other")
+ANCHOR_CATEGORIES = frozenset({"GEMM", "convolution", "attention", "communication"})
+
+
+def _check_patterns(what: str, *patterns: str) -> None:
+    """A row's regular expressions compile, else one line naming the row."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise InvalidArgumentError(f"{what}: a bad regular expression {pattern!r} ({exc})") from None
+
+
+@dataclass(frozen=True)
+class OpFamily:
+    """Events whose launching op matches ``op`` or whose kernel name matches ``kernel`` (regular
+    expressions, searched; the kernel's case-insensitively; either may be empty) are ``category``;
+    ``cost`` gives an op's FLOPs and bytes from its shapes; ``role`` is ``anchor`` or ``fusible``
+    (empty: from the category); ``family`` names the library or vendor in tables."""
+
+    category: str
+    op: str = ""
+    kernel: str = ""
+    cost: CostModel | None = None
+    role: str = ""
+    family: str = ""
+    _op: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _kernel: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES:
+            raise InvalidArgumentError(f"op family {self.family or self.op or self.kernel!r}: category "
+                                       f"{self.category!r} is not one of {', '.join(CATEGORIES)}")
+        try:
+            object.__setattr__(self, "_op", re.compile(self.op) if self.op else None)
+            object.__setattr__(self, "_kernel", re.compile(self.kernel, re.IGNORECASE) if self.kernel else None)
+        except re.error as exc:
+            raise InvalidArgumentError(f"op family {self.family or self.category!r}: a bad regular expression "
+                                       f"({exc})") from None
+        object.__setattr__(self, "role", self.role or ("anchor" if self.category in ANCHOR_CATEGORIES else "fusible"))
+
+
+@dataclass(frozen=True)
+class GemmOperands:
+    """Where a matrix product's operands sit among its arguments: the activation (the input the model
+    computed), the weight (or second operand), whether that weight is stored N×K (``F.linear``) or K×N,
+    and whether the product is batched (``bmm``: QKᵀ and ·V of an eager attention)."""
+
+    activation: int = 0
+    weight: int = 1
+    weight_layout: Literal["KN", "NK"] = "KN"
+    batched: bool = False
+
+
+@dataclass(frozen=True)
+class OpRole:
+    """What one op (by exact name) does to its tensors.
+
+    ``first_argument``: ``read`` (an ordinary input), ``overwritten`` (written whole, never read: the
+    destination of ``copy_``, ``fill_``, ``zero_``) or ``indexed write`` (rows written in place by index:
+    a cache, ``index_copy_``, ``scatter_``); ``accumulates``: an indexed write that adds (``index_add_``);
+    ``reduces``: the output drops the reduced (last) dimension (``mean``, ``sum``, ``amax``);
+    ``gathers``: reads only the rows it gathers (``index_select``, ``embedding``); ``indexing``: (argument
+    holding the indexed tensor, argument holding the dim or None for 0, index argument);
+    ``gemm``: the operands of a matrix product; ``epilogue``: an elementwise op a GEMM's epilogue can do;
+    ``softmax``: a softmax (eager attention's middle); ``functional_inputs``: how many inputs the op's
+    functional form takes (Inductor calls the ``out=`` overload, which records one more); ``causal``:
+    (argument, the recorded values that mean a causal mask); ``replayable``: a ``--verify`` replay may
+    run it — it computes on the tensors it is given and touches nothing else (no file, process,
+    network, device setting or RNG state)."""
+
+    name: str
+    first_argument: Literal["read", "overwritten", "indexed write"] = "read"
+    accumulates: bool = False
+    reduces: bool = False
+    gathers: bool = False
+    indexing: tuple[int, int | None, int] | None = None
+    gemm: GemmOperands | None = None
+    epilogue: bool = False
+    softmax: bool = False
+    functional_inputs: int | None = None
+    causal: tuple[int, tuple[str, ...]] | None = None
+    replayable: bool = False
+
+    @property
+    def repeatable(self) -> bool:
+        """Calling it twice gives what calling it once gave (its first argument is overwritten, not read)."""
+        return self.first_argument == "overwritten" or (self.first_argument == "indexed write" and not self.accumulates)
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """A fusion of the audit's catalogue. ``fused``: a regex searched (case-insensitively) in kernel names
+    and launching ops; ``classes``: opportunity classes of the finder that are this fusion undone (``NAME:K``:
+    with K members); ``chains``: op names that, all in one memory-bound chain, are this fusion undone;
+    ``ops``: regexes on ops or kernels that show the step exists at all; ``pair``: two ops as separate
+    kernels, the second within 3 kernels of the first; ``partial``: kernels or ops that do part of it."""
+
+    name: str
+    fused: str
+    classes: tuple[str, ...] = ()
+    chains: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    pair: tuple[str, str] | None = None
+    partial: str = ""
+
+    def __post_init__(self) -> None:
+        _check_patterns(f"catalogue entry {self.name!r}", self.fused, self.partial, *self.ops)
+
+
+@dataclass(frozen=True)
+class KnownFusion:
+    """A kernel that already fuses chains whose signature matches ``pattern`` (a regex over the op names
+    joined by ' → ')."""
+
+    pattern: str
+    kernel: str
+
+    def __post_init__(self) -> None:
+        _check_patterns(f"known fusion {self.kernel!r}", self.pattern)
+
+
+@dataclass(frozen=True)
+class KernelArgument:
+    """One argument of a fuseprof kernel, taken from a replayed chain: argument ``argument`` of the
+    chain's ``step`` (``first``, ``last`` or an index), or that step's external input (``argument =
+    "input"``), as 2-D rows when ``rows`` (fuseprof's row kernels take (M, N))."""
+
+    step: Literal["first", "last"] | int
+    argument: int | Literal["input"]
+    rows: bool = True
+
+
+@dataclass(frozen=True)
+class KernelMatch:
+    """fuseprof's own kernel for chains whose whole signature matches ``pattern``: the built-in ``case``
+    and ``variant`` to call, its arguments from the replay, and which of its results is the chain's
+    output (None: the result itself)."""
+
+    pattern: str
+    case: str
+    variant: str
+    arguments: tuple[KernelArgument, ...]
+    output: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_patterns(f"kernel match {self.case}:{self.variant}", self.pattern)
+
+
+@dataclass(frozen=True)
+class ChainClass:
+    """A named kind of memory-bound chain: every op of ``all_of`` and at least one of ``any_of`` (when
+    given) among its ops. Checked in order; a chain of no class is a plain memory-bound chain."""
+
+    name: str
+    all_of: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+
+
+_KIND_FAMILIES = {kind: OpFamily(kind, family=kind) for kind in ("memcpy", "memset")}
+_FALLBACK = OpFamily("other", family="(no rule)")
+_NO_ROLE = OpRole("")
+_KEY = msgspec.json.Encoder().encode
+_ESTIMATES: dict[tuple[Any, ...], Estimate | None] = {}
+
+
+def _inputs_key(dims: Any, types: Any, concrete: Any) -> bytes | str:
+    """The recorded inputs as one hashable text: msgspec's JSON (8× faster than formatting the lists),
+    or their repr where a value is not JSON (a numpy scalar from a hand-made frame)."""
+    try:
+        return _KEY((dims, types, concrete))
+    except TypeError:
+        return f"{dims}|{types}|{concrete}"
+
+
+def _identity(value: Any) -> Any:
+    """A value as plain data for the fingerprint: dataclasses field by field, a function by its module,
+    name and code (the same code gives the same fingerprint from run to run; any edit changes it)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__, {f.name: _identity(getattr(value, f.name)) for f in fields(value)
+                                       if not f.name.startswith("_")}]
+    if isinstance(value, (list, tuple)):
+        return [_identity(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _identity(v) for k, v in sorted(value.items())}
+    if callable(value):
+        code = getattr(value, "__code__", None)
+        body = hashlib.blake2b((code.co_code + repr(code.co_consts).encode()) if code else repr(value).encode(),
+                               digest_size=8).hexdigest()
+        return f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', type(value).__name__)}#{body}"
+    return value
+
+
+@dataclass(frozen=True)
+class Registry:
+    """Op and kernel knowledge as one value (the module docstring)."""
+
+    families: tuple[OpFamily, ...]
+    roles: tuple[OpRole, ...] = ()
+    catalogue: tuple[CatalogueEntry, ...] = ()
+    known_fusions: tuple[KnownFusion, ...] = ()
+    kernel_matches: tuple[KernelMatch, ...] = ()
+    chain_classes: tuple[ChainClass, ...] = ()
+    default_fusion: str = "torch.compile"  # what fuses a chain no known fusion names
+    _by_name: dict[str, OpRole] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _cost_rows: dict[str, OpFamily | None] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _fingerprint: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._by_name.update({r.name: r for r in self.roles})
+
+    def __getstate__(self) -> dict[str, Any]:  # sent to worker processes without its memos
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        for name in ("_by_name", "_cost_rows", "_fingerprint"):
+            object.__setattr__(self, name, {} if name != "_fingerprint" else [])
+        self.__post_init__()
+
+    # --- what an op or kernel is
+
+    def role(self, op: str | None) -> OpRole:
+        """The op's role, or a plain one (reads its inputs, nothing more is known) for an op with no row."""
+        return self._by_name.get(op or "", _NO_ROLE)
+
+    def match(self, kind: str, op: str, kernel: str) -> OpFamily:
+        """The family of one GPU event: memcpy and memset by kind, else the first row matching its op,
+        else the first matching its kernel name, else 'other'."""
+        if kind in _KIND_FAMILIES:
+            return _KIND_FAMILIES[kind]
+        for row in self.families:
+            if row._op is not None and op and row._op.search(op):
+                return row
+        for row in self.families:
+            if row._kernel is not None and row._kernel.search(kernel):
+                return row
+        return _FALLBACK
+
+    def cost_family(self, op: str) -> OpFamily | None:
+        """The first family whose op pattern matches ``op`` and that has a cost model (remembered per op)."""
+        if op not in self._cost_rows:
+            self._cost_rows[op] = next((row for row in self.families if row.cost is not None and row._op is not None
+                                        and row._op.search(op)), None)
+        return self._cost_rows[op]
+
+    def estimate(self, op: str, dims: Any, types: Any, concrete: Any) -> Estimate | None:
+        """The op's analytic cost from its recorded inputs, or None (no model, or no shapes recorded).
+
+        Memoised on the cost model, the causal rule and the inputs: a decode trace repeats a few hundred
+        distinct calls tens of thousands of times, and the per-op roofline and the fusion finder both ask."""
+        if not isinstance(dims, list) or not isinstance(types, list):
+            return None
+        row = self.cost_family(op)
+        if row is None or row.cost is None:
+            return None
+        causal = self.role(op).causal
+        key = (row.cost, causal, _inputs_key(dims, types, concrete))
+        if key not in _ESTIMATES:
+            if len(_ESTIMATES) > 100_000:
+                _ESTIMATES.clear()
+            values = concrete if isinstance(concrete, list) else []
+            is_causal = causal is not None and causal[0] < len(values) and str(values[causal[0]]) in causal[1]
+            try:
+                _ESTIMATES[key] = row.cost(OpInputs(dims, types, values, is_causal))
+            except (TypeError, ValueError, IndexError):
+                _ESTIMATES[key] = None  # shapes of an unexpected form: no estimate rather than a wrong one
+        return _ESTIMATES[key]
+
+    def known_fusion(self, signature: str) -> str:
+        """The kernel that already fuses a chain of this signature (``default_fusion`` when none is known)."""
+        return next((row.kernel for row in self.known_fusions if re.search(row.pattern, signature)),
+                    self.default_fusion)
+
+    def chain_class(self, ops: Iterable[str]) -> str:
+        """The named class of a chain of these ops, or 'memory-bound chain'."""
+        present = set(ops)
+        for row in self.chain_classes:
+            if set(row.all_of) <= present and (not row.any_of or present & set(row.any_of)):
+                return row.name
+        return "memory-bound chain"
+
+    # --- a value that says what it holds
+
+    def fingerprint(self) -> str:
+        """A short hash of everything the registry holds: equal registries, equal fingerprints, run to run."""
+        if not self._fingerprint:
+            text = json.dumps(_identity({f.name: getattr(self, f.name) for f in fields(self) if f.init}),
+                              sort_keys=True, default=str)
+            self._fingerprint.append(hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
+        return self._fingerprint[0]
+
+    def extend(self, families: Iterable[OpFamily] = (), roles: Iterable[OpRole] = (),
+               catalogue: Iterable[CatalogueEntry] = (), known_fusions: Iterable[KnownFusion] = (),
+               kernel_matches: Iterable[KernelMatch] = (), chain_classes: Iterable[ChainClass] = ()) -> Registry:
+        """A new registry: the given families, known fusions, kernel matches and chain classes ahead of
+        these (the first match wins, so a user's rows win), roles replacing those of the same op, catalogue
+        entries replacing the one of the same name or added at the end."""
+        new_roles = {r.name: r for r in self.roles}
+        new_roles.update({r.name: r for r in roles})
+        entries = {e.name: e for e in self.catalogue}
+        entries.update({e.name: e for e in catalogue})
+        return replace(self, families=(*families, *self.families), roles=tuple(new_roles.values()),
+                       catalogue=tuple(entries.values()), known_fusions=(*known_fusions, *self.known_fusions),
+                       kernel_matches=(*kernel_matches, *self.kernel_matches),
+                       chain_classes=(*chain_classes, *self.chain_classes))
+
+
+# --- a registry file (TOML): what a user adds without writing Python
+
+_SECTIONS: Mapping[str, type] = {"family": OpFamily, "role": OpRole, "catalogue": CatalogueEntry,
+                                 "known_fusion": KnownFusion, "kernel_match": KernelMatch, "chain_class": ChainClass}
+
+
+def _cost(spec: Any, where: str) -> CostModel:
+    if not isinstance(spec, dict) or spec.get("model") not in COST_MODELS:
+        raise InvalidArgumentError(f"{where}: cost = {{model = ..., ...}} with model one of {', '.join(COST_MODELS)}")
+    arguments = {k: v for k, v in spec.items() if k != "model"}
+    try:
+        return COST_MODELS[spec["model"]](**arguments)  # type: ignore[no-any-return]
+    except TypeError as exc:
+        raise InvalidArgumentError(f"{where}: cost model {spec['model']}: {exc}") from None
+
+
+def _row(kind: str, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise InvalidArgumentError(f"{where}: [[{kind}]] must be a table of fields")
+    data = dict(data)
+    if kind == "family" and "cost" in data:
+        data["cost"] = _cost(data["cost"], where)
+    if kind == "role" and isinstance(data.get("gemm"), dict):
+        data["gemm"] = GemmOperands(**data["gemm"])
+    if kind == "kernel_match":
+        data["arguments"] = tuple(KernelArgument(**a) for a in data.get("arguments", ()))
+    for name, value in data.items():  # TOML arrays arrive as lists: the rows keep tuples
+        if isinstance(value, list):
+            data[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    try:
+        return _SECTIONS[kind](**data)
+    except TypeError as exc:
+        raise InvalidArgumentError(f"{where}: {exc}") from None
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{where}: {exc}") from None
+
+
+def load_registry(path: Path, base: Registry) -> Registry:
+    """``base`` (``fuseprof.model.registry_data.DEFAULT``) extended by a TOML file of ``[[family]]``, ``[[role]]``,
+    ``[[catalogue]]``, ``[[known_fusion]]``, ``[[kernel_match]]`` and ``[[chain_class]]`` tables (fields as
+    the classes of this module name them; a family's ``cost = {model = "elementwise", flops_per_element =
+    8}``). One line naming the file and the table for anything wrong."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidArgumentError(f"--registry {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError(f"--registry {path}: unreadable ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgumentError(f"--registry {path}: not valid TOML ({exc})") from None
+    unknown = sorted(set(data) - set(_SECTIONS))
+    if unknown:
+        raise InvalidArgumentError(f"--registry {path}: unknown table(s) {', '.join(unknown)}; the tables are "
+                                   f"{', '.join(f'[[{k}]]' for k in _SECTIONS)}")
+    rows = {kind: [_row(kind, item, f"--registry {path}, [[{kind}]] #{i + 1}")
+                   for i, item in enumerate(data.get(kind, []))] for kind in _SECTIONS}
+    return base.extend(rows["family"], rows["role"], rows["catalogue"], rows["known_fusion"],
+                                    rows["kernel_match"], rows["chain_class"])
+
+
+def classify(registry: Registry, kind: pd.Series, op: pd.Series, kernel: pd.Series) -> pd.DataFrame:
+    """``category``, ``role`` and ``family`` per GPU event (pandas Series of its kind, launching op — may
+    be null — and kernel name, as a DataFrame on their index); each distinct triple is matched once."""
+    import pandas as pd
+
+    cache: dict[tuple[str, str, str], OpFamily] = {}
+    rows = []
+    for key in zip(kind.astype(object), op.astype(object).where(op.notna(), ""), kernel.astype(object)):
+        if key not in cache:
+            cache[key] = registry.match(*key)
+        rows.append(cache[key])
+    return pd.DataFrame({"category": pd.array([r.category for r in rows], dtype="string"),
+                         "role": pd.array([r.role for r in rows], dtype="string"),
+                         "family": pd.array([r.family for r in rows], dtype="string")}, index=kind.index)

@@ -1,0 +1,271 @@
+"""The default registry's tables: every op and kernel name fuseprof knows, and nothing else.
+
+This is the one module of fuseprof that names ops (a test keeps it so: tests/test_layers.py). The
+families are checked in order, first by launching op, then by kernel name; the roles are by exact op
+name. ``DEFAULT`` is the value every analysis uses unless it is given another
+(``fuseprof.model.registry.Registry.extend``, ``--registry FILE``).
+"""
+
+from __future__ import annotations
+
+from fuseprof.model.op_models import (
+    Arange,
+    Attention,
+    Cat,
+    Copy,
+    Elementwise,
+    Gather,
+    IndexCopy,
+    Linear,
+    Matmul,
+    PerElement,
+)
+from fuseprof.model.registry import (
+    CatalogueEntry,
+    ChainClass,
+    GemmOperands,
+    KernelArgument,
+    KernelMatch,
+    KnownFusion,
+    OpFamily,
+    OpRole,
+    Registry,
+)
+
+
+def _ops(*names: str) -> str:
+    return rf"^aten::({'|'.join(names)})$"
+
+
+_GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "_scaled_mm", "_int_mm",
+             "einsum", "_addmm_activation")
+_SDPA = r"^aten::(scaled_dot_product_attention|_scaled_dot_product_(flash|efficient|cudnn)_attention)$"
+_REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "all", "any", "prod", "argmax", "norm")
+# FLOPs per output element of elementwise ops (1 for add, 4 for SiLU, 8 for GELU)
+ELEMENTWISE_FLOPS = {
+    "add": 1, "sub": 1, "rsub": 1, "mul": 1, "div": 1, "neg": 1, "abs": 1, "pow": 1, "rsqrt": 1, "sqrt": 1,
+    "reciprocal": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "sigmoid": 4, "silu": 4, "gelu": 8,
+    "relu": 1, "where": 1, "eq": 1, "ne": 1, "lt": 1, "gt": 1, "le": 1, "ge": 1, "masked_fill": 1, "clamp": 1,
+    "fill": 0, "zero": 0, "minimum": 1, "maximum": 1, "erf": 1, "addcmul": 2, "addcdiv": 2, "lerp": 2,
+}
+
+FAMILIES: tuple[OpFamily, ...] = (
+    # --- by op: what PyTorch called, whatever library ran it
+    OpFamily("GEMM", op=r"^aten::(mm|matmul)$", cost=Matmul(bias=False, batched=False), family="aten GEMM"),
+    OpFamily("GEMM", op=r"^aten::addmm$", cost=Matmul(bias=True, batched=False), family="aten GEMM"),
+    OpFamily("GEMM", op=r"^aten::bmm$", cost=Matmul(bias=False, batched=True), family="aten GEMM"),
+    OpFamily("GEMM", op=r"^aten::baddbmm$", cost=Matmul(bias=True, batched=True), family="aten GEMM"),
+    OpFamily("GEMM", op=r"^aten::linear$", cost=Linear(), family="aten GEMM"),
+    OpFamily("GEMM", op=_ops(*_GEMM_OPS), family="aten GEMM"),
+    OpFamily("GEMM", op=r"^(aiter::gemm_a16w16\w*|vllm::rocm_unquantized_gemm\w*)$", cost=Linear(),
+             family="engine GEMMs (x: M×K, weight: N×K, as F.linear)"),
+    OpFamily("convolution", op=r"^aten::(convolution|_convolution|convolution_backward|cudnn_convolution\w*|"
+                               r"conv\dd|conv_transpose\dd|miopen_convolution\w*|_convolution_mode|"
+                               r"mkldnn_convolution)$", family="aten convolution"),
+    OpFamily("attention", op=_SDPA, cost=Attention("BHLD"), family="aten SDPA"),
+    OpFamily("attention", op=r"^aten::_(flash|efficient)_attention_forward$", cost=Attention("BLHD"),
+             family="aten flash/efficient"),
+    OpFamily("attention", op=r"^aten::(_?scaled_dot_product\w*|_flash_attention_\w+|_efficient_attention_\w+|"
+                             r"_cudnn_attention_\w+)$|^flash_attn\w*::|^\w+::\w*attention\w*$",
+             family="attention ops"),
+    OpFamily("normalization", op=_ops("native_layer_norm", "layer_norm"), cost=PerElement(5), family="aten norm"),
+    OpFamily("normalization", op=_ops("_fused_rms_norm", "rms_norm"), cost=PerElement(4), family="aten norm"),
+    OpFamily("normalization", op=_ops("native_group_norm", "group_norm", "native_batch_norm", "batch_norm",
+                                      r"_batch_norm_\w+", "cudnn_batch_norm", r"\w+_norm_backward",
+                                      r"miopen_batch_norm\w*"), family="aten norm"),
+    OpFamily("normalization", op=r"^(fuseprof|aiter|sgl_kernel|_C|vllm)::\w*(rms_?norm|layer_?norm)\w*$",
+             family="engine norms"),
+    OpFamily("reduction", op=_ops("_softmax", "softmax"), cost=PerElement(5), family="aten softmax"),
+    OpFamily("reduction", op=_ops(*_REDUCTIONS), cost=PerElement(1, out_equals_input=False),
+             family="aten reduction"),
+    OpFamily("reduction", op=_ops("linalg_vector_norm", "var", "std", "var_mean", "cumsum", "_log_softmax",
+                                  "log_softmax", "topk", "sort", r"\w*_pool\dd\w*", r"_softmax_backward_data"),
+             family="aten reduction"),
+    OpFamily("copy/cast", op=_ops("copy_", "_to_copy", "clone"), cost=Copy(), family="aten copy"),
+    OpFamily("copy/cast", op=_ops("cat", "_cat"), cost=Cat(), family="aten copy"),
+    OpFamily("copy/cast", op=_ops("to", "contiguous", "stack", r"index_copy_?", "flip", "roll", "_reshape_copy",
+                                  "expand_copy", "repeat", "repeat_interleave", "constant_pad_nd"),
+             family="aten copy"),
+    OpFamily("copy/cast", op=r"^(sglang|_C|vllm|_C_cache_ops)::\w*(store_cache|store_kvcache|reshape_and_cache\w*|"
+                             r"concat_and_cache\w*)$", family="KV-cache write"),
+    OpFamily("other", op=_ops("embedding", "index_select", "gather"), cost=Gather(), family="aten gather"),
+    OpFamily("copy/cast", op=_ops("index_copy_", "index_copy"), cost=IndexCopy(), family="aten copy"),
+    OpFamily("other", op=_ops("arange"), cost=Arange(), family="aten factory"),
+    OpFamily("reduction", op=_ops("cumsum"), cost=PerElement(1), family="aten reduction"),
+    *(OpFamily("elementwise", op=rf"^aten::{name}_?$", cost=Elementwise(flops), family="aten elementwise")
+      for name, flops in ELEMENTWISE_FLOPS.items()),
+    OpFamily("elementwise", op=r"^aten::(bitwise_\w+|logical_\w+|floor|ceil|round|sign|threshold|hardtanh|"
+                               r"leaky_relu|glu|_foreach_\w+|\w+_backward)_?$", family="aten elementwise"),
+    OpFamily("elementwise", op=r"^(fuseprof|sgl_kernel|_C|vllm)::\w*(silu|gelu)\w*$", family="engine activations"),
+    OpFamily("elementwise", op=r"^\w+::\w*rotary_embedding\w*$", family="engine RoPE"),
+    # --- by kernel name: graph replays, Inductor, libraries whose op is not in the trace
+    OpFamily("communication", kernel=r"^nccl|ncclDevKernel|ncclKernel|^rccl|cross_device_reduce",
+             family="NCCL/RCCL"),
+    OpFamily("GEMM", kernel=r"^triton_tem_", family="Inductor template GEMM"),
+    OpFamily("normalization", kernel=r"^triton_(red|per)_fused\w*(rsqrt|layer_norm|var_mean)",
+             family="Inductor norm"),
+    OpFamily("reduction", kernel=r"^triton_(red|per)_", family="Inductor reduction"),
+    OpFamily("elementwise", kernel=r"^triton_poi_", family="Inductor pointwise"),
+    # Attention before GEMM: Hopper's flash kernels name their wgmma instructions (cuDNN's SDPA on the
+    # H200); lean_reduction_kernel is cuDNN SDPA's split-KV reduction (aten::_cudnn_attention_forward).
+    OpFamily("attention", kernel=r"flash|fmha|attention|attn|^lean_reduction_kernel$|paged_attention|"
+                                 r"BatchPrefill|BatchDecode|SinglePrefill|SingleDecode|mha_(fwd|bwd)|"
+                                 r"^_fwd_(grouped_)?kernel", family="flash/cuDNN/CK/aiter/flashinfer attention"),
+    # convolution before GEMM: cuDNN's implicit-GEMM kernels say gemm too
+    OpFamily("convolution", kernel=r"conv\w*(fprop|dgrad|wgrad)|implicit_?gemm|MIOpen\w*Conv|naive_conv|igemm",
+             family="cuDNN/MIOpen convolution"),
+    OpFamily("GEMM", kernel=r"^Cijk_|hipblaslt|device_gemm|DeviceGemm|wvSplitK|^_matmul_ogs|matmul_kernel|"
+                            r"^bmm_\w+_t\d+x\d+", family="AMD Tensile/hipBLASLt/CK, Triton and TRT-LLM GEMMs"),
+    OpFamily("GEMM", kernel=r"gemm|gemv|nvjet|cutlass.*tensorop|xmma|cublas|wgmma|splitKreduce",
+             family="cuBLAS/cuBLASLt/nvjet/CUTLASS GEMMs"),
+    OpFamily("normalization", kernel=r"layer_?norm|rms_?norm|batch_?norm|group_?norm|MIOpenBatchNorm",
+             family="norm kernels"),
+    OpFamily("reduction", kernel=r"reduce_kernel|softmax|reduction|argmax|topk|moe::dev::(routing|finalize)|"
+                                 r"_combined_routing|_sum_bitmatrix|_finalize_matmul", family="reductions, MoE routing"),
+    OpFamily("copy/cast", kernel=r"copy|memcpy\d|CatArray|cat_|transpose|permute|store_kvcache|reshape_and_cache",
+             family="copies, KV-cache writes"),
+    OpFamily("elementwise", kernel=r"elementwise|pointwise|vectorized|act_and_mul|silu|gelu|rotary|quant",
+             family="elementwise kernels"),
+)
+
+
+def _aten(*names: str) -> tuple[str, ...]:
+    return tuple(f"aten::{n}" for n in names)
+
+
+def _with_in_place(*names: str) -> tuple[str, ...]:
+    return tuple(f"aten::{n}{suffix}" for n in names for suffix in ("", "_"))
+
+
+# The ops a ``fuseprof fusion --verify`` replay may call. A trace names the ops it replays, and traces are
+# shared, so only ops known to compute on the tensors they are given and touch nothing else are run: no
+# file (``aten::from_file`` maps one and writes through it), process, network, device setting or RNG state
+# (``multinomial``, ``dropout`` draw from the process's generator). Any other op makes its chain "not
+# replayable" with that reason.
+_PURE = (
+    *_with_in_place(
+        "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "asin", "atan", "atan2", "bitwise_and", "bitwise_not",
+        "bitwise_or", "bitwise_xor", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "cosh", "div", "elu",
+        "eq", "erf", "erfc", "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "frac", "ge", "gelu", "gt",
+        "hardsigmoid", "hardswish", "hardtanh", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2",
+        "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "masked_fill", "mish", "mul", "ne", "neg",
+        "pow", "reciprocal", "relu", "remainder", "round", "rsqrt", "sigmoid", "sign", "silu", "sin", "sinh",
+        "sqrt", "square", "sub", "tanh", "threshold", "tril", "triu", "true_divide", "trunc", "fill", "zero"),
+    *_aten(
+        "rsub", "where", "maximum", "minimum", "isfinite", "isinf", "isnan", "glu", "softplus", "type_as",
+        "silu_backward", "gelu_backward", "threshold_backward", "sigmoid_backward", "tanh_backward",
+        # reductions, norms, softmax
+        "sum", "mean", "amax", "amin", "max", "min", "prod", "argmax", "argmin", "all", "any", "norm",
+        "linalg_vector_norm", "var", "std", "var_mean", "logsumexp", "cumsum", "cumprod", "softmax", "_softmax",
+        "_safe_softmax", "log_softmax", "_log_softmax", "_softmax_backward_data", "topk", "sort",
+        "native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "native_group_norm", "group_norm",
+        "native_layer_norm_backward",
+        # copies, casts, layout and views of the tensors given
+        "copy_", "_to_copy", "to", "clone", "contiguous", "cat", "_cat", "stack", "flip", "roll", "repeat",
+        "repeat_interleave", "constant_pad_nd", "expand", "expand_as", "expand_copy", "view", "view_as", "reshape",
+        "_reshape_alias", "_unsafe_view", "_reshape_copy", "permute", "transpose", "t", "unsqueeze", "squeeze",
+        "flatten", "unflatten", "slice", "select", "narrow", "split", "split_with_sizes", "chunk", "unbind", "alias",
+        "detach", "lift_fresh",
+        # indexing (the replay makes the indices valid: OpRole.indexing)
+        "index", "index_select", "gather", "embedding", "index_copy", "index_copy_", "index_add", "index_add_",
+        "index_fill_", "index_put_", "scatter", "scatter_", "scatter_add", "scatter_add_",
+        # factories (the replay bounds what they allocate)
+        "arange", "full", "full_like", "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like",
+        # matrix products, met at a chain's edge
+        "mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot", "outer", "einsum"),
+)
+
+# Roles beyond "a pure op that reads its inputs": by op name.
+_SPECIAL: tuple[OpRole, ...] = (
+    *(OpRole(n, first_argument="overwritten") for n in _aten("copy_", "fill_", "zero_")),
+    *(OpRole(n, first_argument="indexed write", indexing=(0, 1, 2)) for n in _aten("index_copy_", "index_fill_",
+                                                                                  "scatter_")),
+    OpRole("aten::index_put_", first_argument="indexed write"),
+    *(OpRole(n, first_argument="indexed write", accumulates=True, indexing=(0, 1, 2))
+      for n in _aten("index_add_", "scatter_add_")),
+    *(OpRole(n, indexing=(0, 1, 2)) for n in _aten("index_copy", "index_add", "scatter", "scatter_add")),
+    *(OpRole(n, gathers=True, indexing=(0, 1, 2)) for n in _aten("index_select", "gather")),
+    OpRole("aten::embedding", gathers=True, indexing=(0, None, 1)),
+    *(OpRole(n, reduces=True) for n in _aten("mean", "sum", "amax", "amin", "var", "std", "norm",
+                                              "linalg_vector_norm", "logsumexp")),
+    *(OpRole(n, softmax=True) for n in _aten("_softmax", "softmax", "_safe_softmax")),
+    *(OpRole(n, epilogue=True) for n in _with_in_place("add", "gelu", "silu", "relu")),
+    *(OpRole(n, epilogue=True) for n in _aten("sigmoid", "tanh")),
+    OpRole("aten::mm", gemm=GemmOperands(0, 1), functional_inputs=2),
+    OpRole("aten::addmm", gemm=GemmOperands(1, 2), functional_inputs=3),
+    OpRole("aten::linear", gemm=GemmOperands(0, 1, "NK")),
+    OpRole("aten::bmm", gemm=GemmOperands(0, 1, batched=True), functional_inputs=2),
+    OpRole("aten::baddbmm", gemm=GemmOperands(1, 2, batched=True), functional_inputs=3),
+    OpRole("aten::matmul", gemm=GemmOperands(0, 1, batched=True)),
+    OpRole("aten::scaled_dot_product_attention", causal=(5, ("True", "1"))),
+    OpRole("aten::_scaled_dot_product_flash_attention", causal=(4, ("True", "1"))),
+    OpRole("aten::_scaled_dot_product_efficient_attention", causal=(6, ("True", "1"))),
+    OpRole("aten::_scaled_dot_product_cudnn_attention", causal=(6, ("True", "1"))),
+    OpRole("aten::_flash_attention_forward", causal=(8, ("True", "1"))),
+    OpRole("aten::_efficient_attention_forward", causal=(9, ("1", "2"))),  # custom_mask_type 1 or 2: causal
+)
+
+
+def _roles() -> tuple[OpRole, ...]:
+    """One role per op: the special ones (replayable where pure), and a plain replayable role for the
+    other pure ops."""
+    special = {r.name: r for r in _SPECIAL}
+    pure = set(_PURE)
+    out = [OpRole(**{**r.__dict__, "replayable": r.name in pure}) for r in special.values()]
+    return (*out, *(OpRole(name, replayable=True) for name in dict.fromkeys(_PURE) if name not in special))
+
+
+_INDUCTOR = r"triton_\w*fused\w*"
+CATALOGUE: tuple[CatalogueEntry, ...] = (
+    CatalogueEntry("add + RMSNorm", rf"{_INDUCTOR}add\w*(mean|rsqrt)|add_?rms_?norm|rms_?norm\w*(with_)?add|"
+                   r"fused_add_rms", chains=_aten("add", "pow", "mean", "rsqrt"), ops=(r"rms_?norm", r"aten::rsqrt")),
+    CatalogueEntry("SiLU · mul", rf"{_INDUCTOR}(mul\w*silu|silu\w*mul)|silu_and_mul|act_and_mul|swiglu|silu_mul",
+                   chains=_aten("silu", "mul"), ops=(r"aten::silu", r"silu"), pair=("aten::silu", "aten::mul")),
+    CatalogueEntry("QKV projection", r"qkv", classes=("horizontal GEMM:3",), ops=(r"attention",)),
+    CatalogueEntry("gate / up projection", r"gate_?up|MergedColumn|swiglu", classes=("horizontal GEMM:2",),
+                   ops=(r"mlp",)),
+    # addmm adds its bias in the GEMM's epilogue (cuBLAS, hipBLASLt); a Tensile kernel named _Bias_ can
+    # but need not add one (aten::mm launches them too), so the op decides
+    CatalogueEntry("GEMM + bias + activation epilogue", r"^aten::(addmm|_addmm_activation)$|gemm\w*(gelu|relu)|"
+                   r"epilogue", classes=("GEMM epilogue",), ops=(r"aten::(gelu|relu|silu)",)),
+    CatalogueEntry("RoPE + KV-cache write", rf"{_INDUCTOR}(cos|sin)\w*index_(copy|put)|{_INDUCTOR}index_(copy|put)"
+                   r"\w*(cos|sin)|rope\w*cache|rotary\w*cache", classes=("RoPE + KV-cache write",),
+                   chains=_aten("neg", "cat"), ops=(r"rotary", r"aten::neg"),
+                   partial=rf"rotary|rope|{_INDUCTOR}(cat\w*(cos|sin)|neg\w*cat)"),
+    CatalogueEntry("flash attention", r"flash|fmha|attn_fwd|mha_|BatchPrefill|BatchDecode|paged_attention|"
+                   r"unified_attention|_cudnn_attention|scaled_dot_product", classes=("eager attention → SDPA",),
+                   ops=(r"softmax",)),
+    CatalogueEntry("dequant + GEMM", r"mxfp4|MxE\dm\d|w4a16|w8a8|awq|gptq|marlin|_scaled_mm|fp8\w*gemm|int4",
+                   ops=(r"dequant",)),
+    CatalogueEntry("sampling", r"sampling|top_?k_?top_?p|sample_kernel", classes=("sampling chain",),
+                   ops=(r"aten::(argmax|topk|multinomial)",)),
+)
+
+KNOWN_FUSIONS: tuple[KnownFusion, ...] = (
+    KnownFusion(r"aten::add → .*aten::pow → aten::mean → .*aten::rsqrt",
+                "fuseprof add_rms_norm (kernels/add_rms_norm); Liger LigerFusedAddRMSNorm; torch.compile"),
+    KnownFusion(r"aten::pow → aten::mean → .*aten::rsqrt",
+                "fuseprof rmsnorm_swiglu's norm (kernels/rmsnorm_swiglu); Liger LigerRMSNorm; torch.compile"),
+    KnownFusion(r"aten::silu → aten::mul|aten::sigmoid → aten::mul → aten::mul",
+                "fuseprof silu_mul (kernels/silu_mul); Liger swiglu"),
+    KnownFusion(r"aten::neg → aten::cat → aten::mul → aten::add", "Liger liger_rotary_pos_emb; torch.compile"),
+)
+
+KERNEL_MATCHES: tuple[KernelMatch, ...] = (
+    # x and residual: the first add's two inputs; the weight: the last mul's external input; (y, h): y
+    KernelMatch(r"aten::add → aten::copy_ → aten::pow → aten::mean → aten::add → aten::rsqrt → aten::mul → "
+                r"aten::copy_ → aten::mul", "add_rms_norm", "fused_cuda",
+                (KernelArgument("first", 0), KernelArgument("first", 1), KernelArgument("last", "input", rows=False)),
+                output=0),
+    # gate: silu's input; up: the mul's external input
+    KernelMatch(r"aten::silu → aten::mul", "silu_mul", "fused_cuda",
+                (KernelArgument("first", 0), KernelArgument("last", "input"))),
+)
+
+CHAIN_CLASSES: tuple[ChainClass, ...] = (
+    ChainClass("RoPE + KV-cache write", all_of=_aten("neg", "cat"), any_of=_aten("index_copy_", "index_put_", "copy_")),
+    ChainClass("sampling chain", any_of=_aten("argmax", "topk", "multinomial", "sort")),
+)
+
+DEFAULT = Registry(families=FAMILIES, roles=_roles(), catalogue=CATALOGUE, known_fusions=KNOWN_FUSIONS,
+                   kernel_matches=KERNEL_MATCHES, chain_classes=CHAIN_CLASSES)
