@@ -34,6 +34,8 @@
 #   seed002    seed 002's exercises B and E: fuseprof profile qkv_projection and gemm_bias_gelu with ncu (bf16)
 #   verify     fuseprof fusion --verify 4 on the eager Llama trace and on a decoder-layer capture with shapes
 #   verifytests the GPU test of fusion --verify (tests/test_gpu_verify.py)
+#   truthset   small models of known truth, each trace with its execution trace and truth file (scripts/capture_truth_set.py),
+#              and fuseprof run / profile bundles with their execution traces (the op graph's agreement, scripts/graph_agreement.py)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 # never NVLink multicast (the device README says why): for every step that starts NCCL
@@ -211,6 +213,14 @@ step_verify() {
 step_verifytests() {
   timeout 500 python3 -m pytest tests/test_gpu_verify.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_verify_tests.log" | tail -4
 }
+step_truthset() {
+  timeout 480 python3 scripts/capture_truth_set.py --out "$W/truth" ${TRUTH_ONLY:+--only $TRUTH_ONLY} 2>&1 \
+    | grep -vE "^USDT|UserWarning|_warn_once|execution_trace_observer"
+  (cd "$W" && timeout 120 fuseprof run --no-ncu --out "$W/etbundles" "$OLDPWD/examples/region_demo.py" --steps 2 2>&1 | tail -1)
+  timeout 200 fuseprof profile silu_mul --no-ncu --shapes 1024x8192 --repeats 5 --out "$W/etbundles" 2>&1 | tail -1
+  timeout 200 fuseprof profile decoder_layer --no-ncu --variants eager --shapes 1x256x2048 --repeats 3 --out "$W/etbundles" 2>&1 | tail -1
+  du -sh "$W/truth" "$W/etbundles"
+}
 step_graphpair() { timeout 300 python3 scripts/capture_graph_pair.py --out "$W/graphpair" 2>&1 | tail -40; }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }
 step_graphtests() {
@@ -225,5 +235,5 @@ for s in "$@"; do
   run "$s" "step_$s"
   tar czf "$OUT/results.tgz.tmp" -C "$W" . && mv "$OUT/results.tgz.tmp" "$OUT/results.tgz"
 done
-du -sh "$W/traces"/* "$W/model"/* "$W/graphpair"/* 2>/dev/null
+du -sh "$W/traces"/* "$W/model"/* "$W/graphpair"/* "$W/truth" 2>/dev/null
 log done
