@@ -185,12 +185,22 @@ def test_model_page_shows_the_trace_its_opportunities_and_a_diff() -> None:
     assert not at.exception and not at.error
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert titles[:2] == ["GPU timeline", "Time by category"]
-    assert titles[2].startswith("Per-op roofline from recorded shapes, against NVIDIA H200 (measured)")
+    # rates from the trace's own GPU: the folder's ceilings bundle is not the trace's (--ceilings names one)
+    assert titles[2].startswith("Per-op roofline from recorded shapes, against H200 (datasheet)")
     assert titles[3] == "A against B, per category"
-    fusion = next(d.value for d in at.dataframe if "known_fusion" in d.value.columns)
-    assert fusion["count"].iloc[0] == 36 and fusion["kernels_per_chain"].iloc[0] == 15
+    fusion = next(d.value for d in at.dataframe if "fused by" in d.value.columns)
+    assert fusion["×"].iloc[0] == 36 and fusion["kernels"].iloc[0] == 15
     diff = next(d.value for d in at.dataframe if "metric" in d.value.columns).set_index("metric")
     assert diff.loc["events", "a"] == 1742 and diff.loc["events", "b"] == 574
+
+
+def test_model_page_takes_measured_rates_only_from_a_named_ceilings_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    ceilings = next(p for p in TRACES.iterdir() if p.name.startswith("ceilings-"))
+    monkeypatch.setenv("FUSEPROF_CEILINGS", str(ceilings))
+    at = run_page("Model")
+    at.selectbox(key="model-bundle").select("llama4l-eager-h200").run()
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert titles[2].startswith("Per-op roofline from recorded shapes, against NVIDIA H200 (measured)")
 
 
 @pytest.mark.parametrize("roof", ["H100 SXM", "H100 PCIe", "H200", "A100 80GB", "B200"])

@@ -2,8 +2,9 @@
 
 The facade: decode (``fuseprof.parse``), link each GPU event to its launch and op, attribute graph
 replays through a capture trace (``graphs``), classify by the op registry (``events``), choose the
-window (``steps``), check integrity (``integrity``), then the tables (``summaries``, ``timeline``,
-``idle``, ``fusion``). Times are integer nanoseconds throughout.
+window (``steps``), then every section's tables (``fuseprof.analysis.sections``: integrity, steps,
+timeline, idle, categories, tops, launches, roofline, fusion, slow ops, audit, verdict). Times are
+integer nanoseconds throughout.
 """
 
 from __future__ import annotations
@@ -15,52 +16,39 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.analysis.audit import audit
-from fuseprof.analysis.collectives import collectives
 from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
 from fuseprof.analysis.graphs import capture_windows
-from fuseprof.analysis.idle import host_activity, idle_by_step, idle_gaps
-from fuseprof.analysis.integrity import integrity, lost_launches
-from fuseprof.analysis.opportunities import opportunities, slow_ops
-from fuseprof.analysis.steps import profiler_steps, step_table, window_mask
-from fuseprof.analysis.summaries import attach_ncu, category_table, launch_stats, op_roofline, top_kernels, top_ops
-from fuseprof.analysis.timeline import gpu_timeline
+from fuseprof.analysis.opgraph import OpGraph, op_graph
+from fuseprof.analysis.sections import Context, build_all, trace_sections
+from fuseprof.analysis.steps import profiler_steps, window_mask
+from fuseprof.analysis.summaries import attach_ncu
 from fuseprof.bundle.files import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
 from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.model.roofline import Roof, capture_roof
 from fuseprof.parse.dispatch import inside
+from fuseprof.parse.execution_trace import EXECUTION_TRACE
 from fuseprof.parse.trace_events import TraceTables
 
 
 @dataclass
 class TraceAnalysis:
-    """Every table ``fuseprof analyze`` prints for one trace; ``notes`` say what could not be done."""
+    """Every table of one trace, by name (``frames``: the sections' tables, ``fuseprof.analysis.sections``;
+    each is also an attribute: ``result.fusion``), with the trace's name, GPU, roof, window, rank, the notes
+    that say what could not be done, the op registry it was made with and the rows per top table."""
 
     name: str
     device: str | None
     roof: Roof
     events: pd.DataFrame
-    timeline: pd.DataFrame
-    categories: pd.DataFrame
-    top_kernels: pd.DataFrame
-    top_ops: pd.DataFrame
-    launches: pd.DataFrame
-    op_roofline: pd.DataFrame
-    fusion: pd.DataFrame
-    integrity: pd.DataFrame = field(default_factory=pd.DataFrame)
-    steps: pd.DataFrame = field(default_factory=pd.DataFrame)
-    idle: pd.DataFrame = field(default_factory=pd.DataFrame)
-    idle_host: pd.DataFrame = field(default_factory=pd.DataFrame)
-    audit: pd.DataFrame = field(default_factory=pd.DataFrame)
-    slow_ops: pd.DataFrame = field(default_factory=pd.DataFrame)
-    collectives: pd.DataFrame = field(default_factory=pd.DataFrame)
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
     window: str = ""
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
     registry: Registry = DEFAULT  # the op knowledge it was made with (not stored: it names the stored entry)
+    top: int = 15
 
     def defer_events(self, loader: Callable[[], pd.DataFrame]) -> None:
         """Read ``events`` (the largest table) through ``loader`` when first used, not now."""
@@ -73,7 +61,13 @@ class TraceAnalysis:
         self.events  # noqa: B018 (reads deferred events)
         return dict(self.__dict__)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     def __getattr__(self, name: str) -> Any:
+        frames = self.__dict__.get("frames", {})
+        if name in frames:
+            return frames[name]
         loader = self.__dict__.get("_events_loader")
         if name != "events" or loader is None:
             raise AttributeError(name)
@@ -82,11 +76,9 @@ class TraceAnalysis:
         return self.events
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        return {"integrity": self.integrity, "steps": self.steps, "timeline": self.timeline,
-                "idle": self.idle, "idle_host": self.idle_host, "categories": self.categories,
-                "top_kernels": self.top_kernels, "top_ops": self.top_ops, "launches": self.launches,
-                "op_roofline": self.op_roofline, "fusion": self.fusion, "audit": self.audit,
-                "slow_ops": self.slow_ops}
+        """The tables the views show, in section order (JSON, CSV; those other sections read alone are left
+        out)."""
+        return {t.name: self.frames.get(t.name, pd.DataFrame()) for s in trace_sections() for t in s.tables if t.shown}
 
 
 @dataclass(frozen=True)
@@ -107,8 +99,9 @@ def trace_files(path: Path) -> list[Path]:
     """The trace(s) behind a path: a trace file, a bundle's raw profiler trace(s), or the traces in a
     folder."""
     if path.is_dir():
-        found = sorted(inside(p, path / RAW) for p in (path / RAW).glob("*.json*")) if is_bundle(path) else sorted(
-            p for p in path.iterdir() if p.is_file() and p.name.endswith((".json", ".json.gz")))
+        found = sorted(inside(p, path / RAW) for p in (path / RAW).glob("*.json*") if p.name != EXECUTION_TRACE) \
+            if is_bundle(path) else sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(
+                (".json", ".json.gz")))
         if not found:
             hint = (f" under {RAW}/" if is_bundle(path) else
                     "; it holds bundles: name one of them" if any(is_bundle(p) for p in path.iterdir()) else "")
@@ -130,6 +123,15 @@ def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None) -> list[st
     if graph_check:
         notes.append(f"graph replays attributed through the capture trace, checked by {graph_check}")
     return notes
+
+
+def _dataflow_note(graph: OpGraph | None) -> list[str]:
+    if graph is None:
+        return []
+    if graph.basis == "execution trace":
+        return [f"dataflow from the execution trace beside the trace: {len(graph.edges):,} tensor edges among "
+                f"{len(graph.nodes):,} ops (fused bytes count the tensors each chain really shares)"]
+    return ["the execution trace beside the trace does not match its ops (another run's?): dataflow by shapes"]
 
 
 @dataclass
@@ -162,31 +164,23 @@ def windowed_events(tables: TraceTables, options: Options = Options(), capture: 
 
 
 def analyze_tables(tables: TraceTables, options: Options = Options(), name: str | None = None,
-                   capture: TraceTables | None = None, ncu_rows: pd.DataFrame | None = None) -> TraceAnalysis:
-    """Every table for one decoded trace; ``capture`` is the trace of its graphs' capture."""
+                   capture: TraceTables | None = None, ncu_rows: pd.DataFrame | None = None,
+                   execution_trace: pd.DataFrame | None = None) -> TraceAnalysis:
+    """Every table for one decoded trace; ``capture`` is the trace of its graphs' capture,
+    ``execution_trace`` the PyTorch execution trace recorded beside it (``fuseprof.parse.execution_trace``)."""
     found = windowed_events(tables, options, capture, ncu_rows)
-    all_events, events, window, graph_check = found.every, found.events, found.window, found.graph_check
-    checks = integrity(all_events, found.mask, all_events["device"].map(tables.device_name).notna(),
-                       lost_launches(tables))
+    events = found.events
     names = sorted({tables.device_name(d) or "" for d in events["device"].dropna().unique()} - {""})
     device_name = options.device or (names[0] if names else None)
     roof = capture_roof(device_name, options.measured)
-    timeline = gpu_timeline(events)
-    gaps = idle_gaps(events, tables)
     copy = options.copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
                                      f"{roof.label} DRAM + the trace's kernel floor")
-    registry = options.registry
-    fusion = opportunities(events, timeline, copy, roof, registry)
-    roofline = op_roofline(events, roof, registry)
-    return TraceAnalysis(
-        name=name or tables.path.name, device=device_name, roof=roof, events=events, timeline=timeline,
-        categories=category_table(events), top_kernels=top_kernels(events, options.top),
-        top_ops=top_ops(events, options.top), launches=launch_stats(events), op_roofline=roofline,
-        slow_ops=slow_ops(roofline, fusion, float(timeline["busy_ns"].iloc[0])),
-        fusion=fusion, audit=audit(events, fusion, copy, registry), integrity=checks, steps=step_table(all_events),
-        idle=idle_by_step(events, gaps), idle_host=host_activity(gaps, tables),
-        collectives=collectives(events, tables.rank), window=window, rank=tables.rank,
-        notes=_notes(events, roof, graph_check), registry=registry)
+    graph = op_graph(tables, options.registry, execution_trace) if execution_trace is not None else None
+    frames = build_all(Context(tables, found.every, events, found.mask, options.registry, options.top, roof, copy,
+                               graph))
+    return TraceAnalysis(name=name or tables.path.name, device=device_name, roof=roof, events=events, frames=frames,
+                         window=found.window, rank=tables.rank, registry=options.registry, top=options.top,
+                         notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph))
 
 
 def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:

@@ -30,13 +30,14 @@ step is one group) form one opportunity ×N. For each group:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.model.dataflow import ShapeDataflow, infer_outputs, links_to_nothing, tensor_arguments
 from fuseprof.model.registry import Registry
 from fuseprof.parse.names import short_kernel_name
@@ -75,23 +76,29 @@ def copy_model_from_bench(timings: pd.DataFrame, min_bytes: float = 2e7) -> Copy
     return CopyModel(1e9 / slope, float(intercept), f"fit to {len(copies)} same-bytes copies")
 
 
-_FUSED_BYTES: dict[tuple[str, str], float] = {}
+_FUSED_BYTES: dict[tuple[str, str, str], float] = {}
 
 
-def fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Registry) -> float:
+Internal = Sequence[frozenset[int]]  # per op of a chain: its argument positions an op of the chain produced
+
+
+def fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Registry,
+                internal: Internal | None = None) -> float:
     """External inputs read once plus outputs written once, for ops (name, input dims, input types,
-    concrete inputs) in chain order, by the shape-and-dtype dataflow every reader of dataflow shares
-    (``fuseprof.model.dataflow``). Memoised on the chain's text and the registry: every decoder layer and
-    step repeats the same few chains."""
-    key = (repr(ops), registry.fingerprint())
+    concrete inputs) in chain order. Which inputs an op of the chain produced: ``internal`` when the op graph
+    knows (an execution trace's tensor identities), else the shape-and-dtype dataflow every reader of
+    dataflow shares (``fuseprof.model.dataflow``). Memoised on the chain's text and the registry: every
+    decoder layer and step repeats the same few chains."""
+    key = (repr(ops), repr(internal), registry.fingerprint())
     if key not in _FUSED_BYTES:
         if len(_FUSED_BYTES) > 100_000:
             _FUSED_BYTES.clear()
-        _FUSED_BYTES[key] = _fused_bytes(ops, registry)
+        _FUSED_BYTES[key] = _fused_bytes(ops, registry, internal)
     return _FUSED_BYTES[key]
 
 
-def _fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Registry) -> float:
+def _fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Registry,
+                 internal: Internal | None) -> float:
     flow = ShapeDataflow()
     total = 0.0
     last_out = 0.0
@@ -102,7 +109,8 @@ def _fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Re
             continue
         role = registry.role(name)
         skip = [links_to_nothing(role, i) for i in range(len(arguments))]
-        links = flow.link(arguments, skip, role.reduces)
+        links: Sequence[object | None] = flow.link(arguments, skip, role.reduces) if internal is None else [
+            True if i in internal[node] else None for i in range(len(arguments))]
         gathered = registry.estimate(name, dims, types, concrete) if role.gathers else None
         if gathered is not None:
             total += gathered.bytes / 2  # the model's read half: indices and gathered rows
@@ -171,11 +179,12 @@ def _runs(events: pd.DataFrame, order: np.ndarray, codes: np.ndarray, limit: flo
     return [kept[b:b + c] for b, c in zip(begin, count) if c >= 2]
 
 
-def find_chains(events: pd.DataFrame, registry: Registry) -> pd.DataFrame:
+def find_chains(events: pd.DataFrame, registry: Registry, graph: OpGraph | None = None) -> pd.DataFrame:
     """One row per chain: a maximal run of ≥ 2 consecutive fusible kernels on one stream, inside one
     profiler step (or the user's outermost range), with no idle gap over ``gap_limit_ns`` inside it.
     Columns: stream, step, key (the ops, '?kernel' where the trace did not link one), signature, kernels,
-    measured_ns, chain_bytes, fused_bytes, module, start_ns and members (the events' index labels)."""
+    measured_ns, chain_bytes, fused_bytes (by the op graph's edges when it rests on an execution trace),
+    module, start_ns and members (the events' index labels)."""
     order, codes = stream_step_order(events)
     runs = _runs(events, order, codes, gap_limit_ns(events))
     if not runs:
@@ -187,11 +196,23 @@ def find_chains(events: pd.DataFrame, registry: Registry) -> pd.DataFrame:
                "types": rows["input_type"].tolist(), "concrete": rows["concrete"].tolist(),
                "dur": rows["dur_ns"].tolist(), "start": rows["start_ns"].tolist(), "module": rows["module"].tolist(),
                "label": rows.index.tolist(), "stream": rows["stream"].astype("string").fillna("?").tolist(),
-               "step": step.astype("string").fillna("").tolist()}
-    return pd.DataFrame([_chain(columns, run, registry) for run in runs])
+               "step": step.astype("string").fillna("").tolist(),
+               "op_id": rows["op_id"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan).tolist()}
+    exact = graph if graph is not None and graph.basis == "execution trace" else None
+    return pd.DataFrame([_chain(columns, run, registry, exact) for run in runs])
 
 
-def _chain(columns: dict[str, list[Any]], run: np.ndarray, registry: Registry) -> dict[str, object]:
+def _internal(op_ids: list[float], graph: OpGraph) -> Internal | None:
+    """Per op of a chain, the arguments another op of the chain produced (the graph's edges); None when an op
+    has no id (not in the graph)."""
+    if any(np.isnan(o) for o in op_ids):
+        return None
+    within = graph.within(int(o) for o in op_ids)
+    return [frozenset(a for a, ps in within[int(o)].items() if any(p[0] != int(o) for p in ps)) for o in op_ids]
+
+
+def _chain(columns: dict[str, list[Any]], run: np.ndarray, registry: Registry,
+           graph: OpGraph | None) -> dict[str, object]:
     ops = [columns["op"][i] for i in run]
     short = [short_kernel_name(str(columns["name"][i])) for i in run]
     inputs = [(op or "", columns["dims"][i], columns["types"][i], columns["concrete"][i]) for op, i in zip(ops, run)]
@@ -203,7 +224,8 @@ def _chain(columns: dict[str, list[Any]], run: np.ndarray, registry: Registry) -
             "key": " → ".join(op if op is not None else f"?{s}" for op, s in zip(ops, short)),
             "signature": " → ".join(op if op is not None else s for op, s in zip(ops, short)), "kernels": len(run),
             "measured_ns": int(sum(int(columns["dur"][i]) for i in run)), "chain_bytes": chain_bytes,
-            "fused_bytes": min(fused_bytes(inputs, registry), chain_bytes) if known else np.nan,
+            "fused_bytes": min(fused_bytes(inputs, registry, _internal([columns["op_id"][i] for i in run], graph)
+                                           if graph is not None else None), chain_bytes) if known else np.nan,
             "module": columns["module"][first], "start_ns": int(columns["start"][first]),
             "members": [columns["label"][i] for i in run]}
 
@@ -227,13 +249,13 @@ def _label(signatures: pd.Series) -> str:
     return max(signatures, key=lambda s: (s.count("::"), s))
 
 
-def chain_groups(events: pd.DataFrame, copy: CopyModel, registry: Registry,
-                 taken: set[object] = frozenset()) -> pd.DataFrame:  # type: ignore[assignment]
+def chain_groups(events: pd.DataFrame, copy: CopyModel, registry: Registry, taken: Set[object] = frozenset(),
+                 graph: OpGraph | None = None) -> pd.DataFrame:
     """Chains grouped by their op sequence (equal up to linking) with bytes and predicted fused time
     (columns in the module docstring), their class and the kernel known to fuse them (the registry's);
     chains holding an event of ``taken`` (claimed by another class, e.g. eager attention) are left out.
     Groups whose bytes are unknown have no prediction."""
-    chains = find_chains(events, registry)
+    chains = find_chains(events, registry, graph)
     if chains.empty:
         return chains
     chains = chains[[not (set(m) & taken) for m in chains["members"]]]

@@ -20,6 +20,7 @@ import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel, chain_groups
 from fuseprof.analysis.fusion_classes import class_opportunities
+from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.model.registry import Registry
 from fuseprof.model.roofline import Roof
 
@@ -27,13 +28,13 @@ SLOW_PCT, SLOW_SHARE = 30.0, 1.0
 
 
 def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel, roof: Roof,
-                  registry: Registry) -> pd.DataFrame:
+                  registry: Registry, graph: OpGraph | None = None) -> pd.DataFrame:
     """One row per opportunity group (class, signature, count, kernels, measured, bytes, predicted,
     saving, shares, launches, the kernel that already fuses it), best first."""
     classes = class_opportunities(events, roof, copy, registry)
     attention = classes[classes["class"] == "eager attention → SDPA"] if not classes.empty else classes
     taken = {m for members in attention.get("members", []) for m in members}
-    parts = [f for f in (chain_groups(events, copy, registry, taken), classes) if not f.empty]
+    parts = [f for f in (chain_groups(events, copy, registry, taken, graph), classes) if not f.empty]
     if not parts:
         return pd.DataFrame()
     frame = pd.concat(parts, ignore_index=True)

@@ -50,6 +50,8 @@ from fuseprof.model.devices import require_device
 from fuseprof.model.registry import Registry, load_registry
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.arrow_pool import prefer_jemalloc
+from fuseprof.parse.execution_trace import EXECUTION_TRACE, read_execution_trace
+from fuseprof.parse.hashing import file_sha256
 from fuseprof.parse.store import TraceStore, content_key, default_store, wait_for_writes
 from fuseprof.parse.trace_events import TraceTables
 
@@ -58,11 +60,13 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class Job:
-    """One trace to analyse: its printed name, file, and a bundle's ncu rows."""
+    """One trace to analyse: its printed name, file, a bundle's ncu rows and the execution trace recorded
+    beside it (which tensor each op took: the op graph's exact dataflow)."""
 
     name: str
     path: Path
     ncu_rows: pd.DataFrame | None = None
+    execution_trace: Path | None = None
 
 
 _LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: its pass 2 reads no Parquet
@@ -93,16 +97,19 @@ def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, boo
 def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Options, root: str | None,
              alone: bool = False) -> str | TraceAnalysis:
     """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
-    analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be written) or is the only one, analysed in this process (then stored in the background)."""
+    analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be written) or is the
+    only one, analysed in this process (then stored in the background)."""
     prefer_jemalloc()
     store = TraceStore(Path(root) if root else None)
-    part = analysis_part(capture[1] if capture else None, options) if job.ncu_rows is None else None
+    et_key = file_sha256(job.execution_trace) if job.execution_trace is not None else None
+    part = analysis_part(capture[1] if capture else None, options, et_key) if job.ncu_rows is None else None
     # a trace this process has just decoded had no entry: no stored analysis to look for (and looking
     # would wait for its tables' background write)
     if part is not None and key not in _LAST and store.get_frames(key, part, only=()) is not None:
         return part
     result = analyze_tables(_tables(store, job.path, key), options, job.name,
-                            _tables(store, *capture) if capture else None, job.ncu_rows)
+                            _tables(store, *capture) if capture else None, job.ncu_rows,
+                            read_execution_trace(job.execution_trace) if job.execution_trace is not None else None)
     if alone:
         if part is not None:
             save_analysis(store, key, part, result, background=True)
@@ -167,7 +174,9 @@ def _jobs(paths: Sequence[Path]) -> list[Job]:
             ncu_rows = ncu_rows if not ncu_rows.empty else None
         for trace in trace_files(path):
             name = f"{path.name}/{trace.relative_to(path)}" if path.is_dir() else trace.name
-            jobs.append(Job(name, trace, ncu_rows))
+            beside = trace.with_name(EXECUTION_TRACE)  # a capture's raw/ holds its execution trace
+            jobs.append(Job(name, trace, ncu_rows, beside if path.is_dir() and is_bundle(path) and beside.is_file()
+                            else None))
     return jobs
 
 

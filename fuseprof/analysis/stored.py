@@ -25,20 +25,21 @@ from fuseprof.model.roofline import Roof
 from fuseprof.parse.store import TraceStore
 
 
-def analysis_part(capture_key: str | None, options: Options) -> str:
-    """The name an analysis is stored under in its trace's entry."""
+def analysis_part(capture_key: str | None, options: Options, execution_trace_key: str | None = None) -> str:
+    """The name an analysis is stored under in its trace's entry (with the capture trace's and the
+    execution trace's content keys, when they shaped it)."""
     text = repr((capture_key, options.device, options.top, options.window,
-                 sorted((options.measured or {}).items()), options.copy, options.registry.fingerprint()))
+                 sorted((options.measured or {}).items()), options.copy, options.registry.fingerprint(),
+                 *([execution_trace_key] if execution_trace_key else [])))
     return f"analysis-{hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}"
 
 
 def save_analysis(store: TraceStore, key: str, part: str, result: TraceAnalysis, background: bool = False) -> bool:
     """Store ``result`` in the entry of trace ``key`` (in the background if asked: ``TraceStore.put_frames``);
     False where the store could not keep it."""
-    frames = {**result.tables(), "collectives": result.collectives}  # events: rebuilt from the tables
     meta = {"device": result.device, "roof": dataclasses.asdict(result.roof), "window": result.window,
-            "rank": result.rank, "notes": result.notes}
-    return store.put_frames(key, part, frames, meta, background)
+            "rank": result.rank, "notes": result.notes, "top": result.top}
+    return store.put_frames(key, part, dict(result.frames), meta, background)  # events: rebuilt from the tables
 
 
 def load_analysis(store: TraceStore, key: str, part: str, name: str, events: Callable[[], pd.DataFrame],
@@ -51,7 +52,7 @@ def load_analysis(store: TraceStore, key: str, part: str, name: str, events: Cal
         return None
     frames, meta = found
     result = TraceAnalysis(name=name, device=meta["device"], roof=Roof(**meta["roof"]), events=pd.DataFrame(),
-                           window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]), registry=registry,
-                           **frames)
+                           frames=frames, window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]),
+                           registry=registry, top=int(meta["top"]))
     result.defer_events(events)
     return result

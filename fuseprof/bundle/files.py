@@ -5,7 +5,8 @@ Layout::
     <name>/manifest.json        schema version, case, shapes, device, versions, ncu settings
     <name>/kernels.parquet      one row per kernel launch (fuseprof.bundle.schema.KERNEL_COLUMNS)
     <name>/timings.parquet      one row per variant and shape (fuseprof.bundle.schema.TIMING_COLUMNS)
-    <name>/raw/                 artifacts as captured: profiler_trace.json.gz, ncu_raw.csv.gz, ncu.log
+    <name>/raw/                 artifacts as captured: profiler_trace.json.gz, execution_trace.json.gz (which
+                                tensor each op took), ncu_raw.csv.gz, ncu.log
 
 No pickle anywhere: JSON and Parquet only, so a bundle from someone else is safe to open.
 """

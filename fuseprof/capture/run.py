@@ -21,7 +21,7 @@ import pandas as pd
 from fuseprof.bundle.files import BundleWriter
 from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.ncu_capture import capture_with_ncu
-from fuseprof.capture.torch_profile import export_gzipped_trace, profiler_activities
+from fuseprof.capture.torch_profile import export_gzipped_trace, profiled
 from fuseprof.case import user_frame
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import CaseNotFoundError, InvalidArgumentError, NcuError
@@ -77,8 +77,7 @@ def run_script(opts: RunOptions, log: Log = log_to_stderr) -> Path:
     name = opts.name or bundle_name(f"run-{opts.script.stem}", manifest["device"]["name"], manifest["created_utc"])
     with BundleWriter(opts.out_dir, name) as writer:
         log(f"fuseprof: running {opts.script} under torch.profiler ({'CUDA' if cuda else 'CPU only'})")
-        with torch.profiler.profile(activities=profiler_activities(cuda), record_shapes=True,
-                                    with_modules=True) as prof:
+        with profiled(writer.raw(""), cuda, record_shapes=True, with_modules=True) as prof:
             _run_script(opts)
             if cuda:
                 torch.cuda.synchronize()

@@ -24,17 +24,27 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     folder_argument(p, "folder of bundles")
     p.add_argument("--address", default="localhost", help="address to listen on")
     p.add_argument("--port", type=int, default=8501, help="port to listen on")
+    p.add_argument("--ceilings", type=Path, metavar="BUNDLE",
+                   help="measured rates for the Model page's traces: a `fuseprof ceilings` and/or `fuseprof bench` "
+                        "bundle, or a folder of them (default: the datasheet of each trace's GPU)")
 
 
 def _dashboard(args: argparse.Namespace) -> int:
     import os
 
+    if not 0 < args.port < 65536:
+        raise FuseprofError(f"--port {args.port}: give a port from 1 to 65535")
     if not args.dir.is_dir():
         raise FuseprofError(f"{args.dir}: no such folder; give a folder of bundles")
     from fuseprof.bundle.files import find_bundles  # no pandas: this process is about to become the server
 
     if not find_bundles(args.dir):
         raise FuseprofError(f"{args.dir}: holds no fuseprof bundle to show")
+    if args.ceilings is not None:
+        if not args.ceilings.is_dir() or not find_bundles(args.ceilings):
+            raise FuseprofError(f"--ceilings {args.ceilings}: no fuseprof bundle there (a `fuseprof ceilings` or "
+                                "`fuseprof bench` bundle, or a folder holding them)")
+        os.environ["FUSEPROF_CEILINGS"] = str(args.ceilings.resolve())  # read by the Model page
     argv = [sys.executable, "-m", "streamlit", "run", str(dashboard_app()), "--server.address", args.address,
             "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
             "--", "--traces", str(args.dir.resolve())]

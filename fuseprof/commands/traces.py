@@ -114,10 +114,10 @@ def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalys
 
 
 def _fusion(args: argparse.Namespace) -> int:
-    from fuseprof.commands.trace_views import print_fusion
+    from fuseprof.commands.trace_views import print_table
 
     if args.verify is None:
-        return _one_table(args, "fusion", lambda result: print_fusion(result, args.top))
+        return _one_table(args, "fusion", lambda result: print_table(result, "fusion", args.top))
     return _verify(args)
 
 
@@ -139,7 +139,8 @@ def _verify(args: argparse.Namespace) -> int:
     if len(files) != 1:
         raise FuseprofError(f"--verify: {args.traces[0]} holds {len(files)} traces; name one trace file")
     result = _analyses(args)[0]
-    chains = chains_to_verify(result.events, result.fusion, recorded_strides(files[0]), args.verify, result.registry)
+    chains = chains_to_verify(result.events, result.fusion, recorded_strides(files[0]), args.verify, result.registry,
+                              _exact_graph(files[0], result.registry))
     if not chains:
         raise FuseprofError(f"{args.traces[0]}: no fusible chain to verify (see `fuseprof fusion`)")
     timings, bundle = verify_chains(chains, files[0], args.verify_device or default_device(), args.out, result.registry,
@@ -152,6 +153,18 @@ def _verify(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _exact_graph(trace: Path, registry):  # type: ignore[no-untyped-def]
+    """The op graph by the execution trace recorded beside a capture's trace, or None when there is none."""
+    from fuseprof.analysis.opgraph import op_graph
+    from fuseprof.parse.execution_trace import EXECUTION_TRACE, read_execution_trace
+    from fuseprof.parse.store import default_store
+
+    beside = trace.with_name(EXECUTION_TRACE)
+    if not beside.is_file():
+        return None
+    return op_graph(default_store().tables(trace)[0], registry, read_execution_trace(beside))
 
 
 def _fusion_arguments(p: argparse.ArgumentParser) -> None:
@@ -170,9 +183,9 @@ def _fusion_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from fuseprof.commands.trace_views import print_audit
+    from fuseprof.commands.trace_views import print_table
 
-    return _one_table(args, "audit", print_audit)
+    return _one_table(args, "audit", lambda result: print_table(result, "audit"))
 
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:

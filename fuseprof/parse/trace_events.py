@@ -29,6 +29,7 @@ from fuseprof.errors import FuseprofWarning, TraceFormatError
 from fuseprof.parse.textio import read_bytes
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's run: links it to its forward op
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 _EXACT_LIMIT_US = float(2**43)
 
@@ -53,6 +54,9 @@ class _Args(msgspec.Struct, gc=False):
     communicator: str | int | None = msgspec.field(default=None, name="Process Group Name")
     seq: int | None = msgspec.field(default=None, name="Seq")  # the collective's number on its communicator
     kernel: str | None = None  # ROCm launch calls name the kernel they launch (graph captures rely on it)
+    rf_id: int | None = msgspec.field(default=None, name="Record function id")  # joins the execution trace
+    sequence: int | None = msgspec.field(default=None, name="Sequence number")  # autograd: forward ↔ backward
+    fwd_tid: int | None = msgspec.field(default=None, name="Fwd thread id")
 
 
 class _ExternalId(msgspec.Struct, gc=False):
@@ -119,7 +123,8 @@ class TraceTables:
     """One trace as tables (times in ns on the trace's clock). ``gpu`` holds kernels, memcpys and
     memsets; ``ops`` the CPU ops (with recorded shapes when ``record_shapes`` was on); ``launches``
     the runtime/driver calls; ``modules`` the ``nn.Module`` python events; ``annotations`` the
-    ``record_function`` ranges (``ProfilerStep#N`` among them)."""
+    ``record_function`` ranges (``ProfilerStep#N`` among them); ``autograd`` the runs of backward nodes
+    (``autograd::engine::evaluate_function: …``, with the forward op's sequence number and thread)."""
 
     path: Path
     gpu: pd.DataFrame
@@ -127,6 +132,7 @@ class TraceTables:
     launches: pd.DataFrame
     modules: pd.DataFrame
     annotations: pd.DataFrame
+    autograd: pd.DataFrame
     devices: dict[int, str]
     rank: int | None
 
@@ -306,6 +312,7 @@ def read_trace_tables(path: Path) -> TraceTables:
     gpu_args = _decode_all_args(by_kind["gpu"], _Args, path)
     launch_args = _decode_all_args(by_kind["launches"], _Args, path)
     gpu = _gpu_rows(by_kind["gpu"], gpu_args, path)
+    autograd = [e for e in by_kind["ops"] if e.name.startswith(AUTOGRAD_FUNCTION)]
     if by_kind["gpu"]:  # only the ops that launched GPU work are joined; a CPU-only trace keeps them all
         launched = {a.external_id for a in gpu_args + launch_args if a is not None}
         ids = _decode_all_args(by_kind["ops"], _ExternalId, path)
@@ -316,10 +323,12 @@ def read_trace_tables(path: Path) -> TraceTables:
     return TraceTables(
         path=path,
         gpu=gpu,
-        ops=_timed_rows(by_kind["ops"], path, ("external_id", "input_dims", "input_type", "concrete"), op_args),
+        ops=_timed_rows(by_kind["ops"], path, ("external_id", "input_dims", "input_type", "concrete", "rf_id", "sequence",
+                                               "fwd_tid"), op_args),
         launches=_timed_rows(by_kind["launches"], path, ("correlation", "external_id", "kernel"), launch_args),
         modules=_timed_rows(by_kind["modules"], path),
         annotations=_timed_rows(by_kind["annotations"], path),
+        autograd=_timed_rows(autograd, path, ("sequence", "fwd_tid"), _decode_all_args(autograd, _Args, path)),
         devices=devices,
         rank=int(rank) if isinstance(rank, int) else None,
     )

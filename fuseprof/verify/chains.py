@@ -21,9 +21,10 @@ import msgspec
 import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel, find_chains, linked_keys
+from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.model.registry import Registry
 from fuseprof.parse.textio import read_bytes
-from fuseprof.verify.replay import RecordedOp
+from fuseprof.verify.replay import Links, RecordedOp
 
 CHAIN_CLASSES = ("memory-bound chain", "RoPE + KV-cache write", "sampling chain")
 
@@ -43,6 +44,7 @@ class ChainToVerify:
     predicted_fused_ns: float
     ops: tuple[RecordedOp, ...]
     skipped: str | None = None  # why it cannot be replayed
+    links: Links | None = None  # the op graph's edges among the ops, where an execution trace gives them
 
     @property
     def predicted_saving_ns(self) -> float:
@@ -79,6 +81,23 @@ def _shape_signature(members: list[Any], events: pd.DataFrame) -> str:
     return repr(list(zip(rows["op"].astype("string").fillna("?"), rows["input_dims"].map(repr))))
 
 
+def _op_ids(members: list[Any], events: pd.DataFrame) -> list[int | None]:
+    """The chain's op ids in order, one per op however many kernels it launched."""
+    ids = [None if pd.isna(o) else int(o) for o in events.loc[members, "op_id"]]
+    return list(dict.fromkeys(ids)) if None not in ids else ids
+
+
+def _links(op_ids: list[int | None], graph: OpGraph) -> Links | None:
+    """Per op of the chain: argument position → the (step, output) of the chain that produced it, from the
+    graph's edges (None where an op has no id)."""
+    if None in op_ids:
+        return None
+    step = {o: i for i, o in enumerate(op_ids)}
+    within = graph.within(o for o in op_ids if o is not None)
+    return tuple({a: [(step[p], k) for p, k in ps if p != o] for a, ps in within[o].items()} for o in op_ids
+                 if o is not None)
+
+
 def _recorded_ops(members: list[Any], events: pd.DataFrame, strides: dict[int, list[Any]]) -> tuple[RecordedOp, ...]:
     """The chain's ops in order, one per op however many kernels it launched."""
     rows = events.loc[members]
@@ -94,13 +113,15 @@ def _recorded_ops(members: list[Any], events: pd.DataFrame, strides: dict[int, l
 
 
 def chains_to_verify(events: pd.DataFrame, fusion: pd.DataFrame, strides: dict[int, list[Any]],
-                     top: int, registry: Registry) -> list[ChainToVerify]:
+                     top: int, registry: Registry, graph: OpGraph | None = None) -> list[ChainToVerify]:
     """The top ``top`` chain groups of the fusion table, in its order, predicted with the copy model the
-    table used (its rate and fixed-cost columns)."""
+    table used (its rate and fixed-cost columns); with an op graph from an execution trace, each chain
+    carries the graph's edges among its ops (the replay then links tensors by them)."""
+    exact = graph if graph is not None and graph.basis == "execution trace" else None
     if fusion.empty or "class" not in fusion:
         return []
     groups = fusion[fusion["class"].isin(CHAIN_CLASSES)].head(top)
-    chains = find_chains(events, registry)
+    chains = find_chains(events, registry, exact)
     if groups.empty or chains.empty:
         return []
     chains = chains.assign(key=linked_keys(chains, events))
@@ -119,6 +140,7 @@ def chains_to_verify(events: pd.DataFrame, fusion: pd.DataFrame, strides: dict[i
             chain_count=int(group["count"]), chain_instances=len(same), chain_kernels=int(first["kernels"]),
             trace_chain_ns=float(same["measured_ns"].median()), fused_bytes=fused,
             predicted_fused_ns=float(copy.time_ns(fused)), ops=_recorded_ops(first["members"], events, strides),
+            links=_links(_op_ids(first["members"], events), exact) if exact is not None else None,
             skipped="a kernel of the chain has no recorded op (no record_shapes, or graph-replayed)"
             if unlinked.any() else None))
     return picked

@@ -405,13 +405,19 @@ def _out_of_place(op: RecordedOp, reads_external_self: bool, registry: Registry)
     return op
 
 
-def build_program(ops: Sequence[RecordedOp], registry: Registry) -> Program:
-    """The program that replays ``ops`` in order, with the op knowledge of ``registry``; ReplayError names
-    the first op it cannot replay."""
+# Per op of a chain, argument position -> the (step, output) of the chain that produced it (a TensorList's
+# elements in order): the op graph's edges where an execution trace gives tensor identities.
+Links = tuple[dict[int, list[tuple[int, int]]], ...]
+
+
+def build_program(ops: Sequence[RecordedOp], registry: Registry, links: Links | None = None) -> Program:
+    """The program that replays ``ops`` in order, with the op knowledge of ``registry``; its tensors linked
+    by ``links`` (the op graph's, from an execution trace) where given, else by the shared shape-and-dtype
+    dataflow. ReplayError names the first op it cannot replay."""
     recorded = [DTYPES[t] for op in ops if isinstance(op.types, list) for t in op.types if t in DTYPES]
     builder = _Builder(most_common_floating(recorded, torch.bfloat16), registry)
-    for op in ops:
-        _add_step(builder, op)
+    for index, op in enumerate(ops):
+        _add_step(builder, op, links[index] if links is not None else None)
     program = builder.program
     leaves = [ref for producer, ref in builder.refs.items()
               if not builder.flow.consumed(producer) and not _writes_input(program.steps[ref.index])]
@@ -426,7 +432,7 @@ def _writes_input(step: Step) -> bool:
     return bool(step.args) and step.args[0].kind == "input" and alias is not None and alias.is_write
 
 
-def _add_step(builder: _Builder, op: RecordedOp) -> None:
+def _add_step(builder: _Builder, op: RecordedOp, links_of_op: dict[int, list[tuple[int, int]]] | None) -> None:
     if not (isinstance(op.dims, list) and isinstance(op.types, list)) or len(op.dims) != len(op.types):
         raise ReplayError(f"{op.name}: the trace recorded no input shapes (profile with record_shapes=True)")
     concrete = op.concrete if isinstance(op.concrete, list) else [""] * len(op.types)
@@ -442,7 +448,8 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
     for position, (arg, dims, kind, text, stride) in enumerate(zip(fn._schema.arguments, op.dims, op.types,
                                                                        concrete, strides)):
         planned.append((arg, _argument(builder, op, role, position, arg, dims, kind, text, stride, linked, skip)))
-    links = builder.flow.link(linked, skip, role.reduces)
+    links = builder.flow.link(linked, skip, role.reduces) if links_of_op is None else _given(
+        planned, links_of_op, builder)
 
     def resolve(item: Any) -> Ref:
         if isinstance(item, _Pending):
@@ -474,6 +481,20 @@ def _add_step(builder: _Builder, op: RecordedOp) -> None:
     if _writes_input(step):
         builder.mutated.append(step.args[0].index)
     builder.produce(index, result)
+
+
+def _given(planned: list[tuple[Any, Any]], links_of_op: dict[int, list[tuple[int, int]]],
+           builder: _Builder) -> list[Producer | None]:
+    """Per pending slot, the producer the op graph names (argument position, then element of a TensorList),
+    when that step's output is in the program; else None (an external input)."""
+    found: list[Producer | None] = []
+    for position, (_, item) in enumerate(planned):
+        pending = list(item.value) if isinstance(item, Ref) and item.kind == "list" else [item]
+        given = links_of_op.get(position, [])
+        for k, p in enumerate(x for x in pending if isinstance(x, _Pending)):
+            producer = given[k] if k < len(given) else None
+            found.append(producer if producer is not None and producer in builder.refs else None)
+    return found
 
 
 def _argument(builder: _Builder, op: RecordedOp, role: OpRole, position: int, arg: Any, dims: Any, kind: Any,

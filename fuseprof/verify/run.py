@@ -73,7 +73,7 @@ def kernels_per_call(fn: Any, inputs: tuple[Any, ...]) -> int:
 
 def _verify_one(chain: ChainToVerify, device: torch.device, repeats: int, seed: int, log: Log,
                 registry: Registry) -> pd.DataFrame:
-    program = build_program(chain.ops, registry)
+    program = build_program(chain.ops, registry, chain.links)
     case = chain_case(chain, program, device, registry)
     shape = case.default_shapes[0]
     log(f"fuseprof verify: chain {chain.fusion_row} ({chain.chain_kernels} kernels, {len(program.steps)} ops, "

@@ -1,0 +1,27 @@
+"""The catalogue audit: for each fusion of the registry's catalogue, is it done in this trace?"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from fuseprof.analysis.audit import audit
+from fuseprof.analysis.integrity import DEPENDS
+from fuseprof.analysis.sections import Column, Context, Section, Table
+
+
+def _build(context: Context) -> Mapping[str, pd.DataFrame]:
+    return {"audit": audit(context.events, context.built["fusion"], context.copy, context.registry)}
+
+
+SECTION = Section(
+    name="audit", order=110, build=_build, needs=("fusion",),
+    description="For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + "
+                "KV-cache write, flash attention, dequant + GEMM, sampling, and a user's own): fused (the kernel that "
+                "does it), not fused (the time now and the predicted saving), or not present, with the evidence: "
+                "fuseprof/analysis/audit.py.",
+    tables=(Table("audit", "Fusion audit: is each fusion of the catalogue done here? (fuseprof/analysis/audit.py)", (
+        Column("fusion", "fusion"), Column("verdict", "verdict"), Column("time µs", "time_ns", "us"),
+        Column("saving µs", "predicted_saving_ns", "us", missing="unknown", only_if=("verdict", "not fused|partly")),
+        Column("evidence", "evidence", "text:160")), rests_on=DEPENDS["fusion"]),))

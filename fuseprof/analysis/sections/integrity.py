@@ -1,0 +1,26 @@
+"""The integrity check: what the trace lets fuseprof see, before any headline number is believed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from fuseprof.analysis.integrity import integrity, lost_launches
+from fuseprof.analysis.sections import Column, Context, Section, Table
+
+
+def _build(context: Context) -> Mapping[str, pd.DataFrame]:
+    named = context.every["device"].map(context.tables.device_name).notna()
+    return {"integrity": integrity(context.every, context.mask, named, lost_launches(context.tables))}
+
+
+SECTION = Section(
+    name="integrity", order=10, build=_build,
+    description="How much kernel time has a launching op, graph replays attributed, kernels whose launch is not in "
+                "the trace and launches whose kernel is not, events outside the window, kernels overlapping on one "
+                "stream, µs-rounded timestamps, missing shapes or modules. A table that rests on a failed check says "
+                "so. Checks: fuseprof/analysis/integrity.py.",
+    tables=(Table("integrity", "Integrity (fuseprof/analysis/integrity.py)", (
+        Column("check", "check"), Column("value", "value", "g4"), Column("ok", "ok", "okfail"),
+        Column("detail", "detail"))),))

@@ -1,0 +1,64 @@
+"""What bounds the run, and the three things worth doing, with their predicted savings: the answer a reader
+wants first, drawn from the idle, fusion and slow-op sections."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from fuseprof.analysis.idle import VERDICTS
+from fuseprof.analysis.sections import Column, Context, Section, Table
+
+
+def bound(idle: pd.DataFrame) -> str:
+    """What bounds the window: the largest of busy time and idle time by cause, summed over its steps."""
+    if idle.empty:
+        return "unknown"
+    totals = {k: float(idle[k].sum()) for k in VERDICTS}
+    return VERDICTS[max(totals, key=lambda k: totals[k])]
+
+
+def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, span_ns: float,
+                n: int = 3) -> pd.DataFrame:
+    """The candidates, ranked by predicted saving: each fusion row, the host's launch gaps (CUDA graphs),
+    the syncs, and the slow ops (their time above what their roof allows)."""
+    rows = [{"what": f"fuse: {r['class']} — {r['signature'][:160]} ×{r['count']}", "saving_ns": r["saving_ns"],
+             "why": f"{r['measured_ns'] / 1e3:,.1f} µs now; {r['known_fusion']}"}
+            for _, r in fusion.dropna(subset=["saving_ns"]).iterrows()] if not fusion.empty else []
+    if not idle.empty:
+        rows.append({"what": "close the host-bound gaps (CUDA graphs, torch.compile mode='reduce-overhead')",
+                     "saving_ns": float(idle["idle_launch_ns"].sum()), "why": "the GPU waited for the next launch"})
+        rows.append({"what": "remove synchronisations (.item(), .cpu(), cudaStreamSynchronize)",
+                     "saving_ns": float(idle["idle_sync_ns"].sum()),
+                     "why": "the host waited for the GPU, then had to launch again"})
+    for _, r in slow.iterrows() if not slow.empty else []:
+        rows.append({"what": f"tune {r['signature'][:120]}", "saving_ns": r["time_ns"] * (1 - r["pct_of_roof"] / 100),
+                     "why": f"at {r['pct_of_roof']:.1f}% of its roof"})
+    frame = pd.DataFrame(rows, columns=["what", "saving_ns", "why"])
+    frame = frame[frame["saving_ns"] > 0].sort_values("saving_ns", ascending=False).head(n)
+    return frame.assign(share_of_span_pct=100 * frame["saving_ns"] / span_ns if span_ns else float("nan"))
+
+
+def _build(context: Context) -> Mapping[str, pd.DataFrame]:
+    built = context.built
+    whole = built["timeline"].iloc[0]
+    verdict = pd.DataFrame([{"bound": bound(built["idle"]), "busy_ns": int(whole["busy_ns"]),
+                             "span_ns": int(whole["span_ns"]), "busy_pct": float(whole["busy_pct"])}])
+    return {"verdict": verdict, "worth_doing": worth_doing(built["fusion"], built["idle"], built["slow_ops"],
+                                                           float(whole["span_ns"]))}
+
+
+SECTION = Section(
+    name="verdict", order=0, build=_build, needs=("timeline", "idle", "fusion", "slow_ops"),
+    description="What bounds the run (GPU, host launches or syncs: the idle section's verdicts summed over its "
+                "steps) and the three things worth doing, ranked by predicted saving (fusion rows, CUDA graphs for "
+                "host-bound gaps, removing syncs, tuning slow ops). Sections: fuseprof/analysis/sections/verdict.py.",
+    tables=(
+        Table("verdict", "Verdict: what bounds the run", (
+            Column("bound", "bound"), Column("busy µs", "busy_ns", "us"), Column("span µs", "span_ns", "us"),
+            Column("busy %", "busy_pct", "round:1"))),
+        Table("worth_doing", "Worth doing, by predicted saving", (
+            Column("what", "what", "text:100"), Column("saving µs", "saving_ns", "us"),
+            Column("% of span", "share_of_span_pct", "round:1"), Column("why", "why", "text:60"))),
+    ))

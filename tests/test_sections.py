@@ -1,0 +1,92 @@
+"""The table of sections: the terminal, JSON, the HTML report and the dashboard's Model page list the same
+sections; a new section is one module (docs/sections.md's worked example, added from a temporary folder)
+and appears in all four, with values counted from the raw trace here."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import fuseprof.analysis.sections as sections_package
+from fuseprof.analysis import analyze
+from fuseprof.cli import main
+from fuseprof.report import report_html
+from fuseprof.section_views import trace_views
+from tests.conftest import ROOT, TRACES
+
+EAGER = TRACES / "llama4l-eager-h200"
+AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
+
+
+def _example() -> str:
+    """The worked example's module, as docs/sections.md prints it."""
+    text = (ROOT / "docs" / "sections.md").read_text()
+    return re.search(r"Save\s+this as `fuseprof/analysis/sections/copies.py`:\n\n```python\n(.*?)```", text, re.S).group(1)
+
+
+@pytest.fixture
+def with_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    extra = tmp_path / "more_sections"
+    extra.mkdir()
+    (extra / "copies.py").write_text(_example())
+    monkeypatch.setattr(sections_package, "__path__", [*sections_package.__path__, str(extra)])
+    monkeypatch.setenv("FUSEPROF_CACHE", str(tmp_path / "store"))  # a section outside the package: a fresh store
+    sections_package.sections.cache_clear()
+    yield
+    sections_package.sections.cache_clear()
+
+
+def _titles(result) -> list[str]:  # type: ignore[no-untyped-def]
+    return [shown.title for shown in trace_views(result)]
+
+
+def _model_page(monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    import streamlit as st
+
+    st.cache_data.clear()  # the page's analyses, cached by an earlier test without the new section
+    monkeypatch.setenv("FUSEPROF_TRACES", str(TRACES))
+    at = AppTest.from_file(str(ROOT / "dashboards" / "app.py"), default_timeout=120)
+    at.query_params["page"] = "Model"
+    at.run()
+    at.selectbox(key="model-bundle").select(EAGER.name).run()
+    assert not at.exception and not at.error
+    return at
+
+
+def _check_every_view(capsys, monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    (result,) = analyze(EAGER)
+    titles = _titles(result)
+    assert main(["analyze", str(EAGER), "--wide"]) == 0
+    terminal = capsys.readouterr().out
+    report = report_html([result], plotly="cdn")
+    page = _model_page(monkeypatch)
+    subheaders = [s.value for s in page.subheader]
+    for title in titles:
+        assert title in terminal, title
+        assert html.escape(title) in report, title
+        assert title.split(" (")[0] in subheaders, title
+    assert main(["analyze", str(EAGER), "--format", "json"]) == 0
+    tables = json.loads(capsys.readouterr().out)[result.name]
+    assert {t.name for s in sections_package.trace_sections() for t in s.tables if t.shown} <= set(tables)
+    return titles
+
+
+def test_every_view_lists_every_section(capsys, monkeypatch) -> None:
+    titles = _check_every_view(capsys, monkeypatch)
+    assert titles[0] == "Verdict: what bounds the run" and len(titles) >= 12
+
+
+def test_a_new_section_is_one_module_and_every_view_shows_it(with_copies, capsys, monkeypatch) -> None:
+    titles = _check_every_view(capsys, monkeypatch)
+    assert "Copies by direction" in titles
+    events = json.loads(gzip.decompress((EAGER / "raw" / "0-profiler_trace.json.gz").read_bytes()))["traceEvents"]
+    copies = Counter(re.search(r"Memcpy (\w+)", e["name"]).group(1) for e in events if e.get("cat") == "gpu_memcpy")
+    assert main(["analyze", str(EAGER), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["llama4l-eager-h200/raw/0-profiler_trace.json.gz"]["copies"]
+    assert {r["direction"]: r["count"] for r in rows} == dict(copies) and sum(copies.values()) == 9
