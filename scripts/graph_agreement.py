@@ -25,7 +25,7 @@ from fuseprof.analysis import analyze
 from fuseprof.analysis.fusion import find_chains
 from fuseprof.analysis.opgraph import op_graph
 from fuseprof.model.registry_data import DEFAULT
-from fuseprof.parse.execution_trace import read_execution_trace
+from fuseprof.parse.execution_trace import execution_trace_beside, is_execution_trace, read_execution_trace
 from fuseprof.parse.store import default_store
 
 
@@ -43,12 +43,9 @@ def _share(part: set, whole: set) -> str:  # type: ignore[type-arg]
 
 def pair(path: Path) -> tuple[Path, Path] | None:
     """(Kineto trace, execution trace): a bundle's raw/ pair, or X.json.gz with X.et.json.gz beside it."""
-    if path.is_dir():
-        et = path / "raw" / "execution_trace.json.gz"
-        traces = [p for p in (path / "raw").glob("*.json.gz") if p.name != et.name]
-        return (traces[0], et) if et.is_file() and len(traces) == 1 else None
-    et = path.with_name(path.name.replace(".json.gz", ".et.json.gz"))
-    return (path, et) if et.is_file() and not path.name.endswith(".et.json.gz") else None
+    traces = [p for p in (path / "raw").glob("*.json.gz") if not is_execution_trace(p)] if path.is_dir() else [path]
+    et = execution_trace_beside(traces[0]) if len(traces) == 1 else None
+    return (traces[0], et) if et is not None else None
 
 
 def agreement(path: Path) -> str:

@@ -71,7 +71,7 @@ def _analysed(trace: str):  # type: ignore[no-untyped-def]
 def _every_trace() -> list[Path]:
     shared = sorted(p for p in shared_traces().glob("*.json.gz"))
     bundles = sorted(p for p in TRACES.iterdir() if (p / "raw").is_dir() and list((p / "raw").glob("*.json*")))
-    fixtures = sorted(FIXTURES.glob("*/*.json.gz")) + sorted(GRAPHS.glob("*.json.gz"))
+    fixtures = sorted(p for p in FIXTURES.glob("*/*.json.gz") if not p.name.endswith(".et.json.gz")) + sorted(GRAPHS.glob("*.json.gz"))
     return shared + bundles + fixtures
 
 

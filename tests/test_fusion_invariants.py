@@ -23,7 +23,7 @@ from tests.conftest import FIXTURES, SHARED_TRACES, TRACES
 def _traces() -> list[Path]:
     shared = sorted(SHARED_TRACES.glob("*.json.gz")) if SHARED_TRACES.is_dir() else []
     bundles = sorted(p for p in TRACES.iterdir() if (p / "raw").is_dir() and list((p / "raw").glob("*.json*")))
-    return bundles + sorted(FIXTURES.glob("*/*.json.gz")) + shared
+    return bundles + sorted(p for p in FIXTURES.glob("*/*.json.gz") if not p.name.endswith(".et.json.gz")) + shared
 
 
 @pytest.mark.parametrize("trace", _traces(), ids=lambda p: p.name)

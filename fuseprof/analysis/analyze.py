@@ -29,7 +29,7 @@ from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.model.roofline import Roof, capture_roof
 from fuseprof.parse.dispatch import inside
-from fuseprof.parse.execution_trace import EXECUTION_TRACE
+from fuseprof.parse.execution_trace import is_execution_trace
 from fuseprof.parse.trace_events import TraceTables
 
 
@@ -98,10 +98,10 @@ class Options:
 def trace_files(path: Path) -> list[Path]:
     """The trace(s) behind a path: a trace file, a bundle's raw profiler trace(s), or the traces in a
     folder."""
-    if path.is_dir():
-        found = sorted(inside(p, path / RAW) for p in (path / RAW).glob("*.json*") if p.name != EXECUTION_TRACE) \
+    if path.is_dir():  # an execution trace beside a trace is read with it (fuseprof.analysis.opgraph), not alone
+        found = sorted(inside(p, path / RAW) for p in (path / RAW).glob("*.json*") if not is_execution_trace(p)) \
             if is_bundle(path) else sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(
-                (".json", ".json.gz")))
+                (".json", ".json.gz")) and not is_execution_trace(p))
         if not found:
             hint = (f" under {RAW}/" if is_bundle(path) else
                     "; it holds bundles: name one of them" if any(is_bundle(p) for p in path.iterdir()) else "")
@@ -109,6 +109,9 @@ def trace_files(path: Path) -> list[Path]:
         return found
     if not path.exists():
         raise TraceFormatError(f"{path}: no such file")
+    if is_execution_trace(path):
+        raise TraceFormatError(f"{path}: a PyTorch execution trace; give the torch.profiler trace it was recorded "
+                               "beside (X.json.gz for X.et.json.gz): fuseprof reads the two together")
     return [path]
 
 

@@ -50,7 +50,7 @@ from fuseprof.model.devices import require_device
 from fuseprof.model.registry import Registry, load_registry
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.arrow_pool import prefer_jemalloc
-from fuseprof.parse.execution_trace import EXECUTION_TRACE, read_execution_trace
+from fuseprof.parse.execution_trace import execution_trace_beside, read_execution_trace
 from fuseprof.parse.hashing import file_sha256
 from fuseprof.parse.store import TraceStore, content_key, default_store, wait_for_writes
 from fuseprof.parse.trace_events import TraceTables
@@ -174,9 +174,7 @@ def _jobs(paths: Sequence[Path]) -> list[Job]:
             ncu_rows = ncu_rows if not ncu_rows.empty else None
         for trace in trace_files(path):
             name = f"{path.name}/{trace.relative_to(path)}" if path.is_dir() else trace.name
-            beside = trace.with_name(EXECUTION_TRACE)  # a capture's raw/ holds its execution trace
-            jobs.append(Job(name, trace, ncu_rows, beside if path.is_dir() and is_bundle(path) and beside.is_file()
-                            else None))
+            jobs.append(Job(name, trace, ncu_rows, execution_trace_beside(trace)))
     return jobs
 
 

@@ -1,6 +1,6 @@
 """``fuseprof run SCRIPT [ARGS...]``: capture a program of your own, marked with ``fuseprof.region``.
 
-The script runs once in this process under torch.profiler (``record_shapes`` and ``with_modules``
+The script runs once in this process under torch.profiler (``record_shapes``, ``with_stack`` and ``with_modules``
 on), as ``python SCRIPT ARGS`` would run it; the regions it entered name the variants of the
 bundle's rows. On a GPU it then runs again as a child of ncu, which profiles only the kernels inside
 those regions (their NVTX ranges). One bundle holds both, and ``fuseprof analyze`` reads it like any
@@ -72,12 +72,12 @@ def run_script(opts: RunOptions, log: Log = log_to_stderr) -> Path:
     manifest: dict[str, Any] = {
         "kind": "run", "case": None, "script": str(opts.script), "args": opts.args, "created_utc": now_utc(),
         "command_line": command_line(), "git": git_state(Path.cwd()), "versions": versions(),
-        "device": device_facts(device), "profiler": {"record_shapes": True, "with_modules": True},
+        "device": device_facts(device), "profiler": {"record_shapes": True, "with_stack": True, "with_modules": True},
     }
     name = opts.name or bundle_name(f"run-{opts.script.stem}", manifest["device"]["name"], manifest["created_utc"])
     with BundleWriter(opts.out_dir, name) as writer:
         log(f"fuseprof: running {opts.script} under torch.profiler ({'CUDA' if cuda else 'CPU only'})")
-        with profiled(writer.raw(""), cuda, record_shapes=True, with_modules=True) as prof:
+        with profiled(writer.raw(""), cuda, record_shapes=True, with_stack=True, with_modules=True) as prof:
             _run_script(opts)
             if cuda:
                 torch.cuda.synchronize()

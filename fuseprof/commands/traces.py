@@ -158,11 +158,11 @@ def _verify(args: argparse.Namespace) -> int:
 def _exact_graph(trace: Path, registry):  # type: ignore[no-untyped-def]
     """The op graph by the execution trace recorded beside a capture's trace, or None when there is none."""
     from fuseprof.analysis.opgraph import op_graph
-    from fuseprof.parse.execution_trace import EXECUTION_TRACE, read_execution_trace
+    from fuseprof.parse.execution_trace import execution_trace_beside, read_execution_trace
     from fuseprof.parse.store import default_store
 
-    beside = trace.with_name(EXECUTION_TRACE)
-    if not beside.is_file():
+    beside = execution_trace_beside(trace)
+    if beside is None:
         return None
     return op_graph(default_store().tables(trace)[0], registry, read_execution_trace(beside))
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.chrome_trace import read_chrome_trace
-from fuseprof.parse.execution_trace import EXECUTION_TRACE
+from fuseprof.parse.execution_trace import is_execution_trace
 from fuseprof.parse.ncu_csv import read_ncu_csv
 from fuseprof.parse.ncu_rep import read_ncu_rep
 
@@ -65,7 +65,7 @@ def parse_raw_dir(raw_dir: Path) -> pd.DataFrame:
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     frames = []
     for path in sorted(raw_dir.iterdir()):
-        found = artifact_kind(inside(path, raw_dir)) if path.name != EXECUTION_TRACE else None  # read by the op graph
+        found = artifact_kind(inside(path, raw_dir)) if not is_execution_trace(path) else None  # read by the op graph
         if found is not None:
             frames.append(found[0](path))
     frames = [f for f in frames if not f.empty]

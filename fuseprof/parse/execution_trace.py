@@ -24,6 +24,22 @@ from fuseprof.parse.textio import read_bytes
 EXECUTION_TRACE = "execution_trace.json.gz"  # its name in a bundle's raw/, beside the Chrome trace
 
 
+def is_execution_trace(path: Path) -> bool:
+    """An execution trace by its name: a bundle's ``raw/execution_trace.json.gz``, or ``X.et.json[.gz]``."""
+    return path.name == EXECUTION_TRACE or path.name.endswith((".et.json", ".et.json.gz"))
+
+
+def execution_trace_beside(trace: Path) -> Path | None:
+    """The execution trace recorded beside a Kineto trace: ``X.et.json[.gz]`` next to ``X.json[.gz]``, or the
+    bundle's ``raw/execution_trace.json.gz`` next to its one trace; None when there is none."""
+    stem = trace.name.removesuffix(".gz").removesuffix(".json")
+    for candidate in (trace.with_name(f"{stem}.et.json.gz"), trace.with_name(f"{stem}.et.json"),
+                      trace.with_name(EXECUTION_TRACE)):
+        if candidate.is_file() and candidate != trace:
+            return candidate
+    return None
+
+
 class _Values(msgspec.Struct, gc=False):
     values: list[Any] = []
     types: list[Any] = []

@@ -13,7 +13,6 @@ import pandas as pd
 from fuseprof.parse.trace_events import TraceTables
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
-_NCCL = ("nccl",)
 
 
 def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None, outermost: bool = False) -> pd.Series:
@@ -66,9 +65,7 @@ def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     """The GPU events of ``tables`` with kind, launch call, CPU op (name, shapes, types),
     module path, enclosing ``record_function`` ranges and the outermost of them (``step``)."""
     gpu = tables.gpu.copy()
-    kind = gpu["cat"].map(_KIND)
-    is_nccl = gpu["name"].str.lower().str.startswith(_NCCL) & (kind == "kernel")
-    gpu["kind"] = kind.where(~is_nccl, "communication")
+    gpu["kind"] = gpu["cat"].map(_KIND)  # communication kernels are the op registry's to name (analysis.events)
     launches = tables.launches.drop_duplicates("correlation").set_index("correlation")
     joined = launches.reindex(gpu["correlation"].astype("float64"))
     gpu["launch_api"] = joined["name"].to_numpy()
