@@ -26,7 +26,7 @@ from typing import Literal
 
 import pandas as pd
 
-from fuseprof.model.dataflow import ShapeDataflow, infer_outputs, links_to_nothing, tensor_arguments
+from fuseprof.model.dataflow import ShapeDataflow, Value, infer_outputs, links_to_nothing, tensor_arguments, view_shape
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import enclosing
@@ -71,14 +71,27 @@ class OpGraph:
 Edge = tuple[int, int, int, int]  # producer, output, consumer, argument
 
 
-def _shape_edges(nodes: pd.DataFrame, registry: Registry) -> list[Edge]:
+def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry) -> list[Edge]:
+    """Edges by the shape rule over the ops in program order, read through the views between them (a view's
+    shape becomes one more shape of the tensor it views)."""
     flow = ShapeDataflow()
     edges = []
-    for op_id, op, dims, types in zip(nodes["op_id"], nodes["op"], nodes["input_dims"], nodes["input_type"]):
+    steps = sorted([(s, 0, i) for i, s in enumerate(nodes["start_ns"])] + [(s, 1, i) for i, s in enumerate(
+        views["start_ns"])])  # a view at the same time as an op comes after it (a view of its output)
+    for _, is_view, i in steps:
+        if is_view:
+            row = views.iloc[i]
+            arguments = tensor_arguments(row["input_dims"], row["input_type"])
+            base = flow.source(arguments[0]) if arguments else None
+            shape = view_shape(registry.role(row["name"]).view, row["input_dims"], row["concrete"])
+            if base is not None and shape is not None and arguments[0] is not None:
+                flow.alias(base, [Value(shape, arguments[0].dtype)])
+            continue
+        op_id, op, dims, types = (nodes[c].iat[i] for c in ("op_id", "op", "input_dims", "input_type"))
         arguments = tensor_arguments(dims, types)
         role = registry.role(op)
         links = flow.link(arguments, [links_to_nothing(role, i) for i in range(len(arguments))], role.reduces)
-        edges += [(int(p[0]), int(p[1]), int(op_id), i) for i, p in enumerate(links) if p is not None]
+        edges += [(int(p[0]), int(p[1]), int(op_id), k) for k, p in enumerate(links) if p is not None]
         flow.produce(int(op_id), infer_outputs(role, arguments))
     return edges
 
@@ -132,7 +145,9 @@ def op_graph(tables: TraceTables, registry: Registry, execution_trace: pd.DataFr
         nodes["rf_id"] = pd.NA
     found = _execution_trace_edges(nodes, execution_trace) if execution_trace is not None else None
     basis: Basis = "execution trace" if found is not None else "shapes"
-    edges = found if found is not None else _shape_edges(nodes, registry)
+    views = tables.host_ops[[bool(registry.role(n).view) for n in tables.host_ops["name"]]] if len(
+        tables.host_ops) else tables.host_ops
+    edges = found if found is not None else _shape_edges(nodes, views.sort_values("start_ns", kind="stable"), registry)
     frame = pd.DataFrame(edges, columns=["producer", "output", "consumer", "argument"]).astype("int64")
     columns = [c for c in ("op_id", "op", "start_ns", "tid", "input_dims", "input_type", "rf_id", "sequence")
                if c in nodes]

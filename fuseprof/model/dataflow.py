@@ -124,8 +124,102 @@ class ShapeDataflow:
                 self._reduced.add(pick)
         return found
 
+    def source(self, value: Value | None) -> Producer | None:
+        """The producer ``link`` would give a lone argument of this value, without marking it consumed (what a
+        view reads)."""
+        if value is None:
+            return None
+        fresh = list(reversed(self._outputs.get(value, [])))
+        fresh.sort(key=lambda p: (p in self._consumed) + (p in self._reduced))
+        return fresh[0] if fresh else None
+
+    def alias(self, producer: Producer, values: Sequence[Value]) -> None:
+        """Record ``values`` (a view's shapes) as the same output of ``producer``: an op reading the view reads it."""
+        for value in values:
+            self._outputs.setdefault(value, []).append(producer)
+
     def produce(self, node: int, outputs: Sequence[Value | None]) -> None:
         """Record node ``node``'s outputs (None: an output that is no tensor)."""
         for k, value in enumerate(outputs):
             if value is not None:
                 self._outputs.setdefault(value, []).append((node, k))
+
+
+def _size(text: Any, numel: int) -> list[int] | None:
+    """A recorded size argument ('[8, 512, -1]') as ints, a -1 filled in from the element count."""
+    value = _literal(text)
+    if not isinstance(value, (list, tuple)) or not all(type(v) is int for v in value):
+        return None
+    size = list(value)
+    if size.count(-1) == 1:
+        known = 1
+        for v in size:
+            known *= v if v != -1 else 1
+        size[size.index(-1)] = numel // known if known else 0
+    return size
+
+
+def _literal(text: Any) -> Any:
+    if not isinstance(text, str) or len(text) > 2_000:
+        return text
+    try:
+        import ast
+
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def view_shape(rule: str, dims: Any, concrete: Any) -> tuple[int, ...] | None:
+    """The shape of a view op's output, by the registry's rule for it (``OpRole.view``): ``size`` (the size
+    argument: view, reshape, as_strided), ``transpose``, ``t``, ``permute``, ``unsqueeze``, ``squeeze``,
+    ``expand``, ``select``, ``slice``, ``narrow`` or ``same``; None when the recorded arguments do not say."""
+    if not isinstance(dims, list) or not dims or not isinstance(dims[0], list):
+        return None
+    x, args = list(dims[0]), [_literal(c) for c in (concrete if isinstance(concrete, list) else [])]
+    numel = 1
+    for d in x:
+        numel *= d if isinstance(d, int) else 0
+
+    def arg(i: int) -> Any:
+        return args[i] if i < len(args) else None
+
+    def dim(i: int, rank: int) -> int | None:
+        v = arg(i)
+        return v % rank if type(v) is int and rank else None
+
+    try:
+        if rule == "size":
+            size = _size(concrete[1] if isinstance(concrete, list) and len(concrete) > 1 else None, numel)
+            return tuple(size) if size is not None else None
+        if rule == "same":
+            return tuple(x)
+        if rule == "t":
+            return tuple(reversed(x))
+        if rule == "transpose" and (a := dim(1, len(x))) is not None and (b := dim(2, len(x))) is not None:
+            x[a], x[b] = x[b], x[a]
+            return tuple(x)
+        if rule == "permute" and isinstance(arg(1), (list, tuple)):
+            return tuple(x[d % len(x)] for d in arg(1))
+        if rule == "unsqueeze" and (a := dim(1, len(x) + 1)) is not None:
+            return tuple(x[:a] + [1] + x[a:])
+        if rule == "squeeze":
+            a = dim(1, len(x))
+            return tuple(d for i, d in enumerate(x) if d != 1 or (a is not None and i != a))
+        if rule == "expand" and isinstance(arg(1), (list, tuple)):
+            size, padded = list(arg(1)), [1] * (len(arg(1)) - len(x)) + x
+            return tuple(p if s == -1 else s for p, s in zip(padded, size))
+        if rule == "select" and (a := dim(1, len(x))) is not None:
+            return tuple(x[:a] + x[a + 1:])
+        if rule == "narrow" and (a := dim(1, len(x))) is not None and type(arg(3)) is int:
+            x[a] = arg(3)
+            return tuple(x)
+        if rule == "slice" and (a := dim(1, len(x))) is not None:
+            start, end, step = arg(2) or 0, arg(3), arg(4) or 1
+            end = x[a] if end is None or end > x[a] else end + x[a] if end < 0 else end
+            start = start + x[a] if start < 0 else start
+            x[a] = max(0, (end - start + step - 1) // step)
+            return tuple(x)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None

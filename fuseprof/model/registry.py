@@ -116,7 +116,8 @@ class OpRole:
     functional form takes (Inductor calls the ``out=`` overload, which records one more); ``causal``:
     (argument, the recorded values that mean a causal mask); ``replayable``: a ``--verify`` replay may
     run it — it computes on the tensors it is given and touches nothing else (no file, process,
-    network, device setting or RNG state)."""
+    network, device setting or RNG state); ``view``: the op returns a view of its first input, shaped by
+    this rule (``fuseprof.model.dataflow.view_shape``)."""
 
     name: str
     first_argument: Literal["read", "overwritten", "indexed write"] = "read"
@@ -130,6 +131,7 @@ class OpRole:
     functional_inputs: int | None = None
     causal: tuple[int, tuple[str, ...]] | None = None
     replayable: bool = False
+    view: str = ""  # a view's shape rule (fuseprof.model.dataflow.view_shape): the op graph reads through it
 
     @property
     def repeatable(self) -> bool:

@@ -203,6 +203,13 @@ _SPECIAL: tuple[OpRole, ...] = (
     OpRole("aten::_scaled_dot_product_cudnn_attention", causal=(6, ("True", "1"))),
     OpRole("aten::_flash_attention_forward", causal=(8, ("True", "1"))),
     OpRole("aten::_efficient_attention_forward", causal=(9, ("1", "2"))),  # custom_mask_type 1 or 2: causal
+    # views: what the op graph follows a tensor through (a leaf that launched nothing: as_strided under
+    # transpose, slice and split; view under reshape)
+    *(OpRole(n, view="size") for n in _aten("view", "reshape", "_unsafe_view", "_reshape_alias", "as_strided")),
+    *(OpRole(n, view="same") for n in _aten("alias", "detach", "lift_fresh", "contiguous", "to", "view_as",
+                                            "expand_as", "type_as")),
+    *(OpRole(f"aten::{n}", view=n) for n in ("t", "transpose", "permute", "unsqueeze", "squeeze", "expand",
+                                               "select", "slice", "narrow")),
 )
 
 

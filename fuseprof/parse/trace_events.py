@@ -124,7 +124,10 @@ class TraceTables:
     memsets; ``ops`` the CPU ops (with recorded shapes when ``record_shapes`` was on); ``launches``
     the runtime/driver calls; ``modules`` the ``nn.Module`` python events; ``annotations`` the
     ``record_function`` ranges (``ProfilerStep#N`` among them); ``autograd`` the runs of backward nodes
-    (``autograd::engine::evaluate_function: …``, with the forward op's sequence number and thread)."""
+    (``autograd::engine::evaluate_function: …``, with the forward op's sequence number and thread);
+    ``host_ops`` the ops with recorded shapes that launched nothing and called no other op (views,
+    reshapes, splits: the op graph follows tensors through them; empty in a CPU-only trace, whose ``ops``
+    hold every op)."""
 
     path: Path
     gpu: pd.DataFrame
@@ -133,6 +136,7 @@ class TraceTables:
     modules: pd.DataFrame
     annotations: pd.DataFrame
     autograd: pd.DataFrame
+    host_ops: pd.DataFrame
     devices: dict[int, str]
     rank: int | None
 
@@ -287,6 +291,23 @@ def _timed_rows(events: list[_Event], path: Path, extra: tuple[str, ...] = (),
     return _frame(cols, path)
 
 
+def _host_leaves(ops: list[_Event], launched: list[bool]) -> list[_Event]:
+    """The ops that launched nothing and called no other op (views, reshapes, factories: what the op graph
+    follows tensors through), in start order per thread."""
+    by_thread: dict[Any, list[int]] = {}
+    for i, e in enumerate(ops):
+        by_thread.setdefault(e.tid, []).append(i)
+    leaves = []
+    for indices in by_thread.values():
+        indices.sort(key=lambda i: (ops[i].ts or 0.0, -(ops[i].dur or 0.0)))
+        for here, after in zip(indices, [*indices[1:], None]):
+            e = ops[here]
+            nested = after is not None and (ops[after].ts or 0.0) < (e.ts or 0.0) + (e.dur or 0.0)
+            if not launched[here] and not nested and not e.name.startswith(AUTOGRAD_FUNCTION):
+                leaves.append(e)
+    return leaves
+
+
 def read_trace_tables(path: Path) -> TraceTables:
     """Decode ``path`` (``.json`` or ``.json.gz``) into ``TraceTables``."""
     trace = _decode(path)
@@ -313,11 +334,16 @@ def read_trace_tables(path: Path) -> TraceTables:
     launch_args = _decode_all_args(by_kind["launches"], _Args, path)
     gpu = _gpu_rows(by_kind["gpu"], gpu_args, path)
     autograd = [e for e in by_kind["ops"] if e.name.startswith(AUTOGRAD_FUNCTION)]
+    host: list[_Event] = []
     if by_kind["gpu"]:  # only the ops that launched GPU work are joined; a CPU-only trace keeps them all
         launched = {a.external_id for a in gpu_args + launch_args if a is not None}
         ids = _decode_all_args(by_kind["ops"], _ExternalId, path)
-        by_kind["ops"] = [e for e, x in zip(by_kind["ops"], ids) if x is not None and x.external_id in launched]
+        kept = [x is not None and x.external_id in launched for x in ids]
+        host = _host_leaves(by_kind["ops"], kept)
+        by_kind["ops"] = [e for e, k in zip(by_kind["ops"], kept) if k]
     op_args = _decode_all_args(by_kind["ops"], _Args, path)
+    host_args = _decode_all_args(host, _Args, path)
+    shaped = [i for i, a in enumerate(host_args) if a is not None and a.input_dims]
     devices = {d.id: d.name for d in trace.deviceProperties or []}
     rank = (trace.distributedInfo or {}).get("rank")
     return TraceTables(
@@ -329,6 +355,8 @@ def read_trace_tables(path: Path) -> TraceTables:
         modules=_timed_rows(by_kind["modules"], path),
         annotations=_timed_rows(by_kind["annotations"], path),
         autograd=_timed_rows(autograd, path, ("sequence", "fwd_tid"), _decode_all_args(autograd, _Args, path)),
+        host_ops=_timed_rows([host[i] for i in shaped], path, ("input_dims", "input_type", "concrete", "rf_id"),
+                             [host_args[i] for i in shaped]),
         devices=devices,
         rank=int(rank) if isinstance(rank, int) else None,
     )

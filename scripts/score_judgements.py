@@ -1,0 +1,184 @@
+"""Score fuseprof's judgements against labelled truth, and list every miss.
+
+    python scripts/score_judgements.py [--labels LABELS.json] [--truth FOLDER] [--verbose]
+
+Truth comes from two places: the shared traces' ``labels.json`` (``../shared/thirdparty-traces/``: what a
+careful reader derived from each trace's kernels, shapes, modules and the models' code; a verdict two readings
+could decide differently lists both, and either counts) and the ``*.truth.json`` files beside the H200
+captures of ``tests/fixtures/truth/`` (models written for it: their truth is known by construction). Scored:
+
+    audit         each catalogue entry's verdict (fused / partly fused / not fused / not present)
+    idle          the run's bound (the verdict section: GPU-bound, host-bound, sync-bound, data loading, ...)
+    classes       the opportunity classes a capture's truth says are there, or are not
+    straggler     per labelled rank pair: the rank named, and its cause
+
+Prints one line per kind (right of total) and the total; ``--verbose`` lists every miss with the truth's why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ROOT.parent / "shared" / "thirdparty-traces" / "labels.json"
+TRUTH = ROOT / "tests" / "fixtures" / "truth"
+
+# Label wordings -> the verdict section's words (``fuseprof.analysis.sections.verdict``)
+_IDLE = {"host-bound (input pipeline / DataLoader)": {"host-bound", "data loading"},
+         "other (event wait)": {"event wait", "other idle"}, "mixed: GPU-bound with a large host-bound share": {"GPU-bound"}}
+
+
+@dataclass
+class Case:
+    """One trace (or a graph replay with its capture) and what is true of it."""
+
+    name: str
+    paths: list[Path]
+    audit: dict[str, set[str]] = field(default_factory=dict)
+    idle: set[str] = field(default_factory=set)
+    classes_present: set[str] = field(default_factory=set)
+    classes_absent: set[str] = field(default_factory=set)
+    why: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Miss:
+    kind: str
+    case: str
+    item: str
+    got: Any
+    truth: Any
+    why: str = ""
+
+
+def _accepted(entry: dict[str, Any]) -> set[str]:
+    return {entry["verdict"], *(r["verdict"] for r in entry.get("readings", []))}
+
+
+def shared_cases(labels: Path) -> tuple[list[Case], dict[str, Any]]:
+    data = json.loads(labels.read_text())
+    folder = labels.parent
+    cases = []
+    for name, trace in data["traces"].items():
+        path = folder / trace["path"] if (folder / trace["path"]).exists() else folder / "h200_2gpu" / trace["path"]
+        paths = [path] + ([folder / trace["graph_capture_pair"]] if "graph_capture_pair" in trace else [])
+        idle = trace.get("idle_verdict") or {}
+        verdicts = set() if idle.get("verdict") in (None, "n/a") else _accepted(idle)
+        cases.append(Case(name, paths, {e: _accepted(a) for e, a in trace["audit"].items()},
+                          {v for text in verdicts for v in _IDLE.get(text, {text})},
+                          why={**{e: a["why"] for e, a in trace["audit"].items()}, "idle": idle.get("why", "")}))
+    return cases, data["pairs"]
+
+
+def own_cases(folder: Path) -> list[Case]:
+    cases = []
+    for truth_path in sorted(folder.rglob("*.truth.json")):
+        truth = json.loads(truth_path.read_text())
+        trace = truth_path.with_name(truth_path.name.replace(".truth.json", ".json.gz"))
+        capture = trace.with_name(trace.name.replace("replay-", "capture-")) if trace.name.startswith("replay-") else None
+        paths = [trace] + ([capture] if capture is not None and capture.exists() else [])
+        cases.append(Case(f"{truth_path.parent.name}/{trace.name}" if truth_path.parent != folder else trace.name, paths,
+                          {e: set(v) for e, v in truth.get("audit", {}).items()}, set(truth.get("idle_verdict", [])),
+                          set(truth.get("classes_present", [])), set(truth.get("classes_absent", [])),
+                          why={"all": truth.get("what", "")}))
+    return cases
+
+
+def score_case(case: Case, result: Any) -> tuple[dict[str, list[bool]], list[Miss]]:
+    """Per kind, whether each judgement of ``result`` (a TraceAnalysis) matches the case's truth."""
+    hits: dict[str, list[bool]] = defaultdict(list)
+    misses: list[Miss] = []
+    verdicts = dict(zip(result.audit["fusion"], result.audit["verdict"])) if not result.audit.empty else {}
+    for entry, accepted in case.audit.items():
+        got = verdicts.get(entry, "(no such entry)")
+        hits["audit"].append(got in accepted)
+        if got not in accepted:
+            misses.append(Miss("audit", case.name, entry, got, sorted(accepted), case.why.get(entry, case.why.get("all", ""))))
+    if case.idle:
+        got = str(result.verdict["bound"].iloc[0])
+        hits["idle"].append(got in case.idle)
+        if got not in case.idle:
+            misses.append(Miss("idle", case.name, "bound", got, sorted(case.idle), case.why.get("idle", "")))
+    found = set(result.fusion["class"]) if not result.fusion.empty else set()
+    for cls in case.classes_present | case.classes_absent:
+        right = (cls in found) == (cls in case.classes_present)
+        hits["classes"].append(right)
+        if not right:
+            misses.append(Miss("classes", case.name, cls, "found" if cls in found else "not found",
+                               "present" if cls in case.classes_present else "absent"))
+    return hits, misses
+
+
+def score_pairs(pairs: dict[str, Any], folder: Path) -> tuple[list[bool], list[Miss]]:
+    from fuseprof.analysis import analyze
+    from fuseprof.analysis.sections import build_across
+
+    hits, misses = [], []
+    for name, pair in pairs.items():
+        if "straggler" not in pair:
+            continue
+        results = analyze([folder / "h200_2gpu" / f for f in pair["files"]], workers=1)
+        culprits = build_across(results)["stragglers"]
+        truth = pair["straggler"]
+        got = int(culprits["last_rank"].iloc[0]) if not culprits.empty and truth["rank"] is not None else None
+        named = None if culprits.empty else int(culprits["last_rank"].iloc[0])
+        right = named == truth["rank"] if truth["rank"] is not None else culprits.empty
+        hits.append(right)
+        if not right:
+            misses.append(Miss("straggler", name, "rank", named if got is None else got, truth["rank"], truth["why"]))
+    return hits, misses
+
+
+def score(labels: Path = LABELS, truth: Path = TRUTH) -> tuple[dict[str, list[bool]], list[Miss]]:
+    from fuseprof.analysis import analyze
+
+    hits: dict[str, list[bool]] = defaultdict(list)
+    misses: list[Miss] = []
+    cases = own_cases(truth)
+    pairs: dict[str, Any] = {}
+    if labels.is_file():
+        shared, pairs = shared_cases(labels)
+        cases = shared + cases
+    for case in cases:
+        (result,) = analyze(case.paths, workers=1)
+        got, missed = score_case(case, result)
+        for kind, values in got.items():
+            hits[kind] += values
+        misses += missed
+    if pairs:
+        got_pairs, missed = score_pairs(pairs, labels.parent)
+        hits["straggler"] += got_pairs
+        misses += missed
+    return hits, misses
+
+
+def report(hits: dict[str, list[bool]], misses: list[Miss], verbose: bool) -> str:
+    lines = [f"{kind:10s} {sum(v)}/{len(v)} right ({100 * sum(v) / len(v):.1f}%)" for kind, v in hits.items() if v]
+    every = [x for v in hits.values() for x in v]
+    lines.append(f"{'total':10s} {sum(every)}/{len(every)} right ({100 * sum(every) / len(every):.1f}%)")
+    if verbose:
+        lines += [f"MISS {m.kind} {m.case} :: {m.item}: got {m.got!r}, truth {m.truth!r}" + (f" — {m.why[:160]}" if m.why
+                                                                                             else "") for m in misses]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--labels", type=Path, default=LABELS)
+    parser.add_argument("--truth", type=Path, default=TRUTH)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    hits, misses = score(args.labels, args.truth)
+    print(report(hits, misses, args.verbose))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())
