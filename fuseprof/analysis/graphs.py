@@ -7,8 +7,9 @@ and has no op of its own. The engine's capture trace holds, between each ``*Stre
 that made it (and, on ROCm, the kernel's name). So the k-th kernel of a replay is the k-th launch of
 the capture window it replays:
 
-- a replay is matched to a window with as many launches and, where the capture names its kernels
-  (ROCm), the same kernel names in the same order; where several windows match (the identical layers
+- a replay is matched to a window with as many nodes (kernel launches, and the asynchronous copies and
+  fills captured among them), each of the same kind (a copy node replays as a memcpy) and, where the
+  capture names its kernels (ROCm), the same kernel names in the same order; where several windows match (the identical layers
   of a piecewise graph), the n-th replay of that sequence takes the n-th matching window, cyclically;
 - a CUDA capture trace names no kernels in its launch calls: there the match is by count only, and
   the result says so (``checked_by``).
@@ -30,6 +31,8 @@ from fuseprof.parse.trace_link import enclosing
 
 GRAPH_LAUNCH = re.compile(r"GraphLaunch")
 KERNEL_LAUNCH = re.compile(r"Launch\w*Kernel|LaunchKernelEx|LaunchCooperativeKernel")
+# copies and fills captured into a graph are nodes of it too: a replay runs them among its kernels
+GRAPH_NODE = re.compile(rf"{KERNEL_LAUNCH.pattern}|Memcpy\w*Async|Memset\w*Async|MemcpyPeerAsync")
 _REPLAY_ID_SCALE = 10**9
 
 
@@ -51,14 +54,26 @@ def kernel_launches(calls: pd.DataFrame) -> pd.Series:
     return calls["name"].astype(str).str.contains(KERNEL_LAUNCH.pattern, regex=True)
 
 
-def capture_windows(capture: TraceTables) -> list[pd.DataFrame]:
-    """The launch calls of each stream capture in ``capture``, in launch order, with the op (name,
-    shapes, types, concrete inputs) and ``nn.Module`` path that made each one."""
+def graph_nodes(calls: pd.DataFrame) -> pd.Series:
+    """Which runtime/driver calls, made inside a stream capture, become a node of the graph (a kernel, an
+    asynchronous copy or fill)."""
+    return calls["name"].astype(str).str.contains(GRAPH_NODE.pattern, regex=True)
+
+
+def capture_windows(*captures: TraceTables) -> list[pd.DataFrame]:
+    """The graph-node calls (kernel launches, asynchronous copies and fills) of each stream capture in the
+    capture traces, in launch order, with the op (name, shapes, types, concrete inputs) and ``nn.Module``
+    path that made each one. An engine that captures one graph per batch size in separate runs gives one
+    capture trace per run: every one's windows are candidates for every replay."""
+    return [w for capture in captures for w in _windows(capture)]
+
+
+def _windows(capture: TraceTables) -> list[pd.DataFrame]:
     calls = capture.launches.sort_values("start_ns", kind="stable")
     windows: list[pd.DataFrame] = []
     for _, thread in calls.groupby("tid", sort=False):
         number, inside = capture_numbers(thread)
-        launches = outermost(thread[kernel_launches(thread) & inside])
+        launches = outermost(thread[graph_nodes(thread) & inside])
         for _, part in launches.groupby(number[launches.index], sort=True):
             windows.append(_with_ops(part, capture))
     return windows
@@ -77,7 +92,10 @@ def _with_ops(launches: pd.DataFrame, capture: TraceTables) -> pd.DataFrame:
     ops = capture.ops.dropna(subset=["external_id"]).drop_duplicates("external_id", keep="last")
     ops = ops.set_index(ops["external_id"].astype("float64"))
     op_rows = ops.reindex(launches["external_id"].astype("float64").to_numpy())
-    out = pd.DataFrame({"kernel": launches["kernel"].to_numpy(), "external_id": launches["external_id"].to_numpy(),
+    api = launches["name"].astype(str)
+    node = np.where(api.str.contains("Memcpy"), "memcpy", np.where(api.str.contains("Memset"), "memset", "kernel"))
+    out = pd.DataFrame({"kernel": launches["kernel"].to_numpy(), "node": node,
+                        "external_id": launches["external_id"].to_numpy(),
                         "op": op_rows["name"].to_numpy(), "input_dims": op_rows["input_dims"].to_numpy(),
                         "input_type": op_rows["input_type"].to_numpy(), "concrete": op_rows["concrete"].to_numpy(),
                         "op_start_ns": op_rows["start_ns"].to_numpy(), "tid": launches["tid"].to_numpy()})
@@ -98,14 +116,18 @@ def attribute_replays(events: pd.DataFrame, windows: list[pd.DataFrame]) -> tupl
     op_id = out["op_id"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     replay_of = np.full(len(out), -1, dtype=np.int64)
     attributed = np.zeros(len(out), dtype=bool)
-    named = bool(windows) and all(w["kernel"].notna().all() for w in windows)
+    # a ROCm capture names the kernel of each launch (a copy or fill node has none): the match checks them
+    named = any(w["kernel"].notna().any() for w in windows)
+    expected = [tuple(None if pd.isna(k) else k for k in w["kernel"]) for w in windows]
+    node_kinds = [tuple(w["node"]) for w in windows]  # a copy node replays as a memcpy, in its place
     replays = [part for _, part in out[graph].groupby("correlation", sort=False)]
     seen: dict[tuple[object, ...], int] = defaultdict(int)
     for number, replay in enumerate(sorted(replays, key=lambda r: r["start_ns"].min()), start=1):
         rows = replay.sort_values("start_ns", kind="stable").index.to_numpy()
         replay_of[rows] = number
-        names = tuple(out.loc[rows, "name"])
-        matches = [w for w in windows if len(w) == len(names) and (not named or tuple(w["kernel"]) == names)]
+        names, kinds = tuple(out.loc[rows, "name"]), tuple(out.loc[rows, "kind"])
+        matches = [w for w, kernels, nodes in zip(windows, expected, node_kinds) if len(w) == len(names)
+                   and nodes == kinds and all(k is None or k == n for k, n in zip(kernels, names))]
         if not matches:
             continue
         key = names if named else (len(names),)

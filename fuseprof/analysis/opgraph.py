@@ -71,35 +71,42 @@ class OpGraph:
 Edge = tuple[int, int, int, int]  # producer, output, consumer, argument
 
 
-def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry) -> list[Edge]:
+def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry, reshapes: bool = False) -> list[Edge]:
     """Edges by the shape rule over the ops in program order, read through the views between them (a view's
-    shape becomes one more shape of the tensor it views)."""
-    flow = ShapeDataflow()
+    shape becomes one more shape of the tensor it views); ``reshapes``: without the views, a tensor may be
+    read regrouped (``ShapeDataflow``)."""
+    flow = ShapeDataflow(reshapes)
     edges = []
     steps = sorted([(s, 0, i) for i, s in enumerate(nodes["start_ns"])] + [(s, 1, i) for i, s in enumerate(
         views["start_ns"])])  # a view at the same time as an op comes after it (a view of its output)
+    view_rows = list(zip(views["name"], views["input_dims"], views["input_type"], views["concrete"]))
+    node_rows = list(zip(nodes["op_id"], nodes["op"], nodes["input_dims"], nodes["input_type"]))
     for _, is_view, i in steps:
         if is_view:
-            row = views.iloc[i]
-            arguments = tensor_arguments(row["input_dims"], row["input_type"])
+            name, dims, types, concrete = view_rows[i]
+            arguments = tensor_arguments(dims, types)
             base = flow.source(arguments[0]) if arguments else None
-            shape = view_shape(registry.role(row["name"]).view, row["input_dims"], row["concrete"])
+            shape = view_shape(registry.role(name).view, dims, concrete)
             if base is not None and shape is not None and arguments[0] is not None:
                 flow.alias(base, [Value(shape, arguments[0].dtype)])
             continue
-        op_id, op, dims, types = (nodes[c].iat[i] for c in ("op_id", "op", "input_dims", "input_type"))
+        op_id, op, dims, types = node_rows[i]
         arguments = tensor_arguments(dims, types)
         role = registry.role(op)
         links = flow.link(arguments, [links_to_nothing(role, i) for i in range(len(arguments))], role.reduces)
         edges += [(int(p[0]), int(p[1]), int(op_id), k) for k, p in enumerate(links) if p is not None]
+        for k, shapes in enumerate(dims if isinstance(dims, list) else []):  # a TensorList: cat's, stack's inputs
+            if isinstance(shapes, list) and shapes and isinstance(shapes[0], list):
+                edges += [(int(p[0]), int(p[1]), int(op_id), k) for p in flow.link_list(shapes)]
         flow.produce(int(op_id), infer_outputs(role, arguments))
     return edges
 
 
-def _execution_trace_edges(nodes: pd.DataFrame, et: pd.DataFrame) -> list[Edge] | None:
+def _execution_trace_edges(nodes: pd.DataFrame, et: pd.DataFrame, registry: Registry) -> list[Edge] | None:
     """Edges by storage: an argument's producer is the latest op before it that wrote the storage it
-    reads. None when under 90% of the ops join the execution trace by record function id and name (it is
-    another run's)."""
+    reads; an argument the op overwrites without reading (``copy_``'s destination: the registry's role)
+    reads nothing, whoever wrote its memory before. None when under 90% of the ops join the execution trace
+    by record function id and name (it is another run's)."""
     by_rf = {int(r): (n, reads, writes) for r, n, reads, writes in
              zip(et["rf_id"], et["name"], et["reads"], et["writes"])}
     joined = [by_rf.get(int(r)) if pd.notna(r) else None for r in nodes["rf_id"]]
@@ -111,8 +118,11 @@ def _execution_trace_edges(nodes: pd.DataFrame, et: pd.DataFrame) -> list[Edge] 
     for op_id, node, ok in zip(nodes["op_id"], joined, matching):
         if not ok or node is None:
             continue
-        _, reads, writes = node
+        name, reads, writes = node
+        role = registry.role(name)
         for position, read in enumerate(reads):
+            if links_to_nothing(role, position):
+                continue
             for storage in read if isinstance(read, list) else [] if read is None else [read]:
                 producer = writer.get(storage)
                 if producer is not None and producer[0] != int(op_id):
@@ -135,6 +145,17 @@ def _forward_links(autograd: pd.DataFrame, nodes: pd.DataFrame) -> dict[int, int
     return {int(o): int(first[s]) for o, s in zip(nodes["op_id"], inside) if pd.notna(s) and s in first}
 
 
+def op_graph_of_nodes(nodes: pd.DataFrame, registry: Registry, views: pd.DataFrame | None = None) -> OpGraph:
+    """The graph of ops given as nodes (``op_id``, ``op``, ``start_ns``, ``tid``, ``input_dims``,
+    ``input_type``), in start order, by the shape rule (through ``views``, the host-only view ops, if given;
+    else reading regrouped rows as the same tensor)."""
+    no_views = pd.DataFrame({c: pd.Series(dtype=object) for c in ("name", "input_dims", "input_type", "concrete")}
+                            ).assign(start_ns=pd.Series(dtype="int64"))
+    edges = _shape_edges(nodes, views if views is not None else no_views, registry, reshapes=views is None)
+    frame = pd.DataFrame(edges, columns=["producer", "output", "consumer", "argument"]).astype("int64")
+    return OpGraph("shapes", nodes, frame)
+
+
 def op_graph(tables: TraceTables, registry: Registry, execution_trace: pd.DataFrame | None = None) -> OpGraph:
     """The graph of a trace's ops (those that launched GPU work), by the execution trace when one is given
     and joins, else by shapes; backward ops linked to forward ones through ``tables.autograd``."""
@@ -143,7 +164,7 @@ def op_graph(tables: TraceTables, registry: Registry, execution_trace: pd.DataFr
     nodes = nodes.assign(op_id=nodes["external_id"].astype("int64")).reset_index(drop=True)
     if "rf_id" not in nodes:
         nodes["rf_id"] = pd.NA
-    found = _execution_trace_edges(nodes, execution_trace) if execution_trace is not None else None
+    found = _execution_trace_edges(nodes, execution_trace, registry) if execution_trace is not None else None
     basis: Basis = "execution trace" if found is not None else "shapes"
     views = tables.host_ops[[bool(registry.role(n).view) for n in tables.host_ops["name"]]] if len(
         tables.host_ops) else tables.host_ops

@@ -55,6 +55,8 @@ from fuseprof.parse.hashing import file_sha256
 from fuseprof.parse.store import TraceStore, content_key, default_store, wait_for_writes
 from fuseprof.parse.trace_events import TraceTables
 
+Captures = tuple[tuple[Path, str], ...]  # capture traces: (path, content key)
+
 Progress = Callable[[str, int, int], None]
 
 
@@ -94,7 +96,7 @@ def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, boo
     return key, replays, capture, said
 
 
-def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Options, root: str | None,
+def _analyse(job: Job, key: str, captures: Captures, options: Options, root: str | None,
              alone: bool = False) -> str | TraceAnalysis:
     """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
     analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be written) or is the
@@ -102,13 +104,13 @@ def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Opti
     prefer_jemalloc()
     store = TraceStore(Path(root) if root else None)
     et_key = file_sha256(job.execution_trace) if job.execution_trace is not None else None
-    part = analysis_part(capture[1] if capture else None, options, et_key) if job.ncu_rows is None else None
+    part = analysis_part(",".join(k for _, k in captures) or None, options, et_key) if job.ncu_rows is None else None
     # a trace this process has just decoded had no entry: no stored analysis to look for (and looking
     # would wait for its tables' background write)
     if part is not None and key not in _LAST and store.get_frames(key, part, only=()) is not None:
         return part
     result = analyze_tables(_tables(store, job.path, key), options, job.name,
-                            _tables(store, *capture) if capture else None, job.ncu_rows,
+                            [_tables(store, *c) for c in captures], job.ncu_rows,
                             read_execution_trace(job.execution_trace) if job.execution_trace is not None else None)
     if alone:
         if part is not None:
@@ -117,12 +119,10 @@ def _analyse(job: Job, key: str, capture: tuple[Path, str] | None, options: Opti
     return part if part is not None and save_analysis(store, key, part, result) else result
 
 
-def _rebuilt_events(root: str | None, path: Path, key: str, capture: tuple[Path, str] | None,
-                    options: Options) -> pd.DataFrame:
+def _rebuilt_events(root: str | None, path: Path, key: str, captures: Captures, options: Options) -> pd.DataFrame:
     """A stored analysis's events, from its trace's stored tables (decoded again if they are gone)."""
     store = TraceStore(Path(root) if root else None)
-    return windowed_events(store.tables(path, key)[0], options,
-                           store.tables(*capture)[0] if capture else None).events
+    return windowed_events(store.tables(path, key)[0], options, [store.tables(*c)[0] for c in captures]).events
 
 
 def _run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: int, scheduler: str | None,
@@ -186,7 +186,7 @@ def _temporary_root() -> str:
 
 def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             registry: Registry | Path | str | None = None, window: str | None = None,
-            graph_capture: Path | None = None, ceilings: Path | None = None, workers: int | None = None,
+            graph_capture: Path | Sequence[Path] | None = None, ceilings: Path | None = None, workers: int | None = None,
             scheduler: str | None = None, store: TraceStore | None = None,
             progress: Progress | None = None) -> list[TraceAnalysis]:
     """``analyze_tables`` over trace files, folders of traces and bundles (one result per trace). Rates
@@ -213,56 +213,55 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     # with the store off, one trace needs none; several pass their analyses through a temporary one
     root = str(store.root) if store.root is not None else None if alone else _temporary_root()
     store = TraceStore(Path(root) if root else None)
-    traces = [j.path for j in jobs] + ([Path(graph_capture)] if graph_capture is not None else [])
+    given = [Path(graph_capture)] if isinstance(graph_capture, (str, Path)) else [Path(p) for p in graph_capture or ()]
+    traces = [j.path for j in jobs] + given
     facts = _run(_decode, [(t, root, alone) for t in traces], workers, scheduler, progress, "decoded")
     for _, _, _, said in facts:
         for text in said:
             warnings.warn(text, FuseprofWarning, stacklevel=2)
-    capture, kept = _pair(jobs, facts, graph_capture)
-    capture_name = next((j.name for j in jobs if capture is not None and j.path == capture[0]), "")
+    captures, kept = _pair(jobs, facts, given)
+    capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
     try:
-        answers = _run(_analyse, [(j, facts[i][0], capture, options, root, alone) for i, j in kept], workers,
+        answers = _run(_analyse, [(j, facts[i][0], captures, options, root, alone) for i, j in kept], workers,
                        scheduler, progress, "analysed")
     finally:
         _LAST.clear()  # a notebook analysing trace after trace keeps none of their tables
     results = []
     for (i, job), answer in zip(kept, answers):
-        events = partial(_rebuilt_events, root, job.path, facts[i][0], capture, options)
+        events = partial(_rebuilt_events, root, job.path, facts[i][0], captures, options)
         result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, facts[i][0], answer, job.name,
                                                                                 events, options.registry)
         if result is None:  # found damaged (and removed): computed and stored again, here
-            again = _analyse(job, facts[i][0], capture, options, root)
+            again = _analyse(job, facts[i][0], captures, options, root)
             result = again if isinstance(again, TraceAnalysis) else load_analysis(store, facts[i][0], again, job.name,
                                                                                   events, options.registry)
         if result is None:
             raise FuseprofError(f"trace store: the analysis of {job.path} cannot be stored and read back under "
                                 f"{root}; set FUSEPROF_CACHE=off to work without the store")
         result.name = job.name
-        if capture is not None and graph_capture is None:
-            result.notes.append(f"graph capture {capture_name} used to attribute the replayed kernels")
+        if capture_names:
+            result.notes.append(f"graph capture {capture_names} used to attribute the replayed kernels")
         results.append(result)
     wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
     return results
 
 
-def _pair(jobs: list[Job], facts: list[tuple[str, bool, bool, list[str]]], graph_capture: Path | None
-          ) -> tuple[tuple[Path, str] | None, list[tuple[int, Job]]]:
-    """The capture trace (given, or the one capture among traces that replay graphs) and the jobs to
-    analyse: a capture trace found among them attributes the others' kernels and is not analysed."""
+def _pair(jobs: list[Job], facts: list[tuple[str, bool, bool, list[str]]], given: list[Path]
+          ) -> tuple[Captures, list[tuple[int, Job]]]:
+    """The capture traces (given, or the captures among traces when some replay graphs: an engine that
+    captures each batch size in its own run leaves several) and the jobs to analyse: a capture trace found
+    among them attributes the others' kernels and is not analysed."""
     everything = list(enumerate(jobs))
-    if graph_capture is not None:
-        return (Path(graph_capture), facts[-1][0]), everything
+    if given:
+        return tuple((p, facts[len(jobs) + k][0]) for k, p in enumerate(given)), everything
     if not any(replays for _, replays, _, _ in facts[:len(jobs)]):
-        return None, everything
-    captures = [i for i, (_, replays, capture, _) in enumerate(facts[:len(jobs)]) if capture and not replays]
-    if len(captures) != 1:
-        return None, everything
-    c = captures[0]
-    return (jobs[c].path, facts[c][0]), [(i, j) for i, j in everything if i != c]
+        return (), everything
+    found = [i for i, (_, replays, capture, _) in enumerate(facts[:len(jobs)]) if capture and not replays]
+    return tuple((jobs[i].path, facts[i][0]) for i in found), [(i, j) for i, j in everything if i not in found]
 
 
 def analyze_trace(path: Path, device: str | None = None, top: int = 15, registry: Registry | Path | None = None,
-                  window: str | None = None, graph_capture: Path | None = None) -> TraceAnalysis:
+                  window: str | None = None, graph_capture: Path | Sequence[Path] | None = None) -> TraceAnalysis:
     """Every table for one trace file. ``device`` names the GPU when the trace lacks
     ``deviceProperties`` (or overrides it): 'H100 SXM', 'NVIDIA H200', 'MI300X', ..."""
     return analyze([Path(path)], device, top, registry, window, graph_capture)[0]

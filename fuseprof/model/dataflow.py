@@ -21,8 +21,10 @@ replay, which runs every op on meta tensors, gives the real ones.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from fuseprof.model.op_models import DTYPE_BYTES, broadcast_shape
@@ -88,10 +90,17 @@ def infer_outputs(role: OpRole, arguments: Sequence[Value | None]) -> list[Value
 class ShapeDataflow:
     """Links the tensor arguments of ops, fed in program order, to earlier outputs (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, reshapes: bool = False) -> None:
+        """``reshapes``: where no output has an argument's shape, take one of another shape with as many
+        elements, as wide a last dimension and the dtype (a view that only regroups rows: [B·L, N] read as
+        [B, L, N]) — for ops whose views the trace does not hold (a graph replay's)."""
+        self._reshapes = reshapes
+        self._by_size: dict[tuple[int, int, str], set[Value]] = {}
         self._outputs: dict[Value, list[Producer]] = {}  # every output so far, by value, in order
         self._consumed: set[Producer] = set()
         self._reduced: set[Producer] = set()  # outputs a reduction consumed
+        self._fresh: dict[Value, list[Producer]] = {}  # outputs not yet consumed, by value (pruned lazily)
+        self._by_dims: dict[tuple[int, ...], set[Value]] = {}  # the values of each shape (TensorLists' lookup)
 
     def consumed(self, producer: Producer) -> bool:
         """Whether a later op took this output."""
@@ -112,9 +121,10 @@ class ShapeDataflow:
             if value is None or (position < len(skip) and skip[position]):
                 found.append(None)
                 continue
-            fresh = [p for p in reversed(self._outputs.get(value, [])) if p not in taken]  # latest first
-            fresh.sort(key=lambda p: (p in self._consumed) + (p in self._reduced))  # stable
-            pick = fresh[0] if fresh else None
+            pick = self._pick(value, taken)
+            if pick is None and self._reshapes:
+                picks = [p for v in self._by_size.get(_size_key(value), ()) if (p := self._pick(v, taken)) is not None]
+                pick = max(picks, key=lambda p: (not self.consumed(p), p[0])) if picks else None
             if pick is not None:
                 taken.add(pick)
             found.append(pick)
@@ -124,25 +134,69 @@ class ShapeDataflow:
                 self._reduced.add(pick)
         return found
 
+    def link_list(self, shapes: Sequence[Any]) -> list[Producer]:
+        """The producers of a TensorList argument's tensors (a trace records their shapes, not their dtypes:
+        each is the latest output of that shape in any dtype, by the rule of ``link``). Marks them consumed."""
+        found: list[Producer] = []
+        taken: set[Producer] = set()
+        for dims in shapes:
+            if not isinstance(dims, list) or not dims or not all(type(d) is int for d in dims):
+                continue
+            picks = [p for v in self._by_dims.get(tuple(dims), ()) if (p := self._pick(v, taken)) is not None]
+            if picks:
+                pick = max(picks, key=lambda p: (not self.consumed(p), p[0]))
+                taken.add(pick)
+                found.append(pick)
+        self._consumed.update(taken)
+        return found
+
     def source(self, value: Value | None) -> Producer | None:
         """The producer ``link`` would give a lone argument of this value, without marking it consumed (what a
         view reads)."""
-        if value is None:
-            return None
-        fresh = list(reversed(self._outputs.get(value, [])))
-        fresh.sort(key=lambda p: (p in self._consumed) + (p in self._reduced))
-        return fresh[0] if fresh else None
+        return None if value is None else self._pick(value, set())
+
+    def _pick(self, value: Value, taken: set[Producer]) -> Producer | None:
+        """The latest output of this value not in ``taken``: unconsumed first, then consumed, then reduced
+        (the rule of the module docstring), scanning back only as far as the first unconsumed one."""
+        fresh = self._fresh.get(value)
+        if fresh:
+            fresh[:] = [p for p in fresh if p not in self._consumed]  # consumed since: dropped here, lazily
+            for p in reversed(fresh):
+                if p not in taken:
+                    return p
+        best: Producer | None = None
+        for p in reversed(self._outputs.get(value, ())):
+            if p in taken:
+                continue
+            if p not in self._reduced:
+                return p
+            best = best or p
+        return best
 
     def alias(self, producer: Producer, values: Sequence[Value]) -> None:
         """Record ``values`` (a view's shapes) as the same output of ``producer``: an op reading the view reads it."""
         for value in values:
             self._outputs.setdefault(value, []).append(producer)
+            self._by_dims.setdefault(value.dims, set()).add(value)
+            self._by_size.setdefault(_size_key(value), set()).add(value)
+            if producer not in self._consumed:
+                self._fresh.setdefault(value, []).append(producer)
 
     def produce(self, node: int, outputs: Sequence[Value | None]) -> None:
         """Record node ``node``'s outputs (None: an output that is no tensor)."""
         for k, value in enumerate(outputs):
             if value is not None:
                 self._outputs.setdefault(value, []).append((node, k))
+                self._by_dims.setdefault(value.dims, set()).add(value)
+                self._by_size.setdefault(_size_key(value), set()).add(value)
+                self._fresh.setdefault(value, []).append((node, k))
+
+
+def _size_key(value: Value) -> tuple[int, int, str]:
+    numel = 1
+    for d in value.dims:
+        numel *= d
+    return numel, value.dims[-1] if value.dims else 1, value.dtype
 
 
 def _size(text: Any, numel: int) -> list[int] | None:
@@ -162,9 +216,13 @@ def _size(text: Any, numel: int) -> list[int] | None:
 def _literal(text: Any) -> Any:
     if not isinstance(text, str) or len(text) > 2_000:
         return text
-    try:
-        import ast
+    return _parsed(text)
 
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> Any:
+    """A recorded concrete argument as a Python value (a trace repeats the same few thousands of them)."""
+    try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
@@ -176,13 +234,13 @@ def view_shape(rule: str, dims: Any, concrete: Any) -> tuple[int, ...] | None:
     ``expand``, ``select``, ``slice``, ``narrow`` or ``same``; None when the recorded arguments do not say."""
     if not isinstance(dims, list) or not dims or not isinstance(dims[0], list):
         return None
-    x, args = list(dims[0]), [_literal(c) for c in (concrete if isinstance(concrete, list) else [])]
+    x, recorded = list(dims[0]), concrete if isinstance(concrete, list) else []
     numel = 1
     for d in x:
         numel *= d if isinstance(d, int) else 0
 
     def arg(i: int) -> Any:
-        return args[i] if i < len(args) else None
+        return _literal(recorded[i]) if i < len(recorded) else None
 
     def dim(i: int, rank: int) -> int | None:
         v = arg(i)
