@@ -4,7 +4,9 @@ captures, the test fixtures and the shared third-party traces (AMD, serving engi
 A chain holds no anchor (GEMM, attention, convolution, communication by the op registry, whatever the
 vendor), no copy or memset, no graph-replayed kernel whose op is unknown; it stays inside one profiler
 step and spans no idle gap over the trace's limit; its fused bytes never exceed its bytes; a chain
-whose bytes are unknown has no saving; no row saves nothing; no two rows are the same chain.
+whose bytes are unknown has no saving; no row saves nothing; no two rows are the same chain. No row of
+any class claims more than a kernel (each kernel in at most one row), the span (the savings together are at
+most the busy time), the launches it had, or a roof (no op above 100% of its roof).
 """
 
 from __future__ import annotations
@@ -56,6 +58,20 @@ def test_no_impossible_row(trace: Path) -> None:
         ranked = fusion.loc[known, "saving_ns"].tolist()
         assert ranked == sorted(ranked, reverse=True)
         assert known.tolist() == sorted(known.tolist(), reverse=True)  # unknown rows last
+        # no row claims more than a kernel, the span, or a roof: each kernel in at most one row, so the
+        # savings together are at most the GPU's busy time; no launch saving beyond the launches it had
+        held = [m for members in fusion["members"] for m in members]
+        assert len(held) == len(set(held))
+        assert (fusion.loc[known, "saving_ns"] <= fusion.loc[known, "measured_ns"]).all()
+        whole = result.timeline.set_index("stream").loc["all"]
+        assert fusion.loc[known, "saving_ns"].sum() <= whole["busy_ns"]
+        launch_time = events["launch_dur_ns"].astype("float64").where(~events["launch_api"].astype("string")
+                                                                     .str.contains("GraphLaunch").fillna(False)).sum()
+        assert fusion["host_launch_ns_saved"].sum() <= launch_time + 1
+        roofline = result.op_roofline
+        if not roofline.empty:
+            assert not (roofline["pct_of_roof"] > 100.5).any(), roofline.loc[roofline["pct_of_roof"] > 100.5,
+                                                                              ["signature", "pct_of_roof"]]
 
 
 def test_the_same_trace_gives_the_same_answer_in_any_folder(tmp_path: Path) -> None:

@@ -41,8 +41,8 @@ def _layer_norms() -> list[dict]:
 MINE = DEFAULT.extend(
     families=[OpFamily("normalization", op=r"^aten::native_layer_norm$", cost=PerElement(11), family="my LayerNorm")],
     known_fusions=[KnownFusion(ADD_NORM, "my fused add + LayerNorm")],
-    catalogue=[CatalogueEntry("add + LayerNorm", fused=r"my_add_layer_norm", chains=("aten::add", "aten::native_layer_norm"),
-                              ops=(r"layer_norm",))])
+    catalogue=[CatalogueEntry("add + LayerNorm", "chain", fused=r"my_add_layer_norm",
+                              kinds=("add", "native_layer_norm"))])
 
 TOML = '''
 [[family]]
@@ -57,9 +57,9 @@ kernel = "my fused add + LayerNorm"
 
 [[catalogue]]
 name = "add + LayerNorm"
+pattern = "chain"
 fused = "my_add_layer_norm"
-chains = ["aten::add", "aten::native_layer_norm"]
-ops = ["layer_norm"]
+kinds = ["add", "native_layer_norm"]
 '''
 
 

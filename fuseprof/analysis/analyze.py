@@ -9,7 +9,7 @@ integer nanoseconds throughout.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +120,8 @@ def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None) -> list[st
     if "assumed" in roof.label:
         notes.append(f"roof: {roof.label}; pass --device to name the GPU")
     if events["input_dims"].map(lambda d: isinstance(d, list)).sum() == 0:
-        notes.append("no input shapes in the trace (captured without record_shapes=True): no per-op roofline")
+        notes.append("no input shapes in the trace (captured without record_shapes=True): no per-op roofline, and the "
+                     "audit sees fused kernels only (the op graph that shows unfused ones needs shapes)")
     if events["module"].isna().all():
         notes.append("no nn.Module paths (captured without with_stack=True / with_modules=True)")
     if graph_check:
@@ -128,8 +129,8 @@ def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None) -> list[st
     return notes
 
 
-def _dataflow_note(graph: OpGraph | None) -> list[str]:
-    if graph is None:
+def _dataflow_note(graph: OpGraph, execution_trace_given: bool) -> list[str]:
+    if not execution_trace_given:
         return []
     if graph.basis == "execution trace":
         return [f"dataflow from the execution trace beside the trace: {len(graph.edges):,} tensor edges among "
@@ -149,12 +150,12 @@ class WindowedEvents:
     graph_check: str | None
 
 
-def windowed_events(tables: TraceTables, options: Options = Options(), capture: TraceTables | None = None,
+def windowed_events(tables: TraceTables, options: Options = Options(), captures: Sequence[TraceTables] = (),
                     ncu_rows: pd.DataFrame | None = None) -> WindowedEvents:
     """The events an analysis's tables are computed from (a stored analysis rebuilds them with this
     when a caller asks for them)."""
     every, graph_check = categorized_events(tables, options.registry,
-                                            capture_windows(capture) if capture is not None else None)
+                                            capture_windows(*captures) if captures else None)
     if every.empty:
         raise TraceFormatError(f"{tables.path}: no GPU kernels, memcpys or memsets; was the trace captured with "
                                "ProfilerActivity.CUDA?")
@@ -167,23 +168,23 @@ def windowed_events(tables: TraceTables, options: Options = Options(), capture: 
 
 
 def analyze_tables(tables: TraceTables, options: Options = Options(), name: str | None = None,
-                   capture: TraceTables | None = None, ncu_rows: pd.DataFrame | None = None,
+                   captures: Sequence[TraceTables] = (), ncu_rows: pd.DataFrame | None = None,
                    execution_trace: pd.DataFrame | None = None) -> TraceAnalysis:
-    """Every table for one decoded trace; ``capture`` is the trace of its graphs' capture,
+    """Every table for one decoded trace; ``captures`` are the traces of its graphs' capture,
     ``execution_trace`` the PyTorch execution trace recorded beside it (``fuseprof.parse.execution_trace``)."""
-    found = windowed_events(tables, options, capture, ncu_rows)
+    found = windowed_events(tables, options, captures, ncu_rows)
     events = found.events
     names = sorted({tables.device_name(d) or "" for d in events["device"].dropna().unique()} - {""})
     device_name = options.device or (names[0] if names else None)
     roof = capture_roof(device_name, options.measured)
     copy = options.copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
                                      f"{roof.label} DRAM + the trace's kernel floor")
-    graph = op_graph(tables, options.registry, execution_trace) if execution_trace is not None else None
+    graph = op_graph(tables, options.registry, execution_trace)  # by shapes where no execution trace is given
     frames = build_all(Context(tables, found.every, events, found.mask, options.registry, options.top, roof, copy,
                                graph))
     return TraceAnalysis(name=name or tables.path.name, device=device_name, roof=roof, events=events, frames=frames,
                          window=found.window, rank=tables.rank, registry=options.registry, top=options.top,
-                         notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph))
+                         notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph, execution_trace is not None))
 
 
 def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:

@@ -1,121 +1,58 @@
-"""The catalogue audit: for each fusion of seed 002's catalogue, is it done in this trace?
+"""The catalogue audit: for each fusion of the registry's catalogue, is it done in this trace?
 
-Verdicts: ``fused`` (a kernel or op that does it is in the trace: named as evidence, with its time),
-``not fused`` (the unfused pieces are there: their time now and the finder's predicted saving),
-``partly fused`` (both), ``not present`` (neither: the model has no such step). The catalogue is the op
-registry's (``fuseprof.model.registry.CatalogueEntry``: a regular expression for the fused kernels or
-ops, and which opportunity classes or op chains show the unfused form), so an engine's own kernels are
-a row away::
+Each entry names a dataflow pattern of the op graph (``fuseprof.analysis.patterns``) that finds its
+instances, done and not done. Verdicts: ``fused`` (every instance is done by one unit: named as evidence,
+with its time), ``not fused`` (every instance runs apart: its time now and the predicted saving),
+``partly fused`` (both), ``not present`` (no instance: the model has no such step, or the trace records
+too little to see it — no shapes, no ops). A user's entry is a row away::
 
-    registry = DEFAULT.extend(catalogue=[CatalogueEntry("my fused MoE", fused=r"my_fused_moe", ops=(r"moe",))])
+    registry = DEFAULT.extend(catalogue=[CatalogueEntry("my fused MoE", "kernels", fused=r"my_fused_moe")])
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from typing import Any
+import math
+from collections import Counter
 
 import pandas as pd
 
-from fuseprof.analysis.fusion import CopyModel, per_stream
-from fuseprof.model.registry import CatalogueEntry, Registry
+from fuseprof.analysis.fusion import CopyModel
+from fuseprof.analysis.opgraph import OpGraph
+from fuseprof.analysis.patterns import Costs, Found, find
+from fuseprof.analysis.units import Units, window_units
+from fuseprof.model.registry import Registry
+from fuseprof.model.roofline import Roof
 
 
-def _unfused(entry: CatalogueEntry, fusion: pd.DataFrame) -> pd.DataFrame:
-    if fusion.empty:
-        return fusion
-    picked = pd.Series(False, index=fusion.index)
-    for cls in entry.classes:
-        name, _, count = cls.partition(":")
-        rows = fusion["class"] == name
-        if count:
-            rows &= fusion["signature"].str.count(r" \+ ") == int(count) - 1
-        picked |= rows
-    if entry.chains:
-        chains = fusion["class"].isin(["memory-bound chain", "RoPE + KV-cache write", "sampling chain"])
-        has_all = fusion["signature"].map(lambda s: all(op in s.split(" → ") for op in entry.chains))
-        picked |= chains & has_all
-    return fusion[picked]
-
-
-def _by_stream(events: pd.DataFrame) -> list[dict[str, list[Any]]]:
-    """Each stream's events in start order, as columns of plain values (read once for every pair entry)."""
-    return [{"op": part["op"].astype("string").fillna("").tolist(), "dur": part["dur_ns"].tolist(),
-             "dims": part["input_dims"].tolist(), "types": part["input_type"].tolist(),
-             "concrete": part["concrete"].tolist()} for part in per_stream(events)]
-
-
-def _pairs(entry: CatalogueEntry, streams: list[dict[str, list[Any]]], copy: CopyModel,
-           registry: Registry) -> pd.DataFrame:
-    """Separate kernels of ``entry.pair``: their time now, and the fused kernel's predicted time (the
-    second op's bytes — it reads both inputs and writes the output — at the copy rate, plus one fixed
-    cost)."""
-    if entry.pair is None:
-        return pd.DataFrame()
-    first, second = entry.pair
+def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyModel, registry: Registry,
+          units: Units | None = None) -> pd.DataFrame:
+    """One row per entry of the registry's catalogue: fusion, verdict, instances (fused, not fused), time_ns
+    (of the unfused units, else of the fused ones), predicted_saving_ns, evidence."""
+    units = units if units is not None else window_units(events, graph, registry)
+    costs = Costs(roof, copy, registry)
     rows = []
-    for part in streams:
-        ops = part["op"]
-        for i, op in enumerate(ops):
-            j = next((j for j in range(i + 1, min(i + 4, len(ops))) if ops[j] == second), None) if op == first else None
-            if j is None:
-                continue
-            est = registry.estimate(ops[j], part["dims"][j], part["types"][j], part["concrete"][j])
-            time = int(part["dur"][i]) + int(part["dur"][j])
-            predicted = copy.time_ns(est.bytes) if est else float("nan")
-            rows.append({"measured_ns": time, "saving_ns": time - predicted,
-                         "signature": f"{first} (kernel) … {second} (kernel)", "count": 1})
-    if not rows:
-        return pd.DataFrame()
-    frame = pd.DataFrame(rows)
-    return pd.DataFrame([{"measured_ns": frame["measured_ns"].sum(), "saving_ns": frame["saving_ns"].sum(min_count=1),
-                          "signature": frame["signature"].iloc[0], "count": len(frame)}])
-
-
-def _matcher(events: pd.DataFrame) -> Callable[[re.Pattern[str]], pd.Series]:
-    """A mask of the events whose kernel name or op matches a pattern; each distinct string is searched
-    once per pattern, not once per event."""
-    names = events["name"].astype(str)
-    ops = events["op"].astype("string").fillna("").astype(str)
-    distinct = pd.unique(pd.concat([names, ops]))
-
-    def hits(pattern: re.Pattern[str]) -> pd.Series:
-        found = [v for v in distinct if pattern.search(v)]
-        return names.isin(found) | ops.isin(found)
-    return hits
-
-
-def audit(events: pd.DataFrame, fusion: pd.DataFrame, copy: CopyModel, registry: Registry) -> pd.DataFrame:
-    """One row per entry of the registry's catalogue: fusion, verdict, time_ns (of the unfused pieces, else of
-    the fused kernels), predicted_saving_ns, evidence."""
-    rows = []
-    hits, streams = _matcher(events), _by_stream(events)
     for entry in registry.catalogue:
-        unfused = _unfused(entry, fusion)
-        if unfused.empty:
-            unfused = _pairs(entry, streams, copy, registry)
-        fused = events[hits(re.compile(entry.fused, re.IGNORECASE))]
-        partial = fused.empty and bool(entry.partial)
-        if partial:
-            fused = events[hits(re.compile(entry.partial, re.IGNORECASE))]
-        present = fused.empty and any(hits(re.compile(p, re.IGNORECASE)).any() for p in entry.ops)
-        verdict = ("partly fused" if not fused.empty and (not unfused.empty or partial) else "not fused"
-                   if not unfused.empty else "fused" if not fused.empty else "present, no fusion found" if present
+        found = find(units, entry, costs)
+        done, undone = [f for f in found if f.fused], [f for f in found if not f.fused]
+        verdict = ("partly fused" if done and undone else "not fused" if undone else "fused" if done
                    else "not present")
-        rows.append({"fusion": entry.name, "verdict": verdict, **_evidence(unfused, fused)})
+        shown = undone or done
+        savings = [f.saving_ns for f in undone if not math.isnan(f.saving_ns)]
+        rows.append({"fusion": entry.name, "verdict": verdict, "fused_instances": len(done),
+                     "unfused_instances": len(undone), "time_ns": _time(shown),
+                     "predicted_saving_ns": float(sum(savings)) if savings else float("nan"),
+                     "evidence": _evidence(undone, "") + _evidence(done, "; done by " if undone else "")})
     return pd.DataFrame(rows)
 
 
-def _evidence(unfused: pd.DataFrame, fused: pd.DataFrame) -> dict[str, object]:
-    if not unfused.empty:
-        return {"time_ns": int(unfused["measured_ns"].sum()),
-                "predicted_saving_ns": float(unfused["saving_ns"].sum(min_count=1)),
-                "evidence": "; ".join(f"{s} ×{c}" for s, c in zip(unfused["signature"].head(2), unfused["count"].head(2)))
-                + (f"; fused elsewhere by {fused['name'].iloc[0]}" if not fused.empty else "")}
-    if not fused.empty:
-        top = fused.groupby("name")["dur_ns"].sum().sort_values(ascending=False).index[0]
-        op = fused.loc[fused["name"] == top, "op"].dropna()
-        return {"time_ns": int(fused["dur_ns"].sum()), "predicted_saving_ns": float("nan"),
-                "evidence": f"{top} ({len(fused)} kernels; op {op.iloc[0] if len(op) else 'none'})"}
-    return {"time_ns": 0, "predicted_saving_ns": float("nan"), "evidence": ""}
+def _time(found: list[Found]) -> int:
+    """The GPU time of the instances' units, each unit counted once."""
+    units = {u.op_id: u.time_ns for f in found for u in f.units}
+    return int(sum(units.values()))
+
+
+def _evidence(found: list[Found], prefix: str) -> str:
+    if not found:
+        return ""
+    common = Counter(f.signature for f in found).most_common(2)
+    return prefix + "; ".join(f"{signature} ×{count}" for signature, count in common)

@@ -1,13 +1,17 @@
 """Every fusion opportunity of a trace, of every class, ranked together by predicted saving.
 
 Classes: memory-bound chains (``fusion``; RoPE + KV-cache write and sampling chains named apart),
-eager attention → SDPA, horizontal GEMMs and GEMM epilogues (``fusion_classes``). An event claimed
-by eager attention is no chain's. For every row:
+eager attention → SDPA, horizontal GEMMs and GEMM epilogues (``fusion_classes``: dataflow patterns of the
+op graph). Each kernel belongs to at most one row, so savings never count a kernel twice: eager attention
+claims its kernels first, then the chains, then horizontal GEMMs and epilogues take what is left. For
+every row:
 
     saving_ns         = measured_ns − predicted_fused_ns   (rows that save nothing are left out;
                         a row whose bytes are unknown has no prediction and ranks last)
     share_of_busy_pct = saving_ns / GPU busy time;  share_of_span_pct = saving_ns / the window's span
-    launches_saved    = count · kernels_per_chain − count  (an epilogue: its whole kernel)
+    launches_saved    = the members launched one by one − count  (an epilogue: its whole kernel; a kernel
+                        replayed from a CUDA graph costs no launch of its own, so a replay saves none)
+    host_launch_ns_saved = launches_saved · the median host time of one launch call
 
 Slow ops are kept apart (``slow_ops``): op signatures below ``SLOW_PCT`` % of their roof and at least
 ``SLOW_SHARE`` % of busy time that no opportunity row holds. A kernel far from its roof is a kernel to
@@ -19,8 +23,10 @@ from __future__ import annotations
 import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel, chain_groups
-from fuseprof.analysis.fusion_classes import class_opportunities
+from fuseprof.analysis.fusion_classes import class_instances, class_opportunities
+from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.analysis.opgraph import OpGraph
+from fuseprof.analysis.units import Units, window_units
 from fuseprof.model.registry import Registry
 from fuseprof.model.roofline import Roof
 
@@ -28,13 +34,16 @@ SLOW_PCT, SLOW_SHARE = 30.0, 1.0
 
 
 def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel, roof: Roof,
-                  registry: Registry, graph: OpGraph | None = None) -> pd.DataFrame:
+                  registry: Registry, graph: OpGraph | None = None, units: Units | None = None) -> pd.DataFrame:
     """One row per opportunity group (class, signature, count, kernels, measured, bytes, predicted,
     saving, shares, launches, the kernel that already fuses it), best first."""
-    classes = class_opportunities(events, roof, copy, registry)
-    attention = classes[classes["class"] == "eager attention → SDPA"] if not classes.empty else classes
-    taken = {m for members in attention.get("members", []) for m in members}
-    parts = [f for f in (chain_groups(events, copy, registry, taken, graph), classes) if not f.empty]
+    units = units if units is not None else window_units(events, graph, registry)
+    instances = class_instances(units, roof, copy, registry)
+    attention = {m for r in instances if r["class"] == "eager attention → SDPA" for m in r["members"]}  # type: ignore
+    chains = chain_groups(events, copy, registry, attention, graph)
+    taken = {m for members in chains.get("members", []) for m in members}
+    classes = class_opportunities(instances, taken)
+    parts = [f for f in (chains, classes) if not f.empty]
     if not parts:
         return pd.DataFrame()
     frame = pd.concat(parts, ignore_index=True)
@@ -45,8 +54,12 @@ def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel,
     frame["share_of_span_pct"] = 100 * frame["saving_ns"] / whole["span_ns"]
     epilogue = frame["class"] == "GEMM epilogue"
     frame["launches"] = frame["count"] * frame["kernels_per_chain"]
-    frame["launches_saved"] = frame["launches"] - frame["count"].where(~epilogue, 0)
-    frame["host_launch_ns_saved"] = frame["launches_saved"] * float(events["launch_dur_ns"].astype("float64").median())
+    replayed = is_graph_launch(events["launch_api"]) if "launch_api" in events else pd.Series(False, index=events.index)
+    launched = [int((~replayed.reindex(m, fill_value=False)).sum()) for m in frame["members"]]
+    frame["launches_saved"] = [max(0, n - (0 if e else c)) if n else 0
+                               for n, c, e in zip(launched, frame["count"], epilogue)]
+    one_launch = events.loc[~replayed, "launch_dur_ns"].astype("float64").median() if (~replayed).any() else 0.0
+    frame["host_launch_ns_saved"] = frame["launches_saved"] * float(one_launch if one_launch == one_launch else 0.0)
     frame["fixed_ns"] = copy.fixed_ns
     frame["copy_bytes_per_s"] = copy.bytes_per_s
     frame["rate_source"] = copy.source

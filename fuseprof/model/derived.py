@@ -39,10 +39,11 @@ DERIVED_COLUMNS: tuple[Column, ...] = (
            "'memory' when arithmetic_intensity · roof DRAM bytes/s < peak_flops_per_s (or no FLOPs), else 'compute'"),
     Column("pct_of_roof", "Float64",
            "100 · achieved_flops_per_s / attainable_flops_per_s; without FLOPs (or without a peak for roof_pipe "
-           "in this roof), 100 · achieved_bytes_per_s / roof DRAM bytes/s"),
+           "in this roof), 100 · achieved_bytes_per_s / roof DRAM bytes/s; at most 100 where achieved_bytes_per_s "
+           "exceeds the roof's DRAM bytes/s (the L2 served the rest: l2_resident)"),
     Column("l2_resident", "boolean",
            "achieved_bytes_per_s > the capture device's DRAM limit (the larger of its datasheet and measured copy "
-           "bytes/s): data came from L2 (drawn on the roof)"),
+           "bytes/s; for ops placed from their shapes, the roof's DRAM bytes/s): data came from L2 (drawn on the roof)"),
     Column("roof", "string", "label of the roof the row is measured against"),
 )
 

@@ -148,16 +148,19 @@ def broadcast_shape(shapes: list[list[int]]) -> list[int]:
 @dataclass(frozen=True)
 class Elementwise:
     """Inputs read once, one output of the broadcast shape (in the first tensor's dtype) written once;
-    an in-place op (``add_``) writes its first input."""
+    an in-place op (``add_``) writes its first input; ``overwrites``: the first input is written, never
+    read (``fill_``, ``zero_``)."""
 
     flops_per_element: float = 1.0
+    overwrites: bool = False
 
     def __call__(self, x: OpInputs) -> Estimate | None:
         tensors = x.tensors()
         if not tensors:
             return None
         out = math.prod(broadcast_shape([x.tensor(i) or [] for i in tensors]))
-        moved = sum(x.tensor_bytes(i) for i in tensors) + out * x.itemsize(tensors[0])
+        read = tensors[1:] if self.overwrites else tensors
+        moved = sum(x.tensor_bytes(i) for i in read) + out * x.itemsize(tensors[0])
         return Estimate(self.flops_per_element * out, moved, "memory")
 
 
@@ -206,6 +209,19 @@ class Gather:
 
 
 @dataclass(frozen=True)
+class GatherElements:
+    """gather(self, dim, index) / take_along_dim: one element of self per index element (not a row): read the
+    index and the elements it picks, write as many."""
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        index = x.tensor(2)
+        if x.tensor(0) is None or index is None:
+            return None
+        picked = math.prod(index)
+        return Estimate(0.0, 2 * picked * x.itemsize(0) + x.tensor_bytes(2), "memory")
+
+
+@dataclass(frozen=True)
 class IndexCopy:
     """index_copy_(self, dim, index, source): reads the index and the source, writes the source's rows
     into self (a KV-cache write)."""
@@ -249,5 +265,6 @@ class Cat:
 # The models a registry file names (``cost = {model = "elementwise", flops_per_element = 8}``).
 COST_MODELS: dict[str, type] = {
     "matmul": Matmul, "linear": Linear, "attention": Attention, "elementwise": Elementwise,
-    "per_element": PerElement, "copy": Copy, "gather": Gather, "index_copy": IndexCopy, "arange": Arange, "cat": Cat,
+    "per_element": PerElement, "copy": Copy, "gather": Gather, "gather_elements": GatherElements,
+    "index_copy": IndexCopy, "arange": Arange, "cat": Cat,
 }

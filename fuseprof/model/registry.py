@@ -9,7 +9,11 @@ A ``Registry`` holds
 - ``roles``: what an op does to its tensors, by exact op name (``OpRole``): which argument it
   overwrites, whether it reduces, gathers or writes into a cache by index, its GEMM operands, whether it
   can be a GEMM's epilogue, whether a ``--verify`` replay may run it at all;
-- the fusion catalogue the audit reads (``CatalogueEntry``), the kernels known to fuse a chain
+- ``op_kinds`` and ``kind_rules``: what each op or kernel computes, as the kinds the fusion patterns of
+  the op graph read (``OpKinds``, ``KindRule``: ``silu``, ``mul``, ``rms norm``, ``rotary``, ``cache write``);
+- ``host_causes``: what the host calls and ranges an idle GPU waits through mean (``HostCause``: a
+  synchronising copy, the DataLoader, the allocator, an event wait);
+- the fusion catalogue the audit reads (``CatalogueEntry``: which pattern finds each fusion), the kernels known to fuse a chain
   (``KnownFusion``), fuseprof's own kernels that compute a replayed chain (``KernelMatch``) and the named
   chain classes (``ChainClass``).
 
@@ -117,7 +121,10 @@ class OpRole:
     (argument, the recorded values that mean a causal mask); ``replayable``: a ``--verify`` replay may
     run it — it computes on the tensors it is given and touches nothing else (no file, process,
     network, device setting or RNG state); ``view``: the op returns a view of its first input, shaped by
-    this rule (``fuseprof.model.dataflow.view_shape``)."""
+    this rule (``fuseprof.model.dataflow.view_shape``); ``wrapped_number``: what an unrecorded Python float
+    passed where a tensor goes stands for in a ``--verify`` replay (the profiler records no value for it):
+    1.0 keeps a scale or a divisor neutral, so a chain's values stay in its dtypes' range (a float8 cast
+    of x / (amax / 448) is not all zeros); a norm's ``+ eps`` is 1e-6."""
 
     name: str
     first_argument: Literal["read", "overwritten", "indexed write"] = "read"
@@ -132,6 +139,7 @@ class OpRole:
     causal: tuple[int, tuple[str, ...]] | None = None
     replayable: bool = False
     view: str = ""  # a view's shape rule (fuseprof.model.dataflow.view_shape): the op graph reads through it
+    wrapped_number: float = 1.0
 
     @property
     def repeatable(self) -> bool:
@@ -140,23 +148,80 @@ class OpRole:
 
 
 @dataclass(frozen=True)
-class CatalogueEntry:
-    """A fusion of the audit's catalogue. ``fused``: a regex searched (case-insensitively) in kernel names
-    and launching ops; ``classes``: opportunity classes of the finder that are this fusion undone (``NAME:K``:
-    with K members); ``chains``: op names that, all in one memory-bound chain, are this fusion undone;
-    ``ops``: regexes on ops or kernels that show the step exists at all; ``pair``: two ops as separate
-    kernels, the second within 3 kernels of the first; ``partial``: kernels or ops that do part of it."""
+class OpKinds:
+    """What an op (``op``: a regex searched in its name) or, for a kernel with no op of its own or whose op
+    no row names, a kernel (``kernel``: searched case-insensitively) computes, as *kinds* the fusion
+    patterns read (``fuseprof.analysis.patterns``): ``kinds`` given outright; ``named``: a group of the
+    match whose text is one more kind (an aten op computes what it is called: ``aten::silu_`` is
+    ``silu``); ``listed``: a group whose text, split at ``_``, lists more (the ops an Inductor kernel's name
+    says it fused: ``triton_poi_fused_mul_silu_3`` computes ``mul`` and ``silu``)."""
 
-    name: str
-    fused: str
-    classes: tuple[str, ...] = ()
-    chains: tuple[str, ...] = ()
-    ops: tuple[str, ...] = ()
-    pair: tuple[str, str] | None = None
-    partial: str = ""
+    op: str = ""
+    kernel: str = ""
+    kinds: tuple[str, ...] = ()
+    named: str = ""
+    listed: str = ""
+    _op: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _kernel: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _check_patterns(f"catalogue entry {self.name!r}", self.fused, self.partial, *self.ops)
+        _check_patterns(f"op kinds {self.op or self.kernel!r}", self.op, self.kernel)
+        object.__setattr__(self, "_op", re.compile(self.op) if self.op else None)
+        object.__setattr__(self, "_kernel", re.compile(self.kernel, re.IGNORECASE) if self.kernel else None)
+
+    def kinds_of(self, match: re.Match[str]) -> set[str]:
+        found = set(self.kinds)
+        if self.named and match.group(self.named):
+            found.add(match.group(self.named))
+        if self.listed and match.group(self.listed):
+            found |= {t for t in match.group(self.listed).split("_") if t}
+        return found
+
+
+@dataclass(frozen=True)
+class KindRule:
+    """A kind implied by others: ``kind`` holds for a unit computing any of ``any_of``, or all of ``all_of``
+    (a unit computing ``silu`` is an ``activation``; one computing ``pow``, ``mean`` and ``rsqrt`` is an
+    ``rms norm``, as an Inductor kernel that fused the decomposed norm is)."""
+
+    kind: str
+    any_of: tuple[str, ...] = ()
+    all_of: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """A fusion of the audit's catalogue: ``pattern`` names the dataflow pattern that finds it, fused and
+    unfused, in the op graph (``fuseprof.analysis.patterns.PATTERNS``; ``kernels`` for an entry that is only
+    a set of kernels); ``fused``: a regex (searched case-insensitively in kernel names and launching ops)
+    for kernels that do it, beyond the kinds the pattern reads (an engine's own kernel is a row away);
+    ``region``: a regex on the user annotations a pattern's ops run inside (``Optimizer.step#``);
+    ``kinds``: what the ``chain`` pattern follows — a unit computing the first feeding (through casts) one
+    computing the second, and so on (``("add", "native_layer_norm")``: add + LayerNorm)."""
+
+    name: str
+    pattern: str = "kernels"
+    fused: str = ""
+    region: str = ""
+    kinds: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_patterns(f"catalogue entry {self.name!r}", self.fused, self.region)
+
+
+@dataclass(frozen=True)
+class HostCause:
+    """What a host call or range means for an idle GPU (``fuseprof.analysis.idle``): ``cause`` (``sync``: the
+    host blocked on the GPU; ``data loading``: it waited for input; ``allocator``: it allocated or freed device
+    memory; ``event wait``: it queued the next work behind an event) for runtime/driver calls matching
+    ``calls`` or user annotations matching ``ranges`` (regular expressions, searched)."""
+
+    cause: Literal["sync", "data loading", "allocator", "event wait"]
+    calls: str = ""
+    ranges: str = ""
+
+    def __post_init__(self) -> None:
+        _check_patterns(f"host cause {self.cause!r}", self.calls, self.ranges)
 
 
 @dataclass(frozen=True)
@@ -252,10 +317,14 @@ class Registry:
     known_fusions: tuple[KnownFusion, ...] = ()
     kernel_matches: tuple[KernelMatch, ...] = ()
     chain_classes: tuple[ChainClass, ...] = ()
+    op_kinds: tuple[OpKinds, ...] = ()
+    kind_rules: tuple[KindRule, ...] = ()
+    host_causes: tuple[HostCause, ...] = ()
     default_fusion: str = "torch.compile"  # what fuses a chain no known fusion names
     _by_name: dict[str, OpRole] = field(default_factory=dict, init=False, repr=False, compare=False)
     _cost_rows: dict[str, OpFamily | None] = field(default_factory=dict, init=False, repr=False, compare=False)
     _fingerprint: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    _kinds: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._by_name.update({r.name: r for r in self.roles})
@@ -266,7 +335,7 @@ class Registry:
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
             object.__setattr__(self, name, value)
-        for name in ("_by_name", "_cost_rows", "_fingerprint"):
+        for name in ("_by_name", "_cost_rows", "_fingerprint", "_kinds"):
             object.__setattr__(self, name, {} if name != "_fingerprint" else [])
         self.__post_init__()
 
@@ -288,6 +357,29 @@ class Registry:
             if row._kernel is not None and row._kernel.search(kernel):
                 return row
         return _FALLBACK
+
+    def kinds(self, op: str | None, kernels: Iterable[str] = ()) -> frozenset[str]:
+        """What a unit computes (``OpKinds``, then ``KindRule``): by its op where a row names the op, else by
+        its kernels' names (remembered per op and kernel)."""
+        names = tuple(sorted(set(kernels)))
+        key = (op or "", "\x00".join(names))
+        if key not in self._kinds:
+            found: set[str] = set()
+            for row in self.op_kinds:
+                hit = row._op.search(op) if row._op is not None and op else None
+                if hit:
+                    found |= row.kinds_of(hit)
+            if not found:
+                for row in self.op_kinds:
+                    for name in names:
+                        hit = row._kernel.search(name) if row._kernel is not None else None
+                        if hit:
+                            found |= row.kinds_of(hit)
+            for rule in self.kind_rules:
+                if (rule.any_of and found & set(rule.any_of)) or (rule.all_of and set(rule.all_of) <= found):
+                    found.add(rule.kind)
+            self._kinds[key] = frozenset(found)
+        return self._kinds[key]
 
     def cost_family(self, op: str) -> OpFamily | None:
         """The first family whose op pattern matches ``op`` and that has a cost model (remembered per op)."""
@@ -344,10 +436,13 @@ class Registry:
 
     def extend(self, families: Iterable[OpFamily] = (), roles: Iterable[OpRole] = (),
                catalogue: Iterable[CatalogueEntry] = (), known_fusions: Iterable[KnownFusion] = (),
-               kernel_matches: Iterable[KernelMatch] = (), chain_classes: Iterable[ChainClass] = ()) -> Registry:
+               kernel_matches: Iterable[KernelMatch] = (), chain_classes: Iterable[ChainClass] = (),
+               op_kinds: Iterable[OpKinds] = (), kind_rules: Iterable[KindRule] = (),
+               host_causes: Iterable[HostCause] = ()) -> Registry:
         """A new registry: the given families, known fusions, kernel matches and chain classes ahead of
         these (the first match wins, so a user's rows win), roles replacing those of the same op, catalogue
-        entries replacing the one of the same name or added at the end."""
+        entries replacing the one of the same name or added at the end, op kinds, kind rules and host causes
+        added (a user's host causes first)."""
         new_roles = {r.name: r for r in self.roles}
         new_roles.update({r.name: r for r in roles})
         entries = {e.name: e for e in self.catalogue}
@@ -355,13 +450,16 @@ class Registry:
         return replace(self, families=(*families, *self.families), roles=tuple(new_roles.values()),
                        catalogue=tuple(entries.values()), known_fusions=(*known_fusions, *self.known_fusions),
                        kernel_matches=(*kernel_matches, *self.kernel_matches),
-                       chain_classes=(*chain_classes, *self.chain_classes))
+                       chain_classes=(*chain_classes, *self.chain_classes),
+                       op_kinds=(*op_kinds, *self.op_kinds), kind_rules=(*self.kind_rules, *kind_rules),
+                       host_causes=(*host_causes, *self.host_causes))
 
 
 # --- a registry file (TOML): what a user adds without writing Python
 
 _SECTIONS: Mapping[str, type] = {"family": OpFamily, "role": OpRole, "catalogue": CatalogueEntry,
-                                 "known_fusion": KnownFusion, "kernel_match": KernelMatch, "chain_class": ChainClass}
+                                 "known_fusion": KnownFusion, "kernel_match": KernelMatch, "chain_class": ChainClass,
+                                 "op_kinds": OpKinds, "kind_rule": KindRule, "host_cause": HostCause}
 
 
 def _cost(spec: Any, where: str) -> CostModel:
@@ -397,7 +495,8 @@ def _row(kind: str, data: Any, where: str) -> Any:
 
 def load_registry(path: Path, base: Registry) -> Registry:
     """``base`` (``fuseprof.model.registry_data.DEFAULT``) extended by a TOML file of ``[[family]]``, ``[[role]]``,
-    ``[[catalogue]]``, ``[[known_fusion]]``, ``[[kernel_match]]`` and ``[[chain_class]]`` tables (fields as
+    ``[[catalogue]]``, ``[[known_fusion]]``, ``[[kernel_match]]``, ``[[chain_class]]``, ``[[op_kinds]]``,
+    ``[[kind_rule]]`` and ``[[host_cause]]`` tables (fields as
     the classes of this module name them; a family's ``cost = {model = "elementwise", flops_per_element =
     8}``). One line naming the file and the table for anything wrong."""
     try:
@@ -419,7 +518,8 @@ def load_registry(path: Path, base: Registry) -> Registry:
     rows = {kind: [_row(kind, item, f"--registry {path}, [[{kind}]] #{i + 1}")
                    for i, item in enumerate(data.get(kind, []))] for kind in _SECTIONS}
     return base.extend(rows["family"], rows["role"], rows["catalogue"], rows["known_fusion"],
-                                    rows["kernel_match"], rows["chain_class"])
+                       rows["kernel_match"], rows["chain_class"], rows["op_kinds"], rows["kind_rule"],
+                       rows["host_cause"])
 
 
 def classify(registry: Registry, kind: pd.Series, op: pd.Series, kernel: pd.Series) -> pd.DataFrame:

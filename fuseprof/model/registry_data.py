@@ -15,6 +15,7 @@ from fuseprof.model.op_models import (
     Copy,
     Elementwise,
     Gather,
+    GatherElements,
     IndexCopy,
     Linear,
     Matmul,
@@ -24,10 +25,13 @@ from fuseprof.model.registry import (
     CatalogueEntry,
     ChainClass,
     GemmOperands,
+    HostCause,
     KernelArgument,
     KernelMatch,
+    KindRule,
     KnownFusion,
     OpFamily,
+    OpKinds,
     OpRole,
     Registry,
 )
@@ -48,6 +52,8 @@ ELEMENTWISE_FLOPS = {
     "relu": 1, "where": 1, "eq": 1, "ne": 1, "lt": 1, "gt": 1, "le": 1, "ge": 1, "masked_fill": 1, "clamp": 1,
     "fill": 0, "zero": 0, "minimum": 1, "maximum": 1, "erf": 1, "addcmul": 2, "addcdiv": 2, "lerp": 2,
 }
+
+_OVERWRITES = ("fill", "zero")  # they write their first argument without reading it
 
 FAMILIES: tuple[OpFamily, ...] = (
     # --- by op: what PyTorch called, whatever library ran it
@@ -88,12 +94,13 @@ FAMILIES: tuple[OpFamily, ...] = (
              family="aten copy"),
     OpFamily("copy/cast", op=r"^(sglang|_C|vllm|_C_cache_ops)::\w*(store_cache|store_kvcache|reshape_and_cache\w*|"
                              r"concat_and_cache\w*)$", family="KV-cache write"),
-    OpFamily("other", op=_ops("embedding", "index_select", "gather"), cost=Gather(), family="aten gather"),
+    OpFamily("other", op=_ops("embedding", "index_select"), cost=Gather(), family="aten gather"),
+    OpFamily("other", op=_ops("gather", "take_along_dim"), cost=GatherElements(), family="aten gather"),
     OpFamily("copy/cast", op=_ops("index_copy_", "index_copy"), cost=IndexCopy(), family="aten copy"),
     OpFamily("other", op=_ops("arange"), cost=Arange(), family="aten factory"),
     OpFamily("reduction", op=_ops("cumsum"), cost=PerElement(1), family="aten reduction"),
-    *(OpFamily("elementwise", op=rf"^aten::{name}_?$", cost=Elementwise(flops), family="aten elementwise")
-      for name, flops in ELEMENTWISE_FLOPS.items()),
+    *(OpFamily("elementwise", op=rf"^aten::{name}_?$", cost=Elementwise(flops, overwrites=name in _OVERWRITES),
+               family="aten elementwise") for name, flops in ELEMENTWISE_FLOPS.items()),
     OpFamily("elementwise", op=r"^aten::(bitwise_\w+|logical_\w+|floor|ceil|round|sign|threshold|hardtanh|"
                                r"leaky_relu|glu|_foreach_\w+|\w+_backward)_?$", family="aten elementwise"),
     OpFamily("elementwise", op=r"^(fuseprof|sgl_kernel|_C|vllm)::\w*(silu|gelu)\w*$", family="engine activations"),
@@ -189,7 +196,8 @@ _SPECIAL: tuple[OpRole, ...] = (
     *(OpRole(n, reduces=True) for n in _aten("mean", "sum", "amax", "amin", "var", "std", "norm",
                                               "linalg_vector_norm", "logsumexp")),
     *(OpRole(n, softmax=True) for n in _aten("_softmax", "softmax", "_safe_softmax")),
-    *(OpRole(n, epilogue=True) for n in _with_in_place("add", "gelu", "silu", "relu")),
+    *(OpRole(n, epilogue=True, wrapped_number=1e-6) for n in _with_in_place("add")),  # a norm's + eps
+    *(OpRole(n, epilogue=True) for n in _with_in_place("gelu", "silu", "relu")),
     *(OpRole(n, epilogue=True) for n in _aten("sigmoid", "tanh")),
     OpRole("aten::mm", gemm=GemmOperands(0, 1), functional_inputs=2),
     OpRole("aten::addmm", gemm=GemmOperands(1, 2), functional_inputs=3),
@@ -222,32 +230,6 @@ def _roles() -> tuple[OpRole, ...]:
     return (*out, *(OpRole(name, replayable=True) for name in dict.fromkeys(_PURE) if name not in special))
 
 
-_INDUCTOR = r"triton_\w*fused\w*"
-CATALOGUE: tuple[CatalogueEntry, ...] = (
-    CatalogueEntry("add + RMSNorm", rf"{_INDUCTOR}add\w*(mean|rsqrt)|add_?rms_?norm|rms_?norm\w*(with_)?add|"
-                   r"fused_add_rms", chains=_aten("add", "pow", "mean", "rsqrt"), ops=(r"rms_?norm", r"aten::rsqrt")),
-    CatalogueEntry("SiLU · mul", rf"{_INDUCTOR}(mul\w*silu|silu\w*mul)|silu_and_mul|act_and_mul|swiglu|silu_mul",
-                   chains=_aten("silu", "mul"), ops=(r"aten::silu", r"silu"), pair=("aten::silu", "aten::mul")),
-    CatalogueEntry("QKV projection", r"qkv", classes=("horizontal GEMM:3",), ops=(r"attention",)),
-    CatalogueEntry("gate / up projection", r"gate_?up|MergedColumn|swiglu", classes=("horizontal GEMM:2",),
-                   ops=(r"mlp",)),
-    # addmm adds its bias in the GEMM's epilogue (cuBLAS, hipBLASLt); a Tensile kernel named _Bias_ can
-    # but need not add one (aten::mm launches them too), so the op decides
-    CatalogueEntry("GEMM + bias + activation epilogue", r"^aten::(addmm|_addmm_activation)$|gemm\w*(gelu|relu)|"
-                   r"epilogue", classes=("GEMM epilogue",), ops=(r"aten::(gelu|relu|silu)",)),
-    CatalogueEntry("RoPE + KV-cache write", rf"{_INDUCTOR}(cos|sin)\w*index_(copy|put)|{_INDUCTOR}index_(copy|put)"
-                   r"\w*(cos|sin)|rope\w*cache|rotary\w*cache", classes=("RoPE + KV-cache write",),
-                   chains=_aten("neg", "cat"), ops=(r"rotary", r"aten::neg"),
-                   partial=rf"rotary|rope|{_INDUCTOR}(cat\w*(cos|sin)|neg\w*cat)"),
-    CatalogueEntry("flash attention", r"flash|fmha|attn_fwd|mha_|BatchPrefill|BatchDecode|paged_attention|"
-                   r"unified_attention|_cudnn_attention|scaled_dot_product", classes=("eager attention → SDPA",),
-                   ops=(r"softmax",)),
-    CatalogueEntry("dequant + GEMM", r"mxfp4|MxE\dm\d|w4a16|w8a8|awq|gptq|marlin|_scaled_mm|fp8\w*gemm|int4",
-                   ops=(r"dequant",)),
-    CatalogueEntry("sampling", r"sampling|top_?k_?top_?p|sample_kernel", classes=("sampling chain",),
-                   ops=(r"aten::(argmax|topk|multinomial)",)),
-)
-
 KNOWN_FUSIONS: tuple[KnownFusion, ...] = (
     KnownFusion(r"aten::add → .*aten::pow → aten::mean → .*aten::rsqrt",
                 "fuseprof add_rms_norm (kernels/add_rms_norm); Liger LigerFusedAddRMSNorm; torch.compile"),
@@ -270,9 +252,72 @@ KERNEL_MATCHES: tuple[KernelMatch, ...] = (
 )
 
 CHAIN_CLASSES: tuple[ChainClass, ...] = (
-    ChainClass("RoPE + KV-cache write", all_of=_aten("neg", "cat"), any_of=_aten("index_copy_", "index_put_", "copy_")),
+    # the cache write is an indexed write into the cache (a plain copy_ is a layout copy: a RoPE backward has one)
+    ChainClass("RoPE + KV-cache write", all_of=_aten("neg", "cat"), any_of=_aten("index_copy_", "index_put_",
+                                                                                  "index_copy", "scatter_")),
     ChainClass("sampling chain", any_of=_aten("argmax", "topk", "multinomial", "sort")),
 )
 
+# What ops and kernels compute, as the kinds the fusion patterns of the op graph read
+# (fuseprof.analysis.patterns). An op's rows are all applied; a kernel's only where no row names its op.
+OP_KINDS: tuple[OpKinds, ...] = (
+    # an aten op computes what it is called (aten::silu_ is silu, aten::_softmax is softmax)
+    OpKinds(op=r"^aten::_*(?P<name>[a-z0-9]+(?:_[a-z0-9]+)*?)_?$", named="name"),
+    # an Inductor kernel (its own op in a compiled graph's trace) lists the ops it fused
+    OpKinds(op=r"^triton_[a-z]+_fused_+(?P<ops>\w+?)_\d+$", listed="ops"),
+    OpKinds(kernel=r"^triton_[a-z]+_fused_+(?P<ops>\w+?)_\d+$", listed="ops"),
+    OpKinds(op=r"^aten::(_scaled_mm|_int_mm|_scaled_grouped_mm)$", kinds=("quantized gemm",)),
+    OpKinds(op=r"^aten::(addmm|_addmm_activation)$", kinds=("gemm epilogue",)),  # the bias added in the GEMM
+    OpKinds(op=r"^aten::_fused_(adam|adamw|sgd|adagrad)_?$", kinds=("fused optimizer",)),
+    OpKinds(op=r"^aten::_foreach_\w+$", kinds=("foreach",)),
+    OpKinds(op=r"_backward\w*$|Backward", kinds=("backward",)),  # a gradient: no forward pattern's part
+    OpKinds(op=r"^aten::(argmax|topk|multinomial)$", kinds=("sample",)),
+    # engines' own ops
+    OpKinds(op=r"::\w*(silu_and_mul|silu_mul|swiglu)\w*$", kinds=("silu", "mul")),
+    OpKinds(op=r"::\w*gelu\w*_and_mul\w*$", kinds=("gelu", "mul")),
+    OpKinds(op=r"::\w*(fused_add_rms_?norm|add_rms_?norm|rms_?norm\w*add)\w*$", kinds=("add", "rms norm")),
+    OpKinds(op=r"::\w*rms_?norm\w*$|^aten::(rms_norm|_fused_rms_norm)$", kinds=("rms norm",)),
+    OpKinds(op=r"::\w*(rotary|rope)\w*$", kinds=("rotary",)),
+    OpKinds(op=r"::\w*(store_cache|store_kvcache|reshape_and_cache|concat_and_cache)\w*$", kinds=("cache write",)),
+    OpKinds(op=r"::\w*(sampling|top_?k_?top_?p|sampler)\w*$", kinds=("fused sampling",)),
+    # kernels whose op is not in the trace, or names no row
+    OpKinds(kernel=r"silu_and_mul|act_and_mul|swiglu|silu_mul", kinds=("silu", "mul")),
+    OpKinds(kernel=r"rotary", kinds=("rotary",)),
+    OpKinds(kernel=r"store_kvcache|reshape_and_cache|concat_and_cache", kinds=("cache write",)),
+    OpKinds(kernel=r"sampling_from|top_?k_?top_?p|sample_kernel", kinds=("fused sampling",)),
+    OpKinds(kernel=r"mxfp4|MxE\dm\d|w4a16|w8a8|awq|gptq|marlin|fp8\w*gemm|gemm\w*fp8|int4|e4m3",
+            kinds=("quantized gemm",)),
+    OpKinds(kernel=r"multi_tensor_apply_kernel\w*(Fused|fused)(Adam|SGD)|fused_adam|FusedAdam",
+            kinds=("fused optimizer",)),
+)
+KIND_RULES: tuple[KindRule, ...] = (
+    KindRule("activation", any_of=("silu", "gelu", "relu", "tanh", "sigmoid", "hardswish", "mish", "elu",
+                                   "leaky_relu", "quick_gelu", "erf")),
+    KindRule("rms norm", all_of=("pow", "mean", "rsqrt")),  # a compiler's fused form of the decomposed norm
+    KindRule("sample", any_of=("argmax", "topk", "multinomial")),
+)
+
+CATALOGUE: tuple[CatalogueEntry, ...] = (
+    CatalogueEntry("add + RMSNorm", "add_rmsnorm"),
+    CatalogueEntry("SiLU · mul", "silu_mul"),
+    CatalogueEntry("QKV projection", "qkv"),
+    CatalogueEntry("gate / up projection", "gate_up"),
+    CatalogueEntry("GEMM + bias + activation epilogue", "epilogue",
+                   fused=r"gemm\w*(gelu|relu)|_addmm_activation|_swiglu"),
+    CatalogueEntry("RoPE + KV-cache write", "rope_cache"),
+    CatalogueEntry("flash attention", "attention"),
+    CatalogueEntry("dequant + GEMM", "dequant_gemm"),
+    CatalogueEntry("sampling", "sampling"),
+    CatalogueEntry("optimizer step", "optimizer", region=r"^Optimizer\.step#"),
+)
+# What the host's calls and ranges mean while the GPU is idle (fuseprof.analysis.idle), in priority order
+HOST_CAUSES: tuple[HostCause, ...] = (
+    HostCause("data loading", ranges=r"^enumerate\(DataLoader\)|DataLoader\w*Iter"),
+    # what .item() and .cpu() do: a blocking copy, or a synchronisation
+    HostCause("sync", calls=r"Synchronize|^(?:cuda|hip)Memcpy(?:WithStream)?$|^cuMemcpy[DH]to[DH](?:_v2)?$"),
+    HostCause("allocator", calls=r"^(?:cuda|hip)(?:Malloc|Free)\w*$|^cuMem(?:Alloc|Free)\w*$"),
+    HostCause("event wait", calls=r"StreamWaitEvent"),
+)
 DEFAULT = Registry(families=FAMILIES, roles=_roles(), catalogue=CATALOGUE, known_fusions=KNOWN_FUSIONS,
-                   kernel_matches=KERNEL_MATCHES, chain_classes=CHAIN_CLASSES)
+                   kernel_matches=KERNEL_MATCHES, chain_classes=CHAIN_CLASSES, op_kinds=OP_KINDS, kind_rules=KIND_RULES,
+                   host_causes=HOST_CAUSES)

@@ -98,7 +98,11 @@ def judge(rows: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     """The roofline judgement, the one place it is made for every row type (ncu kernels, ops from
     their shapes): from ``roof_pipe``, ``flops``, ``arithmetic_intensity`` and the achieved rates
     (``fuseprof.model.derived.add_rates``) it adds ``peak_flops_per_s``, ``attainable_flops_per_s``,
-    ``bound``, ``pct_of_roof`` and ``roof`` (formulas in ``DERIVED_COLUMNS``), in place."""
+    ``bound``, ``pct_of_roof``, ``l2_resident`` and ``roof`` (formulas in ``DERIVED_COLUMNS``), in place.
+
+    A row whose bytes moved faster than the roof's DRAM rate had some of them served by the L2 (its bytes
+    are what it must move, not what DRAM moved): it is at the roof, so its ``pct_of_roof`` is 100, never
+    more, and ``l2_resident`` says why."""
     peak_bytes = roof.dram_bytes_per_s
     pipes = rows["roof_pipe"].astype(object)
     rows["peak_flops_per_s"] = pd.array([roof.peak(p) if p in PIPES else np.nan for p in pipes], dtype="Float64")
@@ -109,7 +113,10 @@ def judge(rows: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     rows["bound"] = pd.array(np.where(compute_bound, "compute", "memory"), dtype="string")
     by_flops = 100 * rows["achieved_flops_per_s"] / rows["attainable_flops_per_s"]
     by_bytes = 100 * rows["achieved_bytes_per_s"] / peak_bytes
-    rows["pct_of_roof"] = by_flops.where(has_flops & rows["peak_flops_per_s"].notna(), by_bytes)
+    pct = by_flops.where(has_flops & rows["peak_flops_per_s"].notna(), by_bytes)
+    above_dram = (rows["achieved_bytes_per_s"].astype("Float64") > peak_bytes).fillna(False)
+    rows["pct_of_roof"] = pct.where(~above_dram, np.minimum(pct, 100.0))
+    rows["l2_resident"] = above_dram.astype("boolean")
     rows["roof"] = roof.label
     return rows
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from fuseprof.analysis.analyze import TraceAnalysis
     from fuseprof.analysis.fusion import CopyModel
     from fuseprof.analysis.opgraph import OpGraph
+    from fuseprof.analysis.units import Units
     from fuseprof.model.registry import Registry
     from fuseprof.model.roofline import Roof
     from fuseprof.parse.trace_events import TraceTables
@@ -81,7 +82,8 @@ class Table:
 class Context:
     """What a section builds from: the decoded trace, its linked and classified GPU events (``every``) and
     those of the window (``events``), the options' op registry and rows per table, the roof and copy model
-    judged against, the op graph where an execution trace gave one, and the tables built so far."""
+    judged against, the op graph (by the execution trace where one was recorded, else by shapes), and the
+    tables built so far."""
 
     tables: TraceTables
     every: pd.DataFrame
@@ -93,6 +95,15 @@ class Context:
     copy: CopyModel
     graph: OpGraph | None = None
     built: dict[str, pd.DataFrame] = field(default_factory=dict)
+    _units: Units | None = field(default=None, repr=False)
+
+    def units(self) -> Units:
+        """The window's units on the op graph (``fuseprof.analysis.units``), built once for every section."""
+        if self._units is None:
+            from fuseprof.analysis.units import window_units
+
+            self._units = window_units(self.events, self.graph, self.registry)
+        return self._units
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,17 @@ from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
-    return {"audit": audit(context.events, context.built["fusion"], context.copy, context.registry)}
+    return {"audit": audit(context.events, context.graph, context.roof, context.copy, context.registry,
+                           context.units())}
 
 
 SECTION = Section(
-    name="audit", order=110, build=_build, needs=("fusion",),
+    name="audit", order=110, build=_build,
     description="For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + "
-                "KV-cache write, flash attention, dequant + GEMM, sampling, and a user's own): fused (the kernel that "
-                "does it), not fused (the time now and the predicted saving), or not present, with the evidence: "
-                "fuseprof/analysis/audit.py.",
+                "KV-cache write, flash attention, dequant + GEMM, sampling, optimizer step, and a user's own), found "
+                "by its dataflow pattern in the op graph: fused (the unit that does it), not fused (the time now and "
+                "the predicted saving), partly fused, or not present, with the evidence: fuseprof/analysis/audit.py, "
+                "fuseprof/analysis/patterns.py.",
     tables=(Table("audit", "Fusion audit: is each fusion of the catalogue done here? (fuseprof/analysis/audit.py)", (
         Column("fusion", "fusion"), Column("verdict", "verdict"), Column("time µs", "time_ns", "us"),
         Column("saving µs", "predicted_saving_ns", "us", missing="unknown", only_if=("verdict", "not fused|partly")),

@@ -32,6 +32,10 @@ def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, sp
         rows.append({"what": "remove synchronisations (.item(), .cpu(), cudaStreamSynchronize)",
                      "saving_ns": float(idle["idle_sync_ns"].sum()),
                      "why": "the host waited for the GPU, then had to launch again"})
+        rows.append({"what": "overlap data loading with the GPU (DataLoader num_workers, pin_memory, prefetch)",
+                     "saving_ns": float(idle["idle_data_ns"].sum()), "why": "the GPU waited for the next batch"})
+        rows.append({"what": "keep allocations out of the step (the caching allocator's warm pool, CUDA graphs)",
+                     "saving_ns": float(idle["idle_alloc_ns"].sum()), "why": "the host sat in cudaMalloc/cudaFree"})
     for _, r in slow.iterrows() if not slow.empty else []:
         rows.append({"what": f"tune {r['signature'][:120]}", "saving_ns": r["time_ns"] * (1 - r["pct_of_roof"] / 100),
                      "why": f"at {r['pct_of_roof']:.1f}% of its roof"})
@@ -51,7 +55,8 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
 
 SECTION = Section(
     name="verdict", order=0, build=_build, needs=("timeline", "idle", "fusion", "slow_ops"),
-    description="What bounds the run (GPU, host launches or syncs: the idle section's verdicts summed over its "
+    description="What bounds the run (GPU, host launches, syncs, data loading, the allocator, event waits: the idle "
+                "section's causes summed over its "
                 "steps) and the three things worth doing, ranked by predicted saving (fusion rows, CUDA graphs for "
                 "host-bound gaps, removing syncs, tuning slow ops). Sections: fuseprof/analysis/sections/verdict.py.",
     tables=(

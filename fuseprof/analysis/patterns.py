@@ -1,0 +1,534 @@
+"""Fusion patterns in the op graph: each fusion of the catalogue found — done or left undone — by the
+dataflow between a trace's ops (``fuseprof.analysis.units``), never by an op's name or its distance from
+another. Names decide only what a unit *is* (the registry's kinds: ``silu``, ``mul``, ``rms norm``,
+``rotary``, ``cache write``; its category: GEMM, attention); what a model *does* is read from the edges:
+
+    add_rmsnorm   a residual add (two tensors of one size) whose output is an RMSNorm's input (a norm op,
+                  or pow → mean → rsqrt); fused: one unit that adds two such tensors and normalises
+    silu_mul      a SiLU whose output a product of two tensors of one size reads; fused: one unit doing both
+    gate_up       two GEMMs whose outputs meet in a product of two tensors of one size, one side through an
+                  activation (act(x·W₁) · x·W₂); fused: one GEMM feeding both sides (its width twice the
+                  product's), or a gated activation fed by one GEMM of twice its width
+    qkv           the GEMMs an attention's q, k and v come from (walking up through RoPE, norms, copies):
+                  one for all → fused, one each → not fused; where the edges do not reach (a replay's
+                  views), the widths: a GEMM between the last attention and this one as wide as q + 2·kv
+                  (kv dividing q: grouped-query attention) whose output reaches the attention, where
+                  the graph links it at all, is fused; several as wide as q or a divisor of it reading
+                  activations of one shape are not (an eager attention's q width: what its output
+                  projection reads)
+    attention     an attention unit (SDPA, flash, cuDNN) is fused; a softmax whose input comes from a
+                  batched GEMM (QKᵀ, through mask and scale) and whose output reaches a batched GEMM (·V)
+                  is eager attention, at any distance
+    epilogue      a GEMM's output read by an activation alone, or by an add of a bias (a tensor as wide as
+                  the GEMM's output with no more rows than 1), is an epilogue left out; a GEMM that adds
+                  its bias itself (``gemm epilogue``) is one done
+    rope_cache    a neg whose output a cat reads (rotate-half) is RoPE unfused; a unit computing
+                  ``rotary`` (or neg and cat together) is RoPE fused, and fused with the KV-cache write
+                  when it also writes the cache, partly when a cache write runs apart
+    dequant_gemm  a GEMM that reads quantized operands (``quantized gemm``)
+    sampling      an argmax, top-k or multinomial over a tensor as wide as the widest GEMM of the trace
+                  (its logits: a router's top-k over 8 experts, CLIP's argmax over token ids are not);
+                  fused: a unit computing ``fused sampling``
+    optimizer     the units inside the entry's region (``Optimizer.step#``): a ``fused optimizer`` unit
+                  is fused, elementwise and foreach units with none are not
+    chain         a user's entry: a unit computing the entry's first kind feeding (through casts) one
+                  computing the next, and so on; fused: one unit computing them all
+    kernels       a user's entry: units whose op or kernel matches its ``fused`` regex
+
+Each finding is one instance (``Found``) with its units, a signature to group by, and the predicted
+saving: memory-bound groups as the bytes entering and leaving the group at the copy model's rate (the
+fusion finder's model), sibling GEMMs as one GEMM of the summed width (input read once), eager attention
+as the flash kernel's FLOPs or bytes, an epilogue as the unit that disappears.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+from fuseprof.analysis.fusion import CopyModel
+from fuseprof.analysis.units import Unit, Units
+from fuseprof.model.registry import ANCHOR_CATEGORIES, CatalogueEntry, Registry
+from fuseprof.model.roofline import Roof
+
+
+@dataclass(frozen=True)
+class Found:
+    """One instance of a fusion, done (``fused``) or not (``unfused``), with the units it spans."""
+
+    fused: bool
+    units: tuple[Unit, ...]
+    signature: str
+    saving_ns: float = float("nan")
+    fused_bytes: float = float("nan")  # what the fused kernel would move, where the pattern's model says
+
+
+@dataclass
+class Costs:
+    """What a pattern predicts savings with: the roof, the copy model, the registry's cost models."""
+
+    roof: Roof
+    copy: CopyModel
+    registry: Registry
+    _estimates: dict[int, tuple[float, float, str] | None] = field(default_factory=dict)
+
+    def estimate(self, unit: Unit) -> tuple[float, float, str] | None:
+        if unit.op_id not in self._estimates:
+            est = self.registry.estimate(unit.op, *unit.inputs) if unit.op else None
+            self._estimates[unit.op_id] = (est.flops, est.bytes, est.pipe) if est else None
+        return self._estimates[unit.op_id]
+
+    def time_ns(self, flops: float, nbytes: float, pipe: str) -> float:
+        peak = self.roof.peak(pipe)
+        compute = flops / peak * 1e9 if peak and not math.isnan(peak) else 0.0
+        return max(compute, nbytes / self.roof.dram_bytes_per_s * 1e9) + self.copy.fixed_ns
+
+
+def _anchor(unit: Unit) -> bool:
+    return unit.category in ANCHOR_CATEGORIES
+
+
+def _not_anchor(unit: Unit) -> bool:
+    return not _anchor(unit)
+
+
+def _computes(unit: Unit, kind: str) -> bool:
+    return unit.computes(kind)
+
+
+def _copy(unit: Unit) -> bool:
+    return unit.category == "copy/cast"
+
+
+def _numel(unit: Unit, position: int) -> int:
+    value = unit.args[position] if position < len(unit.args) else None
+    return math.prod(value.dims) if value is not None else 0
+
+
+def _same_size_pair(unit: Unit) -> bool:
+    """Two tensor arguments of one element count (more than one element): a product or sum of two
+    activations, not a tensor and a scalar, bias or scale."""
+    sizes = [math.prod(v.dims) for _, v in unit.tensors()]
+    return any(sizes.count(n) >= 2 for n in set(sizes) if n > 1)
+
+
+def _memory_saving(group: list[Unit], units: Units, costs: Costs) -> float:
+    """The group's time minus one kernel moving only the bytes that enter the group (arguments no unit of it
+    produced) and leave it (outputs no unit of it reads), at the copy model's rate."""
+    members = {u.op_id for u in group}
+    moved = 0
+    for unit in group:
+        inside = {p.op_id for p in units.producers(unit.op_id) if p.op_id in members}
+        for position, value in unit.tensors():
+            if not {p.op_id for p in units.producers(unit.op_id, position)} & inside:
+                moved += value.nbytes
+        if not any(c.op_id in members for c in units.consumers(unit.op_id)):
+            moved += sum(v.nbytes for v in unit.outputs)
+    if not moved:
+        return float("nan")
+    return max(0.0, sum(u.time_ns for u in group) - float(costs.copy.time_ns(moved)))
+
+
+def sibling_cost(gemms: list[Unit], costs: Costs) -> tuple[float, float]:
+    """Sibling GEMMs as one of the summed width — the input read once, weights and outputs as before: its
+    predicted time and bytes (NaN without shapes)."""
+    found = [costs.estimate(g) for g in gemms]
+    activation = gemms[0].operand("activation")
+    if None in found or activation is None:
+        return float("nan"), float("nan")
+    flops = sum(f[0] for f in found if f)
+    nbytes = sum(f[1] for f in found if f) - (len(gemms) - 1) * activation.nbytes
+    return costs.time_ns(flops, nbytes, found[0][2] if found[0] else "memory"), float(nbytes)
+
+
+def sibling_saving(gemms: list[Unit], costs: Costs) -> float:
+    predicted, _ = sibling_cost(gemms, costs)
+    return max(0.0, sum(g.time_ns for g in gemms) - predicted) if predicted == predicted else float("nan")
+
+
+def _shape(value: object) -> str:
+    return str(list(value.dims)) if value is not None and hasattr(value, "dims") else "?"
+
+
+# --- the patterns
+
+
+def add_rmsnorm(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    found = []
+    for unit in units:
+        # with shapes, the add must be of two activations (a norm's own + eps is not a residual add); a trace
+        # without shapes leaves the unit's kinds to say it
+        if unit.computes("rms norm") and unit.computes("add") and (_same_size_pair(unit) or not unit.tensors()):
+            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (add and norm in one)"))
+            continue
+        norm_input = None
+        if unit.computes("rms norm") and not unit.computes("add"):
+            norm_input, chain = 0, [unit]
+        elif unit.computes("pow") and not unit.computes("rms norm") and units.reaches(
+                unit.op_id, lambda u: u.computes("rsqrt"), lambda u: u.computes("mean") or u.computes("add") or _copy(u),
+                depth=4):
+            norm_input, chain = 0, [unit, *_norm_chain(unit, units)]
+        if norm_input is None:
+            continue
+        adds, _ = units.sources(unit.op_id, norm_input, _copy, depth=3)
+        residual = [a for a in adds if a.computes("add") and not a.computes("rms norm") and _same_size_pair(a)]
+        for add in residual[:1]:
+            group = [add, *chain]
+            found.append(Found(False, tuple(group), f"{add.op} → {' → '.join(u.op for u in chain[:4])} …",
+                               _memory_saving(group, units, costs)))
+    return found
+
+
+def _norm_chain(first: Unit, units: Units) -> list[Unit]:
+    """The decomposed norm's units after its pow: down through elementwise and reductions to the last
+    one before an anchor (the norm's output feeds a GEMM)."""
+    chain, frontier, seen = [], [first], {first.op_id}
+    for _ in range(8):
+        step = []
+        for unit in frontier:
+            for nxt in units.consumers(unit.op_id):
+                if nxt.op_id not in seen and _not_anchor(nxt) and nxt.category != "normalization":
+                    seen.add(nxt.op_id)
+                    chain.append(nxt)
+                    step.append(nxt)
+        frontier = step
+    return chain
+
+
+def silu_mul(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    found = []
+    for unit in units:
+        if unit.computes("silu", "mul"):
+            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (SiLU and product in one)"))
+        elif unit.computes("silu"):
+            products = units.reaches(unit.op_id, lambda u: u.computes("mul") and not u.computes("silu")
+                                     and _same_size_pair(u), _copy, depth=3)
+            for product in products[:1]:
+                group = [unit, product]
+                found.append(Found(False, tuple(group), f"{unit.op} → {product.op}", _memory_saving(group, units, costs)))
+    return found
+
+
+def _gemm_sources(units: Units, unit: Unit, position: int) -> tuple[list[Unit], bool]:
+    """The non-batched GEMMs an argument comes from (walking up through anything but anchors) and whether
+    an activation was passed on the way."""
+    sources, passed = units.sources(unit.op_id, position, _not_anchor, depth=8)
+    gemms = [s for s in sources if s.is_gemm and not s.batched]
+    return gemms, any(p.computes("activation") for p in passed)
+
+
+def gate_up(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    found = []
+    for unit in units.forward():
+        if unit.is_gemm and unit.computes("activation", "mul"):  # a GEMM with a gated-activation epilogue
+            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (gate, up and activation in one GEMM)"))
+            continue
+        gated = unit.computes("activation", "mul")
+        if not (gated or (unit.computes("mul") and _same_size_pair(unit))) or _anchor(unit):
+            continue
+        sides = [_gemm_sources(units, unit, position) for position, _ in unit.tensors()]
+        sides = [(gemms, act) for gemms, act in sides if gemms]
+        # each side one GEMM (a side fed by several GEMMs is some other product), one side through an activation
+        if not sides or any(len(gemms) != 1 for gemms, _ in sides) or not (gated or any(act for _, act in sides)):
+            continue
+        ends = list({gemms[0].op_id: gemms[0] for gemms, _ in sides}.values())
+        # a gated activation's product is as wide as its narrowest tensor (the input holds both halves)
+        width = min((v.dims[-1] for _, v in unit.tensors() if v.dims), default=0) if gated else unit.width or 0
+        if len(ends) == 1:
+            (gemm,) = ends
+            if width and gemm.width == 2 * width:
+                found.append(Found(True, (gemm, unit), f"{gemm.op} [N = 2 × {width}] → {unit.op or unit.kernel}"))
+            continue
+        pair = sorted(ends, key=lambda g: g.order)
+        if len(pair) == 2 and units.same_input(*pair):
+            found.append(Found(False, (*pair, unit), f"{pair[0].op} + {pair[1].op} → {unit.op or unit.kernel} "
+                               f"(same input {_shape(pair[0].operand('activation'))})", sibling_saving(pair, costs)))
+    return found
+
+
+@dataclass(frozen=True)
+class _Site:
+    """An attention: the unit(s), and where its q, k and v are (unit, argument)."""
+
+    units: tuple[Unit, ...]
+    q: tuple[Unit, int]
+    k: tuple[Unit, int] | None
+    v: tuple[Unit, int] | None
+    q_width: int | None
+    fused: bool
+
+
+def _q_width(unit: Unit, costs: Costs) -> int | None:
+    """Heads × head size of an attention's q: [T, H, D], or 4-D in the op's layout (its cost model's)."""
+    tensors = unit.tensors()
+    if not tensors:
+        return None
+    dims = tensors[0][1].dims
+    if len(dims) == 3:
+        return dims[1] * dims[2]
+    if len(dims) == 4:
+        family = costs.registry.cost_family(unit.op) if unit.op else None
+        layout = getattr(family.cost, "layout", "BHLD") if family is not None else "BHLD"
+        return dims[1] * dims[3] if layout == "BHLD" else dims[2] * dims[3]
+    return None
+
+
+def _eager_sites(units: Units) -> list[tuple[Unit, Unit, Unit, list[Unit]]]:
+    """(QKᵀ, softmax, ·V, the other units between them: scale, mask, dropout, casts) of each eager attention."""
+    sites = []
+    for unit in units:
+        if not unit.computes("softmax") or _anchor(unit) or unit.computes("backward"):
+            continue
+        before, _ = units.sources(unit.op_id, 0, _not_anchor, depth=6)
+        scores = [b for b in before if b.batched]
+        after = units.reaches(unit.op_id, lambda u: u.batched, _not_anchor, depth=6)
+        if scores and after:
+            _, between = units.sources(after[0].op_id, 0, _not_anchor, depth=8)  # all that feeds ·V's probabilities
+            sites.append((scores[0], unit, after[0], sorted((u for u in between if u is not unit),
+                                                            key=lambda u: u.order)))
+    return sites
+
+
+def _attention_sites(units: Units, costs: Costs) -> list[_Site]:
+    sites = []
+    for unit in units:
+        if unit.category == "attention" and unit.tensors() and not unit.computes("backward"):
+            positions = [p for p, _ in unit.tensors()]
+            q_arg, k_arg = (unit.args[positions[0]], unit.args[positions[1]]) if len(positions) >= 3 else (None, None)
+            qkv = q_arg is not None and k_arg is not None and len(q_arg.dims) == len(k_arg.dims) == 4
+            sites.append(_Site((unit,), (unit, positions[0]), (unit, positions[1]) if qkv else None,
+                               (unit, positions[2]) if qkv else None, _q_width(unit, costs), True))
+    for qk, softmax, pv, between in _eager_sites(units):
+        # heads × head size: what the output projection reads (its K)
+        out = units.reaches(pv.op_id, lambda u: u.is_gemm and not u.batched, _not_anchor, depth=6)
+        activation = out[0].operand("activation") if out else None
+        sites.append(_Site((qk, *sorted([*between, softmax], key=lambda u: u.order), pv), (qk, 0), (qk, 1), (pv, 1),
+                           activation.dims[-1] if activation is not None and activation.dims else None, False))
+    return sorted(sites, key=lambda s: s.units[0].order)
+
+
+def attention(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    found = []
+    for site in _attention_sites(units, costs):
+        if site.fused:
+            found.append(Found(True, site.units, f"{site.units[0].op or site.units[0].kernel}"))
+            continue
+        qk, pv = site.units[0], site.units[-1]
+        q, k, v = qk.args[0], qk.args[1], pv.args[1] if len(pv.args) > 1 else None
+        saving, nbytes = float("nan"), float("nan")
+        estimates = [costs.estimate(qk), costs.estimate(pv)]
+        if q is not None and k is not None and v is not None and None not in estimates:
+            out = math.prod(q.dims[:-1]) * v.dims[-1] * (q.nbytes // max(1, math.prod(q.dims)))
+            nbytes = float(q.nbytes + k.nbytes + v.nbytes + out)
+            flops = sum(e[0] for e in estimates if e)
+            pipe = estimates[0][2] if estimates[0] is not None else "fp32"
+            saving = sum(u.time_ns for u in site.units) - costs.time_ns(flops, nbytes, pipe)
+        found.append(Found(False, site.units, " → ".join(u.op for u in site.units[:3]) + " … (eager attention)",
+                           saving, nbytes))
+    return found
+
+
+def qkv(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    found: list[Found] = []
+    sites = _attention_sites(units, costs)
+    previous_order = -1
+    for site in sites:
+        gemms: list[Unit | None] = []
+        for where in (site.q, site.k, site.v):
+            if where is None:
+                gemms.append(None)
+                continue
+            sources, _ = _gemm_sources(units, *where)
+            gemms.append(sources[0] if len(sources) == 1 else None)
+        start = site.units[0].order
+        fed = [_numel(*where) if where is not None else 0 for where in (site.q, site.k, site.v)]
+        if all(g is not None for g in gemms) and _consistent(gemms, fed):
+            distinct = {g.op_id: g for g in gemms if g is not None}
+            if len(distinct) == 1:
+                (gemm,) = distinct.values()
+                found.append(Found(True, (gemm,), f"{gemm.op} [N = {gemm.width}] → q, k, v"))
+            elif len(distinct) == 3:
+                ordered = sorted(distinct.values(), key=lambda g: g.order)
+                found.append(Found(False, tuple(ordered), " + ".join(g.op for g in ordered) + " → q, k, v",
+                                   sibling_saving(ordered, costs)))
+            else:
+                found.append(Found(True, tuple(distinct.values()), "q apart, k and v in one GEMM"))
+        elif site.q_width:
+            found += _qkv_by_width(units, site, previous_order, start, costs)
+        previous_order = start
+    return found
+
+
+def _consistent(gemms: list[Unit | None], fed: list[int]) -> bool:
+    """Whether the GEMMs found for q, k and v can be theirs (by shapes, tensors of one shape are easily taken
+    for one another): a GEMM feeding several of them holds more than any one; a GEMM of q's alone holds as
+    much as q (k and v may be read expanded: grouped-query attention)."""
+    outputs = [math.prod(g.outputs[0].dims) if g is not None and g.outputs else 0 for g in gemms]
+    for i, gemm in enumerate(gemms):
+        shared = [j for j, other in enumerate(gemms) if other is gemm]
+        if len(shared) > 1 and outputs[i] <= max(fed[j] for j in shared):
+            return False
+        if len(shared) == 1 and i == 0 and outputs[0] != fed[0]:
+            return False
+    return True
+
+
+def _qkv_by_width(units: Units, site: _Site, after: int, before: int, costs: Costs) -> list[Found]:
+    """The widths rule of the module docstring, for an attention whose q, k, v the edges do not reach."""
+    width = site.q_width or 0
+    gemms = [u for u in units.ordered if after < u.order < before and u.is_gemm and not u.batched and u.width]
+    attention = site.units[0]
+    for gemm in gemms:
+        extra = (gemm.width or 0) - width
+        # as wide as q + 2·kv, and its output reaches this attention (where the graph links it anywhere)
+        reaches = not units.consumers(gemm.op_id) or attention in units.reaches(
+            gemm.op_id, lambda u: u is attention, _not_anchor, depth=8)
+        if extra > 0 and extra % 2 == 0 and width % (extra // 2) == 0 and reaches:
+            return [Found(True, (gemm,), f"{gemm.op} [N = {gemm.width} = {width} + 2 × {extra // 2}] → attention")]
+    narrow = [g for g in gemms if g.width and g.width <= width and width % g.width == 0]
+    by_input: dict[str, list[Unit]] = {}
+    for gemm in narrow:
+        by_input.setdefault(_shape(gemm.operand("activation")), []).append(gemm)
+    siblings = max(by_input.values(), key=len, default=[])
+    if len(siblings) >= 2:
+        return [Found(False, tuple(siblings[-3:]), " + ".join(g.op for g in siblings[-3:]) + " → attention (by width)",
+                      sibling_saving(siblings[-3:], costs))]
+    return []
+
+
+def epilogue(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    found = []
+    extra = re.compile(entry.fused, re.IGNORECASE) if entry.fused else None
+    for unit in units:
+        if not unit.is_gemm or unit.batched:
+            continue
+        if unit.computes("gemm epilogue") or (extra is not None and (extra.search(unit.kernel) or extra.search(unit.op))):
+            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (epilogue in the GEMM)"))
+        for consumer in units.consumers(unit.op_id):
+            if _anchor(consumer) or consumer.category not in ("elementwise",):
+                continue
+            tensors = consumer.tensors()
+            activation = consumer.computes("activation") and not consumer.computes("mul") and len(tensors) == 1
+            bias = consumer.computes("add") and len(tensors) == 2 and _is_bias(consumer, unit)
+            if activation or bias:
+                found.append(Found(False, (unit, consumer), f"{unit.op} → {consumer.op} (epilogue)",
+                                   float(consumer.time_ns)))
+    return found
+
+
+def _is_bias(add: Unit, gemm: Unit) -> bool:
+    """One argument as large as the GEMM's output, the other as wide but with at most one row."""
+    values = sorted((v for _, v in add.tensors()), key=lambda v: math.prod(v.dims))
+    small, large = values[0], values[-1]
+    return bool(gemm.width) and small.dims[-1] == gemm.width and math.prod(small.dims[:-1] or (1,)) == 1 \
+        and math.prod(large.dims) > math.prod(small.dims)
+
+
+def rope_cache(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    found = []
+    writes = [u for u in units if u.computes("cache write") or u.computes("index_put") or u.computes("index_copy")]
+    fused_rope = False
+    for unit in units:
+        writes_cache = unit.computes("cache write") or unit.computes("index_put") or unit.computes("index_copy")
+        if unit.computes("rotary") or unit.computes("neg", "cat"):
+            fused_rope = True
+            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (RoPE in one{' with the cache write' if writes_cache else ''})"))
+        elif unit.computes("neg"):
+            for cat in units.reaches(unit.op_id, lambda u: u.computes("cat"), _copy, depth=2)[:1]:
+                group = [unit, cat, *(u for u in units.consumers(cat.op_id) if u.category == "elementwise")]
+                found.append(Found(False, tuple(group), f"{unit.op} → {cat.op} (rotate half)",
+                                   _memory_saving(group, units, costs)))
+    if fused_rope:
+        found += [Found(False, (w,), f"{w.op or w.kernel} (the KV-cache write apart)", float("nan")) for w in writes
+                  if not (w.computes("rotary") or w.computes("neg", "cat"))]
+    return found
+
+
+def dequant_gemm(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    return [Found(True, (u,), f"{u.op or u.kernel} (quantized operands in the GEMM)") for u in units
+            if u.computes("quantized gemm")]
+
+
+def sampling(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    widths = [u.width for u in units if u.is_gemm and not u.batched and u.width]
+    widest = max(widths, default=0)
+    found = []
+    for unit in units:
+        if unit.computes("fused sampling"):
+            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (sampling in one)"))
+        elif unit.computes("sample") and unit.tensors() and widest and unit.tensors()[0][1].dims[-1] == widest:
+            _, passed = units.sources(unit.op_id, unit.tensors()[0][0], _not_anchor, depth=4)
+            group = [*sorted(passed, key=lambda u: u.order), unit]
+            found.append(Found(False, tuple(group), " → ".join(u.op for u in group) + f" (over logits of {widest})",
+                               _memory_saving(group, units, costs) if len(group) > 1 else float("nan")))
+    return found
+
+
+def optimizer(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    region = re.compile(entry.region) if entry.region else None
+    inside = [u for u in units if region is not None and any(region.search(part) for part in u.ranges.split(" / "))]
+    fused = [u for u in (inside or list(units)) if u.computes("fused optimizer")]
+    if fused:
+        return [Found(True, tuple(fused), f"{fused[0].op or fused[0].kernel} ×{len(fused)}")]
+    work = [u for u in inside if u.category == "elementwise"]
+    if not work:
+        return []
+    return [Found(False, tuple(work), f"{len(work)} elementwise and foreach ops in {entry.region.strip('^')}",
+                  float("nan"))]
+
+
+def chain(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """A user's chain: a unit computing ``entry.kinds[0]`` whose output feeds (through casts) one computing the
+    next kind, and so on; fused: one unit computing them all."""
+    kinds = entry.kinds
+    if not kinds:
+        return []
+    found = []
+    for unit in units.forward():
+        if unit.computes(*kinds):
+            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} ({' and '.join(kinds)} in one)"))
+            continue
+        if not unit.computes(kinds[0]):
+            continue
+        group = [unit]
+        for kind in kinds[1:]:
+            nxt = units.reaches(group[-1].op_id, partial(_computes, kind=kind), _copy, depth=3)
+            if not nxt:
+                break
+            group.append(nxt[0])
+        if len(group) == len(kinds):
+            found.append(Found(False, tuple(group), " → ".join(u.op for u in group), _memory_saving(group, units, costs)))
+    return found
+
+
+def kernels(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    if not entry.fused:
+        return []
+    wanted = re.compile(entry.fused, re.IGNORECASE)
+    return [Found(True, (u,), u.op or u.kernel) for u in units if wanted.search(u.kernel) or wanted.search(u.op)]
+
+
+Pattern = Callable[[Units, CatalogueEntry, Costs], list[Found]]
+PATTERNS: dict[str, Pattern] = {
+    "add_rmsnorm": add_rmsnorm, "silu_mul": silu_mul, "gate_up": gate_up, "qkv": qkv, "attention": attention,
+    "epilogue": epilogue, "rope_cache": rope_cache, "dequant_gemm": dequant_gemm, "sampling": sampling,
+    "optimizer": optimizer, "chain": chain, "kernels": kernels,
+}
+
+
+def find(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """Every instance of one catalogue entry: its pattern's, and units its ``fused`` regex names."""
+    pattern = PATTERNS.get(entry.pattern)
+    if pattern is None:
+        from fuseprof.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"catalogue entry {entry.name!r}: no pattern {entry.pattern!r}; the patterns are "
+                                   f"{', '.join(PATTERNS)}")
+    found = pattern(units, entry, costs)
+    if entry.pattern not in ("kernels", "epilogue") and entry.fused:
+        seen = {u.op_id for f in found if f.fused for u in f.units}
+        found += [f for f in kernels(units, entry, costs) if f.units[0].op_id not in seen]
+    return found

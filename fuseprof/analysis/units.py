@@ -1,0 +1,214 @@
+"""The op graph as the fusion patterns read it: each op that ran GPU work in the window as a *unit* — what
+it computes (the registry's kinds), its category, its tensor arguments and outputs, its GPU time — and the
+walks the patterns take along the graph's edges (``Units``).
+
+A unit is one op call (its External id; a graph replay's attributed op once per replay), or one kernel no
+op launched (a kernel of a replay no capture attributed: only its name says what it computes). The edges
+are the op graph's (``fuseprof.analysis.opgraph``: by the execution trace where one was recorded, else by
+the shape rule); a replay's ops are linked among the replayed kernels in their replay order, by the same
+shape rule (``event_op_graph``), since the capture's ops ran in another trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.opgraph import OpGraph, op_graph_of_nodes
+from fuseprof.model.dataflow import Value, infer_outputs, tensor_arguments
+from fuseprof.model.registry import GemmOperands, Registry
+
+_KERNEL_ONLY = 10**15  # ids of units that are a kernel with no op: _KERNEL_ONLY + the event's position
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One op call (or an op-less kernel) of the window: see the module docstring."""
+
+    op_id: int
+    op: str
+    kinds: frozenset[str]
+    category: str
+    gemm: GemmOperands | None
+    args: tuple[Value | None, ...]
+    outputs: tuple[Value, ...]
+    time_ns: int
+    kernels: int
+    kernel: str  # its longest kernel's name
+    ranges: str  # the user annotations it ran inside
+    order: int  # position of its first kernel among the window's units
+    inputs: tuple[Any, Any, Any] = (None, None, None)  # as recorded: dims, types, concrete (cost models read them)
+    labels: tuple[Any, ...] = ()  # its events' labels in the window's events (what opportunity rows hold)
+    module: str = ""  # the nn.Module path that ran it
+
+    def computes(self, *kinds: str) -> bool:
+        return all(k in self.kinds for k in kinds)
+
+    def tensors(self) -> list[tuple[int, Value]]:
+        """(argument position, value) of each tensor argument."""
+        return [(i, v) for i, v in enumerate(self.args) if v is not None]
+
+    @property
+    def is_gemm(self) -> bool:
+        return self.category == "GEMM"
+
+    @property
+    def batched(self) -> bool:
+        return self.gemm is not None and self.gemm.batched
+
+    def operand(self, which: str) -> Value | None:
+        """A GEMM's ``activation`` or ``weight`` argument (the registry's operands; the first two otherwise)."""
+        operands = self.gemm or GemmOperands()
+        i = operands.activation if which == "activation" else operands.weight
+        return self.args[i] if i < len(self.args) else None
+
+    @property
+    def width(self) -> int | None:
+        """The last dimension of its first output (a GEMM's N)."""
+        return self.outputs[0].dims[-1] if self.outputs and self.outputs[0].dims else None
+
+
+class Units:
+    """The window's units in order, with the op graph's edges among them."""
+
+    def __init__(self, units: dict[int, Unit], graph: OpGraph) -> None:
+        self.by_id = units
+        self.ordered = sorted(units.values(), key=lambda u: u.order)
+        self._producers: dict[int, dict[int, list[int]]] = {}
+        self._consumers: dict[int, list[int]] = {}
+        for producer, consumer, argument in zip(graph.edges["producer"].tolist(), graph.edges["consumer"].tolist(),
+                                                graph.edges["argument"].tolist()):
+            if producer in units and consumer in units:
+                self._producers.setdefault(consumer, {}).setdefault(argument, []).append(producer)
+                found = self._consumers.setdefault(producer, [])
+                if consumer not in found:
+                    found.append(consumer)
+        self.basis = graph.basis
+        # a backward op (run by autograd for a forward one): no forward pattern's part
+        self.backward = {i for i in graph.forward_of if i in units} | {i for i, u in units.items() if u.computes("backward")}
+
+    def __iter__(self) -> Iterator[Unit]:
+        return iter(self.ordered)
+
+    def producers(self, op_id: int, argument: int | None = None) -> list[Unit]:
+        """The units that produced argument ``argument`` of ``op_id`` (every argument's when None)."""
+        by_argument = self._producers.get(op_id, {})
+        ids = by_argument.get(argument, []) if argument is not None else [p for ps in by_argument.values() for p in ps]
+        return [self.by_id[i] for i in dict.fromkeys(ids)]
+
+    def forward(self) -> list[Unit]:
+        """The units that are not backward ops, in order."""
+        return [u for u in self.ordered if u.op_id not in self.backward]
+
+    def same_input(self, a: Unit, b: Unit) -> bool:
+        """Whether two GEMMs read one activation: the same producer (through casts: autocast casts it once per
+        GEMM) where the graph links both, else the same shape and dtype."""
+        operands = [(g.gemm.activation if g.gemm else 0) for g in (a, b)]
+        first, second = ({p.op_id for p in self.sources(g.op_id, i, lambda u: u.category == "copy/cast", 3)[0]}
+                         for g, i in zip((a, b), operands))
+        if first and second:
+            return first == second
+        return a.operand("activation") == b.operand("activation")
+
+    def consumers(self, op_id: int) -> list[Unit]:
+        return [self.by_id[i] for i in self._consumers.get(op_id, [])]
+
+    def sources(self, op_id: int, argument: int, through: Callable[[Unit], bool], depth: int = 10
+                ) -> tuple[list[Unit], list[Unit]]:
+        """Walking up from one argument: the first units that are not ``through`` on each path (the
+        sources) and the ``through`` units passed on the way; at most ``depth`` units up."""
+        found: dict[int, Unit] = {}
+        passed: dict[int, Unit] = {}
+        frontier = self.producers(op_id, argument)
+        for _ in range(depth):
+            step: list[Unit] = []
+            for unit in frontier:
+                if unit.op_id in found or unit.op_id in passed:
+                    continue
+                if through(unit):
+                    passed[unit.op_id] = unit
+                    step += self.producers(unit.op_id)
+                else:
+                    found[unit.op_id] = unit
+            frontier = step
+            if not frontier:
+                break
+        return list(found.values()), list(passed.values())
+
+    def reaches(self, op_id: int, target: Callable[[Unit], bool], through: Callable[[Unit], bool],
+                depth: int = 10) -> list[Unit]:
+        """Walking down from a unit's outputs: the units that are ``target`` reached through ``through``
+        units only; at most ``depth`` units down."""
+        found: dict[int, Unit] = {}
+        seen: set[int] = set()
+        frontier = self.consumers(op_id)
+        for _ in range(depth):
+            step: list[Unit] = []
+            for unit in frontier:
+                if unit.op_id in seen:
+                    continue
+                seen.add(unit.op_id)
+                if target(unit):
+                    found[unit.op_id] = unit
+                elif through(unit):
+                    step += self.consumers(unit.op_id)
+            frontier = step
+            if not frontier:
+                break
+        return list(found.values())
+
+
+def event_op_graph(events: pd.DataFrame, registry: Registry) -> OpGraph:
+    """The op graph of the window's op calls in their kernels' order, by the shape rule: for traces whose
+    ops ran elsewhere (graph replays attributed through their capture)."""
+    called = events.dropna(subset=["op_id", "op"]).sort_values("start_ns", kind="stable").drop_duplicates("op_id")
+    nodes = pd.DataFrame({"op_id": called["op_id"].astype("int64").to_numpy(), "op": called["op"].astype(str).to_numpy(),
+                          "start_ns": called["start_ns"].to_numpy(), "tid": called["tid"].to_numpy(),
+                          "input_dims": called["input_dims"].to_numpy(), "input_type": called["input_type"].to_numpy()})
+    return op_graph_of_nodes(nodes, registry)
+
+
+def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry) -> Units:
+    """The units of the window's events, linked by ``graph`` (the trace's op graph), or by the window's
+    own op order when its ops were replayed from a graph (or no graph is given)."""
+    replayed = bool(events["graph_attributed"].any()) if "graph_attributed" in events else False
+    if graph is None or replayed:
+        graph = event_op_graph(events, registry)
+    frame = events.reset_index().rename(columns={"index": "_label"}) if events.index.name is None else \
+        events.reset_index(names="_label")
+    keys = frame["op_id"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    frame["_unit"] = np.where(np.isnan(keys), _KERNEL_ONLY + np.arange(len(frame)), keys).astype(np.int64)
+    frame["_order"] = frame["start_ns"].rank(method="first")
+    grouped = frame.groupby("_unit", sort=False)
+    time_ns, count, order = grouped["dur_ns"].sum(), grouped.size(), grouped["_order"].min()
+    labels: dict[int, list[Any]] = {}
+    names: dict[int, dict[str, None]] = {}
+    for key, label, name in zip(frame["_unit"].tolist(), frame["_label"].tolist(), frame["name"].astype(str).tolist()):
+        labels.setdefault(key, []).append(label)
+        names.setdefault(key, {})[name] = None
+    by_length = frame.sort_values("dur_ns", ascending=False, kind="stable")
+    longest = by_length.drop_duplicates("_unit").set_index("_unit")
+    main = by_length[by_length["kind"] == "kernel"].drop_duplicates("_unit").set_index("_unit")
+    category = longest["category"].astype(object).where(~longest.index.isin(main.index), main["category"].reindex(
+        longest.index).astype(object))
+    kernel = longest["name"].astype(object).where(~longest.index.isin(main.index), main["name"].reindex(
+        longest.index).astype(object))
+    none = [None] * len(longest)
+    units: dict[int, Unit] = {}
+    for key, op, dims, types, concrete, ranges, module in zip(
+            longest.index, longest["op"].astype(object), longest["input_dims"], longest["input_type"],
+            longest["concrete"], longest["ranges"] if "ranges" in longest else none,
+            longest["module"].astype(object) if "module" in longest else none):
+        op = op if isinstance(op, str) else ""
+        role = registry.role(op)
+        args = tuple(tensor_arguments(dims, types))
+        units[int(key)] = Unit(
+            op_id=int(key), op=op, kinds=registry.kinds(op, tuple(names[key])), category=str(category[key]), gemm=role.gemm,
+            args=args, outputs=tuple(infer_outputs(role, args)), time_ns=int(time_ns[key]), kernels=int(count[key]),
+            kernel=str(kernel[key]), ranges=ranges if isinstance(ranges, str) else "", order=int(order[key]),
+            inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "")
+    return Units(units, graph)
