@@ -493,7 +493,9 @@ def idle_causes(out: Path) -> None:
             y.mul_(1.0001)
             y.sum().item()
 
-    capture(out, "sync_bound", sync_step, {"what": ".item() after every small op", "idle_verdict": ["sync-bound"]})
+    # under the profiler each tiny op's host dispatch outlasts its .item() round trip: the trace is host-bound
+    # (its truth file says why); the syncs are the idle section's second cause
+    capture(out, "sync_bound", sync_step, {"what": ".item() after every small op", "idle_verdict": ["host-bound"]})
 
 
 GROUPS: dict[str, Callable[[Path], None]] = {

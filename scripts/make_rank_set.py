@@ -1,7 +1,7 @@
 """A distributed run's traces, one per rank, made from a real two-GPU capture, with a known straggler.
 
     python scripts/make_rank_set.py OUT [--ranks 32] [--steps 90] [--slow-rank 17] [--slow-category GEMM]
-                                        [--factor 1.5] [--seed 0]
+                                        [--factor 1.5] [--seed 0] [--late-start RANK:US]
 
 Each rank's trace is the committed H200 tensor-parallel MLP trace (``tests/fixtures/tp2``: GEMM,
 elementwise, GEMM, all-reduce per step) repeated to ``steps`` profiler steps, re-timed as a real run
@@ -56,11 +56,11 @@ def _copies(events: list[dict], span: float, copies: int) -> list[dict]:
 
 
 def _retime(ranks: list[list[dict]], slow_rank: int, slow_names: tuple[str, ...], factor: float,
-            rng: random.Random) -> None:
+            rng: random.Random, late_start: dict[int, float]) -> None:
     """Re-time every rank's GPU events in place (see the module docstring), then its CPU events."""
     gpu = [sorted((e for e in events if e.get("cat") in _GPU), key=lambda e: e["ts"]) for events in ranks]
     original = [[(e["ts"], e["dur"]) for e in g] for g in gpu]
-    clock = [original[r][0][0] for r in range(len(ranks))]
+    clock = [original[r][0][0] + late_start.get(r, 0.0) for r in range(len(ranks))]
     transfer = 0.9 * min(d for (_, d), e in zip(original[0], gpu[0]) if e["name"].startswith("ncclDevKernel"))
     step_of = 0
     for i in range(len(gpu[0])):
@@ -102,13 +102,15 @@ def _follow(events: list[dict], gpu: list[dict], original: list[tuple[float, flo
 
 
 def make_rank_set(out: Path, ranks: int = 32, steps: int = 90, slow_rank: int = 17, slow_category: str = "GEMM",
-                  factor: float = 1.5, seed: int = 0) -> list[Path]:
-    """Write ``ranks`` traces into ``out`` (rank-NN.json); their paths."""
+                  factor: float = 1.5, seed: int = 0, late_start: dict[int, float] | None = None) -> list[Path]:
+    """Write ``ranks`` traces into ``out`` (rank-NN.json); their paths. ``late_start``: rank → µs its process
+    started after the others (its work before the first collective comes that much later; the first
+    collective waits for it, as a real run's traces started apart do)."""
     header, template, span = _template()
     copies = max(1, steps // 3)
     rng = random.Random(seed)
     per_rank = [_copies(template, span, copies) for _ in range(ranks)]
-    _retime(per_rank, slow_rank, _SLOW_NAMES[slow_category], factor, rng)
+    _retime(per_rank, slow_rank, _SLOW_NAMES[slow_category], factor, rng, late_start or {})
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for r, events in enumerate(per_rank):
@@ -128,8 +130,11 @@ def main() -> None:
     parser.add_argument("--slow-category", choices=sorted(_SLOW_NAMES), default="GEMM")
     parser.add_argument("--factor", type=float, default=1.5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--late-start", metavar="RANK:US", help="one rank's process started this many µs late")
     args = parser.parse_args()
-    paths = make_rank_set(args.out, args.ranks, args.steps, args.slow_rank, args.slow_category, args.factor, args.seed)
+    late = {int(args.late_start.split(":")[0]): float(args.late_start.split(":")[1])} if args.late_start else None
+    paths = make_rank_set(args.out, args.ranks, args.steps, args.slow_rank, args.slow_category, args.factor, args.seed,
+                          late)
     print(f"{len(paths)} traces in {args.out}, {sum(p.stat().st_size for p in paths) / 1e6:.1f} MB")
 
 

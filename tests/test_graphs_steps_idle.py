@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fuseprof.analysis import analyze, analyze_trace
+from fuseprof.analysis.idle import CAUSES
 from tests.conftest import FIXTURES
 
 GRAPHS = FIXTURES / "h200-graphs"
@@ -93,7 +94,7 @@ def test_a_known_host_sleep_is_found_as_the_cause_of_idle_time() -> None:
     assert row["verdict"] == "host-bound"
     # each sleep leaves the GPU idle, waiting for the next launch, for at least its length
     assert row["idle_launch_ns"] >= sum(e["dur"] for e in sleeps) * 1000
-    assert row["idle_launch_ns"] + row["idle_sync_ns"] + row["idle_other_ns"] == row["span_ns"] - row["busy_ns"]
+    assert sum(row[f"idle_{c}_ns"] for c in CAUSES) == row["span_ns"] - row["busy_ns"]
     top = result.idle_host.iloc[0]
     assert top["name"] == "host_sleep" and top["kind"] == "range"
     assert top["overlap_ns"] == pytest.approx(sum(e["dur"] for e in sleeps) * 1000, rel=0.02)
@@ -105,7 +106,7 @@ def test_inside_graph_replay_steps_the_gpu_is_the_bound() -> None:
     assert (idle.loc[["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"], "verdict"] == "GPU-bound").all()
     steps = analyze_trace(REPLAY, graph_capture=CAPTURE).steps.set_index("step")
     for step in ("ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"):
-        causes = idle.loc[step, ["idle_launch_ns", "idle_sync_ns", "idle_other_ns"]].sum()
+        causes = idle.loc[step, [f"idle_{c}_ns" for c in CAUSES]].sum()
         assert causes == steps.loc[step, "idle_ns"]
 
 

@@ -82,6 +82,23 @@ def test_the_injected_straggler_and_what_grew_on_it_are_named(tmp_path: Path, sl
     assert int(top["collectives"]) >= 10
 
 
+@pytest.mark.parametrize("factor, slow_rank", [(1.5, 2), (1.0, None)])
+def test_a_late_started_rank_is_start_up_skew_not_the_straggler(tmp_path: Path, factor: float,
+                                                                 slow_rank: int | None) -> None:
+    """Rank 0's process starts 1 s after the others: the first all-reduce waits 1 s for it. That is the
+    traces' start offset, reported apart; the straggler is the rank slowed on purpose, or none at all."""
+    folder = tmp_path / "ranks"
+    make_rank_set(folder, ranks=4, steps=30, slow_rank=2, factor=factor, seed=5, late_start={0: 1_000_000.0})
+    tables = across_ranks(analyze(sorted(folder.glob("*.json"))))
+    first = tables["collectives"].iloc[0]
+    assert (first["phase"], int(first["last_rank"])) == ("start-up", 0) and first["skew_ns"] >= 1e9 * 0.99
+    culprits = tables["stragglers"]
+    if slow_rank is None:
+        assert culprits.empty, culprits
+    else:
+        assert (int(culprits["last_rank"].iloc[0]), culprits["cause"].iloc[0]) == (slow_rank, "computation: GEMM")
+
+
 def test_a_two_worker_dask_cluster_gives_the_single_process_answer(tmp_path: Path, capsys) -> None:
     distributed = pytest.importorskip("distributed")
     folder = tmp_path / "ranks"

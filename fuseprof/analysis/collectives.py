@@ -7,8 +7,9 @@ on that communicator (``Seq``). Across ranks a collective is matched by that num
 order on the communicator (every rank issues a communicator's collectives in the same order):
 ``match`` names it either way.
 
-``compute_before_ns`` is, per category, the time of the computation kernels that started after the
-previous collective on this rank started and before this one: what a late rank did instead of
+``launch_ns`` is when the host launched it (the launch call's start). ``compute_before_ns`` is, per
+category, the time of the computation kernels that started after the previous collective on this rank
+started and before this one: what a late rank did instead of
 arriving (``fuseprof.analysis.ranks.stragglers`` compares it with the other ranks').
 """
 
@@ -20,7 +21,7 @@ import pandas as pd
 NCCL_DTYPE_BYTES = {"BFloat16": 2, "Half": 2, "Float": 4, "Double": 8, "Float8_e4m3fn": 1, "Float8_e5m2": 1,
                     "Int": 4, "Long": 8, "Char": 1, "Byte": 1, "Bool": 1}
 COLUMNS = ["rank", "match", "communicator", "order", "seq", "collective", "bytes", "dtype", "group_size", "start_ns",
-           "dur_ns", "end_ns", "compute_before_ns"]
+           "dur_ns", "end_ns", "launch_ns", "compute_before_ns"]
 
 
 def collectives(events: pd.DataFrame, rank: int | None) -> pd.DataFrame:
@@ -40,6 +41,7 @@ def collectives(events: pd.DataFrame, rank: int | None) -> pd.DataFrame:
         "seq": seq, "collective": comm["collective"].fillna(comm["name"].str[:40]), "bytes": elements * size,
         "dtype": comm["nccl_dtype"], "group_size": comm["group_size"], "start_ns": comm["start_ns"].to_numpy(),
         "dur_ns": comm["dur_ns"].to_numpy(), "end_ns": (comm["start_ns"] + comm["dur_ns"]).to_numpy(),
+        "launch_ns": pd.to_numeric(comm["launch_start_ns"], errors="coerce").to_numpy(dtype="float64"),
         "compute_before_ns": _compute_before(events, comm["start_ns"].to_numpy(np.int64))}, columns=COLUMNS)
 
 

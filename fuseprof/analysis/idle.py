@@ -1,49 +1,62 @@
-"""Why the GPU was idle: each gap between GPU work attributed to a cause, a verdict per step, and the
-CPU ops that filled the host-bound gaps.
+"""Why the GPU was idle: each gap between GPU work split by what the next GPU work waited for, a verdict per
+step, and the CPU ops that filled the host-bound parts.
 
-A gap runs from the end of one stretch of GPU work to the start of the next (the union of every
-GPU event's interval, so overlapping streams leave no gap). Its cause, in this order:
+A gap runs from the end of one stretch of GPU work to the start of the next (the union of every GPU
+event's interval, so overlapping streams leave no gap). The next event was launched by a call on a host
+thread at some time L. The gap splits at L:
 
-    sync    a synchronising call (``*Synchronize``, a blocking ``cudaMemcpy``/``hipMemcpy``/
-            ``hipMemcpyWithStream``: what ``.item()`` and ``.cpu()`` do) was in progress when the GPU
-            went idle: the host waited for the GPU, then had to launch again
-    launch  the launch call of the next GPU event began after the gap began: the GPU waited for the
-            host (host-bound: Python, dispatch, or anything else the host did in between)
-    other   the next event had been launched before the gap began and still started late (a wait on
-            another stream or event, or launch latency)
+- before L the GPU waited for the host to launch. What the launching thread was doing says why (the
+  registry's ``HostCause`` rows, in order): the time it spent inside a DataLoader range is ``data
+  loading``; inside a synchronising call, or the op that made it (``.item()``'s ``_local_scalar_dense``,
+  ``.cpu()``'s copy: the host time a synchronisation costs), ``sync``; inside allocator calls
+  ``allocator``; the rest ``launch`` (host-bound: Python, dispatch, anything else);
+- after L the work was launched and still did not start: ``event wait`` where the launching thread queued
+  it behind an event (a ``StreamWaitEvent`` call between the gap's start and the launch), else ``other``
+  (launch latency, another stream).
 
-Per step (``ProfilerStep#N``, or the whole window): busy time and idle time by cause; the verdict
-names the largest of busy (GPU-bound), launch (host-bound), sync (sync-bound) and other. The CPU
-activity of host-bound gaps is every CPU op and ``record_function`` range on the launching thread
-that overlaps [gap start, next launch), ranked by the time it overlaps.
+So a gap is "launch" only for the part before its work was launched, and a graph replay queued behind an
+event while the host sits in a blocking copy is an event wait, not host-bound. Per step (``ProfilerStep#N``,
+or the whole window): busy time and idle time by cause; the verdict names the largest. The CPU activity of
+host-bound parts is every CPU op and ``record_function`` range on the launching thread that overlaps
+[gap start, launch), ranked by the time it overlaps.
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 import pandas as pd
 
 from fuseprof.model.intervals import covered_ns, merge
+from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
 
-SYNC_CALL = re.compile(r"Synchronize|^(?:cuda|hip)Memcpy(?:WithStream)?$|^cuMemcpy[DH]to[DH](?:_v2)?$")
-CAUSES = ("launch", "sync", "other")
+CAUSES = ("launch", "sync", "data", "alloc", "event", "other")  # the idle_<cause>_ns columns
+_HOST_CAUSE = {"sync": "sync", "data loading": "data", "allocator": "alloc", "event wait": "event"}
 VERDICTS = {"busy_ns": "GPU-bound", "idle_launch_ns": "host-bound", "idle_sync_ns": "sync-bound",
+            "idle_data_ns": "data loading", "idle_alloc_ns": "allocator", "idle_event_ns": "event wait",
             "idle_other_ns": "other idle"}
+_EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "step", "prev_step", "launch_ns", "tid",
+          *(f"idle_{c}_ns" for c in CAUSES)]
 
 
-def idle_gaps(events: pd.DataFrame, tables: TraceTables) -> pd.DataFrame:
-    """One row per idle gap of the GPU: start, end, length, cause, the next event's step, launch
-    start and launching thread."""
+def _intervals(frame: pd.DataFrame, pattern: str, tid: object | None) -> tuple[np.ndarray, np.ndarray]:
+    """The merged intervals of the rows whose name matches, on one thread (all threads where ``tid`` is None)."""
+    rows = frame[frame["name"].str.contains(pattern, regex=True)] if pattern else frame.iloc[:0]
+    if tid is not None:
+        rows = rows[rows["tid"].astype(str) == str(tid)]
+    start = rows["start_ns"].to_numpy(np.int64)
+    return merge(start, start + rows["dur_ns"].to_numpy(np.int64))
+
+
+def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> pd.DataFrame:
+    """One row per idle gap of the GPU: start, end, length, its time by cause (``idle_<cause>_ns``), its
+    largest cause, the next event's step, launch start and launching thread."""
     ordered = events.sort_values("start_ns", kind="stable")
     start = ordered["start_ns"].to_numpy(np.int64)
     end = (ordered["start_ns"] + ordered["dur_ns"]).to_numpy(np.int64)
     s, e = merge(start, end)
     if s.size < 2:
-        return pd.DataFrame(columns=["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "step", "prev_step",
-                                     "launch_ns", "tid"])
+        return pd.DataFrame(columns=_EMPTY)
     nxt = ordered.iloc[np.searchsorted(start, s[1:], side="left")]
     block = np.searchsorted(s, start, side="right") - 1  # the stretch of work each event belongs to
     last = pd.Series(end).groupby(block).idxmax().to_numpy()  # the event that ends each stretch
@@ -51,14 +64,67 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables) -> pd.DataFrame:
     gaps = pd.DataFrame({"gap_start_ns": e[:-1], "gap_end_ns": s[1:], "idle_ns": s[1:] - e[:-1],
                          "step": nxt["profiler_step"].to_numpy(), "prev_step": prev["profiler_step"].to_numpy(),
                          "launch_ns": nxt["launch_start_ns"].to_numpy(), "tid": nxt["tid"].to_numpy()})
-    syncs = tables.launches[tables.launches["name"].str.contains(SYNC_CALL.pattern, regex=True)]
-    sync_start = syncs["start_ns"].to_numpy(np.int64)
-    sync_end = sync_start + syncs["dur_ns"].to_numpy(np.int64)
-    in_sync = covered_ns(merge(sync_start, sync_end + 1), gaps["gap_start_ns"].to_numpy(np.int64),
-                         gaps["gap_start_ns"].to_numpy(np.int64) + 1) > 0  # start ≤ gap start ≤ end
-    launched_late = pd.to_numeric(gaps["launch_ns"], errors="coerce").to_numpy() >= gaps["gap_start_ns"].to_numpy()
-    gaps["cause"] = np.where(in_sync, "sync", np.where(launched_late, "launch", "other"))
+    gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
+    launch = pd.to_numeric(gaps["launch_ns"], errors="coerce").to_numpy(dtype="float64")
+    split = np.where(np.isnan(launch), gs, np.clip(np.nan_to_num(launch, nan=0), gs, ge)).astype(np.int64)
+    parts = {c: np.zeros(len(gaps), np.int64) for c in CAUSES}
+    for tid in pd.unique(gaps["tid"].astype(object)):
+        mine = (gaps["tid"].astype(object) == tid).to_numpy() if tid is not None and not pd.isna(tid) else \
+            gaps["tid"].isna().to_numpy()
+        thread = None if tid is None or pd.isna(tid) else tid
+        _split_gaps(parts, mine, gs, ge, split, tables, registry, thread)
+    for cause, values in parts.items():
+        gaps[f"idle_{cause}_ns"] = values
+    gaps["cause"] = np.array(CAUSES)[np.argmax(np.vstack([parts[c] for c in CAUSES]), axis=0)]
     return gaps
+
+
+def _split_gaps(parts: dict[str, np.ndarray], mine: np.ndarray, gs: np.ndarray, ge: np.ndarray, split: np.ndarray,
+                tables: TraceTables, registry: Registry, tid: object | None) -> None:
+    """The causes of the gaps whose next work one thread launched (the module docstring), into ``parts``."""
+    g0, g1, at = gs[mine], ge[mine], split[mine]
+    before = at - g0
+    calls = {c.cause: _intervals(tables.launches, c.calls, tid) for c in registry.host_causes if c.calls}
+    ranges = {c.cause: _intervals(tables.annotations, c.ranges, tid) for c in registry.host_causes if c.ranges}
+    if "sync" in calls:  # the op that synchronised (.item(), .cpu()), not only its call: the host time it costs
+        calls["sync"] = _with_enclosing_ops(calls["sync"], tables.ops, tid)
+    remaining = before
+    for host in registry.host_causes:
+        cause = _HOST_CAUSE[host.cause]
+        if cause == "event":
+            continue
+        spans = [x for x in (calls.get(host.cause), ranges.get(host.cause)) if x is not None]
+        if not spans:
+            continue
+        joined = merge(np.concatenate([x[0] for x in spans]), np.concatenate([x[1] for x in spans]))
+        taken = np.minimum(covered_ns(joined, g0, at), remaining)
+        parts[cause][mine] += taken
+        remaining = remaining - taken
+    parts["launch"][mine] += remaining
+    waits = calls.get("event wait")
+    after = g1 - at
+    if waits is not None and waits[0].size:
+        queued = np.searchsorted(waits[0], at, side="right") - np.searchsorted(waits[0], g0, side="left") > 0
+    else:
+        queued = np.zeros(len(g0), bool)
+    parts["event"][mine] += np.where(queued, after, 0)
+    parts["other"][mine] += np.where(queued, 0, after)
+
+
+def _with_enclosing_ops(spans: tuple[np.ndarray, np.ndarray], ops: pd.DataFrame, tid: object | None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The calls' intervals joined with those of the outermost CPU op around each (on the thread)."""
+    mine = ops if tid is None else ops[ops["tid"].astype(str) == str(tid)]
+    start = np.sort(mine["start_ns"].to_numpy(np.int64))
+    end = (mine["start_ns"] + mine["dur_ns"]).to_numpy(np.int64)[np.argsort(mine["start_ns"].to_numpy(np.int64),
+                                                                              kind="stable")]
+    if not start.size or not spans[0].size:
+        return spans
+    top = start >= np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(end)[:-1]])  # outermost ops
+    top_start, top_end = start[top], end[top]
+    at = np.searchsorted(top_start, spans[0], side="right") - 1
+    inside = (at >= 0) & (top_end[np.maximum(at, 0)] >= spans[1])
+    return merge(np.concatenate([spans[0], top_start[at[inside]]]), np.concatenate([spans[1], top_end[at[inside]]]))
 
 
 def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
@@ -70,17 +136,19 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     # a step's gaps lie inside its span: both ends are its own work
     inside = (gaps["step"].astype(object) == gaps["prev_step"].astype(object)) if has_steps else \
         pd.Series(True, index=gaps.index)
-    idle = gaps[inside].groupby([gaps.loc[inside, "step"].astype(object) if has_steps else
-                                 pd.Series("all", index=gaps.index[inside]), "cause"])["idle_ns"].sum().to_dict()
+    columns = [f"idle_{c}_ns" for c in CAUSES]
+    keys = gaps.loc[inside, "step"].astype(object) if has_steps else pd.Series("all", index=gaps.index[inside])
+    idle = gaps[inside].groupby(keys)[columns].sum() if inside.any() else pd.DataFrame(columns=columns)
     rows = []
     for step, part in groups:
         totals = breakdown(part)
+        found = idle.loc[step] if step in idle.index else pd.Series(0, index=columns)
         rows.append(_verdict({"step": step, "span_ns": totals["span_ns"], "busy_ns": totals["busy_ns"]},
-                             {cause: idle.get((step, cause), 0) for cause in CAUSES}))
+                             {c: int(found[f"idle_{c}_ns"]) for c in CAUSES}))
     between = gaps[~inside]
     if not between.empty:
         rows.append(_verdict({"step": "(between steps)", "span_ns": int(between["idle_ns"].sum()), "busy_ns": 0},
-                             between.groupby("cause")["idle_ns"].sum().to_dict()))
+                             {c: int(between[f"idle_{c}_ns"].sum()) for c in CAUSES}))
     return pd.DataFrame(rows)
 
 
@@ -92,8 +160,8 @@ def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
 
 
 def host_activity(gaps: pd.DataFrame, tables: TraceTables, top: int = 10) -> pd.DataFrame:
-    """CPU ops and ``record_function`` ranges overlapping the host-bound gaps, by overlapped time."""
-    host = gaps[(gaps["cause"] == "launch") & gaps["tid"].notna()]
+    """CPU ops and ``record_function`` ranges overlapping the host-bound parts of gaps, by overlapped time."""
+    host = gaps[(gaps["idle_launch_ns"] > 0) & gaps["tid"].notna()] if "idle_launch_ns" in gaps else gaps.iloc[:0]
     if host.empty:
         return pd.DataFrame(columns=["name", "kind", "overlap_ns", "share_of_host_idle_pct"])
     spans = pd.concat([tables.ops.assign(kind="op"), tables.annotations.assign(kind="range")], ignore_index=True)
@@ -112,3 +180,4 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, top: int = 10) -> pd.
     out = overlaps.groupby(["name", "kind"], sort=False)["overlap_ns"].sum().astype(np.int64).reset_index()
     out["share_of_host_idle_pct"] = 100 * out["overlap_ns"] / total if total else np.nan
     return out.sort_values("overlap_ns", ascending=False).head(top).reset_index(drop=True)
+

@@ -10,6 +10,12 @@ it). Traces of one host share its clock:
     late_ns     = the last rank's start − the median start of the others (how late the straggler came)
     grew        = per category, the last rank's computation since its previous collective − the others'
                   median: the largest names what grew on it (``late_arrivals``, ``stragglers``)
+    host_late   = the last rank's launch of the collective − the others' median start
+A communicator's first collective holds the ranks' start-up offset (traces started apart): it is left
+out of the straggler and reported apart (the collectives table's ``phase``). A
+straggler is a rank that holds most of the steady state's late time, whose lateness over every steady
+collective stands above its own spread (not jitter) and made the others wait a stated share of the span;
+its cause is named only where it explains at least half of the lateness (``stragglers``).
 """
 
 from __future__ import annotations
@@ -51,32 +57,62 @@ def collective_skew(results: list[TraceAnalysis]) -> pd.DataFrame:
     """Per collective (matched across ranks by ``match``: its number on its communicator): bytes, skew
     across ranks, the last rank to arrive, the transfer time once all are there, and each rank's wait."""
     rows = []
+    seen: set[str] = set()
     for seq, match, group in _matched(results):
+        communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
+        phase = "steady" if communicator in seen else "start-up"  # a communicator's first: the start offset
+        seen.add(communicator)
         last = group.loc[group["start_ns"].idxmax()]
         waits = {f"wait_ns_rank{int(r)}": int(last["start_ns"] - s)  # in rank order: 0, 1, 2, …, 10, not 0, 1, 10
                  for r, s in sorted(zip(group["rank"].astype(int), group["start_ns"]))}
         rows.append({"seq": seq, "match": match, "collective": group["collective"].iloc[0],
                      "bytes": group["bytes"].iloc[0], "skew_ns": int(group["start_ns"].max() - group["start_ns"].min()),
                      "last_rank": int(last["rank"]), "transfer_ns": int(group["end_ns"].max() - group["start_ns"].max()),
-                     **waits})
+                     "phase": phase, **waits})
     return pd.DataFrame(rows)
 
 
+STRAGGLER_SHARE = 50.0  # % of the steady state's late time a rank must hold to be named
+SIGNIFICANCE = 3.0  # its mean lateness over every steady collective, in standard errors: above jitter
+SPIKE = 10.0  # a collective it came later than this many times the set's median |lateness| to: not jitter
+MIN_SPIKES = 2  # so many such collectives make a rank slowed now and then (a straggler too), not one hiccup
+MIN_WAIT_PCT = 1.0  # % of the steady state's span the others must have waited for it: worth naming
+EXPLAINS = 0.5  # a cause is named only when it explains this fraction of a collective's lateness
+
+
 def late_arrivals(results: list[TraceAnalysis]) -> pd.DataFrame:
-    """Per collective matched on every rank: the last rank, how late it came (its start − the median
-    start of the others), and what grew on it since the previous collective: the category whose
-    computation time (``compute_before_ns``) exceeds the other ranks' median by the most, and by how
-    much. The collectives are ordered by lateness."""
+    """Per collective matched on every rank: the last rank, how late it came (its start − the median start
+    of the others), whether it is in the steady state (``steady``: not a communicator's first collective,
+    whose skew is the ranks' start-up offset), and what explains the lateness:
+
+        grew_ns       the computation that grew on it since its previous collective (the category over the
+                      other ranks' median the most: ``grew_category``)
+        host_late_ns  how late its host launched the collective: its launch − the others' median start
+                      (the kernel cannot start before its launch), at most the lateness
+        cause         ``computation: CATEGORY`` or ``host launched late``, whichever explains more, when it
+                      explains at least ``EXPLAINS`` of the lateness; else ``unexplained`` (network, jitter)
+
+    The collectives are ordered by lateness."""
     if sum(not r.collectives.empty for r in results) < 2:
         return pd.DataFrame()
     rows = []
+    seen: set[str] = set()
     for _, match, group in _matched(results):
+        communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
+        steady = communicator in seen
+        seen.add(communicator)
         last = group["start_ns"].idxmax()
         others = group.drop(index=last)
+        late = int(group.loc[last, "start_ns"] - others["start_ns"].median())
         grown = _growth(group.loc[last, "compute_before_ns"], list(others["compute_before_ns"]))
+        launch = group.loc[last, "launch_ns"] if "launch_ns" in group else float("nan")
+        host = 0 if pd.isna(launch) else int(min(late, max(0.0, float(launch) - float(others["start_ns"].median()))))
+        cause = "unexplained"
+        if max(grown[1], host) >= EXPLAINS * late > 0:
+            cause = "host launched late" if host > grown[1] else f"computation: {grown[0]}"
         rows.append({"match": match, "collective": group["collective"].iloc[0], "last_rank": int(group.loc[last, "rank"]),
-                     "late_ns": int(group.loc[last, "start_ns"] - others["start_ns"].median()),
-                     "grew_category": grown[0], "grew_ns": grown[1]})
+                     "late_ns": late, "steady": steady, "grew_category": grown[0], "grew_ns": grown[1],
+                     "host_late_ns": host, "cause": cause})
     return pd.DataFrame(rows).sort_values("late_ns", ascending=False, kind="stable").reset_index(drop=True) \
         if rows else pd.DataFrame()
 
@@ -91,21 +127,65 @@ def _growth(mine: dict[str, int], others: list[dict[str, int]]) -> tuple[str | N
     return category, int(excess[category])
 
 
-def stragglers(late: pd.DataFrame) -> pd.DataFrame:
-    """The culprits, from ``late_arrivals``: per (last rank, grown category), the collectives it arrived
-    last to because that category grew, and the time the others waited for it (Σ late_ns), most first. A
-    rank that is last by chance (jitter) spreads over many small rows; a straggler heads the table."""
-    if late.empty:
-        return late
-    late = late[late["late_ns"] > 0].assign(grew_category=lambda f: f["grew_category"].fillna("(nothing grew)"))
-    table = late.groupby(["last_rank", "grew_category"], sort=False).agg(
-        collectives=("match", "size"), late_ns=("late_ns", "sum"), grew_ns=("grew_ns", "sum")).reset_index()
-    table["share_of_late_pct"] = 100 * table["late_ns"] / late["late_ns"].sum()
-    return table.sort_values("late_ns", ascending=False, kind="stable").reset_index(drop=True)
+def arrival_lateness(results: list[TraceAnalysis]) -> pd.DataFrame:
+    """Per steady-state collective and rank: how late the rank came (its start − the median start of the
+    others; negative when early). A straggler's mean lateness stands above its spread; jitter's does not."""
+    rows = []
+    seen: set[str] = set()
+    for _, match, group in _matched(results):
+        communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
+        if communicator not in seen:
+            seen.add(communicator)
+            continue
+        for label in group.index:
+            others = group.drop(index=label)["start_ns"].median()
+            rows.append({"match": match, "rank": int(group.loc[label, "rank"]),
+                         "lateness_ns": float(group.loc[label, "start_ns"] - others),
+                         "start_ns": int(group.loc[label, "start_ns"])})
+    return pd.DataFrame(rows, columns=["match", "rank", "lateness_ns", "start_ns"])
+
+
+def stragglers(late: pd.DataFrame, arrivals: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The straggler, from ``late_arrivals``'s steady state: a rank holding at least ``STRAGGLER_SHARE`` % of
+    the time others waited, late by more than jitter — persistently (its mean lateness over every steady
+    collective, ``arrival_lateness``, ``SIGNIFICANCE`` standard errors above zero) or now and then (at
+    least ``MIN_SPIKES`` collectives it came ``SPIKE`` × the set's median |lateness| late to: a rank slowed
+    in 4 of 12 steps) — the others' wait for it at least ``MIN_WAIT_PCT`` % of the steady span; with the
+    cause that explains most of its waited-for time (its collectives' causes, weighted by lateness).
+    Empty when no rank is one."""
+    columns = ["last_rank", "cause", "grew_category", "collectives", "late_ns", "grew_ns", "host_late_ns",
+               "mean_lateness_ns", "significance", "spikes", "share_of_late_pct"]
+    steady = late[late["steady"] & (late["late_ns"] > 0)] if not late.empty else late
+    if steady.empty or arrivals is None or arrivals.empty:
+        return pd.DataFrame(columns=columns)
+    span = float(arrivals["start_ns"].max() - arrivals["start_ns"].min())
+    rows = []
+    total = float(steady["late_ns"].sum())
+    jitter = float(arrivals["lateness_ns"].abs().median())
+    for rank, part in steady.groupby("last_rank", sort=False):
+        share = 100 * float(part["late_ns"].sum()) / total
+        mine = arrivals.loc[arrivals["rank"] == int(rank), "lateness_ns"]
+        error = float(mine.std(ddof=1)) / len(mine) ** 0.5 if len(mine) > 1 else float("nan")
+        significance = float(mine.mean()) / error if error and error == error else float("inf") if len(mine) > 1 \
+            else float("nan")
+        waited = 100 * float(part["late_ns"].sum()) / span if span else 0.0
+        spikes = int((mine > SPIKE * jitter).sum())
+        above_jitter = significance >= SIGNIFICANCE or spikes >= MIN_SPIKES
+        if share < STRAGGLER_SHARE or not above_jitter or waited < MIN_WAIT_PCT:
+            continue
+        cause = part.groupby("cause")["late_ns"].sum().idxmax()
+        explained = part[part["cause"] == cause]
+        rows.append({"last_rank": int(rank), "cause": cause,
+                     "grew_category": explained["grew_category"].mode().iloc[0] if cause.startswith("computation")
+                     else None, "collectives": len(part), "late_ns": int(part["late_ns"].sum()),
+                     "grew_ns": int(explained["grew_ns"].sum()), "host_late_ns": int(explained["host_late_ns"].sum()),
+                     "mean_lateness_ns": float(mine.mean()), "significance": significance, "spikes": spikes,
+                     "share_of_late_pct": share})
+    return pd.DataFrame(rows, columns=columns).sort_values("late_ns", ascending=False).reset_index(drop=True)
 
 
 def across_ranks(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
     """Every across-ranks table, by name: what the CLI, the JSON output and the report show."""
     late = late_arrivals(results)
     return {"ranks": rank_summary(results), "collectives": collective_skew(results), "late_arrivals": late,
-            "stragglers": stragglers(late)}
+            "stragglers": stragglers(late, arrival_lateness(results))}

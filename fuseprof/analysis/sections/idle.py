@@ -11,19 +11,23 @@ from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
-    gaps = idle_gaps(context.events, context.tables)
+    gaps = idle_gaps(context.events, context.tables, context.registry)
     return {"idle": idle_by_step(context.events, gaps), "idle_host": host_activity(gaps, context.tables)}
 
 
 SECTION = Section(
     name="idle", order=40, build=_build,
-    description="Each gap between GPU work attributed to a cause (the GPU waited for a launch, for a sync, or "
-                "other), a verdict per step, and the CPU ops that filled the host-bound gaps: fuseprof/analysis/idle.py.",
+    description="Each gap between GPU work split by what the next work waited for (before its launch: the host — "
+                "a sync, the DataLoader, the allocator, or anything else: launch; after it: an event wait, or other), "
+                "a verdict per step, and the CPU ops that filled the host-bound parts: fuseprof/analysis/idle.py.",
     tables=(
-        Table("idle", "Idle time by cause (launch: host-bound; sync: waiting on the GPU; fuseprof/analysis/idle.py)", (
+        Table("idle", "Idle time by cause (launch: host-bound; sync: the host waited on the GPU; event: queued behind "
+                      "an event; fuseprof/analysis/idle.py)", (
             Column("step", "step"), Column("span µs", "span_ns", "us"), Column("busy µs", "busy_ns", "us"),
             Column("idle: launch µs", "idle_launch_ns", "us"), Column("idle: sync µs", "idle_sync_ns", "us"),
-            Column("idle: other µs", "idle_other_ns", "us"), Column("verdict", "verdict"))),
+            Column("idle: data µs", "idle_data_ns", "us"), Column("idle: alloc µs", "idle_alloc_ns", "us"),
+            Column("idle: event µs", "idle_event_ns", "us"), Column("idle: other µs", "idle_other_ns", "us"),
+            Column("verdict", "verdict"))),
         Table("idle_host", "CPU activity in the host-bound gaps", (
             Column("name", "name", "text:60"), Column("kind", "kind"), Column("overlap µs", "overlap_ns", "us"),
             Column("% of host-bound idle", "share_of_host_idle_pct", "round:1")), hide_empty=True),

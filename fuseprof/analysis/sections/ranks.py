@@ -20,14 +20,17 @@ def _build(results: list[TraceAnalysis]) -> Mapping[str, pd.DataFrame]:
 
 
 def straggler_line(culprits: pd.DataFrame) -> str:
-    """The straggler in one sentence: the rank, what grew on it, how long the others waited."""
+    """The straggler in one sentence: the rank, the cause that explains its lateness, how long the others waited."""
     if culprits.empty:
         return ""
     top = culprits.iloc[0]
-    cause = (f"{top['grew_category']} grew by {top['grew_ns'] / 1e3:,.3f} µs" if top["grew_ns"] > 0
-             else "no computation grew on it (a host-side or network delay)")
-    return (f"Straggler: rank {int(top['last_rank'])}, last to {int(top['collectives'])} collective(s): {cause}; the "
-            f"others waited {top['late_ns'] / 1e3:,.3f} µs for it ({top['share_of_late_pct']:.0f}% of all late time)")
+    explained = top["grew_ns"] if str(top["cause"]).startswith("computation") else top["host_late_ns"]
+    cause = (f"{top['cause']} (explains {explained / 1e3:,.3f} µs of it)" if top["cause"] != "unexplained"
+             else "unexplained: neither its computation nor its host's launches account for half of its lateness "
+                  "(network, clocks)")
+    return (f"Straggler: rank {int(top['last_rank'])}, last to {int(top['collectives'])} steady-state collective(s), "
+            f"the others waited {top['late_ns'] / 1e3:,.3f} µs for it ({top['share_of_late_pct']:.0f}% of all late "
+            f"time): {cause}")
 
 
 def _skew_title(skew: pd.DataFrame, _: object = None) -> str:
@@ -38,8 +41,10 @@ def _skew_title(skew: pd.DataFrame, _: object = None) -> str:
 SECTION = Section(
     name="ranks", order=200, scope="ranks", build_ranks=_build,
     description="Several ranks of one run: communication per rank (exposed: not overlapped by computation), each "
-                "collective's skew across ranks with every rank's wait, and the stragglers — the rank that came last "
-                "and the category of computation that grew on it: fuseprof/analysis/ranks.py.",
+                "collective's skew across ranks with every rank's wait (a communicator's first collective is the "
+                "ranks' start-up offset, apart), and the straggler in the steady state — the rank holding most of the "
+                "late time, late by more than jitter — with the cause that explains it (computation that grew, its "
+                "host's late launches) or unexplained: fuseprof/analysis/ranks.py.",
     tables=(
         Table("ranks", "Communication per rank (exposed: not overlapped by computation)", (
             Column("rank", "rank", "int"), Column("busy µs", "busy_ns", "us"),
@@ -49,12 +54,14 @@ SECTION = Section(
         Table("collectives", _skew_title, (
             Column("#", "seq", "int"), Column("collective", "collective"), Column("MB", "bytes", "scale:1e6:2"),
             Column("skew µs", "skew_ns", "us"), Column("last rank", "last_rank", "int"),
-            Column("transfer µs", "transfer_ns", "us")), hide_empty=True),
+            Column("transfer µs", "transfer_ns", "us"), Column("phase", "phase")), hide_empty=True),
         Table("late_arrivals", "Late arrivals", shown=False),
-        Table("stragglers", "Stragglers: who came last, because what grew on it (vs the other ranks' median since "
-                            "the last collective)", (
-            Column("last rank", "last_rank", "int"), Column("grew", "grew_category"),
+        Table("stragglers", "Straggler: the rank holding most of the steady state's late time, late by more than "
+                            "jitter, and what explains it (fuseprof/analysis/ranks.py)", (
+            Column("last rank", "last_rank", "int"), Column("cause", "cause"),
             Column("collectives", "collectives", "int"), Column("others waited µs", "late_ns", "us"),
-            Column("grew by µs", "grew_ns", "us"), Column("% of late time", "share_of_late_pct", "round:1")),
+            Column("computation grew µs", "grew_ns", "us"), Column("host late µs", "host_late_ns", "us"),
+            Column("% of late time", "share_of_late_pct", "round:1"),
+            Column("late ≫ jitter", "spikes", "int")),
             hide_empty=True, summary=straggler_line),
     ))
