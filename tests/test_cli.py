@@ -184,3 +184,25 @@ def test_every_terminal_table_fits_120_columns(argv: list[str], capsys: pytest.C
     if argv[0] in ("analyze", "fusion", "roofline", "show", "ls"):  # their content is wider than 120
         assert main([*argv, "--wide"]) == 0
         assert max(len(line) for line in capsys.readouterr().out.splitlines()) > 120
+
+
+def test_check_prints_the_integrity_checks_and_exits_1_when_one_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    """A graph replay given without its capture: the raw trace's replayed kernels (those sharing a
+    hipGraphLaunch's correlation id) have no op, so the attribution checks fail, exit 1; with the capture
+    every check passes, exit 0."""
+    from tests.conftest import shared_traces
+
+    replay = shared_traces() / "sglang_Qwen3-8B_decode.json.gz"
+    import gzip
+    raw = json.loads(gzip.decompress(replay.read_bytes()))["traceEvents"]
+    graphs = {e["args"]["correlation"] for e in raw if e.get("cat") == "cuda_runtime" and "GraphLaunch" in e["name"]}
+    assert sum(e.get("cat") == "kernel" and e["args"].get("correlation") in graphs for e in raw) > 500
+    assert main(["check", str(replay)]) == 1
+    out, err = capsys.readouterr()
+    assert "graph_kernel_time_attributed_pct" in out and "FAILED" in out
+    assert "failed:" in err and "graph_kernel_time_attributed_pct" in err
+    assert main(["check", str(replay), str(shared_traces() / "sglang_decode_capture_bs32.json.gz")]) == 0
+    assert "FAILED" not in capsys.readouterr().out
+    assert main(["check", str(replay), "--format", "json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["check"] for r in rows if not r["ok"]} >= {"graph_kernel_time_attributed_pct"}

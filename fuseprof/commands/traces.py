@@ -26,10 +26,11 @@ def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format
     p.add_argument("--window", help="which GPU work the tables cover: steps (the profiled ProfilerStep#N ranges; "
                                     "the default when the trace has them), all (the whole trace), N or N-M "
                                     "(those profiler steps)")
-    p.add_argument("--graph-capture", type=Path, metavar="CAPTURE",
+    p.add_argument("--graph-capture", type=Path, metavar="CAPTURE", action="append",
                    help="the trace taken while the graphs were captured: attributes each graph-replayed kernel to "
                         "the op, shapes and module that launched it during capture (found by itself when both "
-                        "traces are given, or sit in one folder)")
+                        "traces are given, or sit in one folder); give it once per capture trace when the graphs "
+                        "were captured in several runs")
     p.add_argument("--ceilings", type=Path, metavar="BUNDLE",
                    help="measured rates to judge against: a `fuseprof ceilings` bundle (DRAM, FP32, BF16 roofs) and/or "
                         "a `fuseprof bench` bundle (the copy model of fused kernels), or a folder of them; default: "
@@ -93,8 +94,10 @@ def _analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAna
                    workers=args.workers or os.cpu_count() or 1, scheduler=args.scheduler, progress=_progress)
 
 
-def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalysis], None]) -> int:
-    """A verb that shows one table of each trace: ``show`` prints it, csv/json carry every row."""
+def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalysis], None],
+               each: Callable[[TraceAnalysis], None] | None = None) -> int:
+    """A verb that shows one table of each trace: ``show`` prints it, csv/json carry every row; ``each`` sees
+    every result first, whatever the format."""
     _hash_while_importing(args.traces)
     import pandas as pd
 
@@ -102,6 +105,9 @@ def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalys
     from fuseprof.commands.trace_views import width
 
     results = _analyses(args)
+    if each is not None and args.format != "table":
+        for result in results:
+            each(result)
     if args.format != "table":
         frame = pd.concat([getattr(r, table).assign(trace=r.name) for r in results], ignore_index=True)
         emit(frame, args.format, args.wide)
@@ -186,6 +192,25 @@ def _audit(args: argparse.Namespace) -> int:
     from fuseprof.commands.trace_views import print_table
 
     return _one_table(args, "audit", lambda result: print_table(result, "audit"))
+
+
+def _check(args: argparse.Namespace) -> int:
+    """The integrity table alone; exit 1 when a check failed on any trace (a script's gate before it trusts
+    the other tables)."""
+    from fuseprof.commands.trace_views import print_table
+
+    failed: list[str] = []
+
+    def show(result: TraceAnalysis) -> None:
+        failed.extend(f"{result.name}: {c}" for c in result.integrity.loc[~result.integrity["ok"].astype(bool), "check"])
+        if args.format == "table":
+            print_table(result, "integrity")
+
+    code = _one_table(args, "integrity", show, each=show)
+    if failed:
+        print(f"failed: {'; '.join(failed)}", file=sys.stderr)
+        return 1
+    return code
 
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:
@@ -356,9 +381,17 @@ COMMANDS = (
     Command("audit", "is each fusion of the catalogue done in this trace? fused, not fused, not present", _audit,
             lambda p: _trace_arguments(p, 10, "(unused: every catalogue entry is printed)", "table, or csv/json"),
             "For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + KV-cache "
-            "write, flash attention, dequant + GEMM, sampling): fused (the kernel that does it), not fused (the time "
-            "now and the predicted saving), or not present, with the evidence. Answers 'is my engine's fusion "
-            "active for my model?'. Catalogue: fuseprof/analysis/audit.py."),
+            "write, flash attention, dequant + GEMM, sampling, optimizer step), found by its dataflow pattern in the "
+            "op graph: fused (the unit that does it), not fused (the time now and the predicted saving), partly "
+            "fused, or not present, with the evidence. Answers 'is my engine's fusion active for my model?'. "
+            "Catalogue: fuseprof/model/registry_data.py; patterns: fuseprof/analysis/patterns.py; accuracy on "
+            "labelled traces: docs/accuracy.md."),
+    Command("check", "the integrity checks alone: can this trace's tables be trusted? exit 1 if not", _check,
+            lambda p: _trace_arguments(p, 10, "(unused: every check is printed)", "table, or csv/json"),
+            "The checks every other table rests on — kernel time with a launching op, graph replays attributed, "
+            "launches whose kernel is missing, steps and shapes recorded — with their values, and exit status 1 "
+            "when any failed on any trace (0 when all passed, 2 for an unreadable trace): a script's gate before "
+            "it trusts the other tables. Checks: fuseprof/analysis/integrity.py."),
     Command("report", "one self-contained HTML report of traces, to attach to a pull request", _report,
             _report_arguments,
             "A verdict (what bounds the run; the three things worth doing, with predicted savings), then the integrity "
