@@ -139,6 +139,38 @@ def test_verify_on_a_cpu_checks_outputs_and_writes_a_bundle(tmp_path: Path, caps
     assert timings["replay_program"].str.startswith("aten::").all()
 
 
+TRUTH = ROOT / "tests" / "fixtures" / "truth"
+
+
+@pytest.mark.parametrize(("capture", "chains", "precision"), [
+    # amax → scale → x / scale → float8 cast: checked at float8's rounding, not bf16's; the scale's unrecorded
+    # Python number (448 in the model) is neutral, so the cast is not all zeros
+    ("fp8_gemm", 1, {"float8_e4m3fn"}),
+    # a training step: an in-place update of a parameter (each variant gets inputs of its own), an RMSNorm
+    # whose fp32 result is cast to bf16 (bf16's tolerance), a RoPE backward reading views the chain does not hold
+    ("train_foreach", 4, {"float32", "bfloat16"}),
+])
+def test_verify_on_captures_of_known_truth_agrees(capture: str, chains: int, precision: set[str], tmp_path: Path,
+                                                 capsys) -> None:
+    assert main(["fusion", str(TRUTH / f"{capture}.json.gz"), "--verify", str(chains), "--verify-device", "cpu",
+                 "--out", str(tmp_path), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["verdict"] for r in rows] == ["outputs agree (not timed: CPU)"] * chains
+    timings = pd.read_parquet(Path(rows[0]["bundle"]) / "timings.parquet")
+    assert timings["correct"].all() and set(timings["dtype"]) == precision
+    assert (timings["rel_err"] > 0).all()  # an all-zero float8 output would be "exact" against zeros
+
+
+def test_a_string_infinity_is_a_float() -> None:
+    """A mask's fill value is recorded as '-inf', which literal_eval does not read."""
+    mask = RecordedOp("aten::masked_fill", [[2, 64, 64], [64, 64], []], ["float", "bool", "Scalar"], ["", "", "-inf"])
+    program = build_program([mask], DEFAULT)
+    assert program.describe() == ["aten::masked_fill.Scalar(in0, in1, -inf)"]
+    scores, where = program.make_inputs(torch.device("cpu"), torch.Generator().manual_seed(0))
+    (out,) = program.run(scores, where, device=torch.device("cpu"))
+    assert torch.equal(out.isneginf(), where.expand_as(out)) and torch.equal(out[~where.expand_as(out)], scores[~where.expand_as(out)])
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--verify", "0"], "--verify 0: give a positive number"),
     (["--verify", "1", "--repeats", "0"], "--repeats 0"),
@@ -169,10 +201,11 @@ def test_the_h200_bundles_hold_todays_predictions_and_programs() -> None:
     committed = _committed()
     for trace, part in committed.groupby("trace"):
         (result,) = analyze(ROOT / Path(trace).parent.parent)
-        now = {c.fusion_row: c for c in chains_to_verify(result.events, result.fusion, recorded_strides(ROOT / trace), 4,
-                                                            DEFAULT)}
+        # by signature: a row's number moves when another class of opportunity ranks above it
+        now = {c.signature: c for c in chains_to_verify(result.events, result.fusion, recorded_strides(ROOT / trace), 50,
+                                                           DEFAULT)}
         for row in part.drop_duplicates("case").itertuples():
-            chain = now[row.fusion_row]
+            chain = now[row.signature]
             assert (chain.signature, chain.chain_kernels) == (row.signature, row.chain_kernels)
             stored = [float("nan") if pd.isna(v) else float(v) for v in (row.trace_chain_ns, row.predicted_fused_ns)]
             assert [chain.trace_chain_ns, chain.predicted_fused_ns] == pytest.approx(stored, nan_ok=True)

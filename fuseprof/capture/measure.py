@@ -71,7 +71,11 @@ def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shap
         generator.manual_seed(shape_seed(seed, shape))
         inputs = user_call(f"{case.name}.make_inputs({label})", case.make_inputs, shape, dtype, str(device), generator)
         expected = user_call(f"{case.name}.reference at {label}", case.reference, *inputs)
-        for variant in variants:
+        for k, variant in enumerate(variants):
+            if case.mutates_inputs and k:  # the variant before wrote them: the same inputs again, fresh
+                generator.manual_seed(shape_seed(seed, shape))
+                inputs = user_call(f"{case.name}.make_inputs({label})", case.make_inputs, shape, dtype, str(device),
+                                   generator)
             outputs = user_call(f"variant {variant.name!r} of {case.name} at {label}", variant.fn, *inputs)
             check = compare(outputs, expected, case.tolerances[dtype])
             verdict = "ok" if check["correct"] else f"WRONG: {check['problem']}"

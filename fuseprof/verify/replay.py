@@ -60,7 +60,8 @@ _SCALAR_TYPES: dict[int, torch.dtype] = {
 _MEMORY_FORMATS = {0: torch.contiguous_format, 1: torch.preserve_format, 2: torch.channels_last,
                    3: torch.channels_last_3d}
 
-_WRAPPED_NUMBERS = {torch.float64: 1e-6, torch.int64: 1}  # a Python float or int passed to a tensor argument
+# A Python float or int passed to a tensor argument: a 0-d tensor of these dtypes the trace records no value of
+_WRAPPED_NUMBERS = (torch.float64, torch.int64)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class TensorSpec:
     dtype: torch.dtype
     bound: int | None = None
     unique: bool = False
+    number: float | None = None  # a wrapped Python number: its value (the op's OpRole.wrapped_number)
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,12 @@ class Program:
     inputs: list[TensorSpec] = field(default_factory=list)
     buffers: list[TensorSpec] = field(default_factory=list)
     outputs: list[Ref] = field(default_factory=list)
+    precision: torch.dtype = torch.float32  # its least precise floating tensor's dtype: the check's tolerance
+
+    @property
+    def mutates_inputs(self) -> bool:
+        """Whether running it writes one of its inputs (each variant then needs inputs of its own)."""
+        return any(ref.kind == "input" for ref in self.outputs)
 
     def run(self, *inputs: torch.Tensor, device: torch.device, float64: bool = False) -> tuple[torch.Tensor, ...]:
         values = _Values(list(inputs), [_empty(spec, device, float64) for spec in self.buffers], [], device, float64)
@@ -190,8 +198,8 @@ def _random(spec: TensorSpec, device: torch.device, generator: torch.Generator) 
     dims = spec.dims
     strides = spec.strides or torch.empty(dims, device="meta").stride()
     size = 1 + sum((d - 1) * s for d, s in zip(dims, strides)) if all(dims) else 0
-    if not dims and spec.bound is None and spec.dtype in _WRAPPED_NUMBERS:
-        return torch.full((), _WRAPPED_NUMBERS[spec.dtype], dtype=spec.dtype, device=device)
+    if spec.number is not None:
+        return torch.full((), spec.number, dtype=spec.dtype, device=device)
     if spec.dtype.is_floating_point:
         values = torch.rand(size, generator=generator, device=device, dtype=torch.float32) + 0.5
     elif spec.dtype == torch.bool:
@@ -214,6 +222,10 @@ def _literal(text: Any) -> Any:
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:  # what literal_eval does not read: 'inf', '-inf', 'nan' (a mask's fill value)
+        return float(text)
+    except ValueError:
         return text
 
 
@@ -316,7 +328,8 @@ class _Builder:
         self.program = Program()
         self.meta = _Values([], [], [], torch.device("meta"))
         self.flow = ShapeDataflow()
-        self.refs: dict[Producer, Ref] = {}  # each step's output(s), as the dataflow names them
+        self.refs: dict[Producer, Ref] = {}  # each op's output(s), as the dataflow names them (op, output)
+        self.ops = 0  # ops added: the dataflow's and the op graph's index of the next (a step may be a view)
         self.produced: list[torch.Tensor] = []  # their meta values, in order
         self.mutated: list[int] = []  # external inputs an op wrote
 
@@ -345,6 +358,27 @@ class _Builder:
         self.meta.buffers.append(_empty(spec, self.meta.device))
         return Ref("buffer", len(self.program.buffers) - 1)
 
+    def viewed(self, ref: Ref, spec: TensorSpec) -> Ref:
+        """``ref`` as the argument the trace recorded: the same tensor where its shape and strides match,
+        else a view of it at the recorded shape and strides (the op graph links through views the chain
+        does not hold: ``k.transpose(-2, -1)`` read by a ``copy_``). The recorded strides are laid over the
+        replay's storage: the view's elements where the producer's layout is the recorded one, others of
+        the same tensor where it is not — the same amount of work either way, and the float64 twin reads
+        the same ones."""
+        tensor = self.meta(ref)
+        strides = spec.strides or torch.empty(spec.dims, device="meta").stride()
+        same_layout = all(a == b for a, b, d in zip(tensor.stride(), strides, spec.dims) if d > 1)  # 1-long: any
+        if tuple(tensor.shape) == spec.dims and (spec.strides is None or same_layout):
+            return ref
+        span = 1 + sum((d - 1) * s for d, s in zip(spec.dims, strides)) if all(spec.dims) else 0
+        if span > tensor.untyped_storage().nbytes() // max(tensor.element_size(), 1):
+            return ref  # not a view of it: the op's own call says what is wrong
+        step = Step("aten::as_strided.default", torch.ops.aten.as_strided.default,
+                    (ref, Ref("value", value=list(spec.dims)), Ref("value", value=list(strides))), ())
+        self.program.steps.append(step)
+        self.meta.results.append(self.meta.call(step))
+        return Ref("step", len(self.program.steps) - 1)
+
     def produce(self, index: int, result: Any) -> None:
         """Step ``index``'s outputs: one tensor, or several (native_layer_norm's out, mean and rstd)."""
         outputs = [result] if isinstance(result, torch.Tensor) else list(result) if isinstance(result, (
@@ -352,9 +386,10 @@ class _Builder:
         single = isinstance(result, torch.Tensor)
         for k, t in enumerate(outputs):
             if isinstance(t, torch.Tensor):
-                self.refs[(index, k)] = Ref("step", index, None if single else k)
+                self.refs[(self.ops, k)] = Ref("step", index, None if single else k)
                 self.produced.append(t)
-        self.flow.produce(index, [_value(t) if isinstance(t, torch.Tensor) else None for t in outputs])
+        self.flow.produce(self.ops, [_value(t) if isinstance(t, torch.Tensor) else None for t in outputs])
+        self.ops += 1
 
 
 @dataclass(frozen=True)
@@ -419,12 +454,39 @@ def build_program(ops: Sequence[RecordedOp], registry: Registry, links: Links | 
     for index, op in enumerate(ops):
         _add_step(builder, op, links[index] if links is not None else None)
     program = builder.program
-    leaves = [ref for producer, ref in builder.refs.items()
-              if not builder.flow.consumed(producer) and not _writes_input(program.steps[ref.index])]
+    read = _read_refs(program)
+    leaves = [ref for ref in builder.refs.values() if ref not in read and not _writes_input(program.steps[ref.index])]
     program.outputs = leaves + [Ref("input", i) for i in dict.fromkeys(builder.mutated)]
     if not program.outputs:
         raise ReplayError("the chain has no output to compare")
+    program.precision = least_precise([t.dtype for t in _tensors(builder.meta.results)]
+                                      + [builder.meta(ref).dtype for ref in program.outputs], builder.default_dtype)
     return program
+
+
+def _read_refs(program: Program) -> set[Ref]:
+    """The step outputs some step takes as an argument (however they were linked: the op graph's edges
+    or the shape dataflow): the others are the chain's outputs."""
+    read: set[Ref] = set()
+    pending = [ref for step in program.steps for ref in (*step.args, *(r for _, r in step.kwargs))]
+    while pending:
+        ref = pending.pop()
+        if ref.kind == "list":
+            pending.extend(ref.value)
+        elif ref.kind == "step":
+            read.add(ref)
+    return read
+
+
+# floating dtypes from the least precise (fewest mantissa bits) up: a chain is as exact as its least
+# precise tensor, so its outputs are checked at that dtype's tolerance
+_PRECISION_ORDER = (torch.float8_e5m2, torch.float8_e4m3fn, torch.bfloat16, torch.float16, torch.float32, torch.float64)
+
+
+def least_precise(dtypes: Sequence[torch.dtype], default: torch.dtype) -> torch.dtype:
+    """The least precise floating dtype among ``dtypes`` (``default`` when none is floating)."""
+    ranked = [d for d in _PRECISION_ORDER if d in set(dtypes)]
+    return ranked[0] if ranked else default
 
 
 def _writes_input(step: Step) -> bool:
@@ -454,7 +516,8 @@ def _add_step(builder: _Builder, op: RecordedOp, links_of_op: dict[int, list[tup
     def resolve(item: Any) -> Ref:
         if isinstance(item, _Pending):
             producer = links[item.slot]
-            return builder.refs[producer] if producer is not None else builder.input_ref(item.spec)
+            return builder.viewed(builder.refs[producer], item.spec) if producer is not None else builder.input_ref(
+                item.spec)
         if isinstance(item, Ref) and item.kind == "list":
             return Ref("list", value=tuple(resolve(r) for r in item.value))
         return item  # type: ignore[no-any-return]
@@ -502,10 +565,10 @@ def _argument(builder: _Builder, op: RecordedOp, role: OpRole, position: int, ar
     """One schema argument: a Ref, or a tensor pending the dataflow (appended to ``linked``/``skip``)."""
 
     def pending(dims: list[int], dtype: torch.dtype, stride: Any, bound: int | None = None, unique: bool = False,
-                external: bool = False) -> _Pending:
+                external: bool = False, number: float | None = None) -> _Pending:
         linked.append(Value(tuple(dims), _PROFILER_TYPES.get(dtype, str(dtype))))
         skip.append(external)
-        return _Pending(len(linked) - 1, TensorSpec(tuple(dims), _strides(stride, dims), dtype, bound, unique))
+        return _Pending(len(linked) - 1, TensorSpec(tuple(dims), _strides(stride, dims), dtype, bound, unique, number))
 
     if kind == "TensorList":
         if not isinstance(dims, list) or not all(isinstance(d, list) for d in dims):
@@ -519,7 +582,10 @@ def _argument(builder: _Builder, op: RecordedOp, role: OpRole, position: int, ar
         if (role.first_argument == "overwritten" and position == 0) or (arg.kwarg_only and arg.name == "out"):
             return builder.buffer_ref(dims, dtype, stride)
         bound, unique = _index_bound(op, role, position)
-        return pending(dims, dtype, stride, bound, unique, external=links_to_nothing(role, position))  # a cache
+        number = (role.wrapped_number if dtype.is_floating_point else 1) if (
+            not dims and bound is None and dtype in _WRAPPED_NUMBERS) else None
+        return pending(dims, dtype, stride, bound, unique, external=links_to_nothing(role, position),
+                       number=number)  # external: a cache
     if "Device" in str(arg.type):  # recorded or not: the program's device (a factory's default is the CPU)
         return Ref("device")
     if kind == "":  # not recorded: the default where the schema has one, else None

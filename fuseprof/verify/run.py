@@ -33,7 +33,7 @@ from fuseprof.model.registry import Registry
 from fuseprof.parse.hashing import file_sha256
 from fuseprof.verify.chains import ChainToVerify
 from fuseprof.verify.kernels import kernel_variant
-from fuseprof.verify.replay import Program, ReplayError, build_program, most_common_floating
+from fuseprof.verify.replay import Program, ReplayError, build_program
 from fuseprof.verify.table import PREDICTION_COLUMNS
 
 
@@ -48,8 +48,7 @@ def chain_case(chain: ChainToVerify, program: Program, device: torch.device, reg
         wide = [x.to(torch.float64, copy=True) if x.dtype.is_floating_point else x.clone() for x in inputs]
         return program.run(*wide, device=device, float64=True)
 
-    specs = program.inputs + program.buffers  # the tolerance's dtype: what the chain's tensors mostly are
-    dtype = str(most_common_floating([s.dtype for s in specs], torch.float32)).removeprefix("torch.")
+    dtype = str(program.precision).removeprefix("torch.")  # checked as exact as its least precise tensor
     kernel = kernel_variant(chain.signature, program, device.type, registry)
     return Case(
         name=f"chain{chain.fusion_row}", description=chain.signature,
@@ -59,7 +58,8 @@ def chain_case(chain: ChainToVerify, program: Program, device: torch.device, reg
         make_inputs=lambda shape, dtype, dev, generator: program.make_inputs(torch.device(dev), generator),
         reference=reference, nominal_bytes=lambda shape, dtype: int(chain.fused_bytes),
         default_shapes=((chain.chain_kernels,),), dtypes=(dtype,),
-        tolerances={**DEFAULT_TOLERANCES, dtype: DEFAULT_TOLERANCES.get(dtype, 1e-2)})
+        tolerances={**DEFAULT_TOLERANCES, dtype: DEFAULT_TOLERANCES.get(dtype, 1e-2)},
+        mutates_inputs=program.mutates_inputs)
 
 
 def kernels_per_call(fn: Any, inputs: tuple[Any, ...]) -> int:
