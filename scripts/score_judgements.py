@@ -10,7 +10,7 @@ captures of ``tests/fixtures/truth/`` (models written for it: their truth is kno
     audit         each catalogue entry's verdict (fused / partly fused / not fused / not present)
     idle          the run's bound (the verdict section: GPU-bound, host-bound, sync-bound, data loading, ...)
     classes       the opportunity classes a capture's truth says are there, or are not
-    straggler     per labelled rank pair: the rank named, and its cause
+    straggler     per labelled rank pair: the rank named (none where there is no straggler), and its cause
 
 Prints one line per kind (right of total) and the total; ``--verbose`` lists every miss with the truth's why.
 """
@@ -32,6 +32,7 @@ TRUTH = ROOT / "tests" / "fixtures" / "truth"
 # Label wordings -> the verdict section's words (``fuseprof.analysis.sections.verdict``)
 _IDLE = {"host-bound (input pipeline / DataLoader)": {"host-bound", "data loading"},
          "other (event wait)": {"event wait", "other idle"}, "mixed: GPU-bound with a large host-bound share": {"GPU-bound"}}
+_CAUSES = {"host-side launch delay": {"host launched late"}}  # label wordings -> fuseprof.analysis.ranks' causes
 
 
 @dataclass
@@ -81,12 +82,17 @@ def own_cases(folder: Path) -> list[Case]:
     for truth_path in sorted(folder.rglob("*.truth.json")):
         truth = json.loads(truth_path.read_text())
         trace = truth_path.with_name(truth_path.name.replace(".truth.json", ".json.gz"))
-        capture = trace.with_name(trace.name.replace("replay-", "capture-")) if trace.name.startswith("replay-") else None
-        paths = [trace] + ([capture] if capture is not None and capture.exists() else [])
+        # a replay's captures: capture-X beside replay-X, or every capture beside it (replay-both)
+        captures = sorted(trace.parent.glob("capture-*.json.gz")) if trace.name.startswith("replay-") else []
+        mine = [c for c in captures if c.name == trace.name.replace("replay-", "capture-")]
+        paths = [trace] + (mine or captures)
+        present, absent = set(truth.get("classes_present", [])), set(truth.get("classes_absent", []))
+        for key, cls in (("horizontal_gemms", "horizontal GEMM"), ("eager_attention", "eager attention → SDPA")):
+            if key in truth:  # the model's sibling GEMMs / its eager attention: that class found, or not
+                (present if truth[key] else absent).add(cls)
         cases.append(Case(f"{truth_path.parent.name}/{trace.name}" if truth_path.parent != folder else trace.name, paths,
                           {e: set(v) for e, v in truth.get("audit", {}).items()}, set(truth.get("idle_verdict", [])),
-                          set(truth.get("classes_present", [])), set(truth.get("classes_absent", [])),
-                          why={"all": truth.get("what", "")}))
+                          present, absent, why={"all": truth.get("what", "")}))
     return cases
 
 
@@ -126,12 +132,15 @@ def score_pairs(pairs: dict[str, Any], folder: Path) -> tuple[list[bool], list[M
         results = analyze([folder / "h200_2gpu" / f for f in pair["files"]], workers=1)
         culprits = build_across(results)["stragglers"]
         truth = pair["straggler"]
-        got = int(culprits["last_rank"].iloc[0]) if not culprits.empty and truth["rank"] is not None else None
         named = None if culprits.empty else int(culprits["last_rank"].iloc[0])
-        right = named == truth["rank"] if truth["rank"] is not None else culprits.empty
-        hits.append(right)
-        if not right:
-            misses.append(Miss("straggler", name, "rank", named if got is None else got, truth["rank"], truth["why"]))
+        hits.append(named == truth["rank"])
+        if named != truth["rank"]:
+            misses.append(Miss("straggler", name, "rank", named, truth["rank"], truth["why"]))
+        if truth["rank"] is not None and named == truth["rank"]:  # the cause, of the right rank
+            cause = str(culprits["cause"].iloc[0])
+            hits.append(cause in _CAUSES.get(truth["cause"], {truth["cause"]}))
+            if not hits[-1]:
+                misses.append(Miss("straggler", name, "cause", cause, truth["cause"], truth["why"]))
     return hits, misses
 
 
