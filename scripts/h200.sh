@@ -34,6 +34,8 @@
 #   seed002    seed 002's exercises B and E: fuseprof profile qkv_projection and gemm_bias_gelu with ncu (bf16)
 #   verify     fuseprof fusion --verify 4 on the eager Llama trace and on a decoder-layer capture with shapes
 #   verifytests the GPU test of fusion --verify (tests/test_gpu_verify.py)
+#   verifytruth fuseprof fusion --verify on the truth set's FP8, attention and training captures: each table,
+#              and the median and worst |prediction error| over their chains (scripts/verify_errors.py)
 #   truthset   small models of known truth, each trace with its execution trace and truth file (scripts/capture_truth_set.py),
 #              and fuseprof run / profile bundles with their execution traces (the op graph's agreement, scripts/graph_agreement.py)
 set -u -o pipefail
@@ -209,6 +211,17 @@ step_verify() {
   timeout 400 fuseprof fusion traces/llama4l-eager-h200 --verify 4 --out "$V" --wide 2>&1 | grep -vE "^USDT" | tail -40
   timeout 400 fuseprof fusion "$V"/decoder_layer-* --verify 4 --out "$V" --wide 2>&1 | grep -vE "^USDT" | tail -40
   cp -r "$V" "$W/traces/"
+}
+step_verifytruth() {
+  local capture  # not t: run()'s local t is in scope here (bash scopes dynamically)
+  mkdir -p "$W/verifytruth"
+  for capture in fp8_gemm attn_eager attn_sdpa train_foreach train_fused; do
+    log "verify $capture"
+    timeout 300 fuseprof fusion "tests/fixtures/truth/$capture.json.gz" --verify 6 --repeats 30 --out "$W/verifytruth" \
+      --format json >"$W/verifytruth/$capture.json" 2>"$W/verifytruth/$capture.log"; echo "rc=$?"
+    grep -E "Traceback|WRONG|not replayed" "$W/verifytruth/$capture.log" | head -5
+  done
+  python3 scripts/verify_errors.py "$W"/verifytruth/*.json
 }
 step_verifytests() {
   timeout 500 python3 -m pytest tests/test_gpu_verify.py -q -p no:cacheprovider 2>&1 | tee "$W/gpu_verify_tests.log" | tail -4

@@ -373,7 +373,8 @@ class _Builder:
         span = 1 + sum((d - 1) * s for d, s in zip(spec.dims, strides)) if all(spec.dims) else 0
         if span > tensor.untyped_storage().nbytes() // max(tensor.element_size(), 1):
             return ref  # not a view of it: the op's own call says what is wrong
-        step = Step("aten::as_strided.default", torch.ops.aten.as_strided.default,
+        view = torch.ops.aten.as_strided.default
+        step = Step(f"{view.name()}.{view._overloadname}", view,
                     (ref, Ref("value", value=list(spec.dims)), Ref("value", value=list(strides))), ())
         self.program.steps.append(step)
         self.meta.results.append(self.meta.call(step))
