@@ -158,15 +158,9 @@ ERRORS: dict[str, Variant] = {
     **{f"trace name={v!r}": _set("name", v) for v in (5, None, [])},
     **{f"trace args={v!r}": _set("args", v) for v in (5, "x", [], None)},
     "trace kernel without args": _drop("args"),
-    **{f"trace args.grid={v!r}": _set("grid", v, in_args=True) for v in (["a", 1, 1], "1,1,1", [1.5, 1, 1], 7)},
-    **{f"trace args.block={v!r}": _set("block", v, in_args=True) for v in (["x"], {"x": 1})},
-    **{f"trace args.device={v!r}": _set("device", v, in_args=True) for v in ("gpu0", 1.5, [0])},
-    "trace args.stream=7.5": _set("stream", 7.5, in_args=True),
-    **{f"trace args.correlation={v!r}": _set("correlation", v, in_args=True) for v in ("x", 1.5)},
     "trace memcpy dur=-1": _set("dur", -1, cat="gpu_memcpy"),
     "trace cpu_op ts='x'": _set("ts", "x", cat="cpu_op"),
     "trace cpu_op without ts": _drop("ts", cat="cpu_op"),
-    "trace launch args=5": _set("args", 5, cat="cuda_runtime"),
     "trace traceEvents={}": _trace_variant(lambda t: {**t, "traceEvents": {}}),
     "trace traceEvents missing": _trace_variant(lambda t: {k: v for k, v in t.items() if k != "traceEvents"}),
     "trace top level []": _trace_variant(lambda t: []),
@@ -281,6 +275,17 @@ ERRORS: dict[str, Variant] = {
                                              and None, "reparse"),
     "bundle raw/ holds a gzip bomb": _bundle_variant(lambda b: (b / "raw" / "bomb.json.gz").write_bytes(
         gzip.compress(b"[" * 2**20, 9)), "reparse"),
+}
+
+# A value that says nothing of its field's type: the trace is read, that value left out with one warning
+# naming the field (never a refusal: fuseprof/parse/trace_events.py, _lenient), every event kept
+LEFT_OUT: dict[str, tuple[Variant, str]] = {
+    **{f"trace args.grid={v!r}": (_set("grid", v, in_args=True), "grid") for v in (["a", 1, 1], [1.5, 1, 1], 7)},
+    **{f"trace args.block={v!r}": (_set("block", v, in_args=True), "block") for v in (["x"], {"x": 1})},
+    **{f"trace args.device={v!r}": (_set("device", v, in_args=True), "device") for v in ("gpu0", 1.5, [0])},
+    "trace args.stream=7.5": (_set("stream", 7.5, in_args=True), "stream"),
+    **{f"trace args.correlation={v!r}": (_set("correlation", v, in_args=True), "correlation") for v in ("x", 1.5)},
+    "trace launch args=5": (_set("args", 5, cat="cuda_runtime"), "args"),
 }
 
 WARNINGS: dict[str, Variant] = {
@@ -418,6 +423,26 @@ def test_incomplete_input_warns_and_keeps_the_rest(name: str, tmp_path: Path, ca
     clean = _ingested(CSV, tmp_path / "clean", capsys)
     assert (fuseprof_load(bundle)["duration_ns"] == clean["duration_ns"]).all()
     FUZZ_RESULTS["warning"] += 1
+
+
+@pytest.mark.parametrize("name", sorted(LEFT_OUT))
+def test_a_value_of_the_wrong_type_is_left_out_with_a_warning(name: str, tmp_path: Path, capsys) -> None:
+    variant, field = LEFT_OUT[name]
+    code, out, err = _run(variant(tmp_path), capsys)
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("fuseprof: warning:")]
+    assert len(warnings) == 1 and "left out" in warnings[0] and f"{field} ×1" in warnings[0], err
+    clean = _ingested(BERT, tmp_path / "clean", capsys)
+    assert len(fuseprof_load(Path(out.strip().splitlines()[-1]))) == len(clean)  # every event kept
+    FUZZ_RESULTS["warning"] += 1
+
+
+def test_a_grid_written_as_a_string_is_the_grid_it_says(tmp_path: Path, capsys) -> None:
+    code, out, err = _run(_set("grid", "1,1,1", in_args=True)(tmp_path), capsys)
+    assert code == 0 and "warning" not in err, err
+    loaded = fuseprof_load(Path(out.strip().splitlines()[-1]))
+    assert "1,1,1" in set(loaded["grid"].astype(str))
+    FUZZ_RESULTS["identical"] += 1
 
 
 def fuseprof_load(bundle: Path) -> pd.DataFrame:

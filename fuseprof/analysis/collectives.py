@@ -41,7 +41,7 @@ def collectives(events: pd.DataFrame, rank: int | None) -> pd.DataFrame:
         "seq": seq, "collective": comm["collective"].fillna(comm["name"].str[:40]), "bytes": elements * size,
         "dtype": comm["nccl_dtype"], "group_size": comm["group_size"], "start_ns": comm["start_ns"].to_numpy(),
         "dur_ns": comm["dur_ns"].to_numpy(), "end_ns": (comm["start_ns"] + comm["dur_ns"]).to_numpy(),
-        "launch_ns": pd.to_numeric(comm["launch_start_ns"], errors="coerce").to_numpy(dtype="float64"),
+        "launch_ns": comm["launch_start_ns"].astype("Int64").to_numpy(),  # integers: exact on any clock
         "compute_before_ns": _compute_before(events, comm["start_ns"].to_numpy(np.int64))}, columns=COLUMNS)
 
 

@@ -65,8 +65,8 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> 
                          "step": nxt["profiler_step"].to_numpy(), "prev_step": prev["profiler_step"].to_numpy(),
                          "launch_ns": nxt["launch_start_ns"].to_numpy(), "tid": nxt["tid"].to_numpy()})
     gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
-    launch = pd.to_numeric(gaps["launch_ns"], errors="coerce").to_numpy(dtype="float64")
-    split = np.where(np.isnan(launch), gs, np.clip(np.nan_to_num(launch, nan=0), gs, ge)).astype(np.int64)
+    launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
+    split = np.where(launch.isna().to_numpy(), gs, np.clip(launch.fillna(0).to_numpy(np.int64), gs, ge))
     parts = {c: np.zeros(len(gaps), np.int64) for c in CAUSES}
     for tid in pd.unique(gaps["tid"].astype(object)):
         mine = (gaps["tid"].astype(object) == tid).to_numpy() if tid is not None and not pd.isna(tid) else \
@@ -170,13 +170,12 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, top: int = 10) -> pd.
     for tid, part in host.groupby("tid"):
         mine = spans[spans["tid"] == str(tid)]
         start = mine["start_ns"].to_numpy(np.int64)
-        gaps_of_tid = merge(part["gap_start_ns"].to_numpy(np.int64),
-                            pd.to_numeric(part["launch_ns"]).astype(np.int64).to_numpy())
+        gaps_of_tid = merge(part["gap_start_ns"].to_numpy(np.int64), part["launch_ns"].astype("Int64").to_numpy(np.int64))
         parts.append(mine[["name", "kind"]].assign(
             overlap_ns=covered_ns(gaps_of_tid, start, start + mine["dur_ns"].to_numpy(np.int64))))
     overlaps = pd.concat(parts, ignore_index=True)
     overlaps = overlaps[overlaps["overlap_ns"] > 0]
-    total = int((pd.to_numeric(host["launch_ns"]) - host["gap_start_ns"]).clip(lower=0).sum())
+    total = int((host["launch_ns"].astype("Int64") - host["gap_start_ns"]).clip(lower=0).sum())
     out = overlaps.groupby(["name", "kind"], sort=False)["overlap_ns"].sum().astype(np.int64).reset_index()
     out["share_of_host_idle_pct"] = 100 * out["overlap_ns"] / total if total else np.nan
     return out.sort_values("overlap_ns", ascending=False).head(top).reset_index(drop=True)

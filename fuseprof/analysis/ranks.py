@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
@@ -103,10 +104,11 @@ def late_arrivals(results: list[TraceAnalysis]) -> pd.DataFrame:
         seen.add(communicator)
         last = group["start_ns"].idxmax()
         others = group.drop(index=last)
-        late = int(group.loc[last, "start_ns"] - others["start_ns"].median())
+        median = median_ns(others["start_ns"])
+        late = int(group.loc[last, "start_ns"]) - median
         grown = _growth(group.loc[last, "compute_before_ns"], list(others["compute_before_ns"]))
-        launch = group.loc[last, "launch_ns"] if "launch_ns" in group else float("nan")
-        host = 0 if pd.isna(launch) else int(min(late, max(0.0, float(launch) - float(others["start_ns"].median()))))
+        launch = group.loc[last, "launch_ns"] if "launch_ns" in group else None
+        host = 0 if launch is None or pd.isna(launch) else int(min(late, max(0, int(launch) - median)))
         cause = "unexplained"
         if max(grown[1], host) >= EXPLAINS * late > 0:
             cause = "host launched late" if host > grown[1] else f"computation: {grown[0]}"
@@ -127,6 +129,13 @@ def _growth(mine: dict[str, int], others: list[dict[str, int]]) -> tuple[str | N
     return category, int(excess[category])
 
 
+def median_ns(times: pd.Series) -> int:
+    """The median of absolute times in integer ns, taken relative to the earliest: a float holds a clock of
+    µs since the epoch (1.7e18 ns) only to 256 ns."""
+    earliest = int(times.min())
+    return earliest + int(round(float((times.astype(np.int64) - earliest).median())))
+
+
 def arrival_lateness(results: list[TraceAnalysis]) -> pd.DataFrame:
     """Per steady-state collective and rank: how late the rank came (its start − the median start of the
     others; negative when early). A straggler's mean lateness stands above its spread; jitter's does not."""
@@ -138,9 +147,9 @@ def arrival_lateness(results: list[TraceAnalysis]) -> pd.DataFrame:
             seen.add(communicator)
             continue
         for label in group.index:
-            others = group.drop(index=label)["start_ns"].median()
+            others = median_ns(group.drop(index=label)["start_ns"])
             rows.append({"match": match, "rank": int(group.loc[label, "rank"]),
-                         "lateness_ns": float(group.loc[label, "start_ns"] - others),
+                         "lateness_ns": float(int(group.loc[label, "start_ns"]) - others),
                          "start_ns": int(group.loc[label, "start_ns"])})
     return pd.DataFrame(rows, columns=["match", "rank", "lateness_ns", "start_ns"])
 

@@ -73,7 +73,7 @@ def launch_stats(events: pd.DataFrame) -> pd.DataFrame:
     calls = rows.groupby(["launch_api", "correlation"], sort=False).agg(
         kernels=("dur_ns", "size"), host_ns=("launch_dur_ns", "first"), first_start_ns=("start_ns", "min"),
         launch_start_ns=("launch_start_ns", "first")).reset_index()
-    calls["latency_ns"] = calls["first_start_ns"] - calls["launch_start_ns"].astype("float64")
+    calls["latency_ns"] = (calls["first_start_ns"] - calls["launch_start_ns"].astype("Int64")).astype("float64")
     calls["host_ns"] = calls["host_ns"].astype("float64")
     out = calls.groupby("launch_api").agg(
         launches=("kernels", "size"), kernels=("kernels", "sum"), host_median_ns=("host_ns", "median"),

@@ -7,14 +7,26 @@ event's ``args`` stay raw bytes until needed: python-function events are never d
 CPU ops only those that launched GPU work get their recorded shapes decoded (on a 134 MB trace:
 0.6 s instead of 1.7 s for decoding every event's args).
 
-Timestamps are exact to the nanosecond: a trace writes microseconds with three decimals; the float
-nearest such a value, split into its integer and fractional microseconds (both exact in float64),
+Timestamps are exact to the nanosecond at any magnitude: a trace writes microseconds with three decimals;
+the float nearest such a value, split into its integer and fractional microseconds (both exact in float64),
 gives back the written nanoseconds as long as the float's spacing is under 1 ns, i.e. ts < 2**43 µs
-(~100 days of clock). Larger values are refused rather than rounded (``ns_from_us``).
+(~100 days of clock). A trace on a larger clock (µs since the Unix epoch, as PyTorch ≤ 2.0 and many
+production profilers write: integers, or fractions at that size) has its times read again from the JSON
+text, exactly, and rebased on its first whole microsecond, which is added back as integer ns
+(``_exact_times``).
+
+Fields are read by meaning: a number written as a string (``"bytes": "4096"``), in hex (ROCm's
+``"stream": "0x0"``), as an integral float, or an array written as a string (a Triton launch's
+``"grid": "(1, 2, 3)"``) is the number or array it says; a value that is none of these is left out with a
+counted warning, never a refusal of the trace (``_lenient``). Old Kineto category names (``Operator``,
+``Runtime``, ``Memcpy``, ``Memset``) are today's.
 """
 
 from __future__ import annotations
 
+import ast
+import decimal
+import re
 import warnings
 from dataclasses import dataclass
 from itertools import chain
@@ -98,24 +110,118 @@ _MANY: dict[type, msgspec.json.Decoder[Any]] = {_Args: msgspec.json.Decoder(list
                                                _ExternalId: msgspec.json.Decoder(list[_ExternalId | None], strict=False)}
 
 
-def _decode_args(e: _Event, decoder: msgspec.json.Decoder, path: Path) -> Any:
+_HEX = re.compile(r"^[+-]?0[xX][0-9a-fA-F]+$")
+
+
+def _as_int(value: Any) -> int | None:
+    """An integer as a trace may write it: 7, 7.0, "7", "0x7"; None when it says no integer."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text, 16) if _HEX.match(text) else int(text)
+        except ValueError:
+            return None
+    return None
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    """A list, or a string that writes one ("[1, 2]", "(1, 2, 3)"); None otherwise."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, str) and len(value) < 10_000:
+        try:
+            parsed = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return list(parsed) if isinstance(parsed, (list, tuple)) else None
+    return None
+
+
+def _as_int_list(value: Any) -> list[int] | None:
+    items = _as_list(value)
+    ints = [_as_int(x) for x in items] if items is not None else None
+    return None if ints is None or None in ints else ints  # type: ignore[return-value]
+
+
+def _as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else str(value) if isinstance(value, (int, float)) else None
+
+
+def _reader(annotation: Any) -> Any:
+    """How a field of an args struct is read by meaning, from its annotation."""
+    text = str(annotation)
+    if text.startswith("list[int]"):
+        return _as_int_list
+    if text.startswith("list"):
+        return _as_list
+    if text.startswith("int"):
+        return _as_int
+    if text.startswith("str | int"):
+        return lambda v: v if isinstance(v, (str, int)) and not isinstance(v, bool) else None
+    if text.startswith("str"):
+        return _as_str
+    return lambda v: v
+
+
+_FIELDS: dict[type, list[tuple[str, str, Any]]] = {}
+
+
+def _lenient(raw: bytes, kind: type, dropped: dict[str, int]) -> Any:
+    """One event's args read field by field by meaning (``_as_int``, ``_as_list``): what the strict decode
+    refused. A value that says nothing of its field's type is left out and counted in ``dropped``."""
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        dropped["args"] = dropped.get("args", 0) + 1
+        return None
+    if not isinstance(value, dict):  # args that are no object: none of its fields can be read
+        dropped["args"] = dropped.get("args", 0) + (value is not None)
+        return None
+    if kind not in _FIELDS:
+        _FIELDS[kind] = [(f.name, f.encode_name, _reader(f.type)) for f in msgspec.structs.fields(kind)]
+    found = {}
+    for name, key, read in _FIELDS[kind]:
+        if key in value and value[key] is not None:
+            got = read(value[key])
+            if got is None:
+                dropped[key] = dropped.get(key, 0) + 1
+            found[name] = got
+    return kind(**found)
+
+
+def _decode_args(e: _Event, decoder: msgspec.json.Decoder, kind: type, dropped: dict[str, int]) -> Any:
     try:
         return decoder.decode(e.args)
     except RecursionError:
-        raise TraceFormatError(f"{path}: {e.cat} event {e.name[:60]!r} has args nested too deeply") from None
-    except msgspec.ValidationError as exc:
-        raise TraceFormatError(f"{path}: {e.cat} event {e.name[:60]!r} has malformed args ({exc})") from None
+        dropped["args"] = dropped.get("args", 0) + 1
+        return None
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return _lenient(e.args, kind, dropped)
 
 
 def _decode_all_args(events: list[_Event], kind: type, path: Path) -> list[Any]:
     """Every event's args in one decode of their joined bytes (a call per event costs as much again as
-    the decoding); on a failure, event by event, to name the event at fault."""
+    the decoding); on a failure, event by event, each read by meaning where the strict decode refuses
+    it (``_lenient``), with one warning counting the values left out."""
     if not events:
         return []
     try:
         return _MANY[kind].decode(b"[" + b",".join(e.args for e in events) + b"]")  # type: ignore[no-any-return]
     except (RecursionError, msgspec.ValidationError, msgspec.DecodeError):
-        return [_decode_args(e, _ONE[kind], path) for e in events]
+        pass
+    dropped: dict[str, int] = {}
+    decoded = [_decode_args(e, _ONE[kind], kind, dropped) for e in events]
+    if dropped:
+        said = ", ".join(f"{key} ×{n:,}" for key, n in sorted(dropped.items()))
+        warnings.warn(f"{path}: {sum(dropped.values()):,} args value(s) said nothing of their field's type and were "
+                      f"left out ({said})", FuseprofWarning, stacklevel=3)
+    return decoded
 
 
 @dataclass
@@ -165,10 +271,42 @@ def ns_from_us(values: np.ndarray, path: Path, field: str) -> np.ndarray:
     return whole.astype(np.int64) * 1000 + np.rint((values - whole) * 1000).astype(np.int64)
 
 
-def _decode(path: Path) -> _Trace:
+class _TextTimes(msgspec.Struct, gc=False):
+    ph: str = ""
+    ts: msgspec.Raw = _NULL
+
+
+_TEXT_TIMES = msgspec.json.Decoder(msgspec.defstruct("_TimesTrace", [("traceEvents", list[_TextTimes])]))
+
+
+def _exact_times(trace: _Trace, raw: bytes) -> int:
+    """For a trace on a clock past ``2**43`` µs: every complete event's ts read again from the JSON text,
+    exactly, and rebased on the first whole microsecond (the float keeps 1 ns below ``2**43`` µs);
+    returns that base in ns, which the tables add back as integers. 0 when the clock is small."""
+    events = trace.traceEvents
+    if not any(e.ts is not None and abs(e.ts) >= _EXACT_LIMIT_US for e in events):
+        return 0
+    texts = _TEXT_TIMES.decode(raw).traceEvents  # type: ignore[attr-defined]
+    exact: list[int | None] = []
+    for t in texts:
+        text = bytes(t.ts).decode()
+        try:
+            exact.append(None if text == "null" else int((decimal.Decimal(text.strip('"')) * 1000).to_integral_value()))
+        except decimal.InvalidOperation:
+            exact.append(None)
+    base = min((n for n in exact if n is not None), default=0) // 1000 * 1000
+    for e, n in zip(events, exact):
+        if e.ts is not None and n is not None:
+            e.ts = (n - base) / 1000
+    return base
+
+
+def _decode(path: Path) -> tuple[_Trace, int]:
+    """The trace, and the base its timestamps were rebased on (``_exact_times``)."""
     raw = read_bytes(path)
     try:
-        return _DECODER.decode(raw)
+        trace = _DECODER.decode(raw)
+        return trace, _exact_times(trace, raw)
     except msgspec.ValidationError as exc:
         text = str(exc)
         if "`$`" in text or "required field `traceEvents`" in text or text.endswith("at `$.traceEvents`"):
@@ -178,6 +316,17 @@ def _decode(path: Path) -> _Trace:
         raise TraceFormatError(f"{path}: not valid JSON ({exc}); truncated?") from None
     except RecursionError:  # JSON nested hundreds deep: no profiler writes that
         raise TraceFormatError(f"{path}: JSON nested too deeply to be a torch.profiler trace") from None
+
+
+# Kineto's category names before PyTorch 1.9 (and hand-written traces' capitals): today's names
+_OLD_CATEGORIES = {"operator": "cpu_op", "runtime": "cuda_runtime", "driver": "cuda_driver", "memcpy": "gpu_memcpy",
+                   "memset": "gpu_memset"}
+
+
+def category(cat: str) -> str:
+    """An event's category as today's Kineto writes it."""
+    lower = cat if cat.islower() else cat.lower()
+    return _OLD_CATEGORIES.get(lower, lower)
 
 
 _TEXT = ("name", "cat", "pid", "tid")  # object columns: an empty list would otherwise make floats
@@ -244,7 +393,7 @@ def _gpu_rows(events: list[_Event], args: list[_Args | None], path: Path) -> pd.
     _first_bad_gpu_event(events, args, path)
     present = [a or _Args() for a in args]
     cols: dict[str, list[Any]] = {
-        "name": [e.name for e in events], "cat": [e.cat if e.cat.islower() else e.cat.lower() for e in events],
+        "name": [e.name for e in events], "cat": [category(e.cat) for e in events],
         "ts": [e.ts for e in events], "dur": [e.dur for e in events],
         **{key: [getattr(a, key) for a in present] for key in _GPU_ARGS[:4]},
         "grid": [",".join(map(str, a.grid)) if a.grid else None for a in present],
@@ -310,12 +459,12 @@ def _host_leaves(ops: list[_Event], launched: list[bool]) -> list[_Event]:
 
 def read_trace_tables(path: Path) -> TraceTables:
     """Decode ``path`` (``.json`` or ``.json.gz``) into ``TraceTables``."""
-    trace = _decode(path)
+    trace, base_ns = _decode(path)
     by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": []}
     for e in trace.traceEvents:
         if e.ph != "X":
             continue
-        cat = e.cat if e.cat.islower() else e.cat.lower()  # "Kernel" from a hand-edited or foreign writer
+        cat = category(e.cat)
         if cat in GPU_CATEGORIES:
             by_kind["gpu"].append(e)
         elif cat == "cpu_op":
@@ -346,7 +495,7 @@ def read_trace_tables(path: Path) -> TraceTables:
     shaped = [i for i, a in enumerate(host_args) if a is not None and a.input_dims]
     devices = {d.id: d.name for d in trace.deviceProperties or []}
     rank = (trace.distributedInfo or {}).get("rank")
-    return TraceTables(
+    tables = TraceTables(
         path=path,
         gpu=gpu,
         ops=_timed_rows(by_kind["ops"], path, ("external_id", "input_dims", "input_type", "concrete", "rf_id", "sequence",
@@ -360,3 +509,8 @@ def read_trace_tables(path: Path) -> TraceTables:
         devices=devices,
         rank=int(rank) if isinstance(rank, int) else None,
     )
+    if base_ns:  # the clock's base back, as integers: times stay exact and comparable across ranks
+        for frame in (tables.gpu, tables.ops, tables.launches, tables.modules, tables.annotations, tables.autograd,
+                      tables.host_ops):
+            frame["start_ns"] += base_ns
+    return tables

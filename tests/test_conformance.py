@@ -1,0 +1,101 @@
+"""Conformance: every committed and shared trace, rewritten into the forms other generations write
+(tests/trace_forms.py), decodes to the same tables — times shifted by the form's offset, exactly — and,
+on traces of each vendor and kind, analyses to the same tables. The rule is tested, not the files: a form
+is a class of trace, and every trace at hand is tried in it."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fuseprof.analysis import analyze
+from fuseprof.parse.execution_trace import execution_trace_beside
+from fuseprof.parse.trace_events import TraceTables, read_trace_tables
+from tests import trace_forms
+from tests.conftest import ROOT, shared_traces
+
+TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops")
+_ORDER = ["start_ns", "dur_ns", "name", "pid", "tid", "correlation", "external_id", "stream"]
+
+
+def _every_trace() -> list[Path]:
+    shared = shared_traces()
+    found = [p for base in (ROOT / "traces", ROOT / "tests" / "fixtures", shared)
+             for p in sorted(base.rglob("*.json.gz")) if not p.name.endswith(".et.json.gz")]
+    return [p for p in found if _is_profiler_trace(p)]
+
+
+def _is_profiler_trace(path: Path) -> bool:
+    head = gzip.open(path).read(4096)
+    return b"traceEvents" in head or b"schemaVersion" in head
+
+
+def _load(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    keys = [c for c in _ORDER if c in frame]
+    return frame.sort_values(keys, kind="stable", key=lambda s: s.astype("string") if s.dtype == object else s) \
+        .reset_index(drop=True)
+
+
+def _differences(a: TraceTables, b: TraceTables, offset_ns: int, reorder: bool) -> list[str]:
+    found = []
+    for name in TABLES:
+        x, y = getattr(a, name), getattr(b, name)
+        y = y.assign(start_ns=y["start_ns"] - offset_ns)
+        if reorder:
+            x, y = _sorted(x), _sorted(y)
+        try:
+            pd.testing.assert_frame_equal(x, y, check_exact=True)
+        except AssertionError as exc:
+            found.append(f"{name}: {str(exc).splitlines()[0]}")
+    if (a.devices, a.rank) != (b.devices, b.rank):
+        found.append("devices or rank")
+    return found
+
+
+def test_every_trace_in_every_form_decodes_the_same(tmp_path: Path, capsys) -> None:
+    traces = _every_trace()
+    assert len(traces) >= 60  # the committed captures and the shared traces, all of them
+    tried, differ = 0, []
+    for path in traces:
+        trace = _load(path)
+        for form, (rewrite, offset) in trace_forms.FORMS.items():
+            original = trace_forms.original_of(form, trace)
+            base = read_trace_tables(trace_forms.write(original, tmp_path / "a.json")) if original is not trace \
+                else read_trace_tables(path)
+            variant = read_trace_tables(trace_forms.write(rewrite(trace), tmp_path / "b.json"))
+            tried += 1
+            differ += [f"{path.name} {form}: {d}" for d in _differences(base, variant, offset, form == "shuffled")]
+    with capsys.disabled():
+        print(f"\nconformance: {len(traces)} traces x {len(trace_forms.FORMS)} forms = {tried} variants decoded, "
+              f"{len(differ)} differences")
+    assert not differ, differ[:20]
+
+
+@pytest.mark.parametrize("name", ["tests/fixtures/truth/decode_eager.json.gz",
+                                  "thirdparty:mi300_bert_small_uncased.json.gz",
+                                  "thirdparty:h200_2gpu/tp_mlp_rank0.json.gz"])
+@pytest.mark.parametrize("form", ["epoch_fraction", "old_writer"])
+def test_the_analysis_is_the_same_in_another_form(name: str, form: str, tmp_path: Path) -> None:
+    path = shared_traces() / name.split(":", 1)[1] if name.startswith("thirdparty:") else ROOT / name
+    rewrite, offset = trace_forms.FORMS[form]
+    (a,) = analyze(path)
+    variant = tmp_path / path.name.removesuffix(".gz")
+    beside = execution_trace_beside(path)
+    if beside is not None:  # the op graph by the same execution trace
+        shutil.copy(beside, tmp_path / f"{variant.name.removesuffix('.json')}.et.json.gz")
+    (b,) = analyze(trace_forms.write(rewrite(_load(path)), variant))
+    for table, x in a.tables().items():
+        y = b.tables()[table]
+        for column in x.columns:
+            if column.endswith("start_ns") or column.endswith("end_ns"):
+                y = y.assign(**{column: y[column] - offset})
+        pd.testing.assert_frame_equal(x, y, check_exact=True, obj=table)
