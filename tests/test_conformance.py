@@ -99,3 +99,21 @@ def test_the_analysis_is_the_same_in_another_form(name: str, form: str, tmp_path
             if column.endswith("start_ns") or column.endswith("end_ns"):
                 y = y.assign(**{column: y[column] - offset})
         pd.testing.assert_frame_equal(x, y, check_exact=True, obj=table)
+
+
+@pytest.mark.parametrize("name", ["thirdparty:h100_bert_small_uncased.json.gz", "thirdparty:mi300_Qwen1.5-0.5B.json.gz",
+                                  "traces/llama4l-eager-h200/raw/0-profiler_trace.json.gz"])
+def test_kernels_are_attributed_by_time_where_the_ids_say_nothing(name: str, tmp_path: Path) -> None:
+    """GPU events and launch calls whose External id is their correlation id (no op's id, or another op's):
+    each is linked to the innermost op around its launch call, and the analysis is the trace's own."""
+    path = shared_traces() / name.split(":", 1)[1] if name.startswith("thirdparty:") else ROOT / name
+    (a,) = analyze(shutil.copy(path, tmp_path / "original.json.gz"))  # both alone: no bundle's bench beside
+    (b,) = analyze(trace_forms.write(trace_forms.ids_by_correlation(_load(path)), tmp_path / "ids.json"))
+    said = b.tables()["integrity"].set_index("check").loc["attributed_kernel_time_pct", "detail"]
+    kernels = int(said.split(" of ")[0])
+    assert f"({kernels:,} by the op around the launch call" in said  # the integrity table says how
+    for table, x in a.tables().items():
+        y = b.tables()[table]
+        if table == "integrity":
+            x, y = x.drop(columns="detail"), y.drop(columns="detail")
+        pd.testing.assert_frame_equal(x, y, check_exact=True, obj=table)

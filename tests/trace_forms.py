@@ -9,6 +9,9 @@ the same (its times shifted by a known offset where the form moves the clock).
                     string (a Triton launch), Kineto's pre-1.9 category names (Operator, Runtime, Memcpy)
     shuffled        events in another order (merged or streamed writers)
 
+and, apart (the decoded ids differ, the analysis must not): ``ids_by_correlation``, a writer whose GPU
+events and launch calls carry their correlation id as External id (no op has it, or another op does).
+
 ``FORMS`` maps each name to (rewrite, offset in ns); ``write`` writes a rewritten trace as JSON text, with
 the exact timestamps the form chose.
 """
@@ -83,6 +86,16 @@ def old_writer(trace: Trace) -> Trace:
 def shuffled(trace: Trace) -> Trace:
     out = copy.deepcopy(trace)
     random.Random(0).shuffle(out["traceEvents"])
+    return out
+
+
+def ids_by_correlation(trace: Trace) -> Trace:
+    out = copy.deepcopy(trace)
+    for e in out["traceEvents"]:
+        args = e.get("args")
+        if isinstance(args, dict) and e.get("cat") in (*_OLD_NAMES, "cuda_driver") and e.get("cat") != "cpu_op" \
+                and "correlation" in args:
+            args["External id"] = args["correlation"]
     return out
 
 

@@ -3,7 +3,8 @@
 One row per check: ``check``, ``value``, ``ok`` and ``detail``. ``DEPENDS`` says which printed
 sections rest on which checks, so a number resting on a failed check is flagged where it is shown.
 
-    attributed_kernel_time_pct      kernel time in the window whose launching op is known (by External id,
+    attributed_kernel_time_pct      kernel time in the window whose launching op is known (by External id
+                                    where it names the op around the launch call, else by that op in time,
                                     or through a graph capture); ok ≥ 90
     graph_kernel_time_attributed_pct  of the graph-replayed kernel time, the share attributed to an op
                                     through a capture trace; ok ≥ 99 (no graph kernels: ok, value null)
@@ -43,6 +44,13 @@ DEPENDS = {
                  "launches_without_gpu_event"),
     "categories": ("attributed_kernel_time_pct", "launches_without_gpu_event"),
 }
+
+
+def _linked_by(with_op: pd.DataFrame) -> str:
+    """How kernels were linked to their op, where not all by External id (fuseprof.parse.trace_link)."""
+    by = with_op["linked_by"].value_counts() if "linked_by" in with_op else pd.Series(dtype=int)
+    by_time = int(by.get("time", 0))
+    return f" ({by_time:,} by the op around the launch call: their External ids name no such op)" if by_time else ""
 
 
 def _pct(part: float, whole: float) -> float:
@@ -92,7 +100,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     overlap = _overlap_on_streams(events)
     rows = [
         ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum(), kernel_ns), None,
-         f"{len(with_op)} of {len(kernels)} kernels have a launching op"),
+         f"{len(with_op)} of {len(kernels)} kernels have a launching op" + _linked_by(with_op)),
         ("graph_kernel_time_attributed_pct", _pct(attributed_graph["dur_ns"].sum(), graph["dur_ns"].sum()) if len(graph)
          else None, None, f"{len(graph)} graph-replayed kernels, {len(attributed_graph)} attributed"
          + ("" if len(graph) == 0 or len(attributed_graph) else "; pass the capture trace with --graph-capture")),

@@ -379,7 +379,7 @@ def _consistent(gemms: list[Unit | None], fed: list[int]) -> bool:
 def _qkv_by_width(units: Units, site: _Site, after: int, before: int, costs: Costs) -> list[Found]:
     """The widths rule of the module docstring, for an attention whose q, k, v the edges do not reach."""
     width = site.q_width or 0
-    gemms = [u for u in units.ordered if after < u.order < before and u.is_gemm and not u.batched and u.width]
+    gemms = [u for u in units.between(after, before) if u.is_gemm and not u.batched and u.width]
     attention = site.units[0]
     for gemm in gemms:
         extra = (gemm.width or 0) - width

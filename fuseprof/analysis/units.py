@@ -11,6 +11,7 @@ shape rule (``event_op_graph``), since the capture's ops ran in another trace.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +94,12 @@ class Units:
 
     def __iter__(self) -> Iterator[Unit]:
         return iter(self.ordered)
+
+    def between(self, after: int, before: int) -> list[Unit]:
+        """The units strictly between two orders, by bisection (a pattern asks this once per site)."""
+        if not hasattr(self, "_orders"):
+            self._orders = [u.order for u in self.ordered]
+        return self.ordered[bisect.bisect_right(self._orders, after):bisect.bisect_left(self._orders, before)]
 
     def producers(self, op_id: int, argument: int | None = None) -> list[Unit]:
         """The units that produced argument ``argument`` of ``op_id`` (every argument's when None)."""

@@ -457,6 +457,61 @@ def _host_leaves(ops: list[_Event], launched: list[bool]) -> list[_Event]:
     return leaves
 
 
+def innermost_around(spans: list[tuple[float, float, Any]], points: list[tuple[float, Any]]) -> dict[Any, Any]:
+    """Per point (time, key), the key of the innermost span (start, end, key) around it, where one is: spans
+    of one thread nest, so a stack walk in time order finds it."""
+    spans = sorted(spans, key=lambda x: (x[0], -x[1]))
+    stack: list[tuple[float, Any]] = []
+    found: dict[Any, Any] = {}
+    k = 0
+    for t, key in sorted(points, key=lambda x: x[0]):
+        while k < len(spans) and spans[k][0] <= t:
+            while stack and stack[-1][0] < spans[k][0]:
+                stack.pop()
+            stack.append((spans[k][1], spans[k][2]))
+            k += 1
+        while stack and stack[-1][0] < t:
+            stack.pop()
+        if stack:
+            found[key] = stack[-1][1]
+    return found
+
+
+def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
+                 launch_args: list[Any]) -> tuple[set[int], float]:
+    """The ops (positions in ``ops``) innermost around a launch call on its thread whose External id names
+    no op around it: the op that made the launch by time, where the ids do not say (a writer whose
+    External ids are correlation ids, or collide); and the share of launch calls with an id whose id
+    names the op around them."""
+    if not launches:
+        return set(), 1.0
+    position = pd.Series(np.arange(len(op_ids)), index=[x.external_id if x is not None else None for x in op_ids])
+    position = position[position.index.notna() & ~position.index.duplicated(keep="last")]  # the last op of an id
+    wanted = [a.external_id if a is not None else None for a in launch_args]
+    at = position.reindex(wanted).fillna(-1).to_numpy(np.int64)
+    op_start = np.array([e.ts or 0.0 for e in ops] + [np.nan])[at]
+    op_end = op_start + np.array([e.dur or 0.0 for e in ops] + [np.nan])[at]
+    op_tid = np.array([str(e.tid) for e in ops] + [""], dtype=object)[at]
+    ts = np.array([e.ts if e.ts is not None else np.nan for e in launches])
+    tid = np.array([str(e.tid) for e in launches], dtype=object)
+    named_by_id = (at >= 0) & (op_tid == tid) & (op_start <= ts) & (ts <= op_end)  # NaN compares False
+    with_id = np.array([x is not None for x in wanted], dtype=bool)  # a sync or event call often has none
+    unnamed: dict[str, list[tuple[float, Any]]] = {}
+    for j in np.flatnonzero(with_id & ~named_by_id & ~np.isnan(ts)).tolist():
+        unnamed.setdefault(tid[j], []).append((float(ts[j]), j))
+    named = float(named_by_id[with_id].mean()) if with_id.any() else 1.0
+    if not unnamed:
+        return set(), named
+    spans: dict[str, list[tuple[float, float, Any]]] = {}
+    for i, e in enumerate(ops):
+        if str(e.tid) in unnamed:
+            spans.setdefault(str(e.tid), []).append((e.ts or 0.0, (e.ts or 0.0) + (e.dur or 0.0), i))
+    found: set[int] = set()
+    for thread, points in unnamed.items():
+        found.update(innermost_around(spans.get(thread, []), points).values())
+    return found, named
+
+
 def read_trace_tables(path: Path) -> TraceTables:
     """Decode ``path`` (``.json`` or ``.json.gz``) into ``TraceTables``."""
     trace, base_ns = _decode(path)
@@ -487,7 +542,10 @@ def read_trace_tables(path: Path) -> TraceTables:
     if by_kind["gpu"]:  # only the ops that launched GPU work are joined; a CPU-only trace keeps them all
         launched = {a.external_id for a in gpu_args + launch_args if a is not None}
         ids = _decode_all_args(by_kind["ops"], _ExternalId, path)
-        kept = [x is not None and x.external_id in launched for x in ids]
+        by_time, named = _ops_by_time(by_kind["ops"], ids, by_kind["launches"], launch_args)
+        # ids that mostly name no op around their launch say nothing, not even which ops launched work
+        by_id = named >= 0.5
+        kept = [(by_id and x is not None and x.external_id in launched) or i in by_time for i, x in enumerate(ids)]
         host = _host_leaves(by_kind["ops"], kept)
         by_kind["ops"] = [e for e, k in zip(by_kind["ops"], kept) if k]
     op_args = _decode_all_args(by_kind["ops"], _Args, path)

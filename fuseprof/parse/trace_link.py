@@ -10,7 +10,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_events import TraceTables, innermost_around
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -61,6 +61,36 @@ def numbered(spans: pd.DataFrame) -> pd.DataFrame:
     return ordered.assign(name=names)
 
 
+def _launching_ops(ops: pd.DataFrame, gpu: pd.DataFrame, external: pd.Series) -> pd.DataFrame:
+    """Per GPU event, the CPU op that launched it (rows of ``ops`` aligned with ``gpu``, with ``linked_by``):
+    the op its External id names where that op is around its launch call on the launch's thread; else the
+    innermost op around the launch call in time (writers whose External ids are correlation ids, or collide:
+    a memcpy's small id naming an ``aten::view``); else, with no launch call, the op its id names."""
+    by_id = ops.dropna(subset=["external_id"]).drop_duplicates("external_id", keep="last")
+    label_of = pd.Series(by_id.index.to_numpy(), index=by_id["external_id"].astype("float64").to_numpy())
+    labels = label_of.reindex(external.astype("float64").to_numpy()).to_numpy(dtype="float64")
+    named = ops.reindex(labels).reset_index(drop=True)
+    launch = gpu["launch_start_ns"].astype("Int64").reset_index(drop=True)
+    tid = pd.Series(gpu["tid"].to_numpy(), dtype=object).astype("string")
+    start = named["start_ns"].astype("Int64")
+    inside = ((start <= launch) & (launch <= start + named["dur_ns"].astype("Int64"))).fillna(False).to_numpy(bool)
+    same_thread = (named["tid"].astype(object).astype(str).to_numpy() == tid.fillna("").to_numpy(str))
+    around = inside & same_thread
+    by_id_ok = ~np.isnan(labels) & (around | launch.isna().to_numpy())
+    linked_by = np.array(["External id" if ok else None for ok in by_id_ok], dtype=object)
+    labels = np.where(by_id_ok, labels, np.nan)
+    todo = np.flatnonzero(~by_id_ok & launch.notna().to_numpy())
+    for thread, part in pd.DataFrame({"t": launch.iloc[todo].to_numpy(np.int64), "tid": tid.iloc[todo].to_numpy(),
+                                      "row": todo}).groupby("tid", sort=False):
+        mine = ops[ops["tid"] == str(thread)]
+        spans = list(zip(mine["start_ns"].tolist(), (mine["start_ns"] + mine["dur_ns"]).tolist(), mine.index))
+        for row, label in innermost_around(spans, list(zip(part["t"].tolist(), part["row"].tolist()))).items():
+            labels[row], linked_by[row] = label, "time"
+    rows = ops.reindex(labels).reset_index(drop=True)
+    rows["linked_by"] = linked_by
+    return rows
+
+
 def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     """The GPU events of ``tables`` with kind, launch call, CPU op (name, shapes, types),
     module path, enclosing ``record_function`` ranges and the outermost of them (``step``)."""
@@ -74,12 +104,11 @@ def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     gpu["tid"] = joined["tid"].to_numpy()
     external = gpu["external_id"].astype("Float64").fillna(pd.Series(joined["external_id"].to_numpy(),
                                                                      index=gpu.index, dtype="Float64"))
-    ops = tables.ops.dropna(subset=["external_id"]).drop_duplicates("external_id", keep="last")
-    ops = ops.set_index(ops["external_id"].astype("float64"))
-    op_rows = ops.reindex(external.astype("float64").to_numpy())
+    op_rows = _launching_ops(tables.ops, gpu, external)
     gpu["op"] = pd.array(op_rows["name"].to_numpy(), dtype="string")
     gpu["op_start_ns"] = pd.array(op_rows["start_ns"].to_numpy(), dtype="Int64")
     gpu["op_id"] = pd.array(op_rows["external_id"].to_numpy(), dtype="Int64")
+    gpu["linked_by"] = pd.array(op_rows["linked_by"].to_numpy(), dtype="string")
     for column in ("input_dims", "input_type", "concrete"):
         gpu[column] = op_rows[column].to_numpy()
     gpu["tid"] = gpu["tid"].where(pd.notna(gpu["tid"]), op_rows["tid"].to_numpy())
