@@ -39,9 +39,13 @@ _EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "step", "prev_step",
           *(f"idle_{c}_ns" for c in CAUSES)]
 
 
-def _intervals(frame: pd.DataFrame, pattern: str, tid: object | None) -> tuple[np.ndarray, np.ndarray]:
-    """The merged intervals of the rows whose name matches, on one thread (all threads where ``tid`` is None)."""
-    rows = frame[frame["name"].str.contains(pattern, regex=True)] if pattern else frame.iloc[:0]
+def _named(frame: pd.DataFrame, pattern: str) -> pd.DataFrame:
+    """The rows whose name matches a host cause's pattern (matched once per trace, not per thread)."""
+    return frame[frame["name"].str.contains(pattern, regex=True)] if pattern else frame.iloc[:0]
+
+
+def _intervals(rows: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.ndarray]:
+    """The merged intervals of ``rows`` on one thread (all threads where ``tid`` is None)."""
     if tid is not None:
         rows = rows[rows["tid"].astype(str) == str(tid)]
     start = rows["start_ns"].to_numpy(np.int64)
@@ -68,11 +72,15 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> 
     launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
     split = np.where(launch.isna().to_numpy(), gs, np.clip(launch.fillna(0).to_numpy(np.int64), gs, ge))
     parts = {c: np.zeros(len(gaps), np.int64) for c in CAUSES}
+    calls: dict[str, pd.DataFrame] = {c.cause: _named(tables.launches, c.calls) for c in registry.host_causes if c.calls}
+    ranges: dict[str, pd.DataFrame] = {c.cause: _named(tables.annotations, c.ranges) for c in registry.host_causes
+                                       if c.ranges}
+    named = (calls, ranges)
     for tid in pd.unique(gaps["tid"].astype(object)):
         mine = (gaps["tid"].astype(object) == tid).to_numpy() if tid is not None and not pd.isna(tid) else \
             gaps["tid"].isna().to_numpy()
         thread = None if tid is None or pd.isna(tid) else tid
-        _split_gaps(parts, mine, gs, ge, split, tables, registry, thread)
+        _split_gaps(parts, mine, gs, ge, split, named, tables, registry, thread)
     for cause, values in parts.items():
         gaps[f"idle_{cause}_ns"] = values
     gaps["cause"] = np.array(CAUSES)[np.argmax(np.vstack([parts[c] for c in CAUSES]), axis=0)]
@@ -80,12 +88,14 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> 
 
 
 def _split_gaps(parts: dict[str, np.ndarray], mine: np.ndarray, gs: np.ndarray, ge: np.ndarray, split: np.ndarray,
-                tables: TraceTables, registry: Registry, tid: object | None) -> None:
-    """The causes of the gaps whose next work one thread launched (the module docstring), into ``parts``."""
+                named: tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]], tables: TraceTables,
+                registry: Registry, tid: object | None) -> None:
+    """The causes of the gaps whose next work one thread launched (the module docstring), into ``parts``;
+    ``named``: each host cause's launch calls and ranges (``_named``)."""
     g0, g1, at = gs[mine], ge[mine], split[mine]
     before = at - g0
-    calls = {c.cause: _intervals(tables.launches, c.calls, tid) for c in registry.host_causes if c.calls}
-    ranges = {c.cause: _intervals(tables.annotations, c.ranges, tid) for c in registry.host_causes if c.ranges}
+    calls = {cause: _intervals(rows, tid) for cause, rows in named[0].items()}
+    ranges = {cause: _intervals(rows, tid) for cause, rows in named[1].items()}
     if "sync" in calls:  # the op that synchronised (.item(), .cpu()), not only its call: the host time it costs
         calls["sync"] = _with_enclosing_ops(calls["sync"], tables.ops, tid)
     remaining = before

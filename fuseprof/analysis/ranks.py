@@ -41,28 +41,29 @@ def rank_summary(results: list[TraceAnalysis]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("rank").reset_index(drop=True)
 
 
-def _matched(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame]]:
-    """Each collective (its position among all matches, its ``match``, one row per rank) that every rank's
-    trace holds; one a rank's trace ended before is left out."""
+def _matched(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, bool]]:
+    """Each collective (its position among all matches, its ``match``, one row per rank, whether it is in
+    the steady state) that every rank's trace holds; one a rank's trace ended before is left out. A
+    communicator's first collective is not steady: its skew is the ranks' start-up offset."""
     per_rank = [r.collectives for r in results if not r.collectives.empty]
     if not per_rank:
         return
     both = pd.concat(per_rank, ignore_index=True)
     ranks = both["rank"].nunique()
+    seen: set[str] = set()
     for position, (match, group) in enumerate(both.groupby("match", sort=False)):
         if len(group) >= ranks:
-            yield position, str(match), group
+            communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
+            yield position, str(match), group, communicator in seen
+            seen.add(communicator)
 
 
 def collective_skew(results: list[TraceAnalysis]) -> pd.DataFrame:
     """Per collective (matched across ranks by ``match``: its number on its communicator): bytes, skew
     across ranks, the last rank to arrive, the transfer time once all are there, and each rank's wait."""
     rows = []
-    seen: set[str] = set()
-    for seq, match, group in _matched(results):
-        communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
-        phase = "steady" if communicator in seen else "start-up"  # a communicator's first: the start offset
-        seen.add(communicator)
+    for seq, match, group, steady in _matched(results):
+        phase = "steady" if steady else "start-up"
         last = group.loc[group["start_ns"].idxmax()]
         waits = {f"wait_ns_rank{int(r)}": int(last["start_ns"] - s)  # in rank order: 0, 1, 2, …, 10, not 0, 1, 10
                  for r, s in sorted(zip(group["rank"].astype(int), group["start_ns"]))}
@@ -97,11 +98,7 @@ def late_arrivals(results: list[TraceAnalysis]) -> pd.DataFrame:
     if sum(not r.collectives.empty for r in results) < 2:
         return pd.DataFrame()
     rows = []
-    seen: set[str] = set()
-    for _, match, group in _matched(results):
-        communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
-        steady = communicator in seen
-        seen.add(communicator)
+    for _, match, group, steady in _matched(results):
         last = group["start_ns"].idxmax()
         others = group.drop(index=last)
         median = median_ns(others["start_ns"])
@@ -140,11 +137,8 @@ def arrival_lateness(results: list[TraceAnalysis]) -> pd.DataFrame:
     """Per steady-state collective and rank: how late the rank came (its start − the median start of the
     others; negative when early). A straggler's mean lateness stands above its spread; jitter's does not."""
     rows = []
-    seen: set[str] = set()
-    for _, match, group in _matched(results):
-        communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
-        if communicator not in seen:
-            seen.add(communicator)
+    for _, match, group, steady in _matched(results):
+        if not steady:
             continue
         for label in group.index:
             others = median_ns(group.drop(index=label)["start_ns"])

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.errors import FuseprofWarning, TraceFormatError
+from fuseprof.parse.nesting import innermost
 from fuseprof.parse.textio import read_bytes
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -457,26 +458,6 @@ def _host_leaves(ops: list[_Event], launched: list[bool]) -> list[_Event]:
     return leaves
 
 
-def innermost_around(spans: list[tuple[float, float, Any]], points: list[tuple[float, Any]]) -> dict[Any, Any]:
-    """Per point (time, key), the key of the innermost span (start, end, key) around it, where one is: spans
-    of one thread nest, so a stack walk in time order finds it."""
-    spans = sorted(spans, key=lambda x: (x[0], -x[1]))
-    stack: list[tuple[float, Any]] = []
-    found: dict[Any, Any] = {}
-    k = 0
-    for t, key in sorted(points, key=lambda x: x[0]):
-        while k < len(spans) and spans[k][0] <= t:
-            while stack and stack[-1][0] < spans[k][0]:
-                stack.pop()
-            stack.append((spans[k][1], spans[k][2]))
-            k += 1
-        while stack and stack[-1][0] < t:
-            stack.pop()
-        if stack:
-            found[key] = stack[-1][1]
-    return found
-
-
 def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
                  launch_args: list[Any]) -> tuple[set[int], float]:
     """The ops (positions in ``ops``) innermost around a launch call on its thread whose External id names
@@ -508,7 +489,7 @@ def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
             spans.setdefault(str(e.tid), []).append((e.ts or 0.0, (e.ts or 0.0) + (e.dur or 0.0), i))
     found: set[int] = set()
     for thread, points in unnamed.items():
-        found.update(innermost_around(spans.get(thread, []), points).values())
+        found.update(innermost(spans.get(thread, []), points).values())
     return found, named
 
 

@@ -10,7 +10,8 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from fuseprof.parse.trace_events import TraceTables, innermost_around
+from fuseprof.parse.nesting import around, innermost
+from fuseprof.parse.trace_events import TraceTables
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -28,23 +29,9 @@ def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None, out
         by_thread[t].append((int(s), int(s) + int(d), str(n)))
     values: dict[int, str] = {}
     for tid, part in points.groupby("tid", sort=False):
-        intervals = sorted(by_thread.get(str(tid), []), key=lambda x: (x[0], -x[1]))
-        if not intervals:
-            continue
-        order = part["start_ns"].sort_values(kind="stable")
-        stack: list[tuple[int, str]] = []
-        i = 0
-        for idx, t in zip(order.index, order.to_numpy()):
-            while i < len(intervals) and intervals[i][0] <= t:
-                while stack and stack[-1][0] <= intervals[i][0]:
-                    stack.pop()
-                stack.append((intervals[i][1], intervals[i][2]))
-                i += 1
-            while stack and stack[-1][0] <= t:
-                stack.pop()
-            live = [name for end, name in stack if end > t]
-            if live:
-                values[idx] = (live[0] if outermost else live[-1]) if joiner is None else joiner.join(live)
+        intervals = by_thread.get(str(tid), [])
+        for idx, live in around(intervals, zip(part["start_ns"].to_numpy().tolist(), part.index)):
+            values[idx] = (live[0] if outermost else live[-1]) if joiner is None else joiner.join(live)
     if values:
         out.loc[list(values)] = list(values.values())
     return out
@@ -84,7 +71,7 @@ def _launching_ops(ops: pd.DataFrame, gpu: pd.DataFrame, external: pd.Series) ->
                                       "row": todo}).groupby("tid", sort=False):
         mine = ops[ops["tid"] == str(thread)]
         spans = list(zip(mine["start_ns"].tolist(), (mine["start_ns"] + mine["dur_ns"]).tolist(), mine.index))
-        for row, label in innermost_around(spans, list(zip(part["t"].tolist(), part["row"].tolist()))).items():
+        for row, label in innermost(spans, zip(part["t"].tolist(), part["row"].tolist())).items():
             labels[row], linked_by[row] = label, "time"
     rows = ops.reindex(labels).reset_index(drop=True)
     rows["linked_by"] = linked_by
