@@ -2,7 +2,8 @@
 
 ``fuseprof.load(path)`` gives one DataFrame of kernel launches over a bundle or a folder of
 bundles; ``fuseprof.load_timings(path)`` the per-variant timings; ``fuseprof.analyze(trace)`` every
-table of a whole-model trace, which a notebook shows as the report's sections. Importing the package
+table of a whole-model trace, which a notebook shows as the report's sections; ``fuseprof.sql(query,
+traces)`` one SQL statement over their tables (DuckDB: ``fuseprof[interop]``). Importing the package
 touches no GPU and imports no torch.
 """
 
@@ -14,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fuseprof.bundle.loading import load, load_timings
+    from fuseprof.export.sql import sql
     from fuseprof.regions import region
 
-__all__ = ["analyze", "load", "load_timings", "region", "__version__"]
+__all__ = ["analyze", "load", "load_timings", "region", "sql", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -28,6 +30,10 @@ def __getattr__(name: str) -> Any:
         return getattr(loading, name)
     if name == "analyze":
         return _analyze
+    if name == "sql":
+        from fuseprof.export.sql import sql
+
+        return sql
     if name == "region":
         from fuseprof.regions import region
 

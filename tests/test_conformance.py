@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.parse.execution_trace import execution_trace_beside
+from fuseprof.parse.execution_trace import execution_trace_beside, is_execution_trace
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 from tests import trace_forms
 from tests.conftest import ROOT, shared_traces
@@ -25,14 +25,8 @@ _ORDER = ["start_ns", "dur_ns", "name", "pid", "tid", "correlation", "external_i
 
 def _every_trace() -> list[Path]:
     shared = shared_traces()
-    found = [p for base in (ROOT / "traces", ROOT / "tests" / "fixtures", shared)
-             for p in sorted(base.rglob("*.json.gz")) if not p.name.endswith(".et.json.gz")]
-    return [p for p in found if _is_profiler_trace(p)]
-
-
-def _is_profiler_trace(path: Path) -> bool:
-    head = gzip.open(path).read(4096)
-    return b"traceEvents" in head or b"schemaVersion" in head
+    return [p for base in (ROOT / "traces", ROOT / "tests" / "fixtures", shared)
+            for p in sorted(base.rglob("*.json.gz")) if not is_execution_trace(p)]  # by name, as fuseprof tells
 
 
 def _load(path: Path) -> dict:

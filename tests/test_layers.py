@@ -1,5 +1,5 @@
 """The pipeline's layers, read from the source with ``ast``: parse → bundle → model → analysis →
-tables (and verify) → figures → commands. A module may import its own stage and the stages before it; the
+tables (and verify, export) → figures → commands. A module may import its own stage and the stages before it; the
 shared leaves (errors, ranges, console) may be imported by any."""
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ ALLOWED = {
     "tables": {"parse", "bundle", "model", "analysis"},
     # a trace's chains replayed and timed: reads the analysis, runs the capture's timing on cases
     "verify": {"parse", "bundle", "model", "analysis", "capture", "case"},
+    # findings written back as traces and SQL: reads the analysis and its tables
+    "export": {"parse", "bundle", "model", "analysis", "tables"},
 }
 
 

@@ -101,3 +101,29 @@ def test_horizontal_and_epilogue_fusion() -> None:
     assert "three GEMMs 142.4 µs (3 kernels), one GEMM 137.9 µs (1 kernel): **1.03×**" in text
     assert "separate kernels 474.6 µs (3 kernels, 641 MB), epilogue 373.3 µs (1 kernel, 411 MB): **1.27×**" in text
     assert "230 MB less DRAM traffic with the epilogue (3.4 passes over it)" in text
+
+
+def test_serving_trace_sql_and_perfetto() -> None:
+    """The vLLM decode pair in SQL and exported for Perfetto: the numbers the notebook states, from the analysis."""
+    from fuseprof.analysis import analyze
+    from tests.conftest import shared_traces
+
+    shared = shared_traces()
+    markdown, elapsed = execute("serving_trace_sql_and_perfetto")
+    assert elapsed < 60
+    result = analyze([shared / "vllm_decode_full_graph_execution.json.gz",
+                      shared / "vllm_decode_full_graph_capture.json.gz"])[0]
+    per_module = result.events.groupby("module")["dur_ns"].agg(["sum", "size"]).sort_values("sum", ascending=False)
+    module, top = per_module.index[0], per_module.iloc[0]
+    assert f"`{module}`: {top['sum'] / 1e3:,.1f} µs in {top['size']} kernels" in markdown[-1]
+    chains = int(result.fusion["count"].sum())
+    assert markdown[-1].startswith("**") and "equal the analysis's categories table" in markdown[-1]
+    assert f"beside the {sum(1 for _ in _events(shared / 'vllm_decode_full_graph_execution.json.gz')):,} original" \
+        in markdown[-1] and chains > 0
+
+
+def _events(path):  # type: ignore[no-untyped-def]
+    import gzip
+    import json
+
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]

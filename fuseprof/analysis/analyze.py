@@ -49,6 +49,7 @@ class TraceAnalysis:
     notes: list[str] = field(default_factory=list)
     registry: Registry = DEFAULT  # the op knowledge it was made with (not stored: it names the stored entry)
     top: int = 15
+    source: Path | None = None  # the trace file it was read from (set by ``analyze``; not stored)
 
     def defer_events(self, loader: Callable[[], pd.DataFrame]) -> None:
         """Read ``events`` (the largest table) through ``loader`` when first used, not now."""

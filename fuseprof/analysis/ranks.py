@@ -41,7 +41,7 @@ def rank_summary(results: list[TraceAnalysis]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("rank").reset_index(drop=True)
 
 
-def _matched(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, bool]]:
+def matched_collectives(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, bool]]:
     """Each collective (its position among all matches, its ``match``, one row per rank, whether it is in
     the steady state) that every rank's trace holds; one a rank's trace ended before is left out. A
     communicator's first collective is not steady: its skew is the ranks' start-up offset."""
@@ -62,7 +62,7 @@ def collective_skew(results: list[TraceAnalysis]) -> pd.DataFrame:
     """Per collective (matched across ranks by ``match``: its number on its communicator): bytes, skew
     across ranks, the last rank to arrive, the transfer time once all are there, and each rank's wait."""
     rows = []
-    for seq, match, group, steady in _matched(results):
+    for seq, match, group, steady in matched_collectives(results):
         phase = "steady" if steady else "start-up"
         last = group.loc[group["start_ns"].idxmax()]
         waits = {f"wait_ns_rank{int(r)}": int(last["start_ns"] - s)  # in rank order: 0, 1, 2, …, 10, not 0, 1, 10
@@ -98,7 +98,7 @@ def late_arrivals(results: list[TraceAnalysis]) -> pd.DataFrame:
     if sum(not r.collectives.empty for r in results) < 2:
         return pd.DataFrame()
     rows = []
-    for _, match, group, steady in _matched(results):
+    for _, match, group, steady in matched_collectives(results):
         last = group["start_ns"].idxmax()
         others = group.drop(index=last)
         median = median_ns(others["start_ns"])
@@ -137,7 +137,7 @@ def arrival_lateness(results: list[TraceAnalysis]) -> pd.DataFrame:
     """Per steady-state collective and rank: how late the rank came (its start − the median start of the
     others; negative when early). A straggler's mean lateness stands above its spread; jitter's does not."""
     rows = []
-    for _, match, group, steady in _matched(results):
+    for _, match, group, steady in matched_collectives(results):
         if not steady:
             continue
         for label in group.index:

@@ -238,7 +238,7 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
         if result is None:
             raise FuseprofError(f"trace store: the analysis of {job.path} cannot be stored and read back under "
                                 f"{root}; set FUSEPROF_CACHE=off to work without the store")
-        result.name = job.name
+        result.name, result.source = job.name, job.path
         if capture_names:
             result.notes.append(f"graph capture {capture_names} used to attribute the replayed kernels")
         results.append(result)

@@ -145,7 +145,7 @@ class BundleWriter:
                 raise BundleError(f"{self.out_dir}: writing the bundle failed ({exc.strerror or exc})") from None
 
 
-def _replace_atomically(target: Path, write: Any) -> None:
+def replace_atomically(target: Path, write: Any) -> None:
     """Write to a temporary sibling, then rename: a reader never sees half a file, and a failed write (a
     full or read-only disk) leaves no temporary file and is one line."""
     tmp = target.with_name(temporary_name(target.name, "tmp"))
@@ -162,19 +162,19 @@ def _replace_atomically(target: Path, write: Any) -> None:
 def write_manifest(bundle: Path, manifest: dict[str, Any]) -> None:
     body = {"schema_version": SCHEMA_VERSION, **manifest}
     text = json.dumps(body, indent=2, default=str) + "\n"
-    _replace_atomically(bundle / MANIFEST, lambda p: p.write_text(text))
+    replace_atomically(bundle / MANIFEST, lambda p: p.write_text(text))
 
 
 def write_kernels(bundle: Path, kernels: pd.DataFrame) -> None:
     if "kernel" in kernels:
         kernels = kernels.assign(kernel_short=kernels["kernel"].map(short_kernel_name, na_action="ignore"))
     table = conform_kernels(kernels).drop(columns=["bundle"])
-    _replace_atomically(bundle / KERNELS, lambda p: table.to_parquet(p, index=False))
+    replace_atomically(bundle / KERNELS, lambda p: table.to_parquet(p, index=False))
 
 
 def write_timings(bundle: Path, timings: pd.DataFrame) -> None:
     table = conform_timings(timings).drop(columns=["bundle"])
-    _replace_atomically(bundle / TIMINGS, lambda p: table.to_parquet(p, index=False))
+    replace_atomically(bundle / TIMINGS, lambda p: table.to_parquet(p, index=False))
 
 
 def is_bundle(path: Path) -> bool:

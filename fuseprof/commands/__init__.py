@@ -4,12 +4,13 @@ it works on. ``fuseprof.cli`` builds its parser from ``COMMANDS`` alone; the com
 
 from __future__ import annotations
 
-from fuseprof.commands import bundles, capture, dashboard, tables, traces
+from fuseprof.commands import bundles, capture, dashboard, interop, tables, traces
 from fuseprof.commands.base import Command
 
 GROUPS: dict[str, tuple[Command, ...]] = {
     "capture on a GPU": capture.COMMANDS,
     "traces you already have": traces.COMMANDS,
+    "findings where you already look": interop.COMMANDS,
     "tables over capture bundles": tables.COMMANDS,
     "bundles": bundles.COMMANDS,
     "dashboard": dashboard.COMMANDS,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from fuseprof.analysis import TraceAnalysis
 
 
-def _trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str | None) -> None:
+def trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str | None) -> None:
     p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
                    help="torch.profiler traces (.json, .json.gz), bundles or folders of them, or a quoted glob; one "
                         "per rank for a distributed run")
@@ -54,7 +54,7 @@ def _progress(what: str, done: int, total: int) -> None:
         sys.stderr.flush()
 
 
-def _hash_while_importing(paths: list[Path]) -> None:
+def hash_while_importing(paths: list[Path]) -> None:
     """Hash the traces for the trace store on the other core while this process imports pandas."""
     from fuseprof.parse.hashing import default_root, prehash
 
@@ -68,10 +68,10 @@ def _positive_top(top: int) -> None:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    _hash_while_importing(args.traces)
+    hash_while_importing(args.traces)
     from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame, width
 
-    results = _analyses(args, args.top)
+    results = analyses(args, args.top)
     if args.format == "json":
         sys.stdout.write(to_json(results) + "\n")
     elif args.format == "csv":
@@ -84,7 +84,7 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAnalysis]:
+def analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAnalysis]:
     """The traces of a trace verb, analysed with its options."""
     from fuseprof.analysis import analyze
 
@@ -98,13 +98,13 @@ def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalys
                each: Callable[[TraceAnalysis], None] | None = None) -> int:
     """A verb that shows one table of each trace: ``show`` prints it, csv/json carry every row; ``each`` sees
     every result first, whatever the format."""
-    _hash_while_importing(args.traces)
+    hash_while_importing(args.traces)
     import pandas as pd
 
     from fuseprof.commands.render import clean_text
     from fuseprof.commands.trace_views import width
 
-    results = _analyses(args)
+    results = analyses(args)
     if each is not None and args.format != "table":
         for result in results:
             each(result)
@@ -144,7 +144,7 @@ def _verify(args: argparse.Namespace) -> int:
     files = trace_files(args.traces[0])
     if len(files) != 1:
         raise FuseprofError(f"--verify: {args.traces[0]} holds {len(files)} traces; name one trace file")
-    result = _analyses(args)[0]
+    result = analyses(args)[0]
     chains = chains_to_verify(result.events, result.fusion, recorded_strides(files[0]), args.verify, result.registry,
                               _exact_graph(files[0], result.registry))
     if not chains:
@@ -174,7 +174,7 @@ def _exact_graph(trace: Path, registry):  # type: ignore[no-untyped-def]
 
 
 def _fusion_arguments(p: argparse.ArgumentParser) -> None:
-    _trace_arguments(p, 10, "opportunities to print", "table, or every group in csv/json")
+    trace_arguments(p, 10, "opportunities to print", "table, or every group in csv/json")
     p.add_argument("--verify", type=int, metavar="N",
                    help="run the top N chains: each replayed from its recorded ops (random inputs of the recorded "
                         "shapes, dtypes and strides) eager, under torch.compile and as fuseprof's own kernel where "
@@ -214,7 +214,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:
-    _trace_arguments(p, 15, "rows in the top tables", None)
+    trace_arguments(p, 15, "rows in the top tables", None)
     p.add_argument("-o", "--output", type=Path, required=True, metavar="REPORT.html", help="the HTML file to write")
     p.add_argument("--force", action="store_true", help="replace REPORT.html if it exists")
 
@@ -235,7 +235,7 @@ def _ncu_kernels(paths: list[Path], ceilings: Path | None):  # type: ignore[no-u
 
 
 def _report(args: argparse.Namespace) -> int:
-    _hash_while_importing(args.traces)
+    hash_while_importing(args.traces)
     from fuseprof.bundle.files import remove_stale_partials, temporary_name
     from fuseprof.report import report_html
 
@@ -245,7 +245,7 @@ def _report(args: argparse.Namespace) -> int:
         raise FuseprofError(f"{args.output}: exists; pass --force to replace it")
     if not args.output.parent.is_dir():
         raise FuseprofError(f"{args.output.parent}: no such folder")
-    results = _analyses(args, args.top)
+    results = analyses(args, args.top)
     text = report_html(results, placed=_ncu_kernels(args.traces, args.ceilings))
     remove_stale_partials(args.output.parent)  # a report of an earlier run killed with -9
     tmp = args.output.with_name(temporary_name(args.output.name, "tmp"))
@@ -290,7 +290,7 @@ def _diff_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    _hash_while_importing([args.a, args.b])
+    hash_while_importing([args.a, args.b])
     import pandas as pd
 
     from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
@@ -362,7 +362,7 @@ def _store(args: argparse.Namespace) -> int:
 
 COMMANDS = (
     Command("analyze", "whole-model trace: GPU timeline, categories, top ops, per-op roofline", _analyze,
-            lambda p: _trace_arguments(p, 15, "rows in the top-kernels, top-ops and roofline tables",
+            lambda p: trace_arguments(p, 15, "rows in the top-kernels, top-ops and roofline tables",
                                        "table for reading; csv (one long table with 'trace' and 'table' columns) "
                                        "or json (trace -> table -> rows) for scripts"),
             "For each torch.profiler trace (a .json/.json.gz file, or the trace in a bundle's raw/): the GPU "
@@ -379,7 +379,7 @@ COMMANDS = (
             "fuses such a chain. Formulas: fuseprof/analysis/fusion.py. --verify N runs the top N chains to check "
             "the prediction: fuseprof/verify/."),
     Command("audit", "is each fusion of the catalogue done in this trace? fused, not fused, not present", _audit,
-            lambda p: _trace_arguments(p, 10, "(unused: every catalogue entry is printed)", "table, or csv/json"),
+            lambda p: trace_arguments(p, 10, "(unused: every catalogue entry is printed)", "table, or csv/json"),
             "For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + KV-cache "
             "write, flash attention, dequant + GEMM, sampling, optimizer step), found by its dataflow pattern in the "
             "op graph: fused (the unit that does it), not fused (the time now and the predicted saving), partly "
@@ -387,7 +387,7 @@ COMMANDS = (
             "Catalogue: fuseprof/model/registry_data.py; patterns: fuseprof/analysis/patterns.py; accuracy on "
             "labelled traces: docs/accuracy.md."),
     Command("check", "the integrity checks alone: can this trace's tables be trusted? exit 1 if not", _check,
-            lambda p: _trace_arguments(p, 10, "(unused: every check is printed)", "table, or csv/json"),
+            lambda p: trace_arguments(p, 10, "(unused: every check is printed)", "table, or csv/json"),
             "The checks every other table rests on — kernel time with a launching op, graph replays attributed, "
             "launches whose kernel is missing, steps and shapes recorded — with their values, and exit status 1 "
             "when any failed on any trace (0 when all passed, 2 for an unreadable trace): a script's gate before "

@@ -1,0 +1,73 @@
+"""Verbs that hand fuseprof's findings to the tools people already use: an annotated trace for Perfetto, and SQL."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fuseprof.commands.base import Command, emit, wide_option
+from fuseprof.commands.traces import analyses, hash_while_importing, trace_arguments
+from fuseprof.errors import FuseprofError
+
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
+    trace_arguments(p, 15, "(rows of the analysis kept; every finding is drawn)", None)
+    p.add_argument("--perfetto", type=Path, required=True, metavar="OUT",
+                   help="the file to write: OUT.json.gz or OUT.json (Chrome JSON, which Perfetto and "
+                        "chrome://tracing open) or OUT.pftrace (Perfetto's protobuf; pip install 'fuseprof[interop]')")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+
+
+def _export(args: argparse.Namespace) -> int:
+    hash_while_importing(args.traces)
+    from fuseprof.export.annotate import check_output, export_perfetto
+
+    check_output(args.perfetto, [p for p in args.traces if p.is_file()], args.force)  # said before any analysis
+    done = export_perfetto(analyses(args), args.perfetto, args.force)
+    counts = ", ".join(f"{label}: {len(found):,} slices" for label, found in done.findings.items())
+    print(f"{done.path} ({done.bytes / 1e6:.2f} MB): {done.original_events:,} original events, findings {counts}")
+    if done.note:
+        print(f"note: {done.note}")
+    return 0
+
+
+def _sql_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", nargs="?", metavar="SQL",
+                   help="one SQL statement (DuckDB's dialect), e.g. \"SELECT module, sum(dur_ns) FROM kernels GROUP "
+                        "BY module ORDER BY 2 DESC\"; omit it with --tables")
+    trace_arguments(p, 15, "rows of the analysis's top tables", None)
+    p.add_argument("--tables", action="store_true", help="list the tables and views with their columns and types")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="how rows are printed")
+    wide_option(p)
+
+
+def _sql(args: argparse.Namespace) -> int:
+    if not args.tables and not args.query:
+        raise FuseprofError("sql: give a query, or --tables to see what there is to query")
+    if args.tables and args.query and Path(args.query).exists():  # `sql --tables TRACE`: the trace is no query
+        args.traces, args.query = [Path(args.query), *args.traces], None
+    hash_while_importing(args.traces)
+    from fuseprof.export.sql import catalog, described, query
+
+    tables = catalog(analyses(args))
+    emit(described(tables) if args.tables else query(tables, args.query), args.format, args.wide)
+    return 0
+
+
+COMMANDS = (
+    Command("export", "an annotated trace for Perfetto: the original events plus fuseprof's findings", _export,
+            _export_arguments,
+            "Writes the traces back as one trace that Perfetto (ui.perfetto.dev) and chrome://tracing open: every "
+            "original event exactly as written, plus a process 'fuseprof · …' whose tracks hold the findings — one "
+            "slice per fusion chain over its kernels (a track per opportunity class, the predicted saving in its "
+            "args), the GPU's idle gaps named by cause, the profiler steps, and across ranks each rank's waits for "
+            "the last rank at every collective. Overlapping slices go on lanes of their track, so none is hidden. "
+            "Several ranks merge into one file, each rank's pids and flow ids made its own. Design: "
+            "fuseprof/export/chrome.py."),
+    Command("sql", "SQL over the analysis tables of traces and ranks (DuckDB)", _sql, _sql_arguments,
+            "One SQL statement over the tables of the traces given — kernels (each GPU event with its op, module, "
+            "category, step), cpu_ops, runtime_calls, modules, annotations, every table of `fuseprof analyze` by "
+            "name, and across ranks rank_summary, collective_skew, late_arrivals, stragglers; views kernel_ops "
+            "(kernel ↔ op ↔ module) and gemm_per_step — every row with its trace and rank. Needs DuckDB (pip "
+            "install 'fuseprof[interop]'). Tables: --tables, docs/interop.md."),
+)

@@ -1,0 +1,157 @@
+"""SQL over analysed traces: DuckDB (the optional extra ``fuseprof[interop]``) over one table per kind of row,
+across every trace and rank given, each row with its ``trace`` and ``rank``.
+
+The tables (``TABLES``; their columns: ``fuseprof sql --tables``, docs/interop.md). Units are in the column names
+(``_ns`` integer nanoseconds on the trace's clock, ``_pct``, ``bytes``):
+    kernels          every GPU event of the analysed window (kernels, memcpys, memsets) with its launch, op,
+                     module, category, role and profiler step: the analysis's linked events
+    cpu_ops          the CPU ops (``external_id`` is a kernel's ``op_id``), runtime_calls the runtime/driver
+                     calls, modules the ``nn.Module`` ranges, annotations the ``record_function`` ranges
+    <section table>  every table of ``fuseprof analyze`` by its name (steps, timeline, idle, categories,
+                     top_kernels, top_ops, launches, op_roofline, fusion, audit, integrity, collectives, …)
+    rank_summary, collective_skew, late_arrivals, stragglers
+                     across ranks, when several ranks are given
+Views: ``kernel_ops`` (each kernel beside the CPU op that launched it: kernel ↔ op ↔ module) and
+``gemm_per_step`` (GEMM time per profiler step and trace). Values that are lists in the analysis (input
+shapes, a fusion row's members) are JSON text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.ranks import across_ranks
+from fuseprof.errors import FuseprofError
+from fuseprof.parse.store import default_store
+
+if TYPE_CHECKING:
+    from fuseprof.analysis.analyze import TraceAnalysis
+
+RAW_TABLES = {"cpu_ops": "ops", "runtime_calls": "launches", "modules": "modules", "annotations": "annotations"}
+ACROSS = {"rank_summary": "ranks", "collective_skew": "collectives", "late_arrivals": "late_arrivals",
+          "stragglers": "stragglers"}
+VIEWS = {
+    "kernel_ops": "SELECT k.trace, k.rank, k.name AS kernel, k.category, k.start_ns, k.dur_ns, k.op, k.module, "
+                  "k.profiler_step, o.start_ns AS op_start_ns, o.dur_ns AS op_dur_ns, o.input_dims AS op_input_dims "
+                  "FROM kernels k LEFT JOIN cpu_ops o ON o.trace = k.trace AND o.external_id = k.op_id "
+                  "AND k.linked_by = 'External id'",
+    "gemm_per_step": "SELECT trace, rank, profiler_step, count(*) AS kernels, sum(dur_ns) AS gemm_ns FROM kernels "
+                     "WHERE category = 'GEMM' GROUP BY trace, rank, profiler_step",
+}
+
+
+def _json_text(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str)
+    return value
+
+
+def sql_ready(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with object columns that hold lists or mixed values as JSON text (DuckDB types a column by its
+    values; a list beside a string is neither) and nullable pandas dtypes as DuckDB reads them."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            values = out[column].dropna()
+            if not values.map(lambda v: isinstance(v, str)).all():
+                out[column] = out[column].map(_json_text).astype("string")
+    return out
+
+
+def _with_source(frame: pd.DataFrame, result: TraceAnalysis) -> pd.DataFrame:
+    return frame.assign(trace=result.name, rank=pd.array([result.rank] * len(frame), dtype="Int64"))
+
+
+def catalog(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
+    """Every table ``fuseprof sql`` queries, by name, over ``results`` (see the module docstring)."""
+    store = default_store()
+    parts: dict[str, list[pd.DataFrame]] = {"kernels": []}
+    for result in results:
+        parts["kernels"].append(_with_source(result.events, result))
+        raw = store.tables(result.source)[0] if result.source is not None else None
+        for name, attribute in RAW_TABLES.items():
+            if raw is not None:
+                parts.setdefault(name, []).append(_with_source(getattr(raw, attribute), result))
+        for name, frame in result.frames.items():
+            parts.setdefault(name, []).append(_with_source(frame, result))
+    tables = {n: sql_ready(pd.concat([f for f in fs if not f.empty] or fs[:1], ignore_index=True))
+              for n, fs in parts.items()}
+    if sum(not r.collectives.empty for r in results) >= 2:
+        across = across_ranks(results)
+        tables.update({n: sql_ready(across[a]) for n, a in ACROSS.items()})
+    return tables
+
+
+def connect(tables: Mapping[str, pd.DataFrame]) -> Any:
+    """An in-memory DuckDB connection with ``tables`` registered and the views made."""
+    try:
+        import duckdb
+    except ImportError:
+        raise FuseprofError("fuseprof sql needs DuckDB: pip install 'fuseprof[interop]' (or pip install duckdb)") \
+            from None
+    connection = duckdb.connect(":memory:")
+    for name, frame in tables.items():
+        connection.register(name, frame)
+    for name, query in VIEWS.items():
+        if {"kernels", "cpu_ops"} <= set(tables) or name == "gemm_per_step":
+            connection.execute(f"CREATE VIEW {name} AS {query}")
+    return connection
+
+
+def query(tables: Mapping[str, pd.DataFrame], text: str) -> pd.DataFrame:
+    """The result of one SQL statement over ``tables``; DuckDB's message, in one line, for a bad one."""
+    import duckdb
+
+    connection = connect(tables)
+    try:
+        relation = connection.sql(text)
+        if relation is None:  # a statement that returns no rows
+            return pd.DataFrame()
+        huge = {c for c, t in zip(relation.columns, relation.dtypes) if str(t) == "HUGEINT"}
+        if huge:  # DuckDB sums BIGINT as HUGEINT, which pandas would get as floats: integer ns stay integers
+            relation = relation.project(", ".join(f'CAST("{c}" AS BIGINT) AS "{c}"' if c in huge else f'"{c}"'
+                                                  for c in relation.columns))
+        return relation.df()
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FuseprofError(f"sql: {first} (the tables: fuseprof sql --tables)") from None
+    finally:
+        connection.close()
+
+
+def described(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per table and column with its DuckDB type: what ``--tables`` prints."""
+    connection = connect(tables)
+    try:
+        rows = [{"table": name, "column": c[0], "type": c[1]} for name in [*tables, *VIEWS]
+                if name in tables or _has_view(connection, name)
+                for c in connection.execute(f"DESCRIBE {name}").fetchall()]
+    finally:
+        connection.close()
+    return pd.DataFrame(rows)
+
+
+def _has_view(connection: Any, name: str) -> bool:
+    return bool(connection.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [name]).fetchone()[0])
+
+
+def sql(text: str, traces: Any, **analyze_options: Any) -> pd.DataFrame:
+    """``fuseprof.sql``: one SQL statement over ``traces`` — paths (analysed with ``analyze_options``, as
+    ``fuseprof.analyze`` takes them) or analyses already made (``fuseprof.analyze``'s report, a list of
+    ``TraceAnalysis``) — as a DataFrame."""
+    from fuseprof.analysis.analyze import TraceAnalysis
+
+    items = list(traces) if isinstance(traces, (list, tuple)) else [traces]
+    if items and all(isinstance(t, TraceAnalysis) for t in items):
+        results = items
+    else:
+        from fuseprof.analysis import analyze
+
+        results = analyze(items, **analyze_options)
+    return query(catalog(results), text)
