@@ -320,3 +320,34 @@ def steps_figure(steps: pd.DataFrame) -> go.Figure:
                              hovertemplate=f"{name}: %{{y:,.3f}} µs<extra>%{{x}}</extra>"))
     fig.update_layout(barmode="stack", yaxis_title="µs", height=360, title="Profiler steps")
     return fig
+
+
+PHASE_COLORS = {"forward": "#1f77b4", "backward": "#ff7f0e", "recomputation": "#e377c2", "optimizer": "#2ca02c",
+                "communication": "#9467bd", "other": "#b0b0b0"}
+
+
+def phases_figure(phases: pd.DataFrame) -> go.Figure:
+    """Per profiler step: GPU time by phase (µs), stacked, in the phases' order."""
+    fig = go.Figure()
+    for phase, color in PHASE_COLORS.items():
+        part = phases[phases["phase"] == phase]
+        if not part.empty:
+            fig.add_trace(go.Bar(x=part["step"].astype(str), y=part["time_ns"] / 1e3, name=phase,
+                                 marker={"color": color}, hovertemplate=f"{phase}: %{{y:,.3f}} µs<extra>%{{x}}</extra>"))
+    fig.update_layout(barmode="stack", yaxis_title="GPU µs", height=360, title="Phases of the training step")
+    return fig
+
+
+def memory_figure(timeline: pd.DataFrame) -> go.Figure:
+    """Allocated and reserved device memory (GB) over the trace's time (ms from its first record), per device."""
+    fig = go.Figure()
+    first = int(timeline["start_ns"].min()) if not timeline.empty else 0
+    for device, part in timeline.groupby("device", sort=False):
+        x = (part["start_ns"].astype("int64") - first) / 1e6
+        for column, dash in (("total_allocated", "solid"), ("total_reserved", "dot")):
+            label = f"{device} {column.removeprefix('total_')}"
+            fig.add_trace(go.Scatter(x=x, y=part[column].astype("float64") / 1e9, mode="lines", name=label,
+                                     line={"dash": dash, "shape": "hv"},
+                                     hovertemplate=f"{label}: %{{y:,.3f}} GB at %{{x:,.3f}} ms<extra></extra>"))
+    fig.update_layout(xaxis_title="ms from the first record", yaxis_title="GB", height=360, title="Device memory")
+    return fig

@@ -120,6 +120,8 @@ _FIGURES = {
     "timeline": lambda table, result: figures.timeline_figure(table),
     "categories": lambda table, result: figures.categories_figure(table),
     "steps": lambda table, result: figures.steps_figure(table),
+    "phases": lambda table, result: figures.phases_figure(table),
+    "memory": lambda table, result: figures.memory_figure(result.frames.get("memory_timeline", pd.DataFrame())),
     "roofline": lambda table, result: figures.roofline_figure(table, [result.roof],
                                                              datasheet_roof(DEVICES[REFERENCE_DEVICE])),
 }

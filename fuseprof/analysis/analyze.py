@@ -20,6 +20,7 @@ from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
 from fuseprof.analysis.graphs import capture_windows
 from fuseprof.analysis.opgraph import OpGraph, op_graph
+from fuseprof.analysis.phases import gpu_phases
 from fuseprof.analysis.sections import Context, build_all, trace_sections
 from fuseprof.analysis.steps import profiler_steps, window_mask
 from fuseprof.analysis.summaries import attach_ncu
@@ -161,6 +162,7 @@ def windowed_events(tables: TraceTables, options: Options = Options(), captures:
         raise TraceFormatError(f"{tables.path}: no GPU kernels, memcpys or memsets; was the trace captured with "
                                "ProfilerActivity.CUDA?")
     every["profiler_step"] = profiler_steps(every, tables)
+    every = pd.concat([every, gpu_phases(every, tables, options.registry)], axis=1)
     mask, window = window_mask(every, options.window)
     events = every[mask].reset_index(drop=True)
     if ncu_rows is not None and not ncu_rows.empty:

@@ -25,9 +25,11 @@ from fuseprof.model.roofline import Roof
 
 
 def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyModel, registry: Registry,
-          units: Units | None = None) -> pd.DataFrame:
+          units: Units | None = None, opportunity_savings: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per entry of the registry's catalogue: fusion, verdict, instances (fused, not fused), time_ns
-    (of the unfused units, else of the fused ones), predicted_saving_ns, evidence."""
+    (of the unfused units, else of the fused ones), predicted_saving_ns, evidence. ``opportunity_savings``: per
+    catalogue pattern, the saving the opportunity table predicts for it where its pattern predicts none (the
+    optimizer step's cost model needs the parameters, which the opportunity reads: ``analysis.optimizer``)."""
     units = units if units is not None else window_units(events, graph, registry)
     costs = Costs(roof, copy, registry)
     rows = []
@@ -38,6 +40,8 @@ def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyMod
                    else "not present")
         shown = undone or done
         savings = [f.saving_ns for f in undone if not math.isnan(f.saving_ns)]
+        if undone and not savings and entry.pattern in (opportunity_savings or {}):
+            savings = [(opportunity_savings or {})[entry.pattern]]
         rows.append({"fusion": entry.name, "verdict": verdict, "fused_instances": len(done),
                      "unfused_instances": len(undone), "time_ns": _time(shown),
                      "predicted_saving_ns": float(sum(savings)) if savings else float("nan"),

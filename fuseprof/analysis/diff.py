@@ -64,7 +64,8 @@ def diff_by_category(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
 
 
 def diff_totals(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
-    """Span, busy, idle, computation, memcpy time and GPU events of each trace, and B − A."""
+    """Span, busy, idle, computation, memcpy time and GPU events of each trace, and B − A; the peak allocated
+    device memory where both traces have the allocator's records (``fuseprof.analysis.memory``)."""
     ta = a.timeline.set_index("stream").loc["all"]
     tb = b.timeline.set_index("stream").loc["all"]
     rows = []
@@ -72,4 +73,8 @@ def diff_totals(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
                    "events"):
         rows.append({"metric": column, "a": int(ta[column]), "b": int(tb[column]),
                      "delta": int(tb[column]) - int(ta[column])})
+    memory_a, memory_b = (r.frames.get("memory", pd.DataFrame()) for r in (a, b))
+    if not memory_a.empty and not memory_b.empty:
+        pa, pb = int(memory_a["peak_allocated_bytes"].max()), int(memory_b["peak_allocated_bytes"].max())
+        rows.append({"metric": "peak_allocated_bytes", "a": pa, "b": pb, "delta": pb - pa})
     return pd.DataFrame(rows)

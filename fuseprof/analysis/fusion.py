@@ -39,7 +39,7 @@ import pandas as pd
 
 from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.model.dataflow import ShapeDataflow, infer_outputs, links_to_nothing, tensor_arguments
-from fuseprof.model.registry import Registry
+from fuseprof.model.registry import ChainClass, Registry
 from fuseprof.parse.names import short_kernel_name
 
 
@@ -268,9 +268,29 @@ def chain_groups(events: pd.DataFrame, copy: CopyModel, registry: Registry, take
         fused_bytes=("fused_bytes", lambda v: v.sum(min_count=len(v))), module=("module", "first"),
         members=("members", lambda m: [x for ms in m for x in ms]))
     groups["predicted_fused_ns"] = groups["fused_bytes"] / copy.bytes_per_s * 1e9 + groups["count"] * copy.fixed_ns
-    groups["class"] = [registry.chain_class(s.split(" → ")) for s in groups.index]
-    groups["known_fusion"] = [registry.known_fusion(s) for s in groups["signature"]]
+    rows = [_chain_class(registry, key, members, events) for key, members in zip(groups.index, groups["members"])]
+    groups["class"] = [r.name if r is not None else ("memory-bound chain (backward)" if backward else
+                                                     "memory-bound chain") for r, backward in rows]
+    groups["known_fusion"] = [_fused_by(registry, s, r) for (r, _), s in zip(rows, groups["signature"])]
+    groups["memory_bound_chain"] = True  # a run of kernels on a stream: what --verify replays (fuseprof.verify)
     return groups.reset_index()
+
+
+def _fused_by(registry: Registry, signature: str, chain_class: ChainClass | None) -> str:
+    """The kernel known to fuse the chain's ops, else what fuses its class, else the default."""
+    known = registry.known_fusion(signature)
+    return chain_class.fused_by if known == registry.default_fusion and chain_class and chain_class.fused_by else known
+
+
+def _chain_class(registry: Registry, key: str, members: list[Any], events: pd.DataFrame
+                 ) -> tuple[ChainClass | None, bool]:
+    """A group's class and whether it is a backward chain (every kernel launched in backward: its class is
+    by the forward ops its kernels differentiate, ``fuseprof.analysis.phases``)."""
+    phase = events["phase"].reindex(members) if "phase" in events else pd.Series(dtype=object)
+    if len(phase) and phase.isin(["backward", "recomputation"]).all() and (phase == "backward").any():
+        forward = set(events["forward_op"].reindex(members).dropna().astype(str))
+        return registry.chain_class(key.split(" → "), forward), True
+    return registry.chain_class(key.split(" → ")), False
 
 
 def prediction_check(timings: pd.DataFrame, copy: CopyModel, fused: str = "fused_cuda") -> pd.DataFrame:

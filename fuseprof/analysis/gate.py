@@ -8,6 +8,8 @@ Rules, comma-separated (``busy:+5%,op:aten::mm:+10%,category:GEMM:+3%,kernels:+0
     op:NAME                        GPU time of the kernels NAME launched (an op name, e.g. aten::mm; a name
                                    holding a comma is written in double quotes: op:"my op, v2":+5%)
     category:NAME                  GPU time of a category (GEMM, attention, elementwise, …)
+    memory                         peak allocated device memory (bytes; the allocator's records in the trace,
+                                   profile_memory=True: ``fuseprof.analysis.memory``; the largest device's)
     LIMIT                          +N% (relative to A) or +N (absolute: ns for times, a count for kernels)
 
 It fails closed: anything it cannot compare faithfully is an error (exit 2), never a pass — a rule it
@@ -39,9 +41,9 @@ from fuseprof.analysis.diff import signature
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
 from fuseprof.model.registry import CATEGORIES
 
-_QUANTITY = r"busy|span|idle|kernels|op:(?:\"[^\"]+\"|[^\"]+?)|category:[^\",]+?"
+_QUANTITY = r"busy|span|idle|kernels|memory|op:(?:\"[^\"]+\"|[^\"]+?)|category:[^\",]+?"
 _RULE = re.compile(rf"^({_QUANTITY}):\+(\d+(?:\.\d+)?)(%?)$")
-_SPLIT = re.compile(r",(?=\s*(?:busy|span|idle|kernels|op:|category:))")
+_SPLIT = re.compile(r",(?=\s*(?:busy|span|idle|kernels|memory|op:|category:))")
 MAD_TO_SD = 1.4826  # a normal distribution's standard deviation over its median absolute deviation
 
 
@@ -86,6 +88,12 @@ def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis) -> Non
     """Every op and category a rule names exists in A or B, else an error that suggests the nearest
     name: a rule over nothing would always read 'no change'."""
     for rule in rules:
+        if rule.quantity == "memory":
+            for side, result in (("A", a), ("B", b)):
+                if result.frames.get("memory", pd.DataFrame()).empty:
+                    raise TraceFormatError(f"--fail-on {rule.text!r}: {side} ({result.name}) has no memory records; "
+                                           "capture both with torch.profiler(profile_memory=True)")
+            continue
         if rule.quantity == "category":
             known = list(CATEGORIES)
         elif rule.quantity == "op":
@@ -153,6 +161,16 @@ def _value(events: pd.DataFrame, rule: Rule, totals: dict[str, int]) -> float:
     return float(events.loc[events[column].astype("string") == rule.target, "dur_ns"].sum())
 
 
+def _peaks(result: TraceAnalysis, per_step: bool) -> np.ndarray:
+    """Peak allocated bytes per profiler step (the largest device's), or of the whole trace."""
+    memory = result.frames["memory"]
+    peaks = memory.groupby("step", sort=False)["peak_allocated_bytes"].max()
+    if per_step:
+        peaks = peaks[[str(s).startswith("ProfilerStep#") for s in peaks.index]]
+        return peaks.sort_index().to_numpy(dtype="float64")
+    return np.array([float(peaks.max())])
+
+
 def robust_noise_pct(values: np.ndarray) -> float:
     """±2 robust standard errors of the values' median, in % of it (``MAD_TO_SD`` · MAD / √n)."""
     median = float(np.median(values))
@@ -173,8 +191,11 @@ def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFr
     parts_b = _step_parts(b) if per_step else [(b.events, breakdown(b.events))]
     rows = []
     for rule in rules:
-        values_a = np.array([_value(part, rule, totals) for part, totals in parts_a], dtype="float64")
-        values_b = np.array([_value(part, rule, totals) for part, totals in parts_b], dtype="float64")
+        if rule.quantity == "memory":
+            values_a, values_b = _peaks(a, per_step), _peaks(b, per_step)
+        else:
+            values_a = np.array([_value(part, rule, totals) for part, totals in parts_a], dtype="float64")
+            values_b = np.array([_value(part, rule, totals) for part, totals in parts_b], dtype="float64")
         va, vb = float(np.median(values_a)), float(np.median(values_b))
         change = vb - va
         change_pct = 100 * change / va if va else (math.inf if change > 0 else 0.0)

@@ -19,7 +19,8 @@ sections rest on which checks, so a number resting on a failed check is flagged 
                                     each); ok when < 1000
     shapes_recorded_pct             op-launched kernel time whose op has recorded input shapes
                                     (record_shapes=True); ok > 0 (the per-op roofline needs it)
-    modules_recorded_pct            op-launched kernel time with an nn.Module path (with_modules=True)
+    modules_recorded_pct            op-launched kernel time with an nn.Module path (with_modules=True): its
+                                    launching op's, or for a backward kernel its forward op's
     kernels_without_device          GPU events whose device the trace's deviceProperties does not name
     launches_without_gpu_event      kernel launch calls outside any graph capture whose kernel is not in
                                     the trace (records lost by the profiler's buffer, or cut out of the
@@ -95,7 +96,8 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     stamps = np.concatenate([all_events["start_ns"].to_numpy(np.int64), all_events["dur_ns"].to_numpy(np.int64)])
     resolution = 1000 if stamps.size and not (stamps % 1000).any() else 1
     shapes = with_op.loc[with_op["input_dims"].map(lambda d: isinstance(d, list)).astype(bool)]
-    modules = with_op[with_op["module"].notna()]
+    own = with_op["module"].notna()
+    modules = with_op[own | with_op["forward_module"].notna()] if "forward_module" in with_op else with_op[own]
     unnamed = all_events[~device_named]
     overlap = _overlap_on_streams(events)
     rows = [
@@ -117,7 +119,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
         ("shapes_recorded_pct", _pct(shapes["dur_ns"].sum(), with_op["dur_ns"].sum()), None,
          "input shapes of the launching ops (record_shapes=True)"),
         ("modules_recorded_pct", _pct(modules["dur_ns"].sum(), with_op["dur_ns"].sum()), None,
-         "nn.Module paths (with_modules=True or with_stack=True)"),
+         "nn.Module paths (with_modules=True or with_stack=True; a backward kernel: its forward op's)"),
         ("kernels_without_device", len(unnamed), len(unnamed) == 0,
          "GPU events on a device the trace does not name: pass --device" if len(unnamed) else "none"),
         ("launches_without_gpu_event", lost[0], lost[0] == 0,

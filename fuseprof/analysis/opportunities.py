@@ -1,9 +1,10 @@
 """Every fusion opportunity of a trace, of every class, ranked together by predicted saving.
 
-Classes: memory-bound chains (``fusion``; RoPE + KV-cache write and sampling chains named apart),
-eager attention → SDPA, horizontal GEMMs and GEMM epilogues (``fusion_classes``: dataflow patterns of the
-op graph). Each kernel belongs to at most one row, so savings never count a kernel twice: eager attention
-claims its kernels first, then the chains, then horizontal GEMMs and epilogues take what is left. For
+Classes: the optimizer step (``optimizer``: an unfused step beside a fused one over the same parameters),
+memory-bound chains (``fusion``; RoPE + KV-cache write and sampling chains named apart), eager attention →
+SDPA, horizontal GEMMs and GEMM epilogues (``fusion_classes``: dataflow patterns of the op graph). Each kernel
+belongs to at most one row, so savings never count a kernel twice: the optimizer step and eager attention
+claim their kernels first, then the chains, then horizontal GEMMs and epilogues take what is left. For
 every row:
 
     saving_ns         = measured_ns − predicted_fused_ns   (rows that save nothing are left out;
@@ -26,27 +27,36 @@ from fuseprof.analysis.fusion import CopyModel, chain_groups
 from fuseprof.analysis.fusion_classes import class_instances, class_opportunities
 from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.analysis.opgraph import OpGraph
+from fuseprof.analysis.optimizer import CLASS as OPTIMIZER
+from fuseprof.analysis.optimizer import optimizer_instances
 from fuseprof.analysis.units import Units, window_units
 from fuseprof.model.registry import Registry
 from fuseprof.model.roofline import Roof
+from fuseprof.parse.trace_events import TraceTables
 
 SLOW_PCT, SLOW_SHARE = 30.0, 1.0
 
 
 def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel, roof: Roof,
-                  registry: Registry, graph: OpGraph | None = None, units: Units | None = None) -> pd.DataFrame:
+                  registry: Registry, graph: OpGraph | None = None, units: Units | None = None,
+                  tables: TraceTables | None = None) -> pd.DataFrame:
     """One row per opportunity group (class, signature, count, kernels, measured, bytes, predicted,
-    saving, shares, launches, the kernel that already fuses it), best first."""
+    saving, shares, launches, the kernel that already fuses it), best first; the optimizer step needs the
+    decoded ``tables`` (its ranges and parameters)."""
     units = units if units is not None else window_units(events, graph, registry)
-    instances = class_instances(units, roof, copy, registry)
-    attention = {m for r in instances if r["class"] == "eager attention → SDPA" for m in r["members"]}  # type: ignore
-    chains = chain_groups(events, copy, registry, attention, graph)
+    steps = optimizer_instances(events, tables, registry, copy) if tables is not None else []
+    instances = steps + class_instances(units, roof, copy, registry)
+    claimed = {m for r in instances if r["class"] in ("eager attention → SDPA", OPTIMIZER)
+               for m in r["members"]}  # type: ignore[attr-defined]
+    chains = chain_groups(events, copy, registry, claimed, graph)
     taken = {m for members in chains.get("members", []) for m in members}
     classes = class_opportunities(instances, taken)
     parts = [f for f in (chains, classes) if not f.empty]
     if not parts:
         return pd.DataFrame()
     frame = pd.concat(parts, ignore_index=True)
+    frame["memory_bound_chain"] = frame.get("memory_bound_chain", pd.Series(False, index=frame.index)).fillna(False) \
+        .astype(bool)
     frame["saving_ns"] = frame["measured_ns"] - frame["predicted_fused_ns"]
     frame = frame[~(frame["saving_ns"] <= 0)].copy()
     whole = timeline.set_index("stream").loc["all"]

@@ -32,11 +32,15 @@ def profiler_steps(events: pd.DataFrame, tables: TraceTables) -> pd.Series:
     none, or no launch record)."""
     # by time on any thread: the backward pass launches from autograd's own thread, and NCCL from its
     # own, while ProfilerStep#N is recorded on the thread that called prof.step()
+    return step_at(tables, events["op_start_ns"].fillna(events["launch_start_ns"]))
+
+
+def step_at(tables: TraceTables, times: pd.Series) -> pd.Series:
+    """Per time (ns on the trace's clock; null stays null), the ``ProfilerStep#N`` range around it."""
     steps = tables.annotations[tables.annotations["name"].str.match(STEP_NAME.pattern)].assign(tid="*")
-    anchor = pd.DataFrame({"start_ns": events["op_start_ns"].fillna(events["launch_start_ns"]), "tid": "*"},
-                          index=events.index).dropna()
+    anchor = pd.DataFrame({"start_ns": times, "tid": "*"}, index=times.index).dropna()
     anchor["start_ns"] = anchor["start_ns"].astype(np.int64)
-    return enclosing(steps, anchor, None).reindex(events.index)
+    return enclosing(steps, anchor, None).reindex(times.index)
 
 
 def _number(step: object) -> int | None:

@@ -282,7 +282,7 @@ def _diff_arguments(p: argparse.ArgumentParser) -> None:
     registry_option(p)
     p.add_argument("--fail-on", metavar="RULES",
                    help="a regression gate: exit 1 when B breaks a rule, e.g. 'busy:+5%%,op:aten::mm:+10%%,"
-                        "category:GEMM:+3%%,kernels:+0' (per profiler step when both traces have steps; a change "
+                        "category:GEMM:+3%%,kernels:+0,memory:+10%%' (memory: peak allocated, from profile_memory records; per profiler step when both traces have steps; a change "
                         "inside A's step-to-step noise passes). Unrelated traces are an error")
     p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table",
                    help="table, every row in csv/json, or with --fail-on a markdown summary for a pull request")

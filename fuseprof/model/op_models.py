@@ -263,8 +263,23 @@ class Cat:
 
 
 # The models a registry file names (``cost = {model = "elementwise", flops_per_element = 8}``).
+@dataclass(frozen=True)
+class Picks:
+    """A loss over class scores (``nll_loss``): of the (…, C) scores at input ``scores``, one per row is read
+    (forward) or written into a gradient zeroed before (backward), with the row's target (the next input)."""
+
+    scores: int = 0
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        shape = x.tensor(self.scores)
+        if not shape:
+            return None
+        rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
+        return Estimate(float(rows), rows * x.itemsize(self.scores) + x.tensor_bytes(self.scores + 1), "memory")
+
+
 COST_MODELS: dict[str, type] = {
     "matmul": Matmul, "linear": Linear, "attention": Attention, "elementwise": Elementwise,
     "per_element": PerElement, "copy": Copy, "gather": Gather, "gather_elements": GatherElements,
-    "index_copy": IndexCopy, "arange": Arange, "cat": Cat,
+    "index_copy": IndexCopy, "arange": Arange, "cat": Cat, "picks": Picks,
 }

@@ -13,6 +13,10 @@ A ``Registry`` holds
   the op graph read (``OpKinds``, ``KindRule``: ``silu``, ``mul``, ``rms norm``, ``rotary``, ``cache write``);
 - ``host_causes``: what the host calls and ranges an idle GPU waits through mean (``HostCause``: a
   synchronising copy, the DataLoader, the allocator, an event wait);
+- ``optimizers``: what an optimizer step moves per parameter (``OptimizerModel``: its state tensors; what fuses
+  it), by the optimizer's range (``fuseprof.analysis.optimizer``);
+- ``phase_ranges``: the ranges that mark a training step's phases beyond what autograd records
+  (``PhaseRange``: ``Optimizer.step#…`` is the optimizer; ``fuseprof.analysis.phases``);
 - the fusion catalogue the audit reads (``CatalogueEntry``: which pattern finds each fusion), the kernels known to fuse a chain
   (``KnownFusion``), fuseprof's own kernels that compute a replayed chain (``KernelMatch``) and the named
   chain classes (``ChainClass``).
@@ -225,6 +229,41 @@ class HostCause:
 
 
 @dataclass(frozen=True)
+class OptimizerModel:
+    """One optimizer's step as a fused kernel would run it, for steps whose range matches ``ranges`` (a regular
+    expression searched in the range's name: torch.optim writes ``Optimizer.step#AdamW.step``): per parameter
+    element it reads the weight, its gradient and ``states`` state tensors and writes the weight and the states —
+    ``(3 + 2 · states)`` elements (Adam/AdamW: m and v, 7; SGD with momentum: 5) — and ``fused`` runs it so
+    (``fuseprof.analysis.optimizer``)."""
+
+    ranges: str
+    states: int
+    fused: str = ""
+
+    def __post_init__(self) -> None:
+        _check_patterns(f"optimizer model {self.ranges!r}", self.ranges)
+        if self.states < 0:
+            raise InvalidArgumentError(f"optimizer model {self.ranges!r}: states must be 0 or more")
+
+    def elements_moved(self, parameters: int) -> int:
+        """Elements a fused step reads and writes over ``parameters`` elements."""
+        return parameters * (3 + 2 * self.states)
+
+
+@dataclass(frozen=True)
+class PhaseRange:
+    """The phase of GPU work launched inside a ``record_function`` range matching ``ranges`` (a regular
+    expression, searched): ``optimizer`` (the optimizer's step and zero_grad). Backward is autograd's own record
+    (``autograd::engine::evaluate_function``), forward what a step launches before it (``fuseprof.analysis.phases``)."""
+
+    phase: Literal["optimizer"]
+    ranges: str
+
+    def __post_init__(self) -> None:
+        _check_patterns(f"phase range {self.phase!r}", self.ranges)
+
+
+@dataclass(frozen=True)
 class KnownFusion:
     """A kernel that already fuses chains whose signature matches ``pattern`` (a regex over the op names
     joined by ' → ')."""
@@ -266,11 +305,16 @@ class KernelMatch:
 @dataclass(frozen=True)
 class ChainClass:
     """A named kind of memory-bound chain: every op of ``all_of`` and at least one of ``any_of`` (when
-    given) among its ops. Checked in order; a chain of no class is a plain memory-bound chain."""
+    given) among its ops. Checked in order; a chain of no class is a plain memory-bound chain. A ``backward``
+    class is matched against the forward ops a backward chain differentiates (autograd's sequence numbers:
+    ``fuseprof.analysis.phases``), not its own gradient ops; ``fused_by`` names what fuses the class where no
+    known fusion names its ops."""
 
     name: str
     all_of: tuple[str, ...] = ()
     any_of: tuple[str, ...] = ()
+    backward: bool = False
+    fused_by: str = ""
 
 
 _KIND_FAMILIES = {kind: OpFamily(kind, family=kind) for kind in ("memcpy", "memset")}
@@ -320,6 +364,8 @@ class Registry:
     op_kinds: tuple[OpKinds, ...] = ()
     kind_rules: tuple[KindRule, ...] = ()
     host_causes: tuple[HostCause, ...] = ()
+    phase_ranges: tuple[PhaseRange, ...] = ()
+    optimizers: tuple[OptimizerModel, ...] = ()
     default_fusion: str = "torch.compile"  # what fuses a chain no known fusion names
     _by_name: dict[str, OpRole] = field(default_factory=dict, init=False, repr=False, compare=False)
     _cost_rows: dict[str, OpFamily | None] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -344,6 +390,10 @@ class Registry:
     def role(self, op: str | None) -> OpRole:
         """The op's role, or a plain one (reads its inputs, nothing more is known) for an op with no row."""
         return self._by_name.get(op or "", _NO_ROLE)
+
+    def optimizer(self, range_name: str) -> OptimizerModel | None:
+        """The model of the optimizer whose step range is ``range_name`` (the first row matching), or None."""
+        return next((m for m in self.optimizers if re.search(m.ranges, range_name)), None)
 
     def match(self, kind: str, op: str, kernel: str) -> OpFamily:
         """The family of one GPU event: memcpy and memset by kind, else the first row matching its op,
@@ -416,13 +466,15 @@ class Registry:
         return next((row.kernel for row in self.known_fusions if re.search(row.pattern, signature)),
                     self.default_fusion)
 
-    def chain_class(self, ops: Iterable[str]) -> str:
-        """The named class of a chain of these ops, or 'memory-bound chain'."""
-        present = set(ops)
+    def chain_class(self, ops: Iterable[str], differentiates: Iterable[str] | None = None) -> ChainClass | None:
+        """The class of a chain of these ops (None: a plain memory-bound chain); of a backward chain (the forward
+        ops it ``differentiates`` given), the first backward class its forward ops match."""
+        present = set(ops) if differentiates is None else set(differentiates)
         for row in self.chain_classes:
-            if set(row.all_of) <= present and (not row.any_of or present & set(row.any_of)):
-                return row.name
-        return "memory-bound chain"
+            if row.backward == (differentiates is not None) and set(row.all_of) <= present and (
+                    not row.any_of or present & set(row.any_of)):
+                return row
+        return None
 
     # --- a value that says what it holds
 
@@ -438,11 +490,12 @@ class Registry:
                catalogue: Iterable[CatalogueEntry] = (), known_fusions: Iterable[KnownFusion] = (),
                kernel_matches: Iterable[KernelMatch] = (), chain_classes: Iterable[ChainClass] = (),
                op_kinds: Iterable[OpKinds] = (), kind_rules: Iterable[KindRule] = (),
-               host_causes: Iterable[HostCause] = ()) -> Registry:
+               host_causes: Iterable[HostCause] = (), phase_ranges: Iterable[PhaseRange] = (),
+               optimizers: Iterable[OptimizerModel] = ()) -> Registry:
         """A new registry: the given families, known fusions, kernel matches and chain classes ahead of
         these (the first match wins, so a user's rows win), roles replacing those of the same op, catalogue
-        entries replacing the one of the same name or added at the end, op kinds, kind rules and host causes
-        added (a user's host causes first)."""
+        entries replacing the one of the same name or added at the end, op kinds, kind rules, host causes, phase
+        ranges and optimizer models added (a user's host causes, phase ranges and optimizers first)."""
         new_roles = {r.name: r for r in self.roles}
         new_roles.update({r.name: r for r in roles})
         entries = {e.name: e for e in self.catalogue}
@@ -452,14 +505,17 @@ class Registry:
                        kernel_matches=(*kernel_matches, *self.kernel_matches),
                        chain_classes=(*chain_classes, *self.chain_classes),
                        op_kinds=(*op_kinds, *self.op_kinds), kind_rules=(*self.kind_rules, *kind_rules),
-                       host_causes=(*host_causes, *self.host_causes))
+                       host_causes=(*host_causes, *self.host_causes),
+                       phase_ranges=(*phase_ranges, *self.phase_ranges),
+                       optimizers=(*optimizers, *self.optimizers))
 
 
 # --- a registry file (TOML): what a user adds without writing Python
 
 _SECTIONS: Mapping[str, type] = {"family": OpFamily, "role": OpRole, "catalogue": CatalogueEntry,
                                  "known_fusion": KnownFusion, "kernel_match": KernelMatch, "chain_class": ChainClass,
-                                 "op_kinds": OpKinds, "kind_rule": KindRule, "host_cause": HostCause}
+                                 "op_kinds": OpKinds, "kind_rule": KindRule, "host_cause": HostCause,
+                                 "phase_range": PhaseRange, "optimizer": OptimizerModel}
 
 
 def _cost(spec: Any, where: str) -> CostModel:
@@ -496,7 +552,7 @@ def _row(kind: str, data: Any, where: str) -> Any:
 def load_registry(path: Path, base: Registry) -> Registry:
     """``base`` (``fuseprof.model.registry_data.DEFAULT``) extended by a TOML file of ``[[family]]``, ``[[role]]``,
     ``[[catalogue]]``, ``[[known_fusion]]``, ``[[kernel_match]]``, ``[[chain_class]]``, ``[[op_kinds]]``,
-    ``[[kind_rule]]`` and ``[[host_cause]]`` tables (fields as
+    ``[[kind_rule]]``, ``[[host_cause]]``, ``[[phase_range]]`` and ``[[optimizer]]`` tables (fields as
     the classes of this module name them; a family's ``cost = {model = "elementwise", flops_per_element =
     8}``). One line naming the file and the table for anything wrong."""
     try:
@@ -519,7 +575,7 @@ def load_registry(path: Path, base: Registry) -> Registry:
                    for i, item in enumerate(data.get(kind, []))] for kind in _SECTIONS}
     return base.extend(rows["family"], rows["role"], rows["catalogue"], rows["known_fusion"],
                        rows["kernel_match"], rows["chain_class"], rows["op_kinds"], rows["kind_rule"],
-                       rows["host_cause"])
+                       rows["host_cause"], rows["phase_range"], rows["optimizer"])
 
 
 def classify(registry: Registry, kind: pd.Series, op: pd.Series, kernel: pd.Series) -> pd.DataFrame:

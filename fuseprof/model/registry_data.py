@@ -20,6 +20,7 @@ from fuseprof.model.op_models import (
     Linear,
     Matmul,
     PerElement,
+    Picks,
 )
 from fuseprof.model.registry import (
     CatalogueEntry,
@@ -33,6 +34,8 @@ from fuseprof.model.registry import (
     OpFamily,
     OpKinds,
     OpRole,
+    OptimizerModel,
+    PhaseRange,
     Registry,
 )
 
@@ -82,6 +85,16 @@ FAMILIES: tuple[OpFamily, ...] = (
     OpFamily("normalization", op=r"^(fuseprof|aiter|sgl_kernel|_C|vllm)::\w*(rms_?norm|layer_?norm)\w*$",
              family="engine norms"),
     OpFamily("reduction", op=_ops("_softmax", "softmax"), cost=PerElement(5), family="aten softmax"),
+    OpFamily("reduction", op=_ops("_log_softmax", "log_softmax"), cost=PerElement(5), family="aten softmax"),
+    # (grad_output, output): both read, the gradient written
+    OpFamily("reduction", op=_ops("_log_softmax_backward_data", "_softmax_backward_data"), cost=Elementwise(3),
+             family="aten softmax"),
+    OpFamily("other", op=_ops("nll_loss_forward", "nll_loss2d_forward"), cost=Picks(0), family="aten loss"),
+    OpFamily("elementwise", op=_ops("nll_loss_backward", "nll_loss2d_backward"), cost=Picks(1), family="aten loss"),
+    OpFamily("elementwise", op=_ops("silu_backward", "gelu_backward", "sigmoid_backward", "tanh_backward",
+                                    "threshold_backward"), cost=Elementwise(5), family="aten elementwise"),
+    # (grad_output, indices, …): the gradient rows read and added into the weight's gradient
+    OpFamily("other", op=_ops("embedding_dense_backward"), cost=PerElement(1), family="aten gather"),
     OpFamily("reduction", op=_ops(*_REDUCTIONS), cost=PerElement(1, out_equals_input=False),
              family="aten reduction"),
     OpFamily("reduction", op=_ops("linalg_vector_norm", "var", "std", "var_mean", "cumsum", "_log_softmax",
@@ -256,6 +269,20 @@ CHAIN_CLASSES: tuple[ChainClass, ...] = (
     ChainClass("RoPE + KV-cache write", all_of=_aten("neg", "cat"), any_of=_aten("index_copy_", "index_put_",
                                                                                   "index_copy", "scatter_")),
     ChainClass("sampling chain", any_of=_aten("argmax", "topk", "multinomial", "sort")),
+    ChainClass("cross-entropy", all_of=_aten("_log_softmax"), any_of=_aten("nll_loss_forward", "nll_loss2d_forward"),
+               fused_by="Liger LigerFusedLinearCrossEntropy (never writes the logits); torch.compile"),
+    # backward chains, by the forward ops their kernels differentiate
+    ChainClass("cross-entropy backward", any_of=_aten("nll_loss_nd", "nll_loss", "_log_softmax", "log_softmax",
+                                                      "cross_entropy_loss"), backward=True,
+               fused_by="Liger LigerFusedLinearCrossEntropy (never writes the logits); torch.compile"),
+    ChainClass("RMSNorm backward", all_of=_aten("mean", "rsqrt"), backward=True,  # rsqrt of a mean: the RMS
+               fused_by="Liger LigerRMSNorm; torch.compile"),
+    ChainClass("RMSNorm backward", any_of=_aten("rms_norm", "_fused_rms_norm"), backward=True,
+               fused_by="Liger LigerRMSNorm; torch.compile"),
+    ChainClass("RoPE backward", all_of=_aten("neg"), any_of=_aten("cat", "chunk"), backward=True,
+               fused_by="Liger liger_rotary_pos_emb; torch.compile"),
+    ChainClass("activation backward", any_of=_aten("silu", "gelu", "relu", "tanh", "sigmoid"), backward=True,
+               fused_by="Liger LigerSiLUMulFunction; torch.compile"),
 )
 
 # What ops and kernels compute, as the kinds the fusion patterns of the op graph read
@@ -318,6 +345,18 @@ HOST_CAUSES: tuple[HostCause, ...] = (
     HostCause("allocator", calls=r"^(?:cuda|hip)(?:Malloc|Free)\w*$|^cuMem(?:Alloc|Free)\w*$"),
     HostCause("event wait", calls=r"StreamWaitEvent"),
 )
+# The phases of a training step that autograd does not record (fuseprof.analysis.phases)
+PHASE_RANGES: tuple[PhaseRange, ...] = (
+    PhaseRange("optimizer", r"^Optimizer\.(step|zero_grad)#"),  # torch.optim's own ranges, per optimizer class
+)
+# What one step of each torch.optim optimizer moves per parameter element (fuseprof.analysis.optimizer):
+# state tensors per parameter, from torch.optim's docs (Adam/AdamW: exp_avg, exp_avg_sq; SGD: momentum_buffer)
+OPTIMIZERS: tuple[OptimizerModel, ...] = (
+    OptimizerModel(r"#(AdamW|Adam)\.step$", states=2, fused="torch.optim fused=True (_fused_adamw_ / _fused_adam_)"),
+    OptimizerModel(r"#(NAdam|RAdam|Adamax)\.step$", states=2, fused="torch.compile of the step"),
+    OptimizerModel(r"#(SGD)\.step$", states=1, fused="torch.optim.SGD(fused=True) (_fused_sgd_)"),
+    OptimizerModel(r"#(Adagrad|RMSprop|Lion)\.step$", states=1, fused="torch.compile of the step"),
+)
 DEFAULT = Registry(families=FAMILIES, roles=_roles(), catalogue=CATALOGUE, known_fusions=KNOWN_FUSIONS,
                    kernel_matches=KERNEL_MATCHES, chain_classes=CHAIN_CLASSES, op_kinds=OP_KINDS, kind_rules=KIND_RULES,
-                   host_causes=HOST_CAUSES)
+                   host_causes=HOST_CAUSES, phase_ranges=PHASE_RANGES, optimizers=OPTIMIZERS)

@@ -50,7 +50,7 @@ from fuseprof.parse.hashing import ENV, content_key, default_root, file_sha256
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 
 FORMAT = 1
-_TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops")
+_TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters", "memory")
 _MANIFEST = "manifest.json"
 ROOT_MARKER = ".fuseprof-store"
 VERSION_MARKER = ".fuseprof-store-version"

@@ -38,11 +38,15 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.errors import FuseprofWarning, TraceFormatError
-from fuseprof.parse.nesting import innermost
+from fuseprof.parse.nesting import around, innermost
 from fuseprof.parse.textio import read_bytes
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's run: links it to its forward op
+# autograd's gradient sink of a leaf tensor: one run per parameter that got a gradient, its input the gradient
+# (the parameter's shape and dtype) — the parameter list an optimizer step updates
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+MEMORY_EVENT = "[memory]"  # the allocator's record (profile_memory=True): one instant per alloc (+bytes) or free (-)
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 _EXACT_LIMIT_US = float(2**43)
 
@@ -72,8 +76,18 @@ class _Args(msgspec.Struct, gc=False):
     fwd_tid: int | None = msgspec.field(default=None, name="Fwd thread id")
 
 
-class _ExternalId(msgspec.Struct, gc=False):
+class _Ids(msgspec.Struct, gc=False):
     external_id: int | None = msgspec.field(default=None, name="External id")
+    sequence: int | None = msgspec.field(default=None, name="Sequence number")  # a forward op's autograd number
+
+
+class _Memory(msgspec.Struct, gc=False):
+    addr: int | None = msgspec.field(default=None, name="Addr")
+    bytes: int | None = msgspec.field(default=None, name="Bytes")
+    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: int | None = msgspec.field(default=None, name="Total Reserved")
+    device_type: int | None = msgspec.field(default=None, name="Device Type")  # 1 CUDA, 6 HIP, 0 CPU
+    device_id: int | None = msgspec.field(default=None, name="Device Id")
 
 
 _NULL = msgspec.Raw(b"null")
@@ -105,10 +119,10 @@ class _Trace(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(_Trace)
 # strict=False: ROCm writes some numbers as strings (hipMemcpy*'s "bytes": "4096"); "4096" decodes to 4096,
 # while a string that is no number is still refused
-_ONE: dict[type, msgspec.json.Decoder[Any]] = {_Args: msgspec.json.Decoder(_Args | None, strict=False),
-                                              _ExternalId: msgspec.json.Decoder(_ExternalId | None, strict=False)}
-_MANY: dict[type, msgspec.json.Decoder[Any]] = {_Args: msgspec.json.Decoder(list[_Args | None], strict=False),
-                                               _ExternalId: msgspec.json.Decoder(list[_ExternalId | None], strict=False)}
+_ONE: dict[type, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(k | None, strict=False)
+                                              for k in (_Args, _Ids, _Memory)}
+_MANY: dict[type, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(list[k | None], strict=False)  # type: ignore[valid-type]
+                                               for k in (_Args, _Ids, _Memory)}
 
 
 _HEX = re.compile(r"^[+-]?0[xX][0-9a-fA-F]+$")
@@ -234,7 +248,11 @@ class TraceTables:
     (``autograd::engine::evaluate_function: …``, with the forward op's sequence number and thread);
     ``host_ops`` the ops with recorded shapes that launched nothing and called no other op (views,
     reshapes, splits: the op graph follows tensors through them; empty in a CPU-only trace, whose ``ops``
-    hold every op)."""
+    hold every op); ``forward_ops`` every op with an autograd sequence number (what a backward node
+    differentiates, whether or not it launched work); ``parameters`` autograd's ``AccumulateGrad`` ops (one per
+    parameter and backward pass, with its shape and dtype); ``memory`` the allocator's records (``profile_memory``:
+    address, signed bytes, the totals allocated and reserved after it, device) with the ops around each on its
+    thread."""
 
     path: Path
     gpu: pd.DataFrame
@@ -244,6 +262,9 @@ class TraceTables:
     annotations: pd.DataFrame
     autograd: pd.DataFrame
     host_ops: pd.DataFrame
+    forward_ops: pd.DataFrame
+    parameters: pd.DataFrame
+    memory: pd.DataFrame
     devices: dict[int, str]
     rank: int | None
 
@@ -493,12 +514,42 @@ def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
     return found, named
 
 
-def read_trace_tables(path: Path) -> TraceTables:
-    """Decode ``path`` (``.json`` or ``.json.gz``) into ``TraceTables``."""
-    trace, base_ns = _decode(path)
-    by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": []}
+def _memory_rows(events: list[_Event], ops: list[_Event], path: Path) -> pd.DataFrame:
+    """The allocator's records, each with the innermost CPU op around it on its thread (``op``: the allocation,
+    ``aten::empty_strided``) and the op around that one (``caller``: the op the memory was for, ``aten::mm``)."""
+    fields = ("addr", "bytes", "total_allocated", "total_reserved", "device_type", "device_id")
+    records = [m or _Memory() for m in _decode_all_args(events, _Memory, path)]
+    threads = {str(e.tid) for e in events}
+    spans: dict[str, list[tuple[float, float, str]]] = {}
+    for e in ops:
+        if str(e.tid) in threads and e.ts is not None:
+            spans.setdefault(str(e.tid), []).append((e.ts, e.ts + (e.dur or 0.0), e.name))
+    points: dict[str, list[tuple[float, int]]] = {}
+    for i, e in enumerate(events):
+        points.setdefault(str(e.tid), []).append((float(e.ts or 0.0), i))
+    op: list[str | None] = [None] * len(events)
+    caller: list[str | None] = [None] * len(events)
+    for thread, at in points.items():
+        for i, live in around(spans.get(thread, []), at):
+            op[i], caller[i] = live[-1], live[-2] if len(live) > 1 else None
+    cols: dict[str, list[Any]] = {
+        "name": [e.name for e in events], "ts": [e.ts for e in events], "dur": [0.0] * len(events),
+        "pid": [str(e.pid) for e in events], "tid": [str(e.tid) for e in events],
+        **{f: [getattr(m, f) for m in records] for f in fields}, "op": op, "caller": caller}
+    frame = _frame(cols, path).drop(columns=["name", "dur_ns"])
+    for f in fields:
+        frame[f] = pd.array(frame[f], dtype="Int64") if len(frame) else pd.array([], dtype="Int64")
+    return frame
+
+
+def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
+    """The trace's events by what they are: GPU work, CPU ops, launch calls, modules, annotations, memory."""
+    by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": [],
+                                        "memory": []}
     for e in trace.traceEvents:
         if e.ph != "X":
+            if e.ph in ("i", "I") and e.name == MEMORY_EVENT and e.ts is not None:
+                by_kind["memory"].append(e)
             continue
         cat = category(e.cat)
         if cat in GPU_CATEGORIES:
@@ -515,20 +566,36 @@ def read_trace_tables(path: Path) -> TraceTables:
         missing = next((i for i, e in enumerate(by_kind[kind]) if e.ts is None), None)
         if missing is not None:
             raise TraceFormatError(f"{path}: a {kind[:-1]} event ({by_kind[kind][missing].name[:60]!r}) has no ts")
+    return by_kind
+
+
+def _joined_ops(by_kind: dict[str, list[_Event]], gpu_args: list[Any], launch_args: list[Any], path: Path
+                ) -> tuple[list[_Event], list[_Event], list[_Event]]:
+    """The ops the GPU events are joined to (those that launched work: all of them in a CPU-only trace), the
+    host leaves among the rest, and the ops autograd numbered (``forward_ops``)."""
+    if not by_kind["gpu"]:
+        return by_kind["ops"], [], []
+    launched = {a.external_id for a in gpu_args + launch_args if a is not None}
+    ids = _decode_all_args(by_kind["ops"], _Ids, path)
+    forward = [e for e, x in zip(by_kind["ops"], ids) if x is not None and x.sequence is not None
+               and not e.name.startswith(AUTOGRAD_FUNCTION)]
+    by_time, named = _ops_by_time(by_kind["ops"], ids, by_kind["launches"], launch_args)
+    # ids that mostly name no op around their launch say nothing, not even which ops launched work
+    by_id = named >= 0.5
+    kept = [(by_id and x is not None and x.external_id in launched) or i in by_time for i, x in enumerate(ids)]
+    return [e for e, k in zip(by_kind["ops"], kept) if k], _host_leaves(by_kind["ops"], kept), forward
+
+
+def read_trace_tables(path: Path) -> TraceTables:
+    """Decode ``path`` (``.json`` or ``.json.gz``) into ``TraceTables``."""
+    trace, base_ns = _decode(path)
+    by_kind = _by_kind(trace, path)
     gpu_args = _decode_all_args(by_kind["gpu"], _Args, path)
     launch_args = _decode_all_args(by_kind["launches"], _Args, path)
     gpu = _gpu_rows(by_kind["gpu"], gpu_args, path)
     autograd = [e for e in by_kind["ops"] if e.name.startswith(AUTOGRAD_FUNCTION)]
-    host: list[_Event] = []
-    if by_kind["gpu"]:  # only the ops that launched GPU work are joined; a CPU-only trace keeps them all
-        launched = {a.external_id for a in gpu_args + launch_args if a is not None}
-        ids = _decode_all_args(by_kind["ops"], _ExternalId, path)
-        by_time, named = _ops_by_time(by_kind["ops"], ids, by_kind["launches"], launch_args)
-        # ids that mostly name no op around their launch say nothing, not even which ops launched work
-        by_id = named >= 0.5
-        kept = [(by_id and x is not None and x.external_id in launched) or i in by_time for i, x in enumerate(ids)]
-        host = _host_leaves(by_kind["ops"], kept)
-        by_kind["ops"] = [e for e, k in zip(by_kind["ops"], kept) if k]
+    every_op = by_kind["ops"]
+    by_kind["ops"], host, forward = _joined_ops(by_kind, gpu_args, launch_args, path)
     op_args = _decode_all_args(by_kind["ops"], _Args, path)
     host_args = _decode_all_args(host, _Args, path)
     shaped = [i for i, a in enumerate(host_args) if a is not None and a.input_dims]
@@ -545,11 +612,15 @@ def read_trace_tables(path: Path) -> TraceTables:
         autograd=_timed_rows(autograd, path, ("sequence", "fwd_tid"), _decode_all_args(autograd, _Args, path)),
         host_ops=_timed_rows([host[i] for i in shaped], path, ("input_dims", "input_type", "concrete", "rf_id"),
                              [host_args[i] for i in shaped]),
+        forward_ops=_timed_rows(forward, path, ("sequence",), _decode_all_args(forward, _Args, path)),
+        parameters=_timed_rows(params := [e for e in every_op if e.name == ACCUMULATE_GRAD], path,
+                               ("input_dims", "input_type"), _decode_all_args(params, _Args, path)),
+        memory=_memory_rows(by_kind["memory"], every_op, path),
         devices=devices,
         rank=int(rank) if isinstance(rank, int) else None,
     )
     if base_ns:  # the clock's base back, as integers: times stay exact and comparable across ranks
         for frame in (tables.gpu, tables.ops, tables.launches, tables.modules, tables.annotations, tables.autograd,
-                      tables.host_ops):
+                      tables.host_ops, tables.forward_ops, tables.parameters, tables.memory):
             frame["start_ns"] += base_ns
     return tables

@@ -1,8 +1,8 @@
 """The fusion finder's top chains, each as the recorded ops of one representative instance with the
 finder's prediction for one chain: what ``fuseprof fusion --verify`` replays.
 
-Per group of the fusion table (a chain class: memory-bound, RoPE + KV-cache write, sampling), the
-representative is the most common shape signature among the group's chains (prefill and decode chains
+Per memory-bound chain group of the fusion table (``memory_bound_chain``: any chain class, forward or
+backward), the representative is the most common shape signature among the group's chains (prefill and decode chains
 share a group but not shapes); for it:
 
     trace_chain_ns      = median over those chains of Σ kernel durations (the trace's time per chain)
@@ -25,8 +25,6 @@ from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.model.registry import Registry
 from fuseprof.parse.textio import read_bytes
 from fuseprof.verify.replay import Links, RecordedOp
-
-CHAIN_CLASSES = ("memory-bound chain", "RoPE + KV-cache write", "sampling chain")
 
 
 @dataclass(frozen=True)
@@ -118,9 +116,9 @@ def chains_to_verify(events: pd.DataFrame, fusion: pd.DataFrame, strides: dict[i
     table used (its rate and fixed-cost columns); with an op graph from an execution trace, each chain
     carries the graph's edges among its ops (the replay then links tensors by them)."""
     exact = graph if graph is not None and graph.basis == "execution trace" else None
-    if fusion.empty or "class" not in fusion:
+    if fusion.empty or "memory_bound_chain" not in fusion:
         return []
-    groups = fusion[fusion["class"].isin(CHAIN_CLASSES)].head(top)
+    groups = fusion[fusion["memory_bound_chain"].astype(bool)].head(top)
     chains = find_chains(events, registry, exact)
     if groups.empty or chains.empty:
         return []

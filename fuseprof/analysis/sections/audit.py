@@ -8,16 +8,20 @@ import pandas as pd
 
 from fuseprof.analysis.audit import audit
 from fuseprof.analysis.integrity import DEPENDS
+from fuseprof.analysis.optimizer import CLASS as OPTIMIZER
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
+    fusion = context.built["fusion"]
+    steps = fusion[fusion["class"] == OPTIMIZER]["saving_ns"].dropna() if "class" in fusion else pd.Series([])
+    known = {"optimizer": float(steps.sum())} if len(steps) else {}
     return {"audit": audit(context.events, context.graph, context.roof, context.copy, context.registry,
-                           context.units())}
+                           context.units(), known)}
 
 
 SECTION = Section(
-    name="audit", order=110, build=_build,
+    name="audit", order=110, build=_build, needs=("fusion",),
     description="For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + "
                 "KV-cache write, flash attention, dequant + GEMM, sampling, optimizer step, and a user's own), found "
                 "by its dataflow pattern in the op graph: fused (the unit that does it), not fused (the time now and "

@@ -13,7 +13,7 @@ from fuseprof.analysis.sections import Column, Context, Section, Table
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     return {"fusion": opportunities(context.events, context.built["timeline"], context.copy, context.roof,
-                                    context.registry, context.graph, context.units())}
+                                    context.registry, context.graph, context.units(), context.tables)}
 
 
 def _title(fusion: pd.DataFrame, _: object = None) -> str:

@@ -1,0 +1,137 @@
+"""Device memory from the trace itself: the allocator's records (``profile_memory=True``: the decoder's
+``memory`` table, one instant per allocation or free with its address, signed bytes and the totals allocated
+and reserved after it) read as a timeline, peaks per step, and what held the memory at each peak.
+
+    peak_allocated_bytes   per device and profiler step: the largest ``Total Allocated`` among the step's records
+                           (by time: the ``ProfilerStep#N`` range around each record, on any thread)
+    peak_reserved_bytes    the same of ``Total Reserved`` (the caching allocator's segments)
+    live at the peak       the allocations made before the peak's record, on its device, whose free (the next
+                           record of the same address, with the negative of its bytes) comes after it or never
+    holder                 an allocation is charged to the CPU op it was made for — the op around the allocating op
+                           (``aten::empty_strided``) on its thread, the decoder's ``caller`` — and to the module of
+                           its phase (``fuseprof.analysis.phases``): the ``nn.Module`` around it, or in backward the
+                           module of the forward op the backward node differentiates, in the optimizer its range
+                           (``Optimizer.step#AdamW.step``); what the peak holds that was
+                           allocated before the trace began (weights, optimizer state) is one row of its own
+    activations_bytes      allocated in the forward phase and freed in the backward phase (what backward kept alive)
+    allocator calls        the runtime's own allocation calls (the registry's ``allocator`` host cause: cudaMalloc,
+                           hipFree, …): their count and host time per step
+
+Device types are c10::DeviceType's numbers (c10/core/DeviceType.h): 1 CUDA, 6 HIP; the CPU's (0) are left out.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.phases import point_phases
+from fuseprof.analysis.steps import step_at
+from fuseprof.model.registry import Registry
+from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_link import enclosing
+
+GPU_DEVICE_TYPES = {1: "cuda", 6: "hip"}
+TOP_HOLDERS = 10
+_STEPS = ["device", "step", "peak_allocated_bytes", "peak_reserved_bytes", "peak_start_ns", "allocations", "frees",
+          "allocated_bytes", "activations_bytes", "allocator_calls", "allocator_ns"]
+_HOLDERS = ["device", "step", "op", "module", "phase", "allocations", "bytes", "share_of_peak_pct", "freed_in"]
+
+
+def device_records(tables: TraceTables, registry: Registry) -> pd.DataFrame:
+    """The GPU devices' records in time order, with ``device`` ('cuda:0'), ``step``, ``phase``, ``module`` (the
+    holder's, as the module docstring says) and ``freed_ns``/``freed_phase`` of each allocation."""
+    memory = tables.memory
+    records = memory[memory["device_type"].isin(list(GPU_DEVICE_TYPES))].copy()
+    if records.empty:
+        return records
+    records["device"] = records["device_type"].map(GPU_DEVICE_TYPES) + ":" + records["device_id"].astype(str)
+    records = records.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    records["step"] = step_at(tables, records["start_ns"])
+    points = records[["start_ns", "tid"]].assign(tid=records["tid"].astype(str))
+    phases = point_phases(points, tables, registry)
+    modules = tables.modules.assign(name=tables.modules["name"].str.removeprefix("nn.Module: "))
+    own = enclosing(modules, points, " / ")
+    records["phase"] = phases["phase"].to_numpy()
+    records["module"] = own.fillna(phases["forward_module"]).fillna(phases["phase_range"]).to_numpy()
+    nxt = records.groupby(["device", "addr"], sort=False).shift(-1)  # the same address's next record: its free
+    is_free = (nxt["bytes"] == -records["bytes"]) & (records["bytes"] > 0)
+    records["freed_ns"] = nxt["start_ns"].where(is_free.fillna(False)).astype("Int64")
+    records["freed_phase"] = nxt["phase"].where(is_free.fillna(False))
+    return records
+
+
+def _allocator_calls(tables: TraceTables, registry: Registry) -> pd.DataFrame:
+    patterns = [re.compile(c.calls) for c in registry.host_causes if c.cause == "allocator" and c.calls]
+    names = tables.launches["name"].astype(str)
+    calls = tables.launches[np.array([any(p.search(n) for p in patterns) for n in names], dtype=bool)]
+    return calls.assign(step=step_at(tables, calls["start_ns"]))
+
+
+def memory_by_step(records: pd.DataFrame, tables: TraceTables, registry: Registry) -> pd.DataFrame:
+    """Per device and profiler step (the whole trace where it has none): the peaks and what made them."""
+    if records.empty:
+        return pd.DataFrame(columns=_STEPS)
+    calls = _allocator_calls(tables, registry)
+    step = records["step"].astype(object).where(records["step"].notna(), "(outside the profiled steps)")
+    if records["step"].isna().all():
+        step = pd.Series("all", index=records.index)
+    rows = []
+    for (device, name), part in records.groupby([records["device"], step], sort=False):
+        peak = part.loc[part["total_allocated"].astype("int64").idxmax()]
+        allocated = part[part["bytes"] > 0]
+        activations = allocated[(allocated["phase"] == "forward") & (allocated["freed_phase"] == "backward")]
+        mine = calls[calls["step"].astype(object) == name] if name != "all" else calls
+        rows.append({"device": device, "step": name, "peak_allocated_bytes": int(peak["total_allocated"]),
+                     "peak_reserved_bytes": int(part["total_reserved"].max()), "peak_start_ns": int(peak["start_ns"]),
+                     "allocations": len(allocated), "frees": int((part["bytes"] < 0).sum()),
+                     "allocated_bytes": int(allocated["bytes"].sum()),
+                     "activations_bytes": int(activations["bytes"].sum()),
+                     "allocator_calls": len(mine), "allocator_ns": int(mine["dur_ns"].sum())})
+    return pd.DataFrame(rows, columns=_STEPS)
+
+
+def holders_at_peak(records: pd.DataFrame, steps: pd.DataFrame, top: int = TOP_HOLDERS) -> pd.DataFrame:
+    """At the highest peak of each device: the live allocations grouped by op, module and phase, largest
+    first (``top`` rows per device), with the share of the peak they hold and the phase that freed them."""
+    if records.empty or steps.empty:
+        return pd.DataFrame(columns=_HOLDERS)
+    out = []
+    for device, part in steps.groupby("device", sort=False):
+        peak = part.loc[part["peak_allocated_bytes"].idxmax()]
+        mine = records[records["device"] == device]
+        at = int(peak["peak_start_ns"])
+        live = mine[(mine["bytes"] > 0) & (mine["start_ns"] <= at)
+                    & (mine["freed_ns"].isna() | (mine["freed_ns"] > at)).to_numpy(bool)]
+        freed = live["freed_phase"].fillna("not freed in the trace")
+        grouped = live.assign(freed_in=freed, op=live["caller"].fillna(live["op"]).fillna("(no op)"),
+                              module=live["module"].fillna("")).groupby(
+            ["op", "module", "phase", "freed_in"], sort=False)["bytes"].agg(["size", "sum"]).reset_index()
+        grouped = grouped.rename(columns={"size": "allocations", "sum": "bytes"}).sort_values("bytes", ascending=False)
+        before = int(peak["peak_allocated_bytes"]) - int(live["bytes"].sum())
+        earlier = pd.DataFrame([{"op": "(allocated before the trace began)", "module": "", "phase": "",
+                                 "freed_in": "", "allocations": np.nan, "bytes": before}]) if before > 0 else None
+        grouped = pd.concat([grouped, earlier]).sort_values("bytes", ascending=False) if earlier is not None \
+            else grouped
+        grouped["share_of_peak_pct"] = 100 * grouped["bytes"] / float(peak["peak_allocated_bytes"])
+        out.append(grouped.head(top).assign(device=device, step=peak["step"]))
+    frame = pd.concat(out, ignore_index=True)
+    frame[["module", "phase", "freed_in"]] = frame[["module", "phase", "freed_in"]].replace("", np.nan)
+    return frame[_HOLDERS]
+
+
+def memory_timeline(records: pd.DataFrame, points: int = 4000) -> pd.DataFrame:
+    """Allocated and reserved over time per device, at most ``points`` records each (every peak kept): what the
+    memory chart draws."""
+    if records.empty:
+        return pd.DataFrame(columns=["device", "start_ns", "total_allocated", "total_reserved"])
+    parts = []
+    for _, part in records.groupby("device", sort=False):
+        stride = max(1, len(part) // points)
+        keep = np.zeros(len(part), bool)
+        keep[::stride] = True
+        keep[np.argmax(part["total_allocated"].to_numpy(np.int64))] = True
+        parts.append(part[keep])
+    return pd.concat(parts)[["device", "start_ns", "total_allocated", "total_reserved"]].reset_index(drop=True)

@@ -1,0 +1,149 @@
+"""Training steps on the H200 captures of known truth (a 4-layer Llama-style step, bf16 autocast; foreach and
+fused AdamW, activation checkpointing, profile_memory) and a shared MI300 trace with memory records: phases,
+the optimizer step as an opportunity, memory by op. Expectations are computed from the raw files here — the
+backward runs, launch calls and memory records as the trace wrote them — not by the code under test."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fuseprof.analysis import analyze
+from fuseprof.cli import main
+from tests.conftest import FIXTURES, shared_traces
+
+TRUTH = FIXTURES / "truth"
+BACKWARD = "autograd::engine::evaluate_function: "
+
+
+def _events(path: Path) -> list[dict]:
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+
+def _ns(us: float) -> int:
+    return round(us * 1000)
+
+
+def _inside(spans: list[tuple], tid: object, t: int) -> tuple | None:
+    """The innermost span (tid, start, end, …) around ``t`` on ``tid``."""
+    hits = [s for s in spans if s[0] == tid and s[1] <= t < s[2]]
+    return min(hits, key=lambda s: s[2] - s[1]) if hits else None
+
+
+def _kernel_launches(events: list[dict]) -> list[tuple[dict, tuple]]:
+    """Each kernel with its launch call's (tid, start ns), by correlation."""
+    calls = {e["args"]["correlation"]: (e["tid"], _ns(e["ts"])) for e in events
+             if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    return [(e, calls[e["args"]["correlation"]]) for e in events if e.get("ph") == "X"
+            and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+            and e.get("args", {}).get("correlation") in calls]
+
+
+def _forward_module(events: list[dict], runs: list[tuple], sequence: int) -> str | None:
+    """The nn.Module path around the forward op autograd numbered ``sequence`` (outside every backward run)."""
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op" and not e["name"].startswith(BACKWARD)
+           and e.get("args", {}).get("Sequence number") == sequence and not _inside(runs, e["tid"], _ns(e["ts"]))]
+    if not ops:
+        return None
+    op = min(ops, key=lambda e: e["ts"])
+    t = _ns(op["ts"])
+    around = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == "python_function"
+                     and e["name"].startswith("nn.Module: ") and e["tid"] == op["tid"]
+                     and _ns(e["ts"]) <= t < _ns(e["ts"]) + _ns(e["dur"])), key=lambda e: (e["ts"], -e["dur"]))
+    return " / ".join(e["name"].removeprefix("nn.Module: ") for e in around) or None
+
+
+@pytest.mark.parametrize("name", ["train_foreach", "train_checkpoint"])
+def test_every_backward_kernel_has_its_phase_and_forward_module(name: str) -> None:
+    path = TRUTH / f"{name}.json.gz"
+    events = _events(path)
+    runs = [(e["tid"], _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]), e["args"].get("Sequence number")) for e in events
+            if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["name"].startswith(BACKWARD)]
+    expected = {}
+    for kernel, (tid, t) in _kernel_launches(events):
+        run = _inside(runs, tid, t)
+        if run is not None:
+            expected[_ns(kernel["ts"])] = _forward_module(events, runs, run[3])
+    result = analyze([path])[0]
+    got = result.events[result.events["phase"].isin(["backward", "recomputation"])]
+    window = set(result.events["start_ns"].astype(int))
+    assert {int(s): None if pd.isna(m) else str(m) for s, m in zip(got["start_ns"], got["forward_module"])} == \
+        {k: v for k, v in expected.items() if k in window}  # every backward kernel, with its forward module
+    assert got["forward_module"].notna().mean() > 0.95
+    truth = json.loads((TRUTH / f"{name}.truth.json").read_text())
+    assert ("recomputation" in set(result.phases["phase"])) == truth["checkpointing"]
+    assert set(result.phases["phase"]) >= set(truth["phases"])
+
+
+def _optimizer_gpu_ns(path: Path) -> int:
+    """GPU time of the kernels launched inside the Optimizer.step# ranges, from the raw file."""
+    events = _events(path)
+    steps = [(e["tid"], _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events
+             if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].startswith("Optimizer.step#")]
+    return sum(_ns(k["dur"]) for k, (tid, t) in _kernel_launches(events) if _inside(steps, tid, t))
+
+
+def test_the_optimizer_step_is_a_top_opportunity_that_predicts_the_fused_step() -> None:
+    foreach, fused = TRUTH / "train_foreach.json.gz", TRUTH / "train_fused.json.gz"
+    measured = _optimizer_gpu_ns(foreach) - _optimizer_gpu_ns(fused)
+    result = analyze([foreach])[0]
+    rows = result.fusion.reset_index(drop=True)
+    position = rows.index[rows["class"] == "optimizer step"]
+    assert len(position) == 1 and position[0] < 3
+    predicted = float(rows.loc[position[0], "saving_ns"])
+    assert abs(predicted - measured) / measured <= 0.25, (predicted, measured)
+    parameters = json.loads((TRUTH / "train_foreach.truth.json").read_text())["parameters"]
+    assert f"({parameters:,} elements)" in rows.loc[position[0], "signature"]
+    audit = {n: v for n, v in zip(result.audit["fusion"], result.audit["verdict"])}
+    assert audit["optimizer step"] == "not fused"
+    assert result.audit.set_index("fusion").loc["optimizer step", "predicted_saving_ns"] == pytest.approx(predicted)
+    fused_result = analyze([fused])[0]
+    assert dict(zip(fused_result.audit["fusion"], fused_result.audit["verdict"]))["optimizer step"] == "fused"
+    assert "optimizer step" not in set(fused_result.fusion["class"])
+
+
+def _memory_peaks(path: Path) -> dict[str, int]:
+    """Per ProfilerStep range, the largest Total Allocated among the GPU's [memory] records inside it."""
+    events = _events(path)
+    steps = [(e["name"], _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events
+             if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
+    peaks: dict[str, int] = {}
+    for e in events:
+        if e.get("name") == "[memory]" and e["args"].get("Device Type") in (1, 6):
+            t = _ns(e["ts"])
+            for name, start, end in steps:
+                if start <= t < end:
+                    peaks[name] = max(peaks.get(name, 0), int(e["args"]["Total Allocated"]))
+    return peaks
+
+
+@pytest.mark.parametrize("where", ["truth/train_foreach_memory.json.gz", "shared:mi300_bert_small_uncased.json.gz"])
+def test_peak_memory_per_step_and_its_top_holder(where: str) -> None:
+    path = shared_traces() / where.removeprefix("shared:") if where.startswith("shared:") else FIXTURES / where
+    result = analyze([path])[0]
+    memory = result.memory
+    assert dict(zip(memory["step"], memory["peak_allocated_bytes"])) == _memory_peaks(path) != {}
+    holders = result.memory_holders
+    made = holders[~holders["op"].str.startswith("(allocated before")]
+    top = made.iloc[0]
+    assert isinstance(top["module"], str) and top["module"], top.to_dict()
+    assert holders["bytes"].sum() <= memory["peak_allocated_bytes"].max()
+
+
+def test_the_gate_fails_on_a_larger_memory_peak(tmp_path: Path, capsys) -> None:
+    a = TRUTH / "train_foreach_memory.json.gz"
+    data = json.loads(gzip.decompress(a.read_bytes()))
+    for e in data["traceEvents"]:
+        if e.get("name") == "[memory]":
+            e["args"]["Total Allocated"] = int(e["args"]["Total Allocated"] * 1.1)
+    b = tmp_path / "bigger.json.gz"
+    b.write_bytes(gzip.compress(json.dumps(data).encode()))
+    assert main(["diff", str(a), str(b), "--fail-on", "memory:+5%"]) == 1
+    assert "BROKEN memory:+5%" in capsys.readouterr().out
+    assert main(["diff", str(a), str(a), "--fail-on", "memory:+5%"]) == 0
+    assert main(["diff", str(TRUTH / "train_foreach.json.gz"), str(a), "--fail-on", "memory:+5%"]) == 2
+    assert "no memory records" in capsys.readouterr().err
