@@ -60,8 +60,8 @@ COMMANDS = (
             "Writes the traces back as one trace that Perfetto (ui.perfetto.dev) and chrome://tracing open: every "
             "original event exactly as written, plus a process 'fuseprof · …' whose tracks hold the findings — one "
             "slice per fusion chain over its kernels (a track per opportunity class, the predicted saving in its "
-            "args), the GPU's idle gaps named by cause, the profiler steps, and across ranks each rank's waits for "
-            "the last rank at every collective. Overlapping slices go on lanes of their track, so none is hidden. "
+            "args), the GPU's idle gaps named by cause, the profiler steps and a training step's phases, and across "
+            "ranks each rank's waits for the last rank at every collective. Overlapping slices go on lanes of their track, so none is hidden. "
             "Several ranks merge into one file, each rank's pids and flow ids made its own. Design: "
             "fuseprof/export/chrome.py."),
     Command("sql", "SQL over the analysis tables of traces and ranks (DuckDB)", _sql, _sql_arguments,

@@ -9,9 +9,11 @@ The tracks, each from one analysis table or function (no finding is computed her
     GPU idle         one slice per idle gap of the GPU, named by its largest cause, with its time by cause
                      (``fuseprof.analysis.idle.idle_gaps``)
     profiler steps   one slice per profiler step over the GPU work it launched (``profiler_step`` of the events)
+    phases           in a training step, one slice per step and phase (forward, backward, recomputation, optimizer,
+                     communication, other) over the GPU work of that phase (``fuseprof.analysis.phases``)
     waits · rank R   across ranks: per collective matched on every rank, the time this rank's kernel waited for
                      the last rank to arrive (its start to the last start; ``fuseprof.analysis.ranks``)
-Phases and the critical path get their tracks when those analyses exist."""
+The critical path gets its track when that analysis exists."""
 
 from __future__ import annotations
 
@@ -90,9 +92,26 @@ def step_slices(result: TraceAnalysis) -> pd.DataFrame:
         drop=True)
 
 
+def phase_slices(result: TraceAnalysis) -> pd.DataFrame:
+    """In a training step (the phases table is not empty), one slice per step and phase over its GPU work."""
+    if result.frames.get("phases", pd.DataFrame()).empty or "phase" not in result.events:
+        return pd.DataFrame(columns=COLUMNS)
+    events = result.events
+    step = events["profiler_step"].astype(object).where(events["profiler_step"].notna(), "all")
+    spans = events.groupby([step, events["phase"]], sort=False).agg(
+        start_ns=("start_ns", "min"), end_ns=("end_ns", "max"), gpu_ns=("dur_ns", "sum"), events=("dur_ns", "size"))
+    return pd.DataFrame({"track": "phases", "name": [f"{p} ({s})" for s, p in spans.index],
+                         "start_ns": spans["start_ns"].astype(np.int64).to_numpy(),
+                         "end_ns": spans["end_ns"].astype(np.int64).to_numpy(),
+                         "args": [{"gpu_ns": int(g), "gpu_events": int(n)} for g, n in zip(spans["gpu_ns"],
+                                                                                          spans["events"])]},
+                        columns=COLUMNS)
+
+
 def trace_findings(result: TraceAnalysis, tables: TraceTables) -> pd.DataFrame:
-    """Every slice of one trace's own findings (fusion, idle, steps)."""
-    parts = [p for p in (fusion_slices(result), idle_slices(result, tables), step_slices(result)) if not p.empty]
+    """Every slice of one trace's own findings (fusion, idle, steps, phases)."""
+    parts = [p for p in (fusion_slices(result), idle_slices(result, tables), step_slices(result),
+                         phase_slices(result)) if not p.empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
