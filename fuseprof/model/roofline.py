@@ -81,7 +81,8 @@ def capture_roof(device: str | None, measured: dict[str, Roof] | None = None) ->
     if spec is not None:
         return datasheet_roof(spec)
     fallback = datasheet_roof(DEVICES[DEFAULT_DEVICE])
-    return replace(fallback, label=f"{fallback.label}, assumed for unknown device {device!r}")
+    why = f"unknown device {device!r}" if device else "the trace names no device (no deviceProperties)"
+    return replace(fallback, label=f"{fallback.label}, assumed: {why}")
 
 
 def dram_limit(device: str | None, measured: dict[str, Roof] | None = None) -> float:
