@@ -97,3 +97,16 @@ def test_the_docs_list_every_table_and_column() -> None:
     for name, part in tables.groupby("table"):
         assert name in listed, name
         assert [c.strip() for c in listed[name].split(",")] == part["column"].tolist(), name
+
+
+def test_one_select_only_and_every_column_shown(tmp_path, capsys) -> None:
+    with pytest.raises(FuseprofError, match="2 statements"):
+        sql("SELECT 1; SELECT 2", [TRAINING])
+    written = tmp_path / "copied.csv"
+    with pytest.raises(FuseprofError, match="COPY statement"):
+        sql(f"COPY (SELECT 1) TO '{written}'", [TRAINING])
+    assert not written.exists()
+    assert main(["sql", "SELECT collective, name FROM kernels LIMIT 1", str(TRAINING)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["collective", "name"]  # an all-null column too
+    assert main(["sql", "SELECT name FROM kernels WHERE dur_ns < 0", str(TRAINING)]) == 0
+    assert capsys.readouterr().out.strip().endswith("(0 rows)")

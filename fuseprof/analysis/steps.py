@@ -76,8 +76,8 @@ def window_mask(events: pd.DataFrame, spec: str | None) -> tuple[pd.Series, str]
 def step_table(events: pd.DataFrame) -> pd.DataFrame:
     """One timeline row per profiler step (span, busy, idle, computation, communication, memcpy of
     the GPU work it launched) and one for the GPU work outside every step; empty without steps."""
-    if events["profiler_step"].isna().all():
-        return pd.DataFrame()
+    if events["profiler_step"].isna().all():  # no steps: no rows, and the columns a step row has
+        return pd.DataFrame(columns=["step", *breakdown(events.iloc[:0]).keys()])
     key = events["profiler_step"].astype(object).where(events["profiler_step"].notna(), OUTSIDE)
     rows = [{"step": step, **breakdown(part)} for step, part in events.groupby(key, sort=False)]
     frame = pd.DataFrame(rows)

@@ -50,7 +50,15 @@ def _sql(args: argparse.Namespace) -> int:
     from fuseprof.export.sql import catalog, described, query
 
     tables = catalog(analyses(args))
-    emit(described(tables) if args.tables else query(tables, args.query), args.format, args.wide)
+    frame = described(tables) if args.tables else query(tables, args.query)
+    if args.format != "table":
+        emit(frame, args.format, args.wide)
+        return 0
+    from fuseprof.commands.render import table_text
+
+    shown = frame.assign(**{c: frame[c].map(lambda v: f"{v:.6g}" if v == v else "") for c in frame.columns
+                            if frame[c].dtype.kind == "f"})  # every column, even an empty one; floats readable
+    print(table_text(shown, args.wide) + ("\n(0 rows)" if frame.empty else ""))
     return 0
 
 

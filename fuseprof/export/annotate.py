@@ -38,7 +38,7 @@ class Exported:
 def check_output(out: Path, sources: Sequence[Path], force: bool) -> None:
     """Refuse an output that would lose something: an existing file without ``force``, a folder, an input
     trace, a name the formats do not cover."""
-    if not out.name.endswith(SUFFIXES):
+    if not out.name.endswith(SUFFIXES) or out.name in SUFFIXES:
         raise FuseprofError(f"--perfetto {out}: name it .json.gz (Chrome JSON, gzipped), .json or .pftrace "
                             "(Perfetto's protobuf)")
     if out.is_dir():
@@ -78,8 +78,10 @@ def export_perfetto(results: list[TraceAnalysis], out: Path, force: bool = False
     results = sorted(results, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.name))
     labels = [label(r) for r in results]
     if len(set(labels)) != len(labels):
-        raise FuseprofError(f"export: two traces are both {sorted(x for x in labels if labels.count(x) > 1)[0]!r} "
-                            "(the same rank twice?); merge the traces of one run, one per rank")
+        twice = sorted(x for x in labels if labels.count(x) > 1)[0]
+        files = ", ".join(str(r.source or r.name) for r, x in zip(results, labels) if x == twice)
+        raise FuseprofError(f"export: {files} are all {twice!r}: the same rank twice, or the traces of several runs; "
+                            "merge the traces of one run, one per rank")
     check_output(out, [r.source for r in results if r.source is not None], force)
     findings = findings_per_trace(results)
     originals = [read_original(r.source) for r in results if r.source is not None]

@@ -59,7 +59,7 @@ def sql_ready(frame: pd.DataFrame) -> pd.DataFrame:
     for column in out.columns:
         if out[column].dtype == object:
             values = out[column].dropna()
-            if not values.map(lambda v: isinstance(v, str)).all():
+            if values.empty or not values.map(lambda v: isinstance(v, str)).all():  # all null: text, not NULL
                 out[column] = out[column].map(_json_text).astype("string")
     return out
 
@@ -108,6 +108,13 @@ def query(tables: Mapping[str, pd.DataFrame], text: str) -> pd.DataFrame:
     """The result of one SQL statement over ``tables``; DuckDB's message, in one line, for a bad one."""
     import duckdb
 
+    try:
+        statements = duckdb.extract_statements(text)
+    except duckdb.Error as exc:
+        raise FuseprofError(f"sql: {str(exc).strip().splitlines()[0]}") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        what = f"{len(statements)} statements" if len(statements) != 1 else f"a {statements[0].type.name} statement"
+        raise FuseprofError(f"sql: give one SELECT (or WITH … SELECT) statement; this is {what}")
     connection = connect(tables)
     try:
         relation = connection.sql(text)
