@@ -29,6 +29,7 @@ import pandas as pd
 from fuseprof.model.intervals import covered_ns, merge
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_link import rows_named
 
 CAUSES = ("launch", "sync", "data", "alloc", "event", "other")  # the idle_<cause>_ns columns
 _HOST_CAUSE = {"sync": "sync", "data loading": "data", "allocator": "alloc", "event wait": "event"}
@@ -37,11 +38,6 @@ VERDICTS = {"busy_ns": "GPU-bound", "idle_launch_ns": "host-bound", "idle_sync_n
             "idle_other_ns": "other idle"}
 _EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "step", "prev_step", "launch_ns", "tid",
           *(f"idle_{c}_ns" for c in CAUSES)]
-
-
-def _named(frame: pd.DataFrame, pattern: str) -> pd.DataFrame:
-    """The rows whose name matches a host cause's pattern (matched once per trace, not per thread)."""
-    return frame[frame["name"].str.contains(pattern, regex=True)] if pattern else frame.iloc[:0]
 
 
 def _intervals(rows: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.ndarray]:
@@ -72,9 +68,10 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> 
     launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
     split = np.where(launch.isna().to_numpy(), gs, np.clip(launch.fillna(0).to_numpy(np.int64), gs, ge))
     parts = {c: np.zeros(len(gaps), np.int64) for c in CAUSES}
-    calls: dict[str, pd.DataFrame] = {c.cause: _named(tables.launches, c.calls) for c in registry.host_causes if c.calls}
-    ranges: dict[str, pd.DataFrame] = {c.cause: _named(tables.annotations, c.ranges) for c in registry.host_causes
-                                       if c.ranges}
+    calls: dict[str, pd.DataFrame] = {c.cause: rows_named(tables.launches, c.calls)
+                                      for c in registry.host_causes if c.calls}
+    ranges: dict[str, pd.DataFrame] = {c.cause: rows_named(tables.annotations, c.ranges)
+                                       for c in registry.host_causes if c.ranges}
     named = (calls, ranges)
     for tid in pd.unique(gaps["tid"].astype(object)):
         mine = (gaps["tid"].astype(object) == tid).to_numpy() if tid is not None and not pd.isna(tid) else \

@@ -22,8 +22,6 @@ Device types are c10::DeviceType's numbers (c10/core/DeviceType.h): 1 CUDA, 6 HI
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
@@ -31,7 +29,7 @@ from fuseprof.analysis.phases import point_phases
 from fuseprof.analysis.steps import step_at
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
-from fuseprof.parse.trace_link import enclosing
+from fuseprof.parse.trace_link import enclosing, rows_named
 
 GPU_DEVICE_TYPES = {1: "cuda", 6: "hip"}
 TOP_HOLDERS = 10
@@ -64,9 +62,7 @@ def device_records(tables: TraceTables, registry: Registry) -> pd.DataFrame:
 
 
 def _allocator_calls(tables: TraceTables, registry: Registry) -> pd.DataFrame:
-    patterns = [re.compile(c.calls) for c in registry.host_causes if c.cause == "allocator" and c.calls]
-    names = tables.launches["name"].astype(str)
-    calls = tables.launches[np.array([any(p.search(n) for p in patterns) for n in names], dtype=bool)]
+    calls = rows_named(tables.launches, *(c.calls for c in registry.host_causes if c.cause == "allocator"))
     return calls.assign(step=step_at(tables, calls["start_ns"]))
 
 

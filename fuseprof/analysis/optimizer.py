@@ -19,15 +19,16 @@ registry does not model has unknown bytes and no prediction."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel
+from fuseprof.analysis.phases import launch_points
 from fuseprof.model.op_models import DTYPE_BYTES
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_link import rows_named
 
 CLASS = "optimizer step"
 
@@ -51,27 +52,20 @@ def _parameter_bytes(parameters: pd.DataFrame) -> tuple[int, int, int | None]:
     return len(parameters), elements, nbytes if known and len(parameters) else None
 
 
-def _launch_points(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    start = events["launch_start_ns"].astype("Int64").fillna(events["op_start_ns"].astype("Int64"))
-    return start.fillna(-1).to_numpy(np.int64), events["tid"].astype(str).to_numpy()
-
-
 def optimizer_instances(events: pd.DataFrame, tables: TraceTables, registry: Registry,
                         copy: CopyModel) -> list[dict[str, object]]:
     """One row per unfused optimizer step in the window, with the columns of the other classes' instances."""
     entry = next((e for e in registry.catalogue if e.pattern == "optimizer" and e.region), None)
     if entry is None or events.empty:
         return []
-    region = re.compile(entry.region)
-    names = tables.annotations["name"].astype(str)
-    steps = tables.annotations[np.array([bool(region.search(n)) for n in names], dtype=bool)]
-    steps = steps.sort_values("start_ns", kind="stable")
-    launch, tid = _launch_points(events)
+    steps = rows_named(tables.annotations, entry.region).sort_values("start_ns", kind="stable")
+    points = launch_points(events)
+    launch, tid = points["start_ns"].to_numpy(np.int64), points["tid"].to_numpy()
     rows, previous_end = [], -1
     for step in steps.itertuples(index=False):
         start, end = int(step.start_ns), int(step.start_ns) + int(step.dur_ns)
         inside = (launch >= start) & (launch < end) & (tid == str(step.tid))
-        mine = events[inside]
+        mine = events.loc[points.index[inside]]
         params = tables.parameters[(tables.parameters["start_ns"] > previous_end)
                                    & (tables.parameters["start_ns"] < start)]
         previous_end = end

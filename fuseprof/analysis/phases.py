@@ -19,19 +19,17 @@ A backward kernel's forward op is the op autograd numbered with the backward nod
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
-from fuseprof.parse.trace_link import enclosing
+from fuseprof.parse.trace_link import enclosing, rows_named
 
 PHASES = ("forward", "backward", "recomputation", "optimizer", "communication", "other")
 
 
-def _anchors(events: pd.DataFrame) -> pd.DataFrame:
+def launch_points(events: pd.DataFrame) -> pd.DataFrame:
     """Each event's launch point: the launch call's start (the op's where there is none) and thread."""
     start = events["launch_start_ns"].astype("Int64").fillna(events["op_start_ns"].astype("Int64"))
     points = pd.DataFrame({"start_ns": start, "tid": events["tid"]}).dropna()
@@ -45,9 +43,7 @@ def _named_by(frame: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def _optimizer_ranges(tables: TraceTables, registry: Registry) -> pd.DataFrame:
-    patterns = [re.compile(r.ranges) for r in registry.phase_ranges if r.phase == "optimizer"]
-    names = tables.annotations["name"].astype(str)
-    return tables.annotations[np.array([any(p.search(n) for p in patterns) for n in names], dtype=bool)]
+    return rows_named(tables.annotations, *(r.ranges for r in registry.phase_ranges if r.phase == "optimizer"))
 
 
 def _last_before(times: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -107,7 +103,7 @@ def gpu_phases(events: pd.DataFrame, tables: TraceTables, registry: Registry) ->
     out = pd.DataFrame({"phase": pd.Series("other", index=events.index, dtype=object),
                         "forward_op": pd.Series(pd.NA, index=events.index, dtype="string"),
                         "forward_module": pd.Series(pd.NA, index=events.index, dtype="string")})
-    points = _anchors(events)
+    points = launch_points(events)
     out.loc[points.index] = point_phases(points, tables, registry)[list(out.columns)]
     numbered = events["op_id"].astype("Float64").map(
         tables.ops.dropna(subset=["external_id"]).drop_duplicates("external_id").set_index("external_id")["sequence"])

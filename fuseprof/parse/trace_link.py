@@ -5,6 +5,7 @@ call), the ``nn.Module`` path and the ``record_function`` range (a profiler step
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -35,6 +36,16 @@ def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None, out
     if values:
         out.loc[list(values)] = list(values.values())
     return out
+
+
+def rows_named(frame: pd.DataFrame, *patterns: str) -> pd.DataFrame:
+    """The rows whose ``name`` any of ``patterns`` (regular expressions, searched) matches; none when no
+    pattern is given. The mask is a boolean array: an empty frame's stays a frame, not a column selection."""
+    patterns = tuple(p for p in patterns if p)
+    if not patterns or frame.empty:
+        return frame.iloc[:0]
+    pattern = re.compile("|".join(f"(?:{p})" for p in patterns))
+    return frame[np.fromiter((pattern.search(n) is not None for n in frame["name"].astype(str)), bool, len(frame))]
 
 
 def numbered(spans: pd.DataFrame) -> pd.DataFrame:
