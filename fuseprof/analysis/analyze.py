@@ -19,6 +19,8 @@ import pandas as pd
 from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
 from fuseprof.analysis.graphs import capture_windows
+from fuseprof.analysis.iterations import NONE as NO_ITERATIONS
+from fuseprof.analysis.iterations import Iterations, find_iterations
 from fuseprof.analysis.opgraph import OpGraph, op_graph
 from fuseprof.analysis.phases import gpu_phases
 from fuseprof.analysis.sections import Context, build_all, trace_sections
@@ -143,13 +145,15 @@ def _dataflow_note(graph: OpGraph, execution_trace_given: bool) -> list[str]:
 @dataclass
 class WindowedEvents:
     """A trace's linked, classified GPU events (``every``), those of the window (``events``, with ncu's
-    measurements where a bundle has them), the window's mask and name, and how replays were matched."""
+    measurements where a bundle has them), the window's mask and name, how replays were matched and the
+    trace's iterations."""
 
     every: pd.DataFrame
     events: pd.DataFrame
     mask: pd.Series
     window: str
     graph_check: str | None
+    iterations: Iterations = NO_ITERATIONS
 
 
 def windowed_events(tables: TraceTables, options: Options = Options(), captures: Sequence[TraceTables] = (),
@@ -161,13 +165,14 @@ def windowed_events(tables: TraceTables, options: Options = Options(), captures:
     if every.empty:
         raise TraceFormatError(f"{tables.path}: no GPU kernels, memcpys or memsets; was the trace captured with "
                                "ProfilerActivity.CUDA?")
-    every["profiler_step"] = profiler_steps(every, tables)
+    iterations = find_iterations(tables, every, options.registry)
+    every["profiler_step"] = profiler_steps(every, iterations)
     every = pd.concat([every, gpu_phases(every, tables, options.registry)], axis=1)
-    mask, window = window_mask(every, options.window)
+    mask, window = window_mask(every, options.window, iterations)
     events = every[mask].reset_index(drop=True)
     if ncu_rows is not None and not ncu_rows.empty:
         events = attach_ncu(events, ncu_rows)
-    return WindowedEvents(every, events, mask, window, graph_check)
+    return WindowedEvents(every, events, mask, window, graph_check, iterations)
 
 
 def analyze_tables(tables: TraceTables, options: Options = Options(), name: str | None = None,
@@ -184,7 +189,7 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
                                      f"{roof.label} DRAM + the trace's kernel floor")
     graph = op_graph(tables, options.registry, execution_trace)  # by shapes where no execution trace is given
     frames = build_all(Context(tables, found.every, events, found.mask, options.registry, options.top, roof, copy,
-                               graph))
+                               graph, found.iterations))
     return TraceAnalysis(name=name or tables.path.name, device=device_name, roof=roof, events=events, frames=frames,
                          window=found.window, rank=tables.rank, registry=options.registry, top=options.top,
                          notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph, execution_trace is not None))

@@ -38,6 +38,7 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.diff import signature
+from fuseprof.analysis.steps import OUTSIDE
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
 from fuseprof.model.registry import CATEGORIES
 
@@ -141,7 +142,7 @@ def matched_share(a: TraceAnalysis, b: TraceAnalysis) -> float:
 
 
 def _steps(result: TraceAnalysis) -> list[str]:
-    return sorted(s for s in result.events["profiler_step"].dropna().unique() if str(s).startswith("ProfilerStep#"))
+    return sorted(str(s) for s in result.events["profiler_step"].dropna().unique())
 
 
 def _step_parts(result: TraceAnalysis) -> list[tuple[pd.DataFrame, dict[str, int]]]:
@@ -162,11 +163,11 @@ def _value(events: pd.DataFrame, rule: Rule, totals: dict[str, int]) -> float:
 
 
 def _peaks(result: TraceAnalysis, per_step: bool) -> np.ndarray:
-    """Peak allocated bytes per profiler step (the largest device's), or of the whole trace."""
+    """Peak allocated bytes per step (the largest device's), or of the whole trace."""
     memory = result.frames["memory"]
     peaks = memory.groupby("step", sort=False)["peak_allocated_bytes"].max()
     if per_step:
-        peaks = peaks[[str(s).startswith("ProfilerStep#") for s in peaks.index]]
+        peaks = peaks[[s not in ("all", OUTSIDE) for s in peaks.index]]
         return peaks.sort_index().to_numpy(dtype="float64")
     return np.array([float(peaks.max())])
 

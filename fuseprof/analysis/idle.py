@@ -166,13 +166,15 @@ def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
     return row
 
 
-def host_activity(gaps: pd.DataFrame, tables: TraceTables, top: int = 10) -> pd.DataFrame:
-    """CPU ops and ``record_function`` ranges overlapping the host-bound parts of gaps, by overlapped time."""
+def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFrame, top: int = 10) -> pd.DataFrame:
+    """CPU ops and ``record_function`` ranges (not the ``iterations``' own) overlapping the host-bound parts of
+    gaps, by overlapped time."""
     host = gaps[(gaps["idle_launch_ns"] > 0) & gaps["tid"].notna()] if "idle_launch_ns" in gaps else gaps.iloc[:0]
     if host.empty:
         return pd.DataFrame(columns=["name", "kind", "overlap_ns", "share_of_host_idle_pct"])
     spans = pd.concat([tables.ops.assign(kind="op"), tables.annotations.assign(kind="range")], ignore_index=True)
-    spans = spans[~spans["name"].str.startswith("ProfilerStep#")]
+    own = set(zip(iterations["start_ns"], iterations["dur_ns"]))
+    spans = spans[[(s, d) not in own for s, d in zip(spans["start_ns"], spans["dur_ns"])]]
     parts = []
     for tid, part in host.groupby("tid"):
         mine = spans[spans["tid"] == str(tid)]

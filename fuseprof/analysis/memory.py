@@ -3,7 +3,7 @@
 and reserved after it) read as a timeline, peaks per step, and what held the memory at each peak.
 
     peak_allocated_bytes   per device and profiler step: the largest ``Total Allocated`` among the step's records
-                           (by time: the ``ProfilerStep#N`` range around each record, on any thread)
+                           (by time: the iteration — ``ProfilerStep#N`` … — around each record, on any thread)
     peak_reserved_bytes    the same of ``Total Reserved`` (the caching allocator's segments)
     live at the peak       the allocations made before the peak's record, on its device, whose free (the next
                            record of the same address, with the negative of its bytes) comes after it or never
@@ -25,8 +25,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.iterations import Iterations, step_at
 from fuseprof.analysis.phases import point_phases
-from fuseprof.analysis.steps import step_at
+from fuseprof.analysis.steps import OUTSIDE
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import enclosing, rows_named
@@ -38,7 +39,7 @@ _STEPS = ["device", "step", "peak_allocated_bytes", "peak_reserved_bytes", "peak
 _HOLDERS = ["device", "step", "op", "module", "phase", "allocations", "bytes", "share_of_peak_pct", "freed_in"]
 
 
-def device_records(tables: TraceTables, registry: Registry) -> pd.DataFrame:
+def device_records(tables: TraceTables, registry: Registry, iterations: Iterations) -> pd.DataFrame:
     """The GPU devices' records in time order, with ``device`` ('cuda:0'), ``step``, ``phase``, ``module`` (the
     holder's, as the module docstring says) and ``freed_ns``/``freed_phase`` of each allocation."""
     memory = tables.memory
@@ -47,7 +48,7 @@ def device_records(tables: TraceTables, registry: Registry) -> pd.DataFrame:
         return records
     records["device"] = records["device_type"].map(GPU_DEVICE_TYPES) + ":" + records["device_id"].astype(str)
     records = records.sort_values("start_ns", kind="stable").reset_index(drop=True)
-    records["step"] = step_at(tables, records["start_ns"])
+    records["step"] = step_at(iterations, records["start_ns"])
     points = records[["start_ns", "tid"]].assign(tid=records["tid"].astype(str))
     phases = point_phases(points, tables, registry)
     modules = tables.modules.assign(name=tables.modules["name"].str.removeprefix("nn.Module: "))
@@ -61,17 +62,18 @@ def device_records(tables: TraceTables, registry: Registry) -> pd.DataFrame:
     return records
 
 
-def _allocator_calls(tables: TraceTables, registry: Registry) -> pd.DataFrame:
+def _allocator_calls(tables: TraceTables, registry: Registry, iterations: Iterations) -> pd.DataFrame:
     calls = rows_named(tables.launches, *(c.calls for c in registry.host_causes if c.cause == "allocator"))
-    return calls.assign(step=step_at(tables, calls["start_ns"]))
+    return calls.assign(step=step_at(iterations, calls["start_ns"]))
 
 
-def memory_by_step(records: pd.DataFrame, tables: TraceTables, registry: Registry) -> pd.DataFrame:
-    """Per device and profiler step (the whole trace where it has none): the peaks and what made them."""
+def memory_by_step(records: pd.DataFrame, tables: TraceTables, registry: Registry, iterations: Iterations
+                   ) -> pd.DataFrame:
+    """Per device and step (the whole trace where it has none): the peaks and what made them."""
     if records.empty:
         return pd.DataFrame(columns=_STEPS)
-    calls = _allocator_calls(tables, registry)
-    step = records["step"].astype(object).where(records["step"].notna(), "(outside the profiled steps)")
+    calls = _allocator_calls(tables, registry, iterations)
+    step = records["step"].astype(object).where(records["step"].notna(), OUTSIDE)
     if records["step"].isna().all():
         step = pd.Series("all", index=records.index)
     rows = []

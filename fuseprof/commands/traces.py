@@ -23,9 +23,10 @@ def trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_
     p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
                                     "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
     p.add_argument("--top", type=int, default=top, help=top_help)
-    p.add_argument("--window", help="which GPU work the tables cover: steps (the profiled ProfilerStep#N ranges; "
-                                    "the default when the trace has them), all (the whole trace), N or N-M "
-                                    "(those profiler steps)")
+    p.add_argument("--window", help="which GPU work the tables cover: steps (the trace's iterations: its "
+                                    "ProfilerStep#N ranges, the default when it has them; else an engine's step "
+                                    "ranges or the period of its launch sequence), all (the whole trace: the "
+                                    "default otherwise), N or N-M (those iterations)")
     p.add_argument("--graph-capture", type=Path, metavar="CAPTURE", action="append",
                    help="the trace taken while the graphs were captured: attributes each graph-replayed kernel to "
                         "the op, shapes and module that launched it during capture (found by itself when both "

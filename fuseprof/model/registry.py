@@ -17,6 +17,8 @@ A ``Registry`` holds
   it), by the optimizer's range (``fuseprof.analysis.optimizer``);
 - ``phase_ranges``: the ranges that mark a training step's phases beyond what autograd records
   (``PhaseRange``: ``Optimizer.step#…`` is the optimizer; ``fuseprof.analysis.phases``);
+- ``iteration_ranges``: the ranges that mark one iteration of a loop (``IterationRange``: torch.profiler's
+  ``ProfilerStep#N``, a serving engine's own step; ``fuseprof.analysis.iterations``);
 - the fusion catalogue the audit reads (``CatalogueEntry``: which pattern finds each fusion), the kernels known to fuse a chain
   (``KnownFusion``), fuseprof's own kernels that compute a replayed chain (``KernelMatch``) and the named
   chain classes (``ChainClass``).
@@ -264,6 +266,22 @@ class PhaseRange:
 
 
 @dataclass(frozen=True)
+class IterationRange:
+    """A ``record_function`` range that marks one iteration of a loop — a training step, an engine's decode
+    step — written by ``source`` (``torch.profiler``, ``SGLang``, ``vLLM``) under names matching ``ranges`` (a
+    regular expression, searched). ``default``: the tables cover only these iterations unless ``--window`` says
+    otherwise (torch.profiler's steps, as TraceLens and HTA analyse them); an engine's steps are shown per step
+    while the tables keep the whole trace (``fuseprof.analysis.iterations``)."""
+
+    source: str
+    ranges: str
+    default: bool = False
+
+    def __post_init__(self) -> None:
+        _check_patterns(f"iteration range {self.source!r}", self.ranges)
+
+
+@dataclass(frozen=True)
 class KnownFusion:
     """A kernel that already fuses chains whose signature matches ``pattern`` (a regex over the op names
     joined by ' → ')."""
@@ -365,6 +383,7 @@ class Registry:
     kind_rules: tuple[KindRule, ...] = ()
     host_causes: tuple[HostCause, ...] = ()
     phase_ranges: tuple[PhaseRange, ...] = ()
+    iteration_ranges: tuple[IterationRange, ...] = ()
     optimizers: tuple[OptimizerModel, ...] = ()
     default_fusion: str = "torch.compile"  # what fuses a chain no known fusion names
     _by_name: dict[str, OpRole] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -491,11 +510,12 @@ class Registry:
                kernel_matches: Iterable[KernelMatch] = (), chain_classes: Iterable[ChainClass] = (),
                op_kinds: Iterable[OpKinds] = (), kind_rules: Iterable[KindRule] = (),
                host_causes: Iterable[HostCause] = (), phase_ranges: Iterable[PhaseRange] = (),
-               optimizers: Iterable[OptimizerModel] = ()) -> Registry:
+               optimizers: Iterable[OptimizerModel] = (),
+               iteration_ranges: Iterable[IterationRange] = ()) -> Registry:
         """A new registry: the given families, known fusions, kernel matches and chain classes ahead of
         these (the first match wins, so a user's rows win), roles replacing those of the same op, catalogue
         entries replacing the one of the same name or added at the end, op kinds, kind rules, host causes, phase
-        ranges and optimizer models added (a user's host causes, phase ranges and optimizers first)."""
+        ranges, iteration ranges and optimizer models added (a user's host causes, ranges and optimizers first)."""
         new_roles = {r.name: r for r in self.roles}
         new_roles.update({r.name: r for r in roles})
         entries = {e.name: e for e in self.catalogue}
@@ -507,6 +527,7 @@ class Registry:
                        op_kinds=(*op_kinds, *self.op_kinds), kind_rules=(*self.kind_rules, *kind_rules),
                        host_causes=(*host_causes, *self.host_causes),
                        phase_ranges=(*phase_ranges, *self.phase_ranges),
+                       iteration_ranges=(*iteration_ranges, *self.iteration_ranges),
                        optimizers=(*optimizers, *self.optimizers))
 
 
@@ -515,7 +536,8 @@ class Registry:
 _SECTIONS: Mapping[str, type] = {"family": OpFamily, "role": OpRole, "catalogue": CatalogueEntry,
                                  "known_fusion": KnownFusion, "kernel_match": KernelMatch, "chain_class": ChainClass,
                                  "op_kinds": OpKinds, "kind_rule": KindRule, "host_cause": HostCause,
-                                 "phase_range": PhaseRange, "optimizer": OptimizerModel}
+                                 "phase_range": PhaseRange, "optimizer": OptimizerModel,
+                                 "iteration_range": IterationRange}
 
 
 def _cost(spec: Any, where: str) -> CostModel:
@@ -552,7 +574,7 @@ def _row(kind: str, data: Any, where: str) -> Any:
 def load_registry(path: Path, base: Registry) -> Registry:
     """``base`` (``fuseprof.model.registry_data.DEFAULT``) extended by a TOML file of ``[[family]]``, ``[[role]]``,
     ``[[catalogue]]``, ``[[known_fusion]]``, ``[[kernel_match]]``, ``[[chain_class]]``, ``[[op_kinds]]``,
-    ``[[kind_rule]]``, ``[[host_cause]]``, ``[[phase_range]]`` and ``[[optimizer]]`` tables (fields as
+    ``[[kind_rule]]``, ``[[host_cause]]``, ``[[phase_range]]``, ``[[optimizer]]`` and ``[[iteration_range]]`` tables (fields as
     the classes of this module name them; a family's ``cost = {model = "elementwise", flops_per_element =
     8}``). One line naming the file and the table for anything wrong."""
     try:
@@ -575,7 +597,7 @@ def load_registry(path: Path, base: Registry) -> Registry:
                    for i, item in enumerate(data.get(kind, []))] for kind in _SECTIONS}
     return base.extend(rows["family"], rows["role"], rows["catalogue"], rows["known_fusion"],
                        rows["kernel_match"], rows["chain_class"], rows["op_kinds"], rows["kind_rule"],
-                       rows["host_cause"], rows["phase_range"], rows["optimizer"])
+                       rows["host_cause"], rows["phase_range"], rows["optimizer"], rows["iteration_range"])
 
 
 def classify(registry: Registry, kind: pd.Series, op: pd.Series, kernel: pd.Series) -> pd.DataFrame:

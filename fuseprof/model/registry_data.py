@@ -27,6 +27,7 @@ from fuseprof.model.registry import (
     ChainClass,
     GemmOperands,
     HostCause,
+    IterationRange,
     KernelArgument,
     KernelMatch,
     KindRule,
@@ -349,6 +350,15 @@ HOST_CAUSES: tuple[HostCause, ...] = (
 PHASE_RANGES: tuple[PhaseRange, ...] = (
     PhaseRange("optimizer", r"^Optimizer\.(step|zero_grad)#"),  # torch.optim's own ranges, per optimizer class
 )
+# The ranges that mark one iteration of a loop (fuseprof.analysis.iterations), first match wins: torch.profiler's
+# steps; SGLang's scheduler writes step[DECODE bs=32] / step[EXTEND bs=1 toks=128] around each batch it runs
+# (sglang/srt/managers/scheduler.py); vLLM's model runner execute_<n>_context_<n>(…)_generation_<n>(…)
+# (vllm/v1/worker/gpu_model_runner.py, record_function around execute_model)
+ITERATION_RANGES: tuple[IterationRange, ...] = (
+    IterationRange("torch.profiler", r"^ProfilerStep#\d+$", default=True),
+    IterationRange("SGLang", r"^step\[[A-Z_]+ bs=\d+"),
+    IterationRange("vLLM", r"^execute_\d+_context_\d+\(.*\)_generation_\d+\("),
+)
 # What one step of each torch.optim optimizer moves per parameter element (fuseprof.analysis.optimizer):
 # state tensors per parameter, from torch.optim's docs (Adam/AdamW: exp_avg, exp_avg_sq; SGD: momentum_buffer)
 OPTIMIZERS: tuple[OptimizerModel, ...] = (
@@ -359,4 +369,5 @@ OPTIMIZERS: tuple[OptimizerModel, ...] = (
 )
 DEFAULT = Registry(families=FAMILIES, roles=_roles(), catalogue=CATALOGUE, known_fusions=KNOWN_FUSIONS,
                    kernel_matches=KERNEL_MATCHES, chain_classes=CHAIN_CLASSES, op_kinds=OP_KINDS, kind_rules=KIND_RULES,
-                   host_causes=HOST_CAUSES, phase_ranges=PHASE_RANGES, optimizers=OPTIMIZERS)
+                   host_causes=HOST_CAUSES, phase_ranges=PHASE_RANGES, optimizers=OPTIMIZERS,
+                   iteration_ranges=ITERATION_RANGES)

@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
+from fuseprof.analysis.iterations import NONE as NO_ITERATIONS
+from fuseprof.analysis.iterations import Iterations
+
 if TYPE_CHECKING:
     from fuseprof.analysis.analyze import TraceAnalysis
     from fuseprof.analysis.fusion import CopyModel
@@ -82,8 +85,8 @@ class Table:
 class Context:
     """What a section builds from: the decoded trace, its linked and classified GPU events (``every``) and
     those of the window (``events``), the options' op registry and rows per table, the roof and copy model
-    judged against, the op graph (by the execution trace where one was recorded, else by shapes), and the
-    tables built so far."""
+    judged against, the op graph (by the execution trace where one was recorded, else by shapes), the trace's
+    iterations, and the tables built so far."""
 
     tables: TraceTables
     every: pd.DataFrame
@@ -94,6 +97,7 @@ class Context:
     roof: Roof
     copy: CopyModel
     graph: OpGraph | None = None
+    iterations: Iterations = NO_ITERATIONS
     built: dict[str, pd.DataFrame] = field(default_factory=dict)
     _units: Units | None = field(default=None, repr=False)
 

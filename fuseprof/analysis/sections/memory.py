@@ -11,8 +11,8 @@ from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
-    records = device_records(context.tables, context.registry)
-    steps = memory_by_step(records, context.tables, context.registry)
+    records = device_records(context.tables, context.registry, context.iterations)
+    steps = memory_by_step(records, context.tables, context.registry, context.iterations)
     return {"memory": steps, "memory_holders": holders_at_peak(records, steps),
             "memory_timeline": memory_timeline(records)}
 

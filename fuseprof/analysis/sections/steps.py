@@ -1,4 +1,5 @@
-"""Profiler steps: the GPU work each ``ProfilerStep#N`` launched, a timeline row per step."""
+"""Steps: the GPU work each iteration (``ProfilerStep#N``, an engine's step, a period of the launch sequence)
+launched, a timeline row per step."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
 
 SECTION = Section(
     name="steps", order=20, build=_build,
-    description="The GPU work each profiled step launched (span, busy, idle, computation, communication, memcpy), "
-                "and the work outside every step (warm-up left by torch.profiler.schedule). Windows: "
-                "fuseprof/analysis/steps.py.",
+    description="The GPU work each iteration launched (span, busy, idle, computation, communication, memcpy) — a "
+                "ProfilerStep#N, else an engine's step range (SGLang, vLLM), else a period of the launch sequence "
+                "(fuseprof/analysis/iterations.py) — and the work outside every step (warm-up left by "
+                "torch.profiler.schedule). Windows: fuseprof/analysis/steps.py.",
     tables=(Table("steps", "Profiler steps (GPU work each step launched)", (
         Column("step", "step"), Column("span µs", "span_ns", "us"), Column("busy µs", "busy_ns", "us"),
         Column("idle µs", "idle_ns", "us"), Column("compute µs", "computation_ns", "us"),
