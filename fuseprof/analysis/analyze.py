@@ -28,6 +28,7 @@ from fuseprof.analysis.steps import profiler_steps, window_mask
 from fuseprof.analysis.summaries import attach_ncu
 from fuseprof.bundle.files import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
+from fuseprof.model.devices import device_from_properties
 from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.model.roofline import Roof, capture_roof
@@ -50,6 +51,8 @@ class TraceAnalysis:
     window: str = ""
     rank: int | None = None
     notes: list[str] = field(default_factory=list)
+    world_size: int | None = None  # distributedInfo's: how many ranks the run had
+    rank_from: str = "distributedInfo"  # where ``rank`` came from (``ranks.numbered_ranks``; not stored)
     registry: Registry = DEFAULT  # the op knowledge it was made with (not stored: it names the stored entry)
     top: int = 15
     source: Path | None = None  # the trace file it was read from (set by ``analyze``; not stored)
@@ -119,6 +122,24 @@ def trace_files(path: Path) -> list[Path]:
     return [path]
 
 
+def _device_of(tables: TraceTables, events: pd.DataFrame) -> tuple[str | None, str | None]:
+    """The GPU the events ran on: the name ``deviceProperties`` gives, else the device its other properties
+    describe (SMs or CUs, memory, arch, warp size: ``devices.device_from_properties``), with a note saying so."""
+    devices = events["device"].dropna().unique()
+    names = sorted({tables.device_name(d) or "" for d in devices} - {""})
+    if names:
+        return names[0], None
+    for device in devices:
+        properties = tables.properties_of(device)
+        key = device_from_properties(properties)
+        if key:
+            p = properties
+            said = (f"{p.get('sms')} SMs/CUs, {p.get('memory_bytes', 0) / 1e9:.1f} GB, arch {p.get('major')}."
+                    f"{p.get('minor')}, warp {p.get('warp')}")
+            return key, f"device: {key}, recognised from the trace's deviceProperties ({said}); it names no GPU"
+    return None, None
+
+
 def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None) -> list[str]:
     notes = []
     if "assumed" in roof.label:
@@ -182,8 +203,9 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
     ``execution_trace`` the PyTorch execution trace recorded beside it (``fuseprof.parse.execution_trace``)."""
     found = windowed_events(tables, options, captures, ncu_rows)
     events = found.events
-    names = sorted({tables.device_name(d) or "" for d in events["device"].dropna().unique()} - {""})
-    device_name = options.device or (names[0] if names else None)
+    device_name, recognised = options.device, None
+    if device_name is None:
+        device_name, recognised = _device_of(tables, events)
     roof = capture_roof(device_name, options.measured)
     copy = options.copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
                                      f"{roof.label} DRAM + the trace's kernel floor")
@@ -191,8 +213,9 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
     frames = build_all(Context(tables, found.every, events, found.mask, options.registry, options.top, roof, copy,
                                graph, found.iterations))
     return TraceAnalysis(name=name or tables.path.name, device=device_name, roof=roof, events=events, frames=frames,
-                         window=found.window, rank=tables.rank, registry=options.registry, top=options.top,
-                         notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph, execution_trace is not None))
+                         window=found.window, rank=tables.rank, world_size=tables.world_size, registry=options.registry, top=options.top,
+                         notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph, execution_trace is not None)
+                         + ([recognised] if recognised else []))
 
 
 def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:

@@ -20,6 +20,7 @@ its cause is named only where it explains at least half of the lateness (``strag
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -41,21 +42,103 @@ def rank_summary(results: list[TraceAnalysis]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("rank").reset_index(drop=True)
 
 
-def matched_collectives(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, bool]]:
-    """Each collective (its position among all matches, its ``match``, one row per rank, whether it is in
-    the steady state) that every rank's trace holds; one a rank's trace ended before is left out. A
-    communicator's first collective is not steady: its skew is the ranks' start-up offset."""
+def _groups(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, int]]:
+    """Each collective key (``match``) with its rows on every rank holding it, and the number of ranks."""
     per_rank = [r.collectives for r in results if not r.collectives.empty]
     if not per_rank:
         return
-    both = pd.concat(per_rank, ignore_index=True)
+    both = _aligned(pd.concat(per_rank, ignore_index=True))
     ranks = both["rank"].nunique()
-    seen: set[str] = set()
     for position, (match, group) in enumerate(both.groupby("match", sort=False)):
-        if len(group) >= ranks:
+        yield position, str(match), group, ranks
+
+
+def _aligned(both: pd.DataFrame) -> pd.DataFrame:
+    """Collectives numbered by order, renumbered by time: each rank's collective takes the number of the
+    reference rank's (the lowest) that it overlaps, of the same name — a collective ends on no rank before the
+    last rank arrives, so one collective's kernels overlap on every rank, and a trace that holds a collective
+    more or less than another (its window, a late-started process) stays aligned. A rank whose collectives
+    overlap less than half of the reference's (clocks of different hosts) keeps its order; its pairs are then
+    checked one by one (``_verdict``). Collectives numbered by ``Seq`` stay."""
+    by_order = both["seq"].isna()
+    if not by_order.any():
+        return both
+    out = both.copy()
+    for communicator, part in both[by_order].groupby("communicator", sort=False):
+        reference = part[part["rank"] == part["rank"].min()].sort_values("start_ns")
+        ref_start = reference["start_ns"].to_numpy(np.int64)
+        ref_end = reference["end_ns"].to_numpy(np.int64)
+        for rank, mine in part.groupby("rank", sort=False):
+            if rank == reference["rank"].iloc[0]:
+                continue
+            at = np.minimum(np.searchsorted(ref_end, mine["start_ns"].to_numpy(np.int64), side="left"),
+                            len(reference) - 1)
+            hit = ((ref_start[at] <= mine["end_ns"].to_numpy(np.int64))
+                   & (ref_end[at] >= mine["start_ns"].to_numpy(np.int64))
+                   & (reference["collective"].to_numpy()[at] == mine["collective"].to_numpy()))
+            if hit.sum() < min(len(mine), len(reference)) / 2:
+                continue
+            order = np.where(hit, reference["order"].to_numpy()[at], -1 - mine["order"].to_numpy())
+            out.loc[mine.index, "order"] = order
+            out.loc[mine.index, "match"] = [f"{communicator}#order {o}" if o >= 0 else
+                                            f"{communicator}#rank {rank} only {-1 - o}" for o in order]
+    return out
+
+
+def _verdict(group: pd.DataFrame, ranks: int) -> str:
+    """Whether one collective key pairs the same collective on every rank: ``matched``; ``not on every rank``
+    (a rank's trace ended before it, or the rank set differs); ``refused`` where it was paired by order
+    (no ``Seq``) and its kernels do not overlap — a collective finishes on no rank before the last rank
+    arrives, so the last start must come before the first end, give or take one transfer (clocks of
+    different hosts)."""
+    if group["rank"].nunique() < ranks:
+        return "not on every rank"
+    if group["seq"].notna().all():
+        return "matched"
+    last_start, first_end = int(group["start_ns"].max()), int(group["end_ns"].min())
+    transfer = int(group["end_ns"].max()) - last_start
+    return "matched" if last_start - first_end <= transfer else "refused: no overlap"
+
+
+def matched_collectives(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, bool]]:
+    """Each collective (its position among all matches, its ``match``, one row per rank, whether it is in
+    the steady state) that every rank's trace holds and that pairs one collective (``_verdict``). A
+    communicator's first collective is not steady: its skew is the ranks' start-up offset."""
+    seen: set[str] = set()
+    for position, match, group, ranks in _groups(results):
+        if _verdict(group, ranks) == "matched":
             communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
-            yield position, str(match), group, communicator in seen
+            yield position, match, group, communicator in seen
             seen.add(communicator)
+
+
+def rank_set(results: list[TraceAnalysis]) -> pd.DataFrame:
+    """One row: the ranks given, of how many (``distributedInfo``'s world size), which are missing, where the
+    ranks came from, and how the collectives matched (by ``Seq`` or by order; matched, not on every rank,
+    refused)."""
+    given = sorted(int(r.rank) for r in results if r.rank is not None)
+    worlds = {r.world_size for r in results if r.world_size}
+    world = max(worlds) if worlds else None
+    missing = sorted(set(range(world)) - set(given)) if world else []
+    verdicts = pd.Series([_verdict(g, n) for _, _, g, n in _groups(results)], dtype="string")
+    by_seq = sum(bool(g["seq"].notna().all()) for _, _, g, _ in _groups(results))
+    return pd.DataFrame([{
+        "ranks": len(results), "world_size": world, "missing": _spans(missing) if missing else "",
+        "ranks_from": results[0].rank_from if results else "",
+        "collectives": len(verdicts), "by_seq": by_seq, "matched": int((verdicts == "matched").sum()),
+        "not_on_every_rank": int((verdicts == "not on every rank").sum()),
+        "refused": int(verdicts.str.startswith("refused").sum())}])
+
+
+def _spans(numbers: list[int]) -> str:
+    """'2–127' for a run of numbers, '0, 3, 5–7' for several."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
 
 
 def collective_skew(results: list[TraceAnalysis]) -> pd.DataFrame:
@@ -189,6 +272,30 @@ def stragglers(late: pd.DataFrame, arrivals: pd.DataFrame | None = None) -> pd.D
 
 def across_ranks(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
     """Every across-ranks table, by name: what the CLI, the JSON output and the report show."""
+    results = numbered_ranks(results)
     late = late_arrivals(results)
-    return {"ranks": rank_summary(results), "collectives": collective_skew(results), "late_arrivals": late,
-            "stragglers": stragglers(late, arrival_lateness(results))}
+    return {"rank_set": rank_set(results), "ranks": rank_summary(results), "collectives": collective_skew(results),
+            "late_arrivals": late, "stragglers": stragglers(late, arrival_lateness(results))}
+
+
+_RANK_IN_NAME = re.compile(r"(?:rank|worker|gpu|device)[_-]?(\d+)(?!.*(?:rank|worker|gpu|device)[_-]?\d)", re.I)
+
+
+def numbered_ranks(results: list[TraceAnalysis]) -> list[TraceAnalysis]:
+    """The results with a rank each, distinct: ``distributedInfo``'s where every trace has one and they differ;
+    else the number its file name gives (``…rank3…``, ``worker_3``, ``gpu-3``) where every name has a different
+    one; else the order given. Set on the results (``rank``, their collectives' ``rank``, ``rank_from``)."""
+    recorded = [r.rank for r in results]
+    if None not in recorded and len(set(recorded)) == len(results):
+        return results
+    named = [_RANK_IN_NAME.search(r.name) for r in results]
+    if all(named) and len({int(m.group(1)) for m in named if m}) == len(results):
+        ranks, source = [int(m.group(1)) for m in named if m], "file names"
+    else:
+        ranks, source = list(range(len(results))), "the order given"
+    for result, rank in zip(results, ranks):
+        result.rank = rank
+        result.rank_from = source
+        if not result.collectives.empty:
+            result.frames["collectives"] = result.collectives.assign(rank=rank)
+    return results

@@ -38,7 +38,7 @@ def save_analysis(store: TraceStore, key: str, part: str, result: TraceAnalysis,
     """Store ``result`` in the entry of trace ``key`` (in the background if asked: ``TraceStore.put_frames``);
     False where the store could not keep it."""
     meta = {"device": result.device, "roof": dataclasses.asdict(result.roof), "window": result.window,
-            "rank": result.rank, "notes": result.notes, "top": result.top}
+            "rank": result.rank, "world_size": result.world_size, "notes": result.notes, "top": result.top}
     return store.put_frames(key, part, dict(result.frames), meta, background)  # events: rebuilt from the tables
 
 
@@ -52,7 +52,8 @@ def load_analysis(store: TraceStore, key: str, part: str, name: str, events: Cal
         return None
     frames, meta = found
     result = TraceAnalysis(name=name, device=meta["device"], roof=Roof(**meta["roof"]), events=pd.DataFrame(),
-                           frames=frames, window=meta["window"], rank=meta["rank"], notes=list(meta["notes"]),
+                           frames=frames, window=meta["window"], rank=meta["rank"], world_size=meta.get("world_size"),
+                           notes=list(meta["notes"]),
                            registry=registry, top=int(meta["top"]))
     result.defer_events(events)
     return result

@@ -18,8 +18,14 @@ with sparsity; specifications are one-half lower without sparsity"). Sources:
 - AMD Instinct MI325X: its data sheet: the MI300X's compute with 6 TB/s HBM3E.
 - AMD Instinct MI355X: its data sheet: 8 TB/s HBM3E; FP64 vector and matrix 78.6, FP32 157.3, FP16/BF16
   2.5 PFLOPS, FP8 and INT8 5.0 P, dense (no TF32 row).
-- AMD Instinct MI250X: its data sheet: 3.2 TB/s HBM2e; FP64 and FP32 vector 47.9, FP64/FP32 matrix 95.7,
-  FP16/BF16 and INT8 383; no FP8 or TF32.
+- AMD Instinct MI250X, MI250: one GCD — what PyTorch calls a device and a kernel runs on — of the module the
+  data sheet describes, so half its figures: MI250X 1.6 TB/s HBM2e, FP64 and FP32 vector 23.95, FP64/FP32 matrix
+  47.85, FP16/BF16 and INT8 191.5; MI250 1.6 TB/s, vector 22.65, matrix 45.25, FP16/BF16 and INT8 181.0.
+- AMD Instinct MI210: its data sheet: 1.6 TB/s HBM2e; FP64 and FP32 vector 22.6, FP64/FP32 matrix 45.3,
+  FP16/BF16 and INT8 181.0 (one GCD: the MI250's per-GCD rates).
+- NVIDIA V100 SXM2: its data sheet: 900 GB/s HBM2; FP64 7.8, FP32 15.7, tensor (FP16 in) 125; no BF16 (its
+  BF16 work runs on the FP32 pipe).
+- NVIDIA A100 40GB SXM: the A100 datasheet's 40GB column: 1,555 GB/s; the 80GB part's arithmetic.
 - NVIDIA L40S: its data sheet: 864 GB/s GDDR6; FP32 91.6; TF32 183, FP16/BF16 362, FP8 and INT8 733 (dense:
   the sparse figures halved). No FP64 row.
 - NVIDIA A10 (AWS's A10G is a variant of it; matched by name): A10 data sheet: 600 GB/s; FP32 31.2; TF32
@@ -83,6 +89,15 @@ DEVICES: dict[str, DeviceSpec] = {
          "tensor_bf16": 312 * T, "tensor_fp16": 312 * T, "tensor_int8": 624 * T},
         "A100 datasheet / Ampere whitepaper, SXM4 80GB",
         {"tensor_tf32": 312 * T, "tensor_bf16": 624 * T, "tensor_fp16": 624 * T, "tensor_int8": 1248 * T}),
+    "A100 40GB": DeviceSpec(
+        "A100 40GB", 1.555 * T,
+        {"fp64": 9.7 * T, "tensor_fp64": 19.5 * T, "fp32": 19.5 * T, "fp16": 78 * T, "tensor_tf32": 156 * T,
+         "tensor_bf16": 312 * T, "tensor_fp16": 312 * T, "tensor_int8": 624 * T},
+        "A100 datasheet / Ampere whitepaper, SXM4 40GB",
+        {"tensor_tf32": 312 * T, "tensor_bf16": 624 * T, "tensor_fp16": 624 * T, "tensor_int8": 1248 * T}),
+    "V100": DeviceSpec(
+        "V100", 0.9 * T, {"fp64": 7.8 * T, "fp32": 15.7 * T, "fp16": 31.4 * T, "tensor_fp16": 125 * T},
+        "NVIDIA V100 data sheet, SXM2"),
     "B200": DeviceSpec(
         "B200", 7.7 * T,
         {"fp64": 37 * T, "tensor_fp64": 37 * T, "fp32": 75 * T, "tensor_tf32": 1100 * T, "tensor_bf16": 2250 * T,
@@ -109,8 +124,12 @@ DEVICES.update({
     "MI325X": _spec("MI325X", 6.0, "AMD Instinct MI325X data sheet", **_CDNA3),
     "MI355X": _spec("MI355X", 8.0, "AMD Instinct MI355X data sheet", fp64=78.6, tensor_fp64=78.6, fp32=157.3,
                     tensor_bf16=2500, tensor_fp8=5000, tensor_int8=5000),
-    "MI250X": _spec("MI250X", 3.2, "AMD Instinct MI250X data sheet", fp64=47.9, tensor_fp64=95.7, fp32=47.9,
-                    tensor_bf16=383, tensor_int8=383),
+    "MI250X": _spec("MI250X", 1.6, "AMD Instinct MI250X data sheet, one GCD (half the module)", fp64=23.95,
+                    tensor_fp64=47.85, fp32=23.95, tensor_bf16=191.5, tensor_int8=191.5),
+    "MI250": _spec("MI250", 1.6, "AMD Instinct MI250 data sheet, one GCD (half the module)", fp64=22.65,
+                   tensor_fp64=45.25, fp32=22.65, tensor_bf16=181.0, tensor_int8=181.0),
+    "MI210": _spec("MI210", 1.6, "AMD Instinct MI210 data sheet", fp64=22.6, tensor_fp64=45.3, fp32=22.6,
+                   tensor_bf16=181.0, tensor_int8=181.0),
     "L40S": _spec("L40S", 0.864, "NVIDIA L40S data sheet (sparse halved)", fp32=91.6, tensor_tf32=183,
                   tensor_bf16=362, tensor_fp8=733, tensor_int8=733),
     "A10": _spec("A10", 0.6, "NVIDIA A10 data sheet (A10G: AWS's variant)", fp32=31.2, tensor_tf32=62.5,
@@ -128,10 +147,37 @@ DEFAULT_DEVICE = REFERENCE_DEVICE  # roof for rows whose capture device is not i
 # capture-name patterns, most specific first ('NVIDIA H100 PCIe' must not match 'H100', 'GB200' not 'B200',
 # 'H20' not 'H200', 'A100' not 'A10', 'L40S' not 'L4'); searched in the upper-cased name
 _NAME_KEYS = tuple((re.compile(pattern), key) for pattern, key in (
-    (r"H200", "H200"), (r"H100 PCIE", "H100 PCIe"), (r"H100", "H100 SXM"), (r"A100", "A100 80GB"),
+    (r"H200", "H200"), (r"H100 PCIE", "H100 PCIe"), (r"H100", "H100 SXM"), (r"A100\b.*\b40\s?GB", "A100 40GB"),
+    (r"A100", "A100 80GB"), (r"V100", "V100"), (r"MI210", "MI210"),
     (r"GB200", "GB200"), (r"B200", "B200"), (r"\bH20\b", "H20"), (r"L40S", "L40S"), (r"\bA10G?\b", "A10"),
     (r"\bL4\b", "L4"), (r"MI300X", "MI300X"), (r"MI325X", "MI325X"), (r"MI355X", "MI355X"),
-    (r"MI250X", "MI250X")))
+    (r"MI250X", "MI250X"), (r"MI250", "MI250")))  # ROCm names an MI250X's GCD 'AMD Instinct MI250X/MI250'
+
+
+# What a device is where deviceProperties leaves its name out: (warp size, compute major.minor — ROCm's gfx
+# arch as major.minor —, SMs or CUs, nominal memory in GB) -> the table's key; among rows of one arch and SM
+# count, the nearest memory (a virtual function or a driver's reserve shows a little less). Where a part's
+# count is ambiguous the rows say so: an MI210 and one GCD of an MI250 are alike (104 CUs, 64 GB, the same
+# rates).
+_BY_PROPERTIES: tuple[tuple[int, tuple[int, int], int, float, str], ...] = (
+    (32, (7, 0), 80, 32, "V100"), (32, (8, 0), 108, 40, "A100 40GB"), (32, (8, 0), 108, 80, "A100 80GB"),
+    (32, (8, 6), 72, 24, "A10"), (32, (8, 9), 142, 48, "L40S"), (32, (8, 9), 58, 24, "L4"),
+    (32, (9, 0), 132, 80, "H100 SXM"), (32, (9, 0), 114, 80, "H100 PCIe"), (32, (9, 0), 132, 141, "H200"),
+    (32, (9, 0), 78, 96, "H20"), (32, (10, 0), 148, 180, "B200"),
+    (64, (9, 4), 304, 192, "MI300X"), (64, (9, 4), 304, 256, "MI325X"), (64, (9, 5), 256, 288, "MI355X"),
+    (64, (9, 0), 110, 64, "MI250X"), (64, (9, 0), 104, 64, "MI210"),
+)
+
+
+def device_from_properties(properties: dict[str, int]) -> str | None:
+    """The table's key for a device ``deviceProperties`` describes without a name (``sms``, ``memory_bytes``,
+    ``major``, ``minor``, ``warp``), or None where no row has its warp size, arch and SM count (a partitioned
+    GPU: an MI300X in CPX mode shows 38 CUs)."""
+    arch = (properties.get("major"), properties.get("minor"))
+    rows = [r for r in _BY_PROPERTIES if r[0] == properties.get("warp", r[0]) and r[1] == arch
+            and r[2] == properties.get("sms")]
+    memory_gb = properties.get("memory_bytes", 0) / 1e9
+    return min(rows, key=lambda r: abs(r[3] - memory_gb))[4] if rows else None
 
 
 def spec_for_device_name(device_name: str | None) -> DeviceSpec | None:

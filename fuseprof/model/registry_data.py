@@ -119,9 +119,29 @@ FAMILIES: tuple[OpFamily, ...] = (
                                r"leaky_relu|glu|_foreach_\w+|\w+_backward)_?$", family="aten elementwise"),
     OpFamily("elementwise", op=r"^(fuseprof|sgl_kernel|_C|vllm)::\w*(silu|gelu)\w*$", family="engine activations"),
     OpFamily("elementwise", op=r"^\w+::\w*rotary_embedding\w*$", family="engine RoPE"),
+    # communication ops of the functional collectives, DeepEP and the engines' own all-reduce
+    OpFamily("communication", op=r"^(c10d|_c10d_functional|c10d_functional|symm_mem|deep_ep|_C_custom_ar|"
+                                 r"trtllm)::\w+$|^\w+::\w*(all_reduce|all_gather|reduce_scatter|all_to_all)\w*$",
+             family="collective ops"),
+    OpFamily("other", op=r"^fbgemm::\w*(embedding|tbe|index_select|jagged|bounds_check|permute)\w*$",
+             family="FBGEMM/TorchRec embeddings"),
     # --- by kernel name: graph replays, Inductor, libraries whose op is not in the trace
+    # communication by what it does, whoever wrote it: collective libraries (NCCL, RCCL, MSCCL++, NVSHMEM, Gloo's
+    # CUDA path), expert-parallel all-to-all (DeepEP's dispatch/combine, pplx), and the engines' own all-reduce
+    # kernels (vLLM/SGLang/aiter cross_device_reduce, vLLM's ROCm quick all-reduce, TRT-LLM's one/two-shot and
+    # fused all-reduce, PyTorch symmetric memory's one/two-shot and multimem all-reduce)
     OpFamily("communication", kernel=r"^nccl|ncclDevKernel|ncclKernel|^rccl|cross_device_reduce",
              family="NCCL/RCCL"),
+    OpFamily("communication", kernel=r"mscclpp|nvshmem|gloo::|deep_ep::|pplx::|quickreduce|"
+                                     r"(one|two)_?shot_?all_?reduce|all_?reduce_?fusion|multimem_all_\w*|"
+                                     r"custom_?all_?reduce|lamport|(all_?reduce|all_?gather|all_?to_?all|"
+                                     r"reduce_?scatter)\w*_?kernel",
+             family="MSCCL++/NVSHMEM/Gloo, DeepEP/pplx all-to-all, engines' custom all-reduce"),
+    # embedding lookups (FBGEMM's table-batched embeddings under TorchRec) gather rows; their kernels' names say
+    # fbgemm, which the GEMM row below would take for a GEMM
+    OpFamily("other", kernel=r"split_embedding\w*|(?<!rotary_)embedding_(forward|backward)|batch_index_select|"
+                             r"bounds_check_indices|linearize_index|(jagged|dense)_to_(dense|jagged)|"
+                             r"fbgemm_gpu::(?!.*(gemm|f8f8|bf16bf16|fp8))", family="FBGEMM/TorchRec embeddings"),
     OpFamily("GEMM", kernel=r"^triton_tem_", family="Inductor template GEMM"),
     OpFamily("normalization", kernel=r"^triton_(red|per)_fused\w*(rsqrt|layer_norm|var_mean)",
              family="Inductor norm"),

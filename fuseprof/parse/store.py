@@ -209,7 +209,9 @@ class TraceStore:
         if found is not None:
             frames, meta = found
             tables = TraceTables(path=path, **{t: frames[t] for t in _TABLES},
-                                 devices={int(k): v for k, v in meta["devices"].items()}, rank=meta["rank"])
+                                 devices={int(k): v for k, v in meta["devices"].items()}, rank=meta["rank"],
+                                 device_properties={int(k): v for k, v in meta.get("properties", {}).items()},
+                                 world_size=meta.get("world_size"))
             return tables, [w.replace("{path}", str(path)) for w in meta["warnings"]]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -218,6 +220,8 @@ class TraceStore:
         if key is not None:
             self.put_frames(key, "tables", {t: getattr(tables, t) for t in _TABLES},
                             {"devices": {str(k): v for k, v in tables.devices.items()}, "rank": tables.rank,
+                             "properties": {str(k): v for k, v in tables.device_properties.items()},
+                             "world_size": tables.world_size,
                              "warnings": [w.replace(str(path), "{path}") for w in said]}, background)
         return tables, said
 

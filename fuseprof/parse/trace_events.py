@@ -28,7 +28,7 @@ import ast
 import decimal
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -107,7 +107,17 @@ class _Event(msgspec.Struct, gc=False):
 class _Device(msgspec.Struct, gc=False):
     id: int = 0
     name: str = ""
-    numSms: int | None = None
+    numSms: int | str | None = None
+    totalGlobalMem: int | str | None = None
+    computeMajor: int | str | None = None
+    computeMinor: int | str | None = None
+    warpSize: int | str | None = None
+
+    def properties(self) -> dict[str, int]:
+        """What identifies the device where its name is missing: SMs (CUs on ROCm), memory, arch, warp size."""
+        values = {"sms": self.numSms, "memory_bytes": self.totalGlobalMem, "major": self.computeMajor,
+                  "minor": self.computeMinor, "warp": self.warpSize}
+        return {k: v for k, v in ((k, _as_int(v)) for k, v in values.items()) if v is not None}
 
 
 class _Trace(msgspec.Struct):
@@ -267,6 +277,8 @@ class TraceTables:
     memory: pd.DataFrame
     devices: dict[int, str]
     rank: int | None
+    device_properties: dict[int, dict[str, int]] = field(default_factory=dict)
+    world_size: int | None = None
 
     def device_name(self, device: object) -> str | None:
         """The GPU name of a device id. ROCm traces can put kernels on an id that ``deviceProperties``
@@ -279,6 +291,17 @@ class TraceTables:
             return name
         names = set(self.devices.values()) - {""}
         return names.pop() if len(names) == 1 else None
+
+    def properties_of(self, device: object) -> dict[str, int]:
+        """The ``deviceProperties`` of a device id (SMs, memory, arch, warp); those of the one device the trace
+        describes where it lacks the id (as ``device_name``)."""
+        if device is None or pd.isna(device):
+            return {}
+        found = self.device_properties.get(int(device))  # type: ignore[call-overload]
+        if found:
+            return found
+        described = [p for p in self.device_properties.values() if p]
+        return described[0] if len(described) == 1 else {}
 
 
 def ns_from_us(values: np.ndarray, path: Path, field: str) -> np.ndarray:
@@ -600,7 +623,9 @@ def read_trace_tables(path: Path) -> TraceTables:
     host_args = _decode_all_args(host, _Args, path)
     shaped = [i for i, a in enumerate(host_args) if a is not None and a.input_dims]
     devices = {d.id: d.name for d in trace.deviceProperties or []}
-    rank = (trace.distributedInfo or {}).get("rank")
+    properties = {d.id: d.properties() for d in trace.deviceProperties or []}
+    rank = _as_int((trace.distributedInfo or {}).get("rank"))
+    world_size = _as_int((trace.distributedInfo or {}).get("world_size"))
     tables = TraceTables(
         path=path,
         gpu=gpu,
@@ -617,7 +642,9 @@ def read_trace_tables(path: Path) -> TraceTables:
                                ("input_dims", "input_type"), _decode_all_args(params, _Args, path)),
         memory=_memory_rows(by_kind["memory"], every_op, path),
         devices=devices,
-        rank=int(rank) if isinstance(rank, int) else None,
+        device_properties=properties,
+        rank=rank,
+        world_size=world_size,
     )
     if base_ns:  # the clock's base back, as integers: times stay exact and comparable across ranks
         for frame in (tables.gpu, tables.ops, tables.launches, tables.modules, tables.annotations, tables.autograd,

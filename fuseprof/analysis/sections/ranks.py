@@ -33,6 +33,24 @@ def straggler_line(culprits: pd.DataFrame) -> str:
             f"time): {cause}")
 
 
+def rank_set_line(found: pd.DataFrame) -> str:
+    """The rank set in one sentence: how many of how many, where their numbers came from, how collectives
+    matched; a partial set says that skew and stragglers are among the given ranks only."""
+    if found.empty:
+        return ""
+    row = found.iloc[0]
+    world = row["world_size"]
+    of = f" of {int(world)}" if world == world and world is not None else ""
+    partial = (f"; only these ranks are compared (missing: {row['missing']}), so the last to arrive is the last of "
+               "these") if row["missing"] else ""
+    unmatched = [f"{int(row[k])} {what}" for k, what in (("not_on_every_rank", "not on every rank"),
+                                                         ("refused", "paired by order but not overlapping: "
+                                                                     "refused")) if row[k]]
+    return (f"Ranks: {int(row['ranks'])}{of} (numbers from {row['ranks_from']}){partial}. Collectives: "
+            f"{int(row['matched'])} of {int(row['collectives'])} matched ({int(row['by_seq'])} by Seq, the rest by "
+            f"order on their communicator, checked by overlap){'; ' + ', '.join(unmatched) if unmatched else ''}.")
+
+
 def _skew_title(skew: pd.DataFrame, _: object = None) -> str:
     more = " (the 15 of most skew)" if len(skew) > 15 else ""
     return f"Collectives: the last rank to arrive sets the time{more}"
@@ -46,6 +64,12 @@ SECTION = Section(
                 "late time, late by more than jitter — with the cause that explains it (computation that grew, its "
                 "host's late launches) or unexplained: fuseprof/analysis/ranks.py.",
     tables=(
+        Table("rank_set", "The rank set", (
+            Column("ranks", "ranks", "int"), Column("world size", "world_size", "int"), Column("missing", "missing"),
+            Column("ranks from", "ranks_from"), Column("collectives", "collectives", "int"),
+            Column("by Seq", "by_seq", "int"), Column("matched", "matched", "int"),
+            Column("not on every rank", "not_on_every_rank", "int"), Column("refused", "refused", "int")),
+            summary=rank_set_line),
         Table("ranks", "Communication per rank (exposed: not overlapped by computation)", (
             Column("rank", "rank", "int"), Column("busy µs", "busy_ns", "us"),
             Column("compute µs", "computation_ns", "us"), Column("comm µs", "communication_ns", "us"),

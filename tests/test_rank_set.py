@@ -1,0 +1,96 @@
+"""Many ranks as they come: a partial rank set said as such, ranks from file names where the traces record
+none, and collectives paired by order checked by overlap — a misaligned pairing refused, never compared.
+Rewrites of the 2-GPU tensor-parallel pair (tests/fixtures/tp2); expected values from the raw files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from fuseprof.analysis import analyze
+from fuseprof.analysis.ranks import across_ranks
+from tests.conftest import FIXTURES
+
+PAIR = sorted((FIXTURES / "tp2").glob("tp_mlp-rank*.json.gz"))
+
+
+def _raw(path: Path) -> dict[str, Any]:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def _nccl(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    return sorted((e for e in trace["traceEvents"] if e.get("cat") == "kernel" and e["name"].startswith("nccl")),
+                  key=lambda e: e["ts"])
+
+
+def _write(trace: dict[str, Any], path: Path) -> Path:
+    path.write_text(json.dumps(trace))
+    return path
+
+
+def test_two_ranks_of_a_larger_run_are_said_to_be_two_of_it(tmp_path: Path) -> None:
+    paths = []
+    for rank, source in zip((5, 77), PAIR):
+        trace = _raw(source)
+        trace["distributedInfo"] = {**trace.get("distributedInfo", {}), "rank": rank, "world_size": 128}
+        paths.append(_write(trace, tmp_path / f"part-{rank}.json"))
+    tables = across_ranks(analyze(paths))
+    row = tables["rank_set"].iloc[0]
+    assert (row["ranks"], row["world_size"], row["missing"]) == (2, 128, "0–4, 6–76, 78–127")
+    assert set(tables["ranks"]["rank"]) == {5, 77}
+
+
+def test_ranks_come_from_file_names_where_the_traces_record_none(tmp_path: Path) -> None:
+    """distributedInfo removed, the files given in reverse: rank N is the file named rankN, and the skew of every
+    collective is what the recorded ranks give."""
+    paths = []
+    for rank, source in zip((0, 1), PAIR):
+        trace = _raw(source)
+        trace.pop("distributedInfo", None)
+        paths.append(_write(trace, tmp_path / f"job-rank{rank}.json"))
+    named = across_ranks(analyze(list(reversed(paths))))
+    recorded = across_ranks(analyze(PAIR))
+    assert named["rank_set"].iloc[0]["ranks_from"] == "file names"
+    assert named["collectives"][["match", "skew_ns", "last_rank"]].equals(
+        recorded["collectives"][["match", "skew_ns", "last_rank"]])
+
+
+def test_a_rank_whose_trace_misses_the_first_collective_is_realigned(tmp_path: Path) -> None:
+    """Rank 1's first all-reduce removed: by plain order rank 0's k-th would pair with rank 1's (k+1)-th, a different
+    collective. Shifted by the offset under which the kernels overlap, each pairs with its own: the skew of each is
+    the raw pair's (rank 0's (k+1)-th, rank 1's k-th), and the first is on one rank only."""
+    ranks = [_raw(p) for p in PAIR]
+    first = _nccl(ranks[1])[0]
+    ranks[1]["traceEvents"] = [e for e in ranks[1]["traceEvents"] if e is not first]
+    nccl0, nccl1 = _nccl(ranks[0]), _nccl(ranks[1])
+    paths = [_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)]
+    tables = across_ranks(analyze(paths))
+    row = tables["rank_set"].iloc[0]
+    assert (row["matched"], row["not_on_every_rank"], row["refused"]) == (len(nccl1), 1, 0)
+    want = [abs(round(a["ts"] * 1000) - round(b["ts"] * 1000)) for a, b in zip(nccl0[1:], nccl1)]
+    assert tables["collectives"]["skew_ns"].tolist() == want
+
+
+def test_a_collective_that_overlaps_none_of_the_other_ranks_is_not_paired(tmp_path: Path) -> None:
+    """Rank 1's last all-reduce moved 20 ms later, on its own: it overlaps none of rank 0's, so neither it nor
+    rank 0's last is paired — each is on one rank only — and the others still are."""
+    ranks = [_raw(p) for p in PAIR]
+    _nccl(ranks[1])[-1]["ts"] += 20_000.0
+    tables = across_ranks(analyze([_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)]))
+    row = tables["rank_set"].iloc[0]
+    assert (row["matched"], row["not_on_every_rank"], row["refused"]) == (len(_nccl(ranks[0])) - 1, 2, 0)
+    assert len(tables["collectives"]) == len(_nccl(ranks[0])) - 1
+
+
+def test_collectives_paired_by_order_on_clocks_that_disagree_are_refused(tmp_path: Path) -> None:
+    """Every collective of rank 1 moved 20 ms later (another host's clock): none overlaps rank 0's, so they are
+    paired by order — and each pair, whose kernels do not overlap, is refused: no skew is computed from them."""
+    ranks = [_raw(p) for p in PAIR]
+    for e in _nccl(ranks[1]):
+        e["ts"] += 20_000.0
+    tables = across_ranks(analyze([_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)]))
+    row = tables["rank_set"].iloc[0]
+    assert (row["matched"], row["refused"]) == (0, len(_nccl(ranks[0])))
+    assert tables["collectives"].empty and tables["stragglers"].empty
