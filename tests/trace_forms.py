@@ -8,9 +8,14 @@ the same (its times shifted by a known offset where the form moves the clock).
     old_writer      ids and sizes as strings, a launch's stream in hex (ROCm's "0x0"), a CPU op's grid as a
                     string (a Triton launch), Kineto's pre-1.9 category names (Operator, Runtime, Memcpy)
     shuffled        events in another order (merged or streamed writers)
+    old_ids         ``external id`` in lower case (PyTorch 1.8's Kineto)
+    display_ns      ``displayTimeUnit: "ns"`` (a viewer's setting: ts stays µs, as the Trace Event Format says)
+    several_devices ``deviceProperties`` for eight devices where the trace ran on fewer (a node's every GPU)
+    no_devices      no ``deviceProperties`` at all (older writers, CPU-side exporters): only the names go
 
 and, apart (the decoded ids differ, the analysis must not): ``ids_by_correlation``, a writer whose GPU
-events and launch calls carry their correlation id as External id (no op has it, or another op does).
+events and launch calls carry their correlation id as External id (no op has it, or another op does), and
+``launches_without_ids``, launch calls with no External id (writers that put it on ops and kernels only).
 
 ``FORMS`` maps each name to (rewrite, offset in ns); ``write`` writes a rewritten trace as JSON text, with
 the exact timestamps the form chose.
@@ -99,12 +104,50 @@ def ids_by_correlation(trace: Trace) -> Trace:
     return out
 
 
+def old_ids(trace: Trace) -> Trace:
+    out = copy.deepcopy(trace)
+    for e in out["traceEvents"]:
+        args = e.get("args")
+        if isinstance(args, dict) and "External id" in args:
+            args["external id"] = args.pop("External id")
+    return out
+
+
+def display_ns(trace: Trace) -> Trace:
+    return {**trace, "displayTimeUnit": "ns"}
+
+
+def several_devices(trace: Trace) -> Trace:
+    known = trace.get("deviceProperties") or [{"id": 0, "name": ""}]
+    template = known[0]
+    ids = {d.get("id") for d in known}
+    extra = [{**template, "id": i} for i in range(8) if i not in ids]
+    return {**trace, "deviceProperties": [*known, *extra]}
+
+
+def no_devices(trace: Trace) -> Trace:
+    return {k: v for k, v in trace.items() if k != "deviceProperties"}
+
+
+def launches_without_ids(trace: Trace) -> Trace:
+    out = copy.deepcopy(trace)
+    for e in out["traceEvents"]:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and isinstance(e.get("args"), dict):
+            e["args"].pop("External id", None)
+    return out
+
+
 FORMS: dict[str, tuple[Callable[[Trace], Trace], int]] = {
     "epoch_fraction": (epoch_fraction, EPOCH_US * 1000),
     "epoch_integer": (epoch_integer, EPOCH_US * 1000),
     "old_writer": (old_writer, 0),
     "shuffled": (shuffled, 0),
+    "old_ids": (old_ids, 0),
+    "display_ns": (display_ns, 0),
+    "several_devices": (several_devices, 0),
+    "no_devices": (no_devices, 0),
 }
+DEVICES_CHANGED = {"several_devices", "no_devices"}  # the device table differs; the events the trace ran must not
 
 
 def original_of(form: str, trace: Trace) -> Trace:

@@ -21,7 +21,8 @@ sections rest on which checks, so a number resting on a failed check is flagged 
                                     (record_shapes=True); ok > 0 (the per-op roofline needs it)
     modules_recorded_pct            op-launched kernel time with an nn.Module path (with_modules=True): its
                                     launching op's, or for a backward kernel its forward op's
-    kernels_without_device          GPU events whose device the trace's deviceProperties does not name
+    kernels_without_device          GPU events whose device the trace's deviceProperties neither names nor
+                                    describes (SMs/CUs, memory, arch: ``devices.device_from_properties``)
     launches_without_gpu_event      kernel launch calls outside any graph capture whose kernel is not in
                                     the trace (records lost by the profiler's buffer, or cut out of the
                                     file: every time table would read low); ok when 0
@@ -121,7 +122,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
         ("modules_recorded_pct", _pct(modules["dur_ns"].sum(), with_op["dur_ns"].sum()), None,
          "nn.Module paths (with_modules=True or with_stack=True; a backward kernel: its forward op's)"),
         ("kernels_without_device", len(unnamed), len(unnamed) == 0,
-         "GPU events on a device the trace does not name: pass --device" if len(unnamed) else "none"),
+         "GPU events on a device the trace neither names nor describes: pass --device" if len(unnamed) else "none"),
         ("launches_without_gpu_event", lost[0], lost[0] == 0,
          f"{lost[0]:,} of {lost[1]:,} kernel launches have no kernel in the trace: records were lost, and every time "
          "table reads low" if lost[0] else "every kernel launch has its kernel"),

@@ -91,6 +91,7 @@ class _Memory(msgspec.Struct, gc=False):
 
 
 _NULL = msgspec.Raw(b"null")
+_OLD_EXTERNAL_ID = b'"external id"'
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -236,11 +237,18 @@ def _decode_all_args(events: list[_Event], kind: type, path: Path) -> list[Any]:
     it (``_lenient``), with one warning counting the values left out."""
     if not events:
         return []
+    joined = b",".join(e.args for e in events)
+    old_id = _OLD_EXTERNAL_ID in joined  # PyTorch 1.8's Kineto wrote the key in lower case
     try:
-        return _MANY[kind].decode(b"[" + b",".join(e.args for e in events) + b"]")  # type: ignore[no-any-return]
+        return _MANY[kind].decode(b"[" + (joined.replace(_OLD_EXTERNAL_ID, b'"External id"') if old_id else joined)
+                                  + b"]")  # type: ignore[no-any-return]
     except (RecursionError, msgspec.ValidationError, msgspec.DecodeError):
         pass
     dropped: dict[str, int] = {}
+    if old_id:
+        events = [msgspec.structs.replace(e, args=msgspec.Raw(bytes(e.args).replace(_OLD_EXTERNAL_ID,
+                                                                                       b'"External id"')))
+                  for e in events]
     decoded = [_decode_args(e, _ONE[kind], kind, dropped) for e in events]
     if dropped:
         said = ", ".join(f"{key} ×{n:,}" for key, n in sorted(dropped.items()))
@@ -502,12 +510,24 @@ def _host_leaves(ops: list[_Event], launched: list[bool]) -> list[_Event]:
     return leaves
 
 
+_ENQUEUES = re.compile(r"Launch|Memcpy|Memset", re.IGNORECASE)  # runtime/driver calls that put work on a stream
+
+
+def _enqueuing(launches: list[_Event], launch_args: list[Any], gpu_args: list[Any]) -> np.ndarray:
+    """Per launch call, whether it enqueued GPU work: its GPU event is in the trace, or it is a launch, copy or
+    set by name (recorded into a graph under capture, whose kernels a capture trace does not hold)."""
+    work = {a.correlation for a in gpu_args if a is not None}
+    return np.array([(a is not None and a.correlation in work) or bool(_ENQUEUES.search(e.name))
+                     for e, a in zip(launches, launch_args)], dtype=bool)
+
+
 def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
-                 launch_args: list[Any]) -> tuple[set[int], float]:
+                 launch_args: list[Any], gpu_args: list[Any]) -> tuple[set[int], float]:
     """The ops (positions in ``ops``) innermost around a launch call on its thread whose External id names
-    no op around it: the op that made the launch by time, where the ids do not say (a writer whose
-    External ids are correlation ids, or collide); and the share of launch calls with an id whose id
-    names the op around them."""
+    no op around it, or that has none while the GPU work it launched has none either: the op that made the
+    launch by time, where the ids do not say (a writer whose External ids are correlation ids, or collide,
+    or that puts ids on ops only); and the share of launch calls with an id whose id names the op around
+    them."""
     if not launches:
         return set(), 1.0
     position = pd.Series(np.arange(len(op_ids)), index=[x.external_id if x is not None else None for x in op_ids])
@@ -521,8 +541,12 @@ def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
     tid = np.array([str(e.tid) for e in launches], dtype=object)
     named_by_id = (at >= 0) & (op_tid == tid) & (op_start <= ts) & (ts <= op_end)  # NaN compares False
     with_id = np.array([x is not None for x in wanted], dtype=bool)  # a sync or event call often has none
+    launching = _enqueuing(launches, launch_args, gpu_args)  # a query names no launching op
+    anonymous_work = {a.correlation for a in gpu_args if a is not None and a.external_id is None}
+    launched_anonymously = np.array([a is not None and a.external_id is None and a.correlation in anonymous_work
+                                     for a in launch_args], dtype=bool)
     unnamed: dict[str, list[tuple[float, Any]]] = {}
-    for j in np.flatnonzero(with_id & ~named_by_id & ~np.isnan(ts)).tolist():
+    for j in np.flatnonzero(((with_id & ~named_by_id & launching) | launched_anonymously) & ~np.isnan(ts)).tolist():
         unnamed.setdefault(tid[j], []).append((float(ts[j]), j))
     named = float(named_by_id[with_id].mean()) if with_id.any() else 1.0
     if not unnamed:
@@ -598,11 +622,16 @@ def _joined_ops(by_kind: dict[str, list[_Event]], gpu_args: list[Any], launch_ar
     host leaves among the rest, and the ops autograd numbered (``forward_ops``)."""
     if not by_kind["gpu"]:
         return by_kind["ops"], [], []
-    launched = {a.external_id for a in gpu_args + launch_args if a is not None}
+    # ops that launched work: named by a GPU event, or by a call that enqueues work (its GPU event in the trace,
+    # or a launch, copy or set recorded into a graph being captured); a query — hipStreamGetDevice, an event's
+    # status — makes no op a launching one
+    work = _enqueuing(by_kind["launches"], launch_args, gpu_args)
+    launched = {a.external_id for a in gpu_args if a is not None} | {
+        a.external_id for a, enqueues in zip(launch_args, work) if a is not None and enqueues}
     ids = _decode_all_args(by_kind["ops"], _Ids, path)
     forward = [e for e, x in zip(by_kind["ops"], ids) if x is not None and x.sequence is not None
                and not e.name.startswith(AUTOGRAD_FUNCTION)]
-    by_time, named = _ops_by_time(by_kind["ops"], ids, by_kind["launches"], launch_args)
+    by_time, named = _ops_by_time(by_kind["ops"], ids, by_kind["launches"], launch_args, gpu_args)
     # ids that mostly name no op around their launch say nothing, not even which ops launched work
     by_id = named >= 0.5
     kept = [(by_id and x is not None and x.external_id in launched) or i in by_time for i, x in enumerate(ids)]

@@ -8,10 +8,13 @@ import pandas as pd
 
 from fuseprof.analysis.integrity import integrity, lost_launches
 from fuseprof.analysis.sections import Column, Context, Section, Table
+from fuseprof.model.devices import device_from_properties
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
-    named = context.every["device"].map(context.tables.device_name).notna()
+    tables = context.tables
+    named = context.every["device"].map(  # by name, or by the properties that say which GPU it is
+        lambda d: tables.device_name(d) is not None or device_from_properties(tables.properties_of(d)) is not None)
     return {"integrity": integrity(context.every, context.mask, named, lost_launches(context.tables))}
 
 
