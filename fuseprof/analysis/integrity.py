@@ -5,7 +5,9 @@ sections rest on which checks, so a number resting on a failed check is flagged 
 
     attributed_kernel_time_pct      kernel time in the window whose launching op is known (by External id
                                     where it names the op around the launch call, else by that op in time,
-                                    or through a graph capture); ok ≥ 90
+                                    or through a graph capture), or whose launch call sits outside every op
+                                    inside a ``record_function`` range (a Triton or extension kernel called
+                                    from Python: the range names the code); ok ≥ 90
     graph_kernel_time_attributed_pct  of the graph-replayed kernel time, the share attributed to an op
                                     through a capture trace; ok ≥ 99 (no graph kernels: ok, value null)
     kernels_without_launch          GPU events whose launch call is not in the trace (warm-up work of
@@ -90,6 +92,9 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     kernels = events[events["kind"].isin(["kernel", "communication"])]
     kernel_ns = float(kernels["dur_ns"].sum())
     with_op = kernels[kernels["op"].notna()]
+    # launched by a call outside every op (a Triton kernel, an extension's launch) inside a user's range
+    in_range = kernels[kernels["op"].isna() & kernels["launch_api"].notna() & kernels["ranges"].notna()] \
+        if "ranges" in kernels else kernels.iloc[:0]
     graph = kernels[kernels["graph_replay"].notna()] if "graph_replay" in kernels else kernels.iloc[:0]
     attributed_graph = graph[graph["op"].notna()]
     no_launch = all_events[all_events["launch_api"].isna()]
@@ -102,11 +107,14 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     unnamed = all_events[~device_named]
     overlap = _overlap_on_streams(events)
     rows = [
-        ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum(), kernel_ns), None,
-         f"{len(with_op)} of {len(kernels)} kernels have a launching op" + _linked_by(with_op)),
+        ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum() + in_range["dur_ns"].sum(), kernel_ns), None,
+         f"{len(with_op)} of {len(kernels)} kernels have a launching op" + _linked_by(with_op)
+         + (f"; {len(in_range):,} more were launched outside every op, inside a record_function range (a Triton or "
+            "extension kernel called from Python: its range names the code)" if len(in_range) else "")),
         ("graph_kernel_time_attributed_pct", _pct(attributed_graph["dur_ns"].sum(), graph["dur_ns"].sum()) if len(graph)
          else None, None, f"{len(graph)} graph-replayed kernels, {len(attributed_graph)} attributed"
-         + ("" if len(graph) == 0 or len(attributed_graph) else "; pass the capture trace with --graph-capture")),
+         + ("" if len(attributed_graph) == len(graph) else "; the others' capture is not in the trace: pass it with "
+            "--graph-capture (their categories come from kernel names)")),
         ("kernels_without_launch", len(no_launch), len(no_launch) == 0,
          f"{no_launch['dur_ns'].sum() / 1e3:,.3f} µs of GPU work whose launch is not in the trace (warm-up of "
          "earlier steps?)" if len(no_launch) else "every GPU event has its launch call"),
