@@ -84,6 +84,15 @@ def lost_launches(tables: TraceTables) -> tuple[int, int]:
     return int(lost.sum()), len(launches)
 
 
+def _launched_in_a_range(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The kernels launched by a call outside every op (a Triton kernel, an extension's launch) inside a user's
+    ``record_function`` range — not a graph replay's, whose op is the capture's, which only a capture gives."""
+    if "ranges" not in kernels:
+        return kernels.iloc[:0]
+    direct = kernels["graph_replay"].isna() if "graph_replay" in kernels else pd.Series(True, index=kernels.index)
+    return kernels[kernels["op"].isna() & kernels["launch_api"].notna() & kernels["ranges"].notna() & direct]
+
+
 def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series,
               lost: tuple[int, int] = (0, 0)) -> pd.DataFrame:
     """The checks over a trace's GPU events (``window``: the events the tables cover;
@@ -92,9 +101,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     kernels = events[events["kind"].isin(["kernel", "communication"])]
     kernel_ns = float(kernels["dur_ns"].sum())
     with_op = kernels[kernels["op"].notna()]
-    # launched by a call outside every op (a Triton kernel, an extension's launch) inside a user's range
-    in_range = kernels[kernels["op"].isna() & kernels["launch_api"].notna() & kernels["ranges"].notna()] \
-        if "ranges" in kernels else kernels.iloc[:0]
+    in_range = _launched_in_a_range(kernels)
     graph = kernels[kernels["graph_replay"].notna()] if "graph_replay" in kernels else kernels.iloc[:0]
     attributed_graph = graph[graph["op"].notna()]
     no_launch = all_events[all_events["launch_api"].isna()]
@@ -113,7 +120,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
             "extension kernel called from Python: its range names the code)" if len(in_range) else "")),
         ("graph_kernel_time_attributed_pct", _pct(attributed_graph["dur_ns"].sum(), graph["dur_ns"].sum()) if len(graph)
          else None, None, f"{len(graph)} graph-replayed kernels, {len(attributed_graph)} attributed"
-         + ("" if len(attributed_graph) == len(graph) else "; the others' capture is not in the trace: pass it with "
+         + ("" if len(attributed_graph) == len(graph) else "; their capture is not in the trace: pass it with "
             "--graph-capture (their categories come from kernel names)")),
         ("kernels_without_launch", len(no_launch), len(no_launch) == 0,
          f"{no_launch['dur_ns'].sum() / 1e3:,.3f} µs of GPU work whose launch is not in the trace (warm-up of "
