@@ -120,8 +120,9 @@ def rank_set(results: list[TraceAnalysis]) -> pd.DataFrame:
     worlds = {r.world_size for r in results if r.world_size}
     world = max(worlds) if worlds else None
     missing = sorted(set(range(world)) - set(given)) if world else []
-    verdicts = pd.Series([_verdict(g, n) for _, _, g, n in _groups(results)], dtype="string")
-    by_seq = sum(bool(g["seq"].notna().all()) for _, _, g, _ in _groups(results))
+    groups = [(g, n) for _, _, g, n in _groups(results)]
+    verdicts = pd.Series([_verdict(g, n) for g, n in groups], dtype="string")
+    by_seq = sum(bool(g["seq"].notna().all()) for g, _ in groups)
     return pd.DataFrame([{
         "ranks": len(results), "world_size": world, "missing": _spans(missing) if missing else "",
         "ranks_from": results[0].rank_from if results else "",

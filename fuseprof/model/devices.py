@@ -77,24 +77,22 @@ def _hopper(name: str, dram: float, fp64: float, fp64_tc: float, fp32: float, fp
     return DeviceSpec(name, dram * T, dense, source, sparse)
 
 
+def _a100(name: str, dram: float, source: str) -> DeviceSpec:
+    """An A100: the 40GB and 80GB parts share the GA100's arithmetic and differ in memory bandwidth."""
+    dense = {"fp64": 9.7 * T, "tensor_fp64": 19.5 * T, "fp32": 19.5 * T, "fp16": 78 * T, "tensor_tf32": 156 * T,
+             "tensor_bf16": 312 * T, "tensor_fp16": 312 * T, "tensor_int8": 624 * T}
+    sparse = {k: 2 * v for k, v in dense.items() if k in ("tensor_tf32", "tensor_bf16", "tensor_fp16", "tensor_int8")}
+    return DeviceSpec(name, dram * T, dense, source, sparse)
+
+
 DEVICES: dict[str, DeviceSpec] = {
     "H100 SXM": _hopper("H100 SXM", 3.35, 34, 67, 67, 133.8, 494.7, 989.4, 1978.9,
                         "H100 datasheet / Hopper whitepaper, SXM5"),
     "H100 PCIe": _hopper("H100 PCIe", 2.0, 25.6, 51.2, 51.2, 102.4, 378, 756.5, 1513,
                          "H100 datasheet / Hopper whitepaper, PCIe"),
     "H200": _hopper("H200", 4.8, 34, 67, 67, 133.8, 494.7, 989.4, 1978.9, "H200 datasheet (SXM)"),
-    "A100 80GB": DeviceSpec(
-        "A100 80GB", 2.039 * T,
-        {"fp64": 9.7 * T, "tensor_fp64": 19.5 * T, "fp32": 19.5 * T, "fp16": 78 * T, "tensor_tf32": 156 * T,
-         "tensor_bf16": 312 * T, "tensor_fp16": 312 * T, "tensor_int8": 624 * T},
-        "A100 datasheet / Ampere whitepaper, SXM4 80GB",
-        {"tensor_tf32": 312 * T, "tensor_bf16": 624 * T, "tensor_fp16": 624 * T, "tensor_int8": 1248 * T}),
-    "A100 40GB": DeviceSpec(
-        "A100 40GB", 1.555 * T,
-        {"fp64": 9.7 * T, "tensor_fp64": 19.5 * T, "fp32": 19.5 * T, "fp16": 78 * T, "tensor_tf32": 156 * T,
-         "tensor_bf16": 312 * T, "tensor_fp16": 312 * T, "tensor_int8": 624 * T},
-        "A100 datasheet / Ampere whitepaper, SXM4 40GB",
-        {"tensor_tf32": 312 * T, "tensor_bf16": 624 * T, "tensor_fp16": 624 * T, "tensor_int8": 1248 * T}),
+    "A100 80GB": _a100("A100 80GB", 2.039, "A100 datasheet / Ampere whitepaper, SXM4 80GB"),
+    "A100 40GB": _a100("A100 40GB", 1.555, "A100 datasheet / Ampere whitepaper, SXM4 40GB"),
     "V100": DeviceSpec(
         "V100", 0.9 * T, {"fp64": 7.8 * T, "fp32": 15.7 * T, "fp16": 31.4 * T, "tensor_fp16": 125 * T},
         "NVIDIA V100 data sheet, SXM2"),

@@ -522,12 +522,13 @@ def _enqueuing(launches: list[_Event], launch_args: list[Any], gpu_args: list[An
 
 
 def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
-                 launch_args: list[Any], gpu_args: list[Any]) -> tuple[set[int], float]:
+                 launch_args: list[Any], gpu_args: list[Any], launching: np.ndarray) -> tuple[set[int], float]:
     """The ops (positions in ``ops``) innermost around a launch call on its thread whose External id names
     no op around it, or that has none while the GPU work it launched has none either: the op that made the
     launch by time, where the ids do not say (a writer whose External ids are correlation ids, or collide,
     or that puts ids on ops only); and the share of launch calls with an id whose id names the op around
-    them."""
+    them. ``launching``: per launch call, whether it enqueued work (``_enqueuing``): a query names no launching
+    op."""
     if not launches:
         return set(), 1.0
     position = pd.Series(np.arange(len(op_ids)), index=[x.external_id if x is not None else None for x in op_ids])
@@ -541,7 +542,6 @@ def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
     tid = np.array([str(e.tid) for e in launches], dtype=object)
     named_by_id = (at >= 0) & (op_tid == tid) & (op_start <= ts) & (ts <= op_end)  # NaN compares False
     with_id = np.array([x is not None for x in wanted], dtype=bool)  # a sync or event call often has none
-    launching = _enqueuing(launches, launch_args, gpu_args)  # a query names no launching op
     anonymous_work = {a.correlation for a in gpu_args if a is not None and a.external_id is None}
     launched_anonymously = np.array([a is not None and a.external_id is None and a.correlation in anonymous_work
                                      for a in launch_args], dtype=bool)
@@ -631,7 +631,7 @@ def _joined_ops(by_kind: dict[str, list[_Event]], gpu_args: list[Any], launch_ar
     ids = _decode_all_args(by_kind["ops"], _Ids, path)
     forward = [e for e, x in zip(by_kind["ops"], ids) if x is not None and x.sequence is not None
                and not e.name.startswith(AUTOGRAD_FUNCTION)]
-    by_time, named = _ops_by_time(by_kind["ops"], ids, by_kind["launches"], launch_args, gpu_args)
+    by_time, named = _ops_by_time(by_kind["ops"], ids, by_kind["launches"], launch_args, gpu_args, work)
     # ids that mostly name no op around their launch say nothing, not even which ops launched work
     by_id = named >= 0.5
     kept = [(by_id and x is not None and x.external_id in launched) or i in by_time for i, x in enumerate(ids)]
