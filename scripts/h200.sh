@@ -36,6 +36,7 @@
 #   verifytests the GPU test of fusion --verify (tests/test_gpu_verify.py)
 #   verifytruth fuseprof fusion --verify on the truth set's FP8, attention and training captures: each table,
 #              and the median and worst |prediction error| over their chains (scripts/verify_errors.py)
+#   whatifpairs A/B pairs for the step-level what-if, with their step times (scripts/capture_whatif_pairs.py)
 #   truthset   small models of known truth, each trace with its execution trace and truth file (scripts/capture_truth_set.py),
 #              and fuseprof run / profile bundles with their execution traces (the op graph's agreement, scripts/graph_agreement.py)
 set -u -o pipefail
@@ -233,6 +234,10 @@ step_truthset() {
   timeout 200 fuseprof profile silu_mul --no-ncu --shapes 1024x8192 --repeats 5 --out "$W/etbundles" 2>&1 | tail -1
   timeout 200 fuseprof profile decoder_layer --no-ncu --variants eager --shapes 1x256x2048 --repeats 3 --out "$W/etbundles" 2>&1 | tail -1
   du -sh "$W/truth" "$W/etbundles"
+}
+step_whatifpairs() {
+  timeout 420 python3 scripts/capture_whatif_pairs.py --out "$W/whatif" 2>&1 | grep -vE "^USDT|UserWarning|_warn_once"
+  du -sh "$W/whatif"/*
 }
 step_graphpair() { timeout 300 python3 scripts/capture_graph_pair.py --out "$W/graphpair" 2>&1 | tail -40; }
 step_passes() { timeout 300 python3 scripts/ncu_passes.py 2>&1 | tail -12; }

@@ -67,6 +67,9 @@ def test_every_view_in_every_format_exits_0_and_attributes_the_kernels(name: str
             assert not graph["ok"] and "pass it with --graph-capture" in graph["detail"], (trace, graph)
         elif replays:  # the capture is there: every replay attributed
             assert graph["value"] >= 99, (trace, graph)
+        gpu_span = {row["step"]: row["span_ns"] for row in tables["steps"]}
+        for row in tables.get("critical_path", []):  # the path runs from the step's start to its end, to the ns
+            assert row["path_ns"] == row["span_ns"] and row["span_ns"] >= gpu_span.get(row["step"], 0), (trace, row)
         if checks["kernels_without_launch"]["value"] == 0 and not capture_missing:
             assert checks["attributed_kernel_time_pct"]["value"] >= 95, (trace, checks["attributed_kernel_time_pct"])
 

@@ -4,12 +4,12 @@ it works on. ``fuseprof.cli`` builds its parser from ``COMMANDS`` alone; the com
 
 from __future__ import annotations
 
-from fuseprof.commands import bundles, capture, dashboard, interop, tables, traces
+from fuseprof.commands import bundles, capture, dashboard, interop, tables, traces, whatif
 from fuseprof.commands.base import Command
 
 GROUPS: dict[str, tuple[Command, ...]] = {
     "capture on a GPU": capture.COMMANDS,
-    "traces you already have": traces.COMMANDS,
+    "traces you already have": traces.COMMANDS + whatif.COMMANDS,
     "findings where you already look": interop.COMMANDS,
     "tables over capture bundles": tables.COMMANDS,
     "bundles": bundles.COMMANDS,

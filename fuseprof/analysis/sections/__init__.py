@@ -29,6 +29,7 @@ from fuseprof.analysis.iterations import Iterations
 
 if TYPE_CHECKING:
     from fuseprof.analysis.analyze import TraceAnalysis
+    from fuseprof.analysis.critical_path import StepGraph
     from fuseprof.analysis.fusion import CopyModel
     from fuseprof.analysis.opgraph import OpGraph
     from fuseprof.analysis.units import Units
@@ -100,6 +101,7 @@ class Context:
     iterations: Iterations = NO_ITERATIONS
     built: dict[str, pd.DataFrame] = field(default_factory=dict)
     _units: Units | None = field(default=None, repr=False)
+    _step_graphs: list[StepGraph] | None = field(default=None, repr=False)
 
     def units(self) -> Units:
         """The window's units on the op graph (``fuseprof.analysis.units``), built once for every section."""
@@ -108,6 +110,15 @@ class Context:
 
             self._units = window_units(self.events, self.graph, self.registry)
         return self._units
+
+
+    def step_graphs(self) -> list[StepGraph]:
+        """Each step's dependency graph (``fuseprof.analysis.critical_path``), built once for every section."""
+        if self._step_graphs is None:
+            from fuseprof.analysis.critical_path import step_graphs
+
+            self._step_graphs = step_graphs(self.events, self.tables, self.registry, self.iterations)
+        return self._step_graphs
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,431 @@
+"""Each step as a dependency graph of what the trace recorded, and the step's critical path through it.
+
+The items of a step (an iteration, ``fuseprof.analysis.iterations``; the whole window where there are none) are
+its host calls (every runtime and driver call that started in it, on every thread), its GPU work (every kernel,
+memcpy and memset it launched) and one end point (the step's end: the later of the iteration's end and the last
+work's end). An item starts when the last of its dependencies allows:
+
+    host     a call after the previous call on its thread; the time between is the host's own work (Python,
+             dispatch, the op around it); a thread's first call after the step's start
+    wake     a call on autograd's thread after the last call of the thread that ran the forward ops (and back):
+             ``backward()`` hands the work over and waits for it (the decoder's ``autograd`` table says which
+             threads; the hand-over is the only cross-thread edge)
+    launch   GPU work after the call that launched it (by correlation id; a graph replay's after its graph
+             launch) has reached the GPU: the call's start plus its own time up to the work's start
+    stream   GPU work after the previous work on its stream
+    wait     GPU work after the latest work on another stream of its device, where its launching thread queued a
+             stream wait (``StreamWaitEvent``) since its stream's previous launch
+    contention  GPU work that was ready (every dependency's point plus its kind's median lag) and still did not
+             start while one item of another stream ran over the whole wait: it waited for that item's SMs, and
+             starts as long before that item's end as it did
+A synchronising call (the registry's ``sync`` host cause) ends when the GPU work it waited for — the last to end
+while it ran — has ended. Edge lags are measured: the gap the trace shows on the dependency that bound (the
+latest to allow), and for the others the smaller of their gap and the median bound lag of their kind, so the
+graph replayed unchanged gives every item's start back to the ns (``fuseprof.analysis.whatif``).
+
+The critical path walks back from the end point along the binding dependencies: each item's own time (as far as
+the path entered it) and each dependency's lag, down to the step's start. So its length is the step's span to
+the ns by construction; what the analysis says is what lies on it: which items, ops, modules and ranges, and
+what kind of time (``CATEGORIES``, grouped into ``BOUNDS``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.iterations import Iterations
+from fuseprof.model.registry import Registry
+from fuseprof.parse.nesting import around, innermost
+from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_link import rows_named
+
+BEFORE = -1  # a dependency on the step's start (or on work before the step: a constant time)
+# what each kind of time on the path is, and the bound each belongs to
+CATEGORIES = {"kernel": "GPU kernel", "memcpy": "GPU kernel", "memset": "GPU kernel", "queue": "GPU kernel",
+              "communication": "communication", "host": "launch/host", "launch": "launch/host",
+              "launch latency": "launch/host", "runtime": "launch/host", "sync": "sync", "event wait": "sync",
+              "allocator": "allocator", "data loading": "data loading", "previous step": "previous step"}
+BOUNDS = ("GPU kernel", "launch/host", "sync", "allocator", "communication", "data loading", "previous step")
+_GAP_CATEGORY = {"host": "host", "wake": "host", "launch": "launch latency", "stream": "queue",
+                 "wait": "event wait", "end": "host", "contention": "queue"}
+_PRIORITY = {"contention": 0, "stream": 1, "wait": 2, "launch": 3, "host": 4, "wake": 5, "end": 6}  # ties: GPU first
+
+
+@dataclass
+class Dep:
+    """One start dependency: ``src`` item (``BEFORE``: the step's start plus ``offset``), its ``kind``, the point
+    of ``src`` it waits for (``offset`` ns after src's start; None: src's end) and the lag after that point."""
+
+    src: int
+    kind: str
+    offset: int | None
+    lag: int = 0
+
+
+@dataclass
+class StepGraph:
+    """One step's items (parallel lists: ``kind`` call/gpu/end, ``role``, ``name``, ``lane`` — a thread or
+    a stream —, original ``t0``/``t1``, the GPU event's index in the events for GPU items), their start
+    dependencies (``deps``, with the ``binding`` one's position), the GPU item each synchronising call waited for
+    (``sync_on``, -1: none) and a topological order of (item, 0: start / 1: end)."""
+
+    step: str
+    start_ns: int
+    end_ns: int
+    kind: list[str] = field(default_factory=list)
+    role: list[str] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    lane: list[str] = field(default_factory=list)
+    t0: list[int] = field(default_factory=list)
+    t1: list[int] = field(default_factory=list)
+    event: list[object] = field(default_factory=list)
+    deps: list[list[Dep]] = field(default_factory=list)
+    binding: list[int] = field(default_factory=list)
+    sync_on: list[int] = field(default_factory=list)
+    order: list[tuple[int, int]] = field(default_factory=list)
+
+    def add(self, kind: str, role: str, name: str, lane: str, t0: int, t1: int, event: object = None) -> int:
+        for column, value in (("kind", kind), ("role", role), ("name", name), ("lane", lane), ("t0", t0),
+                              ("t1", t1), ("event", event), ("deps", []), ("binding", -1), ("sync_on", -1)):
+            getattr(self, column).append(value)
+        return len(self.kind) - 1
+
+    @property
+    def span_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    def avail(self, dep: Dep, start: list[int] | None = None, end: list[int] | None = None,
+              dur: list[int] | None = None) -> int:
+        """When ``dep``'s point is reached: on the original times, or on replayed ones (``start``/``end``/``dur``)."""
+        start, end, dur = start or self.t0, end or self.t1, dur or [b - a for a, b in zip(self.t0, self.t1)]
+        if dep.src == BEFORE:
+            return self.start_ns + (dep.offset or 0)
+        if dep.offset is None:
+            return end[dep.src]
+        return start[dep.src] + min(dep.offset, dur[dep.src])
+
+
+def _steps(events: pd.DataFrame, calls: pd.DataFrame, iterations: Iterations) -> list[tuple[str, int, int]]:
+    """(name, start, end of its range) per step whose GPU work the window holds; one for the whole window without
+    iterations."""
+    if iterations.found and events["profiler_step"].notna().any():
+        shown = set(events["profiler_step"].dropna().astype(str))
+        ranges = iterations.ranges.assign(name=iterations.ranges["name"].astype(str))
+        return [(r.name, int(r.start_ns), int(r.start_ns + r.dur_ns)) for r in ranges.itertuples() if r.name in shown]
+    starts = [events["start_ns"].min()] + ([calls["start_ns"].min()] if len(calls) else [])
+    ends = [events["end_ns"].max()] + ([(calls["start_ns"] + calls["dur_ns"]).max()] if len(calls) else [])
+    return [("(window)", int(min(starts)), int(max(ends)))] if len(events) else []
+
+
+def _wake_partners(tables: TraceTables) -> dict[str, set[str]]:
+    """Per thread, the threads it hands work to and back from: autograd's threads and the forward ops' threads."""
+    backward = set(tables.autograd["tid"].astype(str)) if len(tables.autograd) else set()
+    forward = set(tables.forward_ops["tid"].astype(str)) - backward if len(tables.forward_ops) else set()
+    partners: dict[str, set[str]] = defaultdict(set)
+    for b in backward:
+        for f in forward:
+            partners[b].add(f)
+            partners[f].add(b)
+    return partners
+
+
+def _bind(graph: StepGraph) -> None:
+    """Each item's binding dependency (the latest to allow its start; ties by ``_PRIORITY``) and every lag:
+    the measured gap on the binding one, the smaller of the gap and the kind's median bound lag on the others."""
+    gaps: dict[str, list[int]] = defaultdict(list)
+    for v, deps in enumerate(graph.deps):
+        if not deps:
+            continue
+        avail = [min(graph.avail(d), graph.t0[v]) for d in deps]
+        best = max(range(len(deps)), key=lambda i: (avail[i], -_PRIORITY[deps[i].kind]))
+        graph.binding[v] = best
+        for i, d in enumerate(deps):
+            d.lag = graph.t0[v] - avail[i]
+        gaps[deps[best].kind].append(deps[best].lag)
+    typical = {kind: int(np.median(values)) for kind, values in gaps.items()}
+    for v, deps in enumerate(graph.deps):
+        for i, d in enumerate(deps):
+            if i != graph.binding[v]:
+                d.lag = min(d.lag, typical.get(d.kind, 0))
+    _contention(graph, typical)
+
+
+def _contention(graph: StepGraph, typical: dict[str, int]) -> None:
+    """GPU items that waited, ready, while another stream's item ran over the whole wait: after that item
+    (``contention``, binding, its lag negative: the item started that long before the other ended)."""
+    lanes: dict[str, list[int]] = defaultdict(list)
+    for v, kind in enumerate(graph.kind):
+        if kind == "gpu":
+            lanes[graph.lane[v]].append(v)
+    for v, kind in enumerate(graph.kind):
+        if kind != "gpu" or not graph.deps[v]:
+            continue
+        ready = max(graph.avail(d) + typical.get(d.kind, 0) for d in graph.deps[v])
+        if ready >= graph.t0[v]:
+            continue
+        device = graph.lane[v].split("/")[0]
+        for lane, items in lanes.items():
+            if lane == graph.lane[v] or lane.split("/")[0] != device:
+                continue
+            k = bisect.bisect_right(items, ready, key=lambda u: graph.t0[u]) - 1
+            if k >= 0 and graph.t1[items[k]] >= graph.t0[v]:
+                u, was = items[k], graph.deps[v][graph.binding[v]]
+                was.lag = min(was.lag, typical.get(was.kind, 0))
+                graph.deps[v].append(Dep(u, "contention", None, graph.t0[v] - graph.t1[u]))
+                graph.binding[v] = len(graph.deps[v]) - 1
+                break
+
+
+def _order(graph: StepGraph) -> None:
+    """A topological order of item starts and ends (Kahn's): a launch dependency needs its call's start, the
+    others their source's end, a sync's end the end of the work it waited for."""
+    n = len(graph.kind)
+    after: list[list[int]] = [[] for _ in range(2 * n)]
+    needs = [0] * (2 * n)
+    for v in range(n):
+        edges = [(2 * d.src + (0 if d.offset is not None else 1), 2 * v) for d in graph.deps[v] if d.src != BEFORE]
+        edges.append((2 * v, 2 * v + 1))
+        if graph.sync_on[v] >= 0:
+            edges.append((2 * graph.sync_on[v] + 1, 2 * v + 1))
+        for a, b in edges:
+            after[a].append(b)
+            needs[b] += 1
+    ready = [k for k in range(2 * n) if needs[k] == 0]
+    order = []
+    while ready:
+        k = ready.pop()
+        order.append((k // 2, k % 2))
+        for b in after[k]:
+            needs[b] -= 1
+            if needs[b] == 0:
+                ready.append(b)
+    if len(order) != 2 * n:
+        raise RuntimeError(f"step {graph.step}: the dependency graph has a cycle")  # built acyclic: a bug if seen
+    graph.order = order
+
+
+def _roles(calls: pd.DataFrame, registry: Registry, launched: set[object]) -> pd.Series:
+    """Per host call: sync, allocator or event wait (the registry's host causes), launch (it enqueued work that
+    is in the trace), else runtime."""
+    role = pd.Series("runtime", index=calls.index, dtype=object)
+    role[calls["correlation"].isin(launched).to_numpy()] = "launch"
+    for cause in registry.host_causes:
+        if cause.calls:
+            role[rows_named(calls, cause.calls).index] = {"sync": "sync", "allocator": "allocator",
+                                                          "event wait": "wait call"}.get(cause.cause, "runtime")
+    return role
+
+
+def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, iterations: Iterations
+                ) -> list[StepGraph]:
+    """Every step's dependency graph (the module docstring), for the window's GPU ``events``."""
+    calls = tables.launches.assign(tid=tables.launches["tid"].astype(str))
+    calls = calls.sort_values("start_ns", kind="stable")
+    role = _roles(calls, registry, set(events["correlation"].dropna()))
+    calls = calls.assign(role=role)
+    partners = _wake_partners(tables)
+    out = []
+    for name, start, range_end in _steps(events, calls, iterations):
+        in_step = events if name == "(window)" else events[events["profiler_step"].astype(str) == name]
+        mine = calls[(calls["start_ns"] >= start) & (calls["start_ns"] < range_end)]
+        end = max([range_end, int(in_step["end_ns"].max()) if len(in_step) else range_end,
+                   int((mine["start_ns"] + mine["dur_ns"]).max()) if len(mine) else range_end])
+        graph = StepGraph(name, start, end)
+        by_correlation = _add_calls(graph, mine, partners)
+        _add_gpu(graph, in_step, events, by_correlation, mine)
+        _add_end(graph)
+        _bind(graph)
+        _order(graph)
+        out.append(graph)
+    return out
+
+
+def _add_calls(graph: StepGraph, calls: pd.DataFrame, partners: dict[str, set[str]]) -> dict[object, int]:
+    """The step's host calls as items, each after its thread's previous call (or a partner thread's latest, for
+    a hand-over); which item each correlation id's call is."""
+    by_correlation: dict[object, int] = {}
+    last: dict[str, int] = {}
+    ends: dict[str, list[tuple[int, int]]] = defaultdict(list)  # per thread: (end, item) in start order
+    for row in calls.itertuples():
+        t0, t1 = int(row.start_ns), int(row.start_ns + row.dur_ns)
+        v = graph.add("call", str(row.role), str(row.name), row.tid, t0, t1)
+        if pd.notna(row.correlation):
+            by_correlation.setdefault(row.correlation, v)
+        prev = last.get(row.tid)
+        since = graph.t1[prev] if prev is not None else graph.start_ns
+        graph.deps[v].append(Dep(prev, "host", None) if prev is not None else Dep(BEFORE, "host", 0))
+        for other in partners.get(row.tid, ()):
+            handed = [item for e, item in ends.get(other, ()) if since < e <= t0]
+            if handed:
+                graph.deps[v].append(Dep(max(handed, key=lambda i: graph.t1[i]), "wake", None))
+        last[row.tid] = v
+        ends[row.tid].append((t1, v))
+    return by_correlation
+
+
+def _add_gpu(graph: StepGraph, in_step: pd.DataFrame, events: pd.DataFrame, by_correlation: dict[object, int],
+             calls: pd.DataFrame) -> None:
+    """The step's GPU work as items, after its launch call, its stream's previous work and, where its thread
+    queued a stream wait, the latest work on another stream."""
+    waits = calls[calls["role"] == "wait call"]
+    wait_times = {tid: np.sort(part["start_ns"].to_numpy(np.int64)) for tid, part in waits.groupby("tid")}
+    ordered = in_step.sort_values(["start_ns"], kind="stable")
+    lanes = ordered["device"].astype(str) + "/" + ordered["stream"].astype(str)
+    previous = _before_step(events, graph.start_ns, in_step.index)
+    last: dict[str, int] = {}
+    launched: dict[str, int] = {}  # per stream: when its previous work's launch call started
+    done: dict[str, list[int]] = defaultdict(list)  # per stream, its GPU items so far (they end in order)
+    for idx, lane, row in zip(ordered.index, lanes, ordered.itertuples()):
+        t0, t1 = int(row.start_ns), int(row.end_ns)
+        role = "communication" if row.category == "communication" else str(row.kind or "kernel")
+        v = graph.add("gpu", role, str(row.name), lane, t0, t1, idx)
+        call = by_correlation.get(row.correlation) if pd.notna(row.correlation) else None
+        if call is not None:
+            graph.deps[v].append(Dep(call, "launch", max(0, min(graph.t1[call], t0) - graph.t0[call])))
+        prev = last.get(lane)
+        if prev is not None:
+            graph.deps[v].append(Dep(prev, "stream", None))
+        elif lane in previous and previous[lane] > graph.start_ns:
+            graph.deps[v].append(Dep(BEFORE, "stream", previous[lane] - graph.start_ns))
+        times = wait_times.get(str(row.tid))
+        if call is not None and times is not None and \
+                np.searchsorted(times, graph.t0[call], "right") > np.searchsorted(times, launched.get(lane, graph.start_ns)):
+            other = _latest_ended(graph, done, lane, t0)
+            if other is not None:
+                graph.deps[v].append(Dep(other, "wait", None))
+        if not graph.deps[v]:
+            graph.deps[v].append(Dep(BEFORE, "launch", 0))
+        last[lane] = v
+        if call is not None:
+            launched[lane] = graph.t0[call]
+        done[lane].append(v)
+    _add_syncs(graph)
+
+
+def _latest_ended(graph: StepGraph, done: dict[str, list[int]], lane: str, t: int) -> int | None:
+    """The GPU item on another stream of ``lane``'s device that ended last by ``t`` (a stream's items end in
+    order: a search per stream)."""
+    device, best = lane.split("/")[0], None
+    for other, items in done.items():
+        if other == lane or other.split("/")[0] != device:
+            continue
+        k = bisect.bisect_right(items, t, key=lambda u: graph.t1[u]) - 1
+        if k >= 0 and (best is None or graph.t1[items[k]] > graph.t1[best]):
+            best = items[k]
+    return best
+
+
+def _before_step(events: pd.DataFrame, start: int, exclude: pd.Index) -> dict[str, int]:
+    """Per stream, when the work launched before the step ended (a constant the step's first work waits for)."""
+    earlier = events.drop(index=exclude)
+    earlier = earlier[earlier["start_ns"] < start]
+    if earlier.empty:
+        return {}
+    lanes = earlier["device"].astype(str) + "/" + earlier["stream"].astype(str)
+    return {lane: int(v) for lane, v in earlier["end_ns"].groupby(lanes.to_numpy()).max().items()}
+
+
+def _add_syncs(graph: StepGraph) -> None:
+    """Each synchronising call waits for the GPU item that ended last while it ran."""
+    gpu = [v for v, k in enumerate(graph.kind) if k == "gpu"]
+    if not gpu:
+        return
+    order = sorted(gpu, key=lambda v: graph.t1[v])
+    ends = np.array([graph.t1[v] for v in order], np.int64)
+    for v, role in enumerate(graph.role):
+        if role != "sync" or graph.kind[v] != "call":
+            continue
+        k = int(np.searchsorted(ends, graph.t1[v], "right")) - 1
+        if k >= 0 and ends[k] > graph.t0[v]:
+            graph.sync_on[v] = order[k]
+
+
+def _add_end(graph: StepGraph) -> None:
+    """The end point, after the last item of every thread and stream."""
+    last: dict[str, int] = {}
+    for v, lane in enumerate(graph.lane):
+        if lane not in last or graph.t1[v] >= graph.t1[last[lane]]:
+            last[lane] = v
+    v = graph.add("end", "end", "(step end)", "", graph.end_ns, graph.end_ns)
+    graph.deps[v] = [Dep(u, "end", None) for u in last.values()] or [Dep(BEFORE, "end", 0)]
+
+
+# --- the path -------------------------------------------------------------------------------------------
+
+def walk(graph: StepGraph) -> pd.DataFrame:
+    """The critical path (the module docstring) as contiguous segments from the step's start to its end: start,
+    end, category, the item whose own time it is (-1: a lag), the lane (thread or stream) the time was spent on
+    and, for a lag, the dependency it belongs to (``to_item``, ``dep``: its position in the item's deps)."""
+    rows: list[tuple[int, int, str, int, str, int, int]] = []
+    v, t = len(graph.kind) - 1, graph.end_ns
+    while True:
+        g = graph.sync_on[v]
+        if g >= 0 and graph.t1[g] > graph.t0[v] and t >= graph.t1[g]:
+            rows.append((graph.t1[g], t, "sync", v, graph.lane[v], -1, -1))
+            v, t = g, graph.t1[g]
+            continue
+        if t > graph.t0[v]:
+            rows.append((graph.t0[v], t, _item_category(graph, v), v, graph.lane[v], -1, -1))
+        t = graph.t0[v]
+        b = graph.binding[v]
+        dep = graph.deps[v][b] if b >= 0 else None
+        at = min(max(graph.avail(dep) if dep is not None else graph.start_ns, graph.start_ns), t)
+        if t > at:
+            host_lane = graph.lane[dep.src] if dep is not None and dep.kind == "end" and dep.src != BEFORE \
+                else graph.lane[v]
+            rows.append((at, t, _GAP_CATEGORY[dep.kind] if dep else "host", -1, host_lane, v, b))
+        if dep is None or dep.src == BEFORE:
+            if at > graph.start_ns:
+                rows.append((graph.start_ns, at, "previous step", -1, graph.lane[v], v, b))
+            break
+        v, t = dep.src, at
+    path = pd.DataFrame(rows[::-1], columns=["start_ns", "end_ns", "category", "item", "lane", "to_item", "dep"])
+    path["dur_ns"] = path["end_ns"] - path["start_ns"]
+    return path
+
+
+def _item_category(graph: StepGraph, v: int) -> str:
+    """The kind of time an item's own time on the path is."""
+    return {"wait call": "runtime", "end": "host"}.get(graph.role[v], graph.role[v])
+
+
+def labelled(graph: StepGraph, path: pd.DataFrame, events: pd.DataFrame, tables: TraceTables,
+             registry: Registry) -> pd.DataFrame:
+    """The path's segments with what they were: ``name`` (a kernel, a call, or the host op), the ``op`` and
+    ``module`` (a GPU item's, by its launch; host time's: the innermost op around it on its thread), the
+    ``record_function`` ranges around it (``ranges``), and host time inside a data-loading range (the
+    registry's host causes) as ``data loading``."""
+    out = path.assign(name="", op=pd.NA, module=pd.NA, ranges=pd.NA)
+    gpu = out["item"].map(lambda v: v >= 0 and graph.kind[v] == "gpu").astype(bool)
+    rows = events.loc[[graph.event[v] for v in out.loc[gpu, "item"]]]
+    for column in ("op", "module", "ranges"):
+        out.loc[gpu, column] = rows[column].to_numpy()
+    out.loc[gpu, "name"] = rows["name"].to_numpy()
+    calls = (out["item"] >= 0) & ~gpu
+    out.loc[calls, "name"] = [graph.name[v] for v in out.loc[calls, "item"]]
+    host = ~gpu
+    points = out.loc[host].assign(t=(out["start_ns"] + out["end_ns"]) // 2)
+    for lane, part in points.groupby("lane"):
+        for table, column in ((tables.ops, "op"), (tables.annotations, "ranges")):
+            mine = table[table["tid"].astype(str) == str(lane)]
+            spans = list(zip(mine["start_ns"].tolist(), (mine["start_ns"] + mine["dur_ns"]).tolist(),
+                             mine["name"].astype(str).tolist()))
+            found = innermost(spans, zip(part["t"].tolist(), part.index)) if column == "op" else \
+                _all_around(spans, part)
+            out.loc[list(found), column] = list(found.values())
+    out.loc[host & (out["name"] == ""), "name"] = out.loc[host & (out["name"] == ""), "op"].fillna("(host)")
+    loading = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
+    if loading:
+        inside = out["ranges"].fillna("").str.contains("|".join(f"(?:{p})" for p in loading), regex=True)
+        out.loc[inside & (out["category"] == "host"), "category"] = "data loading"
+    return out
+
+
+def _all_around(spans: list[tuple[int, int, str]], points: pd.DataFrame) -> dict[object, str]:
+    """Per point, the names of every span around it, outermost first, joined with ' / '."""
+    return {key: " / ".join(live) for key, live in around(spans, zip(points["t"].tolist(), points.index))}

@@ -1,0 +1,172 @@
+"""The critical path's tables: per step, its time by bound; what lies on it, with how much the step would shrink
+if each took no time (slack: less than its time where another path takes over); and each fusion row's step
+saving. The graph and the walk: ``fuseprof.analysis.critical_path``; the replay: ``fuseprof.analysis.whatif``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.critical_path import BOUNDS, CATEGORIES, StepGraph, labelled, walk
+from fuseprof.analysis.whatif import Plan, fuse_plan, replay, zero_plan
+from fuseprof.model.registry import Registry
+from fuseprof.parse.trace_events import TraceTables
+
+if TYPE_CHECKING:
+    from fuseprof.analysis.analyze import TraceAnalysis
+
+_BOUND_COLUMN = {b: b.replace("/", "_").replace(" ", "_") + "_ns" for b in BOUNDS}
+_GROUP = ["bound", "name", "op", "module", "ranges"]
+
+
+def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceTables, registry: Registry
+               ) -> pd.DataFrame:
+    """Every step's path segments, labelled (``critical_path.labelled``), with the step and bound of each."""
+    parts = [labelled(g, walk(g), events, tables, registry).assign(step=g.step, graph=k) for k, g in enumerate(graphs)]
+    if not parts:
+        return pd.DataFrame(columns=["start_ns", "end_ns", "category", "item", "lane", "to_item", "dep", "dur_ns",
+                                     "name", "op", "module", "ranges", "step", "graph", "bound"])
+    path = pd.concat(parts, ignore_index=True)
+    path["bound"] = path["category"].map(CATEGORIES)
+    ranges = path["ranges"].astype(object).where(path["ranges"].notna(), "").astype(str)
+    own = [r == s or r.startswith(s + " / ") for r, s in zip(ranges, path["step"])]  # the step's own range: not news
+    path["ranges"] = [r[len(s) + 3:] if o and r != s else "" if o else r for r, s, o in zip(ranges, path["step"], own)]
+    return path
+
+
+def path_table(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
+    """One row per step: its span, the path's length (the same, to the ns), its time by bound, the largest
+    bound, and how many items lie on it."""
+    rows = []
+    for k, g in enumerate(graphs):
+        mine = path[path["graph"] == k]
+        by_bound = mine.groupby("bound")["dur_ns"].sum()
+        row = {"step": g.step, "span_ns": g.span_ns, "path_ns": int(mine["dur_ns"].sum())}
+        row.update({_BOUND_COLUMN[b]: int(by_bound.get(b, 0)) for b in BOUNDS})
+        row["bound"] = str(by_bound.idxmax()) if len(by_bound) else ""
+        row["items_on_path"] = int(mine.loc[mine["item"] >= 0, "item"].nunique())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["step", "span_ns", "path_ns", *_BOUND_COLUMN.values(), "bound", "items_on_path"])
+
+
+def path_top(graphs: Sequence[StepGraph], path: pd.DataFrame, top: int) -> pd.DataFrame:
+    """The ``top`` largest things on the path over every step (a kernel, a call, or an op's host time, by name,
+    op, module and range), with their share of the path and the step time saved if each took no time."""
+    columns = [*_GROUP, "time_ns", "share_pct", "step_saving_if_zero_ns"]
+    if path.empty:
+        return pd.DataFrame(columns=columns)
+    keyed = path.assign(**{c: path[c].astype(object).where(path[c].notna(), "") for c in _GROUP})
+    grouped = keyed.groupby(_GROUP, sort=False)["dur_ns"].sum().sort_values(ascending=False, kind="stable")
+    table = grouped.head(top).reset_index().rename(columns={"dur_ns": "time_ns"})
+    table["share_pct"] = 100.0 * table["time_ns"] / max(int(path["dur_ns"].sum()), 1)
+    savings = []
+    for row in table.itertuples():
+        match = np.ones(len(keyed), bool)
+        for c in _GROUP:
+            match &= (keyed[c] == getattr(row, c)).to_numpy()
+        savings.append(_saving(graphs, keyed[match]))
+    table["step_saving_if_zero_ns"] = savings
+    return table[columns]
+
+
+def _saving(graphs: Sequence[StepGraph], segments: pd.DataFrame) -> int:
+    """The step time saved, over every step, if ``segments`` of the path took no time."""
+    total = 0
+    for k, part in segments.groupby("graph"):
+        g = graphs[int(k)]
+        total += g.span_ns - replay(g, zero_plan(g, part))
+    return total
+
+
+def chains_of(row: pd.Series) -> list[tuple[list[object], float]]:
+    """A fusion row's chains (its members, listed chain after chain) with each chain's predicted fused time."""
+    members, count = list(row["members"]), max(int(row["count"]), 1)
+    predicted = row.get("predicted_fused_ns")
+    if predicted is None or pd.isna(predicted) or len(members) % count:
+        return []
+    size = len(members) // count
+    return [(members[i:i + size], float(predicted) / count) for i in range(0, len(members), size)]
+
+
+def plan_saving(graphs: Sequence[StepGraph], plans: Sequence[Plan]) -> int:
+    """The step time saved over every step by each step's plan."""
+    return sum(g.span_ns - replay(g, p) for g, p in zip(graphs, plans))
+
+
+def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame) -> pd.Series:
+    """Per fusion row, the step time its fusion saves over every step (null: no predicted time)."""
+    out = []
+    for _, row in fusion.iterrows():
+        chains = chains_of(row)
+        out.append(plan_saving(graphs, [fuse_plan(g, chains) for g in graphs]) if chains and graphs else None)
+    return pd.Series(out, index=fusion.index, dtype="Float64")
+
+
+def result_graphs(result: TraceAnalysis, tables: TraceTables) -> list[StepGraph]:
+    """The step graphs of an analysis (its events and iterations), for the what-if over a stored analysis."""
+    from fuseprof.analysis.critical_path import step_graphs
+    from fuseprof.analysis.iterations import find_iterations
+
+    return step_graphs(result.events, tables, result.registry, find_iterations(tables, result.events, result.registry))
+
+
+def fusion_rows(fusion: pd.DataFrame, selector: str) -> pd.DataFrame:
+    """The fusion rows a ``--fuse`` selector names: ``top:N`` (the first N, ranked by GPU saving), ``all``, or
+    text found in the row's class (``optimizer``, ``attention``, ``horizontal``, ``memory-bound``)."""
+    from fuseprof.errors import InvalidArgumentError
+
+    if selector == "all":
+        return fusion
+    if selector.startswith("top:"):
+        count = selector[4:]
+        if not count.isdigit() or int(count) < 1:
+            raise InvalidArgumentError(f"--fuse {selector}: give top:N with N ≥ 1")
+        return fusion.head(int(count))
+    chosen = fusion[fusion["class"].astype(str).str.contains(selector, case=False, regex=False)]
+    if chosen.empty:
+        classes = ", ".join(sorted(set(fusion["class"].astype(str)))) or "none"
+        raise InvalidArgumentError(f"--fuse {selector!r}: no fusion row of that class (this trace's classes: {classes})")
+    return chosen
+
+
+def region_windows(graph: StepGraph, tables: TraceTables, region: str) -> list[tuple[int, int]]:
+    """The time windows of a ``--graph`` region in one step: ``step`` (all of it), or every ``record_function``
+    range or ``nn.Module`` whose name contains ``region``, inside the step."""
+    if region == "step":
+        return [(graph.start_ns, graph.end_ns)]
+    spans = pd.concat([tables.annotations, tables.modules], ignore_index=True)
+    spans = spans[spans["name"].astype(str).str.contains(region, regex=False)
+                  & (spans["start_ns"] >= graph.start_ns) & (spans["start_ns"] < graph.end_ns)]
+    return [(int(s), int(s + d)) for s, d in zip(spans["start_ns"], spans["dur_ns"])]
+
+
+def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: TraceTables, fuse: Sequence[str] = (),
+                 graph_regions: Sequence[str] = ()) -> pd.DataFrame:
+    """Per step: its span, the replayed time with the plan (fusion rows chosen by ``fuse``, regions captured as
+    CUDA graphs), the step saving, and the GPU saving the fusion table predicts for the chosen rows."""
+    from fuseprof.analysis.whatif import graph_plan
+    from fuseprof.errors import InvalidArgumentError
+
+    rows = pd.concat([fusion_rows(fusion, s) for s in fuse]).drop_duplicates("key") if fuse else fusion.iloc[:0]
+    chains = [c for _, row in rows.iterrows() for c in chains_of(row)]
+    out = []
+    for g in graphs:
+        plan = fuse_plan(g, chains)
+        for region in graph_regions:
+            windows = region_windows(g, tables, region)
+            if not windows:
+                raise InvalidArgumentError(f"--graph {region!r}: no record_function range or module of that name "
+                                           f"in {g.step} (or give --graph step)")
+            for window in windows:
+                plan = plan.merge(graph_plan(g, window))
+        after = replay(g, plan)
+        out.append({"step": g.step, "span_ns": g.span_ns, "after_ns": after, "step_saving_ns": g.span_ns - after,
+                    "step_saving_pct": 100.0 * (g.span_ns - after) / max(g.span_ns, 1)})
+    frame = pd.DataFrame(out, columns=["step", "span_ns", "after_ns", "step_saving_ns", "step_saving_pct"])
+    gpu = rows["saving_ns"].astype("Float64").sum() if len(rows) else 0
+    frame.attrs["gpu_saving_ns"] = float(gpu) if pd.notna(gpu) else None
+    frame.attrs["rows"] = int(len(rows))
+    return frame

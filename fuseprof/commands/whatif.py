@@ -1,0 +1,107 @@
+"""Verbs over a step's dependency graph: its critical path, and what a plan would make of it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from fuseprof.commands.base import Command, emit
+from fuseprof.commands.traces import _one_table, analyses, trace_arguments
+from fuseprof.errors import InvalidArgumentError
+
+
+def _path(args: argparse.Namespace) -> int:
+    from fuseprof.commands.trace_views import print_table
+
+    def show(result) -> None:  # type: ignore[no-untyped-def]
+        print_table(result, "critical_path")
+        print_table(result, "path_top", args.top)
+
+    return _one_table(args, "critical_path", show)
+
+
+def _plan(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The plan's fusions and graph regions: from --fuse/--graph and a --plan file ({"fuse": [...], "graph": [...]})."""
+    fuse, graph = list(args.fuse or ()), list(args.graph or ())
+    if args.plan is not None:
+        try:
+            given = json.loads(Path(args.plan).read_text())
+        except (OSError, ValueError) as exc:
+            raise InvalidArgumentError(f"--plan {args.plan}: {exc}") from None
+        if not isinstance(given, dict) or set(given) - {"fuse", "graph"}:
+            raise InvalidArgumentError(f"--plan {args.plan}: give a JSON object with 'fuse' and/or 'graph' lists")
+        fuse += [str(x) for x in given.get("fuse", [])]
+        graph += [str(x) for x in given.get("graph", [])]
+    if not fuse and not graph:
+        raise InvalidArgumentError("whatif: give a plan: --fuse top:N|all|CLASS, --graph step|REGION or --plan FILE")
+    return fuse, graph
+
+
+def _whatif(args: argparse.Namespace) -> int:
+    from fuseprof.analysis.path import result_graphs, whatif_table
+    from fuseprof.parse.store import default_store
+
+    fuse, graph = _plan(args)
+    if args.step_time is not None and args.step_time <= 0:
+        raise InvalidArgumentError(f"--step-time {args.step_time}: give the measured step time in ms (> 0)")
+    for result in analyses(args):
+        if result.source is None:
+            raise InvalidArgumentError(f"whatif: {result.name}: the trace file is not known")
+        tables = default_store().tables(result.source)[0]
+        graphs = result_graphs(result, tables)
+        frame = whatif_table(graphs, result.fusion, tables, fuse, graph)
+        if args.format != "table":
+            emit(frame.assign(trace=result.name), args.format, args.wide)
+            continue
+        print(f"== {result.name}: {', '.join(['fuse ' + f for f in fuse] + ['graph ' + g for g in graph])}")
+        emit(frame.assign(**{c: frame[c] / 1e3 for c in ("span_ns", "after_ns", "step_saving_ns")}).rename(
+            columns={"span_ns": "span µs", "after_ns": "after µs", "step_saving_ns": "step saving µs",
+                     "step_saving_pct": "step saving %"}).round(2), "table", args.wide)
+        before, after = statistics.median(frame["span_ns"]), statistics.median(frame["after_ns"])
+        gpu = frame.attrs.get("gpu_saving_ns")
+        line = f"median step {before / 1e3:,.1f} µs → {after / 1e3:,.1f} µs in the trace"
+        if gpu is not None and frame.attrs.get("rows"):
+            line += (f"; step saving {(before - after) * len(frame) / 1e3:,.1f} µs over {len(frame)} steps beside the "
+                     f"fusion table's GPU saving {gpu / 1e3:,.1f} µs for its {frame.attrs['rows']} rows")
+        print(line)
+        if args.step_time is not None:
+            print(f"with the step measured at {args.step_time:g} ms apart from the profiler: predicted "
+                  f"{args.step_time * after / before:.4g} ms (the trace's time scaled by measured / traced)")
+    return 0
+
+
+def _whatif_arguments(p: argparse.ArgumentParser) -> None:
+    trace_arguments(p, 15, "rows of the fusion table the analysis keeps (--fuse top:N reads them)",
+                    "table, or csv/json (one row per step)")
+    p.add_argument("--fuse", action="append", metavar="ROWS",
+                   help="fuse these fusion-table rows: top:N, all, or a class (optimizer, attention, horizontal, "
+                        "memory-bound, RMSNorm, ...); repeatable")
+    p.add_argument("--graph", action="append", metavar="REGION",
+                   help="capture a region as one CUDA graph: step (the whole step) or the name of a record_function "
+                        "range or nn.Module; repeatable")
+    p.add_argument("--plan", type=Path, metavar="FILE", help='a JSON plan: {"fuse": ["top:5"], "graph": ["step"]}')
+    p.add_argument("--step-time", type=float, metavar="MS",
+                   help="the step's time measured apart from the profiler (ms): the prediction is also given at that "
+                        "scale (the profiler slows the traced step)")
+
+
+COMMANDS = (
+    Command("path", "the critical path of each step: its time by bound, and what lies on it with its slack", _path,
+            lambda p: trace_arguments(p, 15, "rows of the on-path table", "table, or csv/json (the per-step table)"),
+            "Each step as a dependency graph — host calls in their threads' order (and autograd's hand-overs), "
+            "launch → kernel, stream order, stream waits, synchronisations — and its critical path, walked back "
+            "along the dependency that bound each start: its length is the step's span to the ns. Per step its time "
+            "by bound (GPU kernel, launch/host, sync, allocator, communication, data loading); over the steps the "
+            "things on it, each with the step time saved if it took no time (the steps replayed). Graph: "
+            "fuseprof/analysis/critical_path.py."),
+    Command("whatif", "replay the steps with a plan: fuse rows, capture a region as a CUDA graph", _whatif,
+            _whatif_arguments,
+            "Applies a plan to each step's dependency graph and replays it: fused chains become one kernel at the "
+            "fusion table's predicted time with one launch (the others' launches and their host time gone); a region "
+            "captured as a CUDA graph keeps one launch and runs its kernels as graph nodes. Prints each step's time "
+            "before and after, the step saving beside the fusion table's GPU saving, and with --step-time the "
+            "prediction at the measured scale. Model: fuseprof/analysis/whatif.py; accuracy on captured A/B pairs: "
+            "docs/whatif.md."),
+)

@@ -1,0 +1,83 @@
+"""The critical path and the what-if on real captures: a step built with a known path, the replay of an unchanged
+graph, a host-bound decode whose fusion saves step time the GPU saving does not show, and the captured A/B pairs'
+errors (docs/whatif.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuseprof.analysis import analyze
+from fuseprof.analysis.path import result_graphs
+from fuseprof.analysis.whatif import replay
+from fuseprof.cli import main
+from fuseprof.parse.store import default_store
+
+TRUTH = Path(__file__).parent / "fixtures" / "truth"
+PAIRS = Path(__file__).parent / "fixtures" / "whatif"
+
+
+def _graphs(path: Path):  # type: ignore[no-untyped-def]
+    result = analyze([path])[0]
+    return result, result_graphs(result, default_store().tables(path)[0])
+
+
+def test_the_known_path_is_the_path() -> None:
+    """known_path's step: small kernels, a 2 ms host sleep, a long GEMM on a side stream the default stream then
+    waits for, a synchronize, small kernels; ten small ops run on the host meanwhile (overlapped_small): every
+    range of the truth file's path is on the path, overlapped_small is not, and the GEMM's slack is less than its
+    time (the host's path takes over)."""
+    truth = json.loads((TRUTH / "known_path.truth.json").read_text())
+    result = analyze([TRUTH / "known_path.json.gz"])[0]
+    top = analyze([TRUTH / "known_path.json.gz"], top=200)[0].path_top
+    on_path = top.groupby("ranges")["time_ns"].sum()
+    assert set(truth["critical_path"]) <= set(on_path.index), on_path
+    assert all(name not in on_path.index for name in truth["off_path"])
+    sleep = on_path["host_sleep"] / len(result.critical_path)
+    assert truth["host_sleep_ms"] * 1e6 <= sleep < 1.3 * truth["host_sleep_ms"] * 1e6
+    gemm = top[top["ranges"] == "long_gemm"].sort_values("time_ns").iloc[-1]
+    assert gemm["bound"] == "GPU kernel" and 0 < gemm["step_saving_if_zero_ns"] < gemm["time_ns"]
+    assert (result.critical_path["path_ns"] == result.critical_path["span_ns"]).all()
+
+
+@pytest.mark.parametrize("name", ["known_path", "decode_eager", "train_foreach", "prefill_compiled", "sync_bound",
+                                  "dataloader_wait"])
+def test_an_unchanged_graph_replays_every_step_to_the_ns(name: str) -> None:
+    _, graphs = _graphs(TRUTH / f"{name}.json.gz")
+    assert graphs and all(replay(g) == g.span_ns for g in graphs)
+
+
+def test_on_a_host_bound_decode_the_step_saving_is_not_the_gpu_saving() -> None:
+    """decode_eager is host-bound on its path: fusing the top row removes launches and their host time, which the
+    step waited for, so its step saving exceeds the GPU saving many times over."""
+    result = analyze([TRUTH / "decode_eager.json.gz"])[0]
+    assert set(result.critical_path["bound"]) == {"launch/host"}
+    row = result.fusion.iloc[0]
+    assert row["step_saving_ns"] > 5 * row["saving_ns"] > 0
+
+
+def test_the_pairs_errors_are_kept() -> None:
+    """The closed loop over the captured pairs equals the table in docs/whatif.md."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+    from whatif_pairs import pair_rows
+
+    doc = (Path(__file__).parent.parent / "docs" / "whatif.md").read_text()
+    for row in pair_rows(PAIRS):
+        line = next(x for x in doc.splitlines() if x.startswith(f"| {row['pair']} "))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert float(cells[5]) == row["error vs traced %"] and float(cells[9]) == row["error vs measured %"], line
+
+
+def test_whatif_prints_the_step_before_and_after(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["whatif", str(PAIRS / "optimizer_a.json.gz"), "--fuse", "optimizer", "--step-time", "20.784"]) == 0
+    out = capsys.readouterr().out
+    assert "median step" in out and "predicted" in out and "GPU saving" in out
+
+
+@pytest.mark.parametrize("args", [[], ["--fuse", "no such class"], ["--fuse", "top:0"], ["--graph", "no_such_range"]])
+def test_whatif_refuses_a_plan_it_cannot_apply(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["whatif", str(PAIRS / "qkv_a.json.gz"), *args]) == 2
+    assert "Traceback" not in capsys.readouterr().err
