@@ -6,7 +6,7 @@ trace of B, and both step times measured apart from the profiler, interleaved in
 B is A with one plan applied, the plan ``fuseprof whatif`` is given to predict B from A's trace:
 
     decode      2-layer Llama decode at batch 1: eager (A) vs the step as one CUDA graph (B)   --graph step
-    compile     4-layer Llama forward, 8 × 1024 tokens: eager vs torch.compile(dynamic=False)  --fuse memory-bound
+    compile     4-layer Llama forward, 8 × 1024 tokens: eager vs torch.compile(dynamic=False)  --compile step
     optimizer   a 4-layer training step (4 × 512 tokens): AdamW(foreach) vs AdamW(fused)       --fuse optimizer
     attention   causal attention, 8 × 1024 tokens: eager softmax(QKᵀ)V vs SDPA                --fuse attention
     qkv         an attention block: q, k, v as three GEMMs vs one qkv GEMM                     --fuse horizontal
@@ -115,7 +115,7 @@ def compiled(out: Path) -> dict[str, Any]:
     tokens, positions = models._tokens(8, 1024)
     fast = torch.compile(model, dynamic=False)
     fast(tokens, positions)
-    return pair(out, "compile", lambda: model(tokens, positions), lambda: fast(tokens, positions), "--fuse memory-bound",
+    return pair(out, "compile", lambda: model(tokens, positions), lambda: fast(tokens, positions), "--compile step",
                 "4-layer Llama forward, 8 x 1024 tokens: eager vs torch.compile(dynamic=False)")
 
 

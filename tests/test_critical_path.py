@@ -81,3 +81,32 @@ def test_whatif_prints_the_step_before_and_after(capsys: pytest.CaptureFixture[s
 def test_whatif_refuses_a_plan_it_cannot_apply(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["whatif", str(PAIRS / "qkv_a.json.gz"), *args]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_plan_file_is_the_options_it_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"compile": ["step"]}))
+    assert main(["whatif", str(PAIRS / "compile_a.json.gz"), "--plan", str(plan), "--format", "json"]) == 0
+    by_file = json.loads(capsys.readouterr().out)
+    assert main(["whatif", str(PAIRS / "compile_a.json.gz"), "--compile", "step", "--format", "json"]) == 0
+    assert by_file == json.loads(capsys.readouterr().out) and all(r["step_saving_ns"] > 0 for r in by_file)
+    plan.write_text(json.dumps({"fuse": "top:1"}))  # a string where a list belongs
+    assert main(["whatif", str(PAIRS / "compile_a.json.gz"), "--plan", str(plan)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_rank_not_late_and_communication_overlapped_shorten_the_others_steps(capsys: pytest.CaptureFixture[str]
+                                                                              ) -> None:
+    """ddp_step: rank 1 is last to all 24 all-reduces (labels.json: rank 0 waits 14,107.5 µs in all). Replayed
+    with rank 1 not late, every step of rank 0 is shorter, by no more than the waits it had; with the
+    all-reduces overlapped, shorter too."""
+    from tests.conftest import shared_traces
+
+    ranks = sorted((shared_traces() / "h200_2gpu").glob("ddp_step_rank*.json.gz"))
+    assert main(["whatif", *map(str, ranks), "--not-late", "1", "--format", "json"]) == 0
+    steps = json.loads(capsys.readouterr().out)
+    assert {s["trace"] for s in steps} == {ranks[0].name}  # the late rank itself is not replayed
+    assert all(s["step_saving_ns"] > 0 for s in steps) and sum(s["step_saving_ns"] for s in steps) <= 14_107_535
+    assert main(["whatif", str(ranks[0]), "--overlap-communication", "--format", "json"]) == 0
+    assert all(s["step_saving_ns"] > 0 for s in json.loads(capsys.readouterr().out))
+    assert main(["whatif", str(ranks[0]), "--not-late", "1"]) == 2  # one rank: nothing to wait for

@@ -83,6 +83,8 @@ def test_every_trace_exports_with_its_events_and_findings(trace: Path, tmp_path:
     fusion = [e for e in slices if names[(e["pid"], e["tid"])].startswith("fusion · ")]
     assert len(fusion) == sum(int(c) if len(m) % int(c) == 0 else len(m)
                               for c, m in zip(result.fusion.get("count", []), result.fusion.get("members", [])))
+    path = [e for e in slices if names[(e["pid"], e["tid"])].startswith("critical path")]  # the steps, end to end
+    assert sum(_us(e["dur"]) for e in path) == Decimal(int(result.critical_path["span_ns"].sum())) / 1000
 
 
 def test_idle_slices_are_the_gpus_gaps_counted_from_the_raw_file(tmp_path: Path) -> None:

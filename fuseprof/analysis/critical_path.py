@@ -331,18 +331,26 @@ def _before_step(events: pd.DataFrame, start: int, exclude: pd.Index) -> dict[st
 
 
 def _add_syncs(graph: StepGraph) -> None:
-    """Each synchronising call waits for the GPU item that ended last while it ran."""
+    """Each synchronising call waits for the GPU item that ended last while it ran, among the work launched
+    before it started (a sync cannot wait for work launched after it: on a trace whose GPU clock is off, an item
+    launched later can seem to end inside it)."""
     gpu = [v for v, k in enumerate(graph.kind) if k == "gpu"]
     if not gpu:
         return
+    launched = {v: next((graph.t0[d.src] for d in graph.deps[v] if d.kind == "launch" and d.src != BEFORE), None)
+                for v in gpu}
     order = sorted(gpu, key=lambda v: graph.t1[v])
     ends = np.array([graph.t1[v] for v in order], np.int64)
     for v, role in enumerate(graph.role):
         if role != "sync" or graph.kind[v] != "call":
             continue
         k = int(np.searchsorted(ends, graph.t1[v], "right")) - 1
-        if k >= 0 and ends[k] > graph.t0[v]:
-            graph.sync_on[v] = order[k]
+        while k >= 0 and ends[k] > graph.t0[v]:
+            at = launched[order[k]]
+            if at is None or at < graph.t0[v]:
+                graph.sync_on[v] = order[k]
+                break
+            k -= 1
 
 
 def _add_end(graph: StepGraph) -> None:
@@ -418,7 +426,10 @@ def labelled(graph: StepGraph, path: pd.DataFrame, events: pd.DataFrame, tables:
             found = innermost(spans, zip(part["t"].tolist(), part.index)) if column == "op" else \
                 _all_around(spans, part)
             out.loc[list(found), column] = list(found.values())
-    out.loc[host & (out["name"] == ""), "name"] = out.loc[host & (out["name"] == ""), "op"].fillna("(host)")
+    lags = (out["item"] < 0) & ~out["category"].isin(["host", "data loading"])  # latency, queueing: no host work
+    out.loc[lags, "name"] = out.loc[lags, "category"]
+    unnamed = host & (out["name"] == "")
+    out.loc[unnamed, "name"] = out.loc[unnamed, "op"].fillna("(Python, between ops)")
     loading = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
     if loading:
         inside = out["ranges"].fillna("").str.contains("|".join(f"(?:{p})" for p in loading), regex=True)

@@ -4,7 +4,7 @@ saving. The graph and the walk: ``fuseprof.analysis.critical_path``; the replay:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +35,16 @@ def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceT
     own = [r == s or r.startswith(s + " / ") for r, s in zip(ranges, path["step"])]  # the step's own range: not news
     path["ranges"] = [r[len(s) + 3:] if o and r != s else "" if o else r for r, s, o in zip(ranges, path["step"], own)]
     return path
+
+
+def path_segments(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
+    """The path's segments as kept: step, start, end, kind of time, bound, what, op, module, and for GPU work its
+    item's own start (how the job's path across ranks finds a collective's kernel)."""
+    columns = ["step", "start_ns", "end_ns", "dur_ns", "category", "bound", "name", "op", "module", "item_start_ns"]
+    if path.empty:
+        return pd.DataFrame(columns=columns)
+    starts = [graphs[int(k)].t0[int(v)] if v >= 0 else None for k, v in zip(path["graph"], path["item"])]
+    return path.assign(item_start_ns=pd.array(starts, dtype="Int64"))[columns].reset_index(drop=True)
 
 
 def path_table(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
@@ -144,29 +154,57 @@ def region_windows(graph: StepGraph, tables: TraceTables, region: str) -> list[t
 
 
 def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: TraceTables, fuse: Sequence[str] = (),
-                 graph_regions: Sequence[str] = ()) -> pd.DataFrame:
+                 graph_regions: Sequence[str] = (), step_time_ns: float | None = None,
+                 compile_regions: Sequence[str] = (), overlap: bool = False,
+                 waits: dict[int, int] | None = None) -> pd.DataFrame:
     """Per step: its span, the replayed time with the plan (fusion rows chosen by ``fuse``, regions captured as
-    CUDA graphs), the step saving, and the GPU saving the fusion table predicts for the chosen rows."""
-    from fuseprof.analysis.whatif import graph_plan
-    from fuseprof.errors import InvalidArgumentError
+    CUDA graphs, regions compiled: their memory-bound rows fused and their host time between launches gone,
+    communication overlapped, collectives shortened by ``waits`` — a late rank made not late) and the step saving; with ``step_time_ns`` (the step measured apart from the profiler) also both
+    at that scale (the host's time scaled so that the unchanged replay's median equals it: ``calibrated_scale``).
+    ``attrs``: the chosen rows' GPU saving (the fusion table's), their number and the host scale."""
+    from fuseprof.analysis.whatif import calibrated_scale, compile_plan, graph_plan, not_late_plan, overlap_plan
 
     rows = pd.concat([fusion_rows(fusion, s) for s in fuse]).drop_duplicates("key") if fuse else fusion.iloc[:0]
     chains = [c for _, row in rows.iterrows() for c in chains_of(row)]
+    pointwise = [c for _, row in fusion[fusion["memory_bound_chain"].astype(bool)].iterrows() for c in chains_of(row)] \
+        if compile_regions and len(fusion) else []
+    if compile_regions:  # the GPU saving beside: the rows a compile fuses, with the chosen ones
+        rows = pd.concat([rows, fusion[fusion["memory_bound_chain"].astype(bool)]]).drop_duplicates("key")
+    scale = calibrated_scale(graphs, step_time_ns) if step_time_ns is not None and graphs else None
     out = []
     for g in graphs:
         plan = fuse_plan(g, chains)
         for region in graph_regions:
-            windows = region_windows(g, tables, region)
-            if not windows:
-                raise InvalidArgumentError(f"--graph {region!r}: no record_function range or module of that name "
-                                           f"in {g.step} (or give --graph step)")
-            for window in windows:
-                plan = plan.merge(graph_plan(g, window))
+            plan = plan.merge(_regions(g, tables, region, graph_plan))
+        for region in compile_regions:
+            plan = plan.merge(_regions(g, tables, region, lambda g, w: compile_plan(g, pointwise, w)))
+        if overlap:
+            plan = plan.merge(overlap_plan(g))
+        if waits:
+            plan = plan.merge(not_late_plan(g, waits))
         after = replay(g, plan)
-        out.append({"step": g.step, "span_ns": g.span_ns, "after_ns": after, "step_saving_ns": g.span_ns - after,
-                    "step_saving_pct": 100.0 * (g.span_ns - after) / max(g.span_ns, 1)})
-    frame = pd.DataFrame(out, columns=["step", "span_ns", "after_ns", "step_saving_ns", "step_saving_pct"])
+        row = {"step": g.step, "span_ns": g.span_ns, "after_ns": after, "step_saving_ns": g.span_ns - after,
+               "step_saving_pct": 100.0 * (g.span_ns - after) / max(g.span_ns, 1)}
+        if scale is not None:
+            row["scaled_before_ns"] = replay(g, Plan(host_scale=scale))
+            row["scaled_after_ns"] = replay(g, plan.merge(Plan(host_scale=scale)))
+        out.append(row)
+    frame = pd.DataFrame(out)
     gpu = rows["saving_ns"].astype("Float64").sum() if len(rows) else 0
-    frame.attrs["gpu_saving_ns"] = float(gpu) if pd.notna(gpu) else None
-    frame.attrs["rows"] = int(len(rows))
+    frame.attrs.update(gpu_saving_ns=float(gpu) if pd.notna(gpu) else None, rows=int(len(rows)), host_scale=scale)
     return frame
+
+
+def _regions(graph: StepGraph, tables: TraceTables, region: str,
+             plan_of: Callable[[StepGraph, tuple[int, int]], Plan]) -> Plan:
+    """The plan ``plan_of`` makes for every window of ``region`` in one step."""
+    from fuseprof.errors import InvalidArgumentError
+
+    windows = region_windows(graph, tables, region)
+    if not windows:
+        raise InvalidArgumentError(f"region {region!r}: no record_function range or module of that name in "
+                                   f"{graph.step} (or give step)")
+    plan = Plan()
+    for window in windows:
+        plan = plan.merge(plan_of(graph, window))
+    return plan

@@ -287,9 +287,26 @@ def _eager_sites(units: Units) -> list[tuple[Unit, Unit, Unit, list[Unit]]]:
         after = units.reaches(unit.op_id, lambda u: u.batched, _not_anchor, depth=6)
         if scores and after:
             _, between = units.sources(after[0].op_id, 0, _not_anchor, depth=8)  # all that feeds ·V's probabilities
-            sites.append((scores[0], unit, after[0], sorted((u for u in between if u is not unit),
-                                                            key=lambda u: u.order)))
+            inner = [u for u in between if u is not unit]
+            inner += _layout_copies(units, scores[0], after[0], {scores[0].op_id, after[0].op_id, unit.op_id,
+                                                                 *(u.op_id for u in inner)})
+            sites.append((scores[0], unit, after[0], sorted(inner, key=lambda u: u.order)))
     return sites
+
+
+def _layout_copies(units: Units, qk: Unit, pv: Unit, site: set[int]) -> list[Unit]:
+    """The copies that only lay tensors out for an eager attention's batched GEMMs — q and kᵀ made contiguous
+    for QKᵀ, v for ·V, ·V's output made contiguous when nothing else reads it: SDPA reads the strided tensors and
+    writes its output once, so they go with the chain."""
+    feeding = [p for op_id, argument in ((qk.op_id, 0), (qk.op_id, 1), (pv.op_id, 1))
+               for p in units.producers(op_id, argument)]
+    candidates = [p for p in feeding if p.computes("copy") and p.op_id not in site]
+    within = site | {c.op_id for c in candidates}  # a copy read by another of the site's copies is still the site's
+    copies = [c for c in candidates if all(r.op_id in within for r in units.consumers(c.op_id))]
+    readers = units.consumers(pv.op_id)
+    if len(readers) == 1 and readers[0].computes("copy") and readers[0].op_id not in site:
+        copies.append(readers[0])
+    return list({u.op_id: u for u in copies}.values())
 
 
 def _attention_sites(units: Units, costs: Costs) -> list[_Site]:

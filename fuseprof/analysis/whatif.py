@@ -9,9 +9,11 @@ time); unchanged, that gives back every original time to the ns (tested). A plan
                         over its chains); every other kernel of the chain, its launch call, and the host time
                         before that call (the op's dispatch and Python: the lag since the thread's previous
                         call) take none — one op and one launch instead of n
-    graph a region      every call launched in the region but the first takes no time and no host time before
-                        it (a replay runs no Python); the first is the graph launch; each kernel's launch lag
-                        becomes ``GRAPH_NODE_NS`` after the one before it on its stream, as a graph's nodes run
+    graph a region      no call of the region has host time before it (a replay runs no Python); every call
+                        but the first launch takes no time; the first is the graph launch; each kernel's launch
+                        and stream lags become ``GRAPH_NODE_NS``, as a graph's nodes run
+    compile a region    its memory-bound chains fused, and no host time before the calls that remain (compiled
+                        code launches kernel after kernel; each launch keeps its own time)
     zero an item        (the slack of what is on the path) its duration, or its host lag, to 0
 
 The step's time after the plan is the replayed end point minus the step's start. The difference to the span is
@@ -21,6 +23,7 @@ sets the step the two differ — the path says why.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -34,27 +37,33 @@ GRAPH_NODE_NS = 900
 
 @dataclass
 class Plan:
-    """Changes to a step graph: item → new duration, (item, dependency position) → new lag."""
+    """Changes to a step graph: item → new duration, (item, dependency position) → new lag, and a factor on every
+    host time left unchanged (calls' own time and the host work between them: ``host_scale``, see
+    ``calibrated_scale``)."""
 
     duration: dict[int, int] = field(default_factory=dict)
     lag: dict[tuple[int, int], int] = field(default_factory=dict)
+    host_scale: float = 1.0
 
     def merge(self, other: Plan) -> Plan:
-        return Plan({**self.duration, **other.duration}, {**self.lag, **other.lag})
+        return Plan({**self.duration, **other.duration}, {**self.lag, **other.lag}, self.host_scale * other.host_scale)
+
+
+HOST_LAGS = ("host", "wake", "end")  # the lags that are the host's own work (critical_path's dependency kinds)
 
 
 def replay(graph: StepGraph, plan: Plan = Plan()) -> int:
     """The step's time (ns) with ``plan`` applied: the replayed end point minus the step's start."""
-    n = len(graph.kind)
-    dur = [graph.t1[v] - graph.t0[v] for v in range(n)]
+    n, k = len(graph.kind), plan.host_scale
+    dur = [graph.t1[v] - graph.t0[v] if graph.kind[v] != "call" or k == 1 else round(k * (graph.t1[v] - graph.t0[v]))
+           for v in range(n)]
     for v, d in plan.duration.items():
         dur[v] = d
     start, end = [0] * n, [0] * n
     for v, phase in graph.order:
         if phase == 0:
-            deps = graph.deps[v]
-            start[v] = max((graph.avail(d, start, end, dur) + plan.lag.get((v, i), d.lag) for i, d in enumerate(deps)),
-                           default=graph.t0[v])
+            start[v] = max((graph.avail(d, start, end, dur) + _lag(plan, v, i, d.lag, d.kind)
+                            for i, d in enumerate(graph.deps[v])), default=graph.t0[v])
             continue
         end[v] = start[v] + dur[v]
         g = graph.sync_on[v]
@@ -62,6 +71,28 @@ def replay(graph: StepGraph, plan: Plan = Plan()) -> int:
             tail = graph.t1[v] - graph.t1[g]
             end[v] = max(start[v] + min(tail, dur[v]), end[g] + tail) if v not in plan.duration else end[v]
     return end[n - 1] - graph.start_ns
+
+
+def _lag(plan: Plan, v: int, i: int, lag: int, kind: str) -> int:
+    if (v, i) in plan.lag:
+        return plan.lag[(v, i)]
+    return lag if plan.host_scale == 1 or kind not in HOST_LAGS else round(plan.host_scale * lag)
+
+
+def calibrated_scale(graphs: Sequence[StepGraph], measured_ns: float) -> float:
+    """The factor on the host's time that makes the steps' median replay equal a step time measured apart from
+    the profiler (which slows the host: every op it records, more with an execution trace or the Python stack),
+    found by bisection in [0, 4]; 0 where the GPU's own path is longer than the measured step."""
+    def median(scale: float) -> float:
+        return float(statistics.median(replay(g, Plan(host_scale=scale)) for g in graphs))
+
+    lo, hi = 0.0, 4.0
+    if median(lo) >= measured_ns:
+        return 0.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if median(mid) < measured_ns else (lo, mid)
+    return (lo + hi) / 2
 
 
 def _items_of(graph: StepGraph) -> dict[object, int]:
@@ -73,12 +104,19 @@ def _launch_call(graph: StepGraph, v: int) -> int | None:
     return next((d.src for d in graph.deps[v] if d.kind == "launch" and d.src != BEFORE), None)
 
 
-def _drop_call(graph: StepGraph, call: int, plan: Plan) -> None:
-    """A launch call that no longer happens: no time, and no host time before it."""
-    plan.duration[call] = 0
+def _host_before(graph: StepGraph, call: int, plan: Plan, window: tuple[int, int] | None = None) -> None:
+    """No host time before ``call`` (the part of its lag inside ``window`` where one is given)."""
     for i, d in enumerate(graph.deps[call]):
         if d.kind == "host":
-            plan.lag[(call, i)] = 0
+            since = graph.t0[call] - d.lag  # where the host's work before the call began
+            kept = 0 if window is None else max(0, min(window[0], graph.t0[call]) - since)
+            plan.lag[(call, i)] = kept
+
+
+def _drop_call(graph: StepGraph, call: int, plan: Plan, window: tuple[int, int] | None = None) -> None:
+    """A call that no longer happens: no time, and no host time before it."""
+    plan.duration[call] = 0
+    _host_before(graph, call, plan, window)
 
 
 def fuse_plan(graph: StepGraph, chains: Iterable[tuple[Sequence[object], float]]) -> Plan:
@@ -99,23 +137,31 @@ def fuse_plan(graph: StepGraph, chains: Iterable[tuple[Sequence[object], float]]
     return plan
 
 
-def graph_plan(graph: StepGraph, window: tuple[int, int] | None = None) -> Plan:
-    """The host calls in ``window`` (default: the whole step) replaced by one graph launch, the first call that
-    launched work: every other call there takes no time and no host time before it (synchronising calls still
-    wait for the GPU), and the kernels they launched run as a graph's nodes, ``GRAPH_NODE_NS`` after the launch
-    and after the previous node on their stream."""
+def _window(graph: StepGraph, window: tuple[int, int] | None) -> tuple[tuple[int, int], list[int], list[int]]:
+    """The window (default: the whole step), the host calls that started in it, and those that launched work."""
     lo, hi = window or (graph.start_ns, graph.end_ns)
     inside = [v for v, k in enumerate(graph.kind) if k == "call" and lo <= graph.t0[v] < hi]
     launches = sorted({c for v, k in enumerate(graph.kind) if k == "gpu" for c in [_launch_call(graph, v)]
                        if c is not None and lo <= graph.t0[c] < hi}, key=lambda c: graph.t0[c])
+    return (lo, hi), inside, launches
+
+
+def graph_plan(graph: StepGraph, window: tuple[int, int] | None = None) -> Plan:
+    """The host calls in ``window`` (default: the whole step) replaced by one graph launch, the first call that
+    launched work: no host time before any call of the window (a replay runs no Python), every other call takes
+    no time (synchronising calls still wait for the GPU), and the kernels they launched run as a graph's nodes,
+    ``GRAPH_NODE_NS`` after the launch and after the previous node on their stream."""
+    span, inside, launches = _window(graph, window)
     plan = Plan()
     if not launches:
         return plan
     for call in inside:
-        if call != launches[0]:
-            _drop_call(graph, call, plan)
-            if graph.sync_on[call] >= 0:
-                plan.duration.pop(call)  # a sync keeps waiting; only its host time before it goes
+        if call == launches[0]:
+            _host_before(graph, call, plan, span)
+            continue
+        _drop_call(graph, call, plan, span)
+        if graph.sync_on[call] >= 0:
+            plan.duration.pop(call)  # a sync keeps waiting; only its host time before it goes
     chosen = set(launches)
     for v, deps in enumerate(graph.deps):
         if graph.kind[v] != "gpu" or _launch_call(graph, v) not in chosen:
@@ -123,6 +169,22 @@ def graph_plan(graph: StepGraph, window: tuple[int, int] | None = None) -> Plan:
         for i, d in enumerate(deps):
             if d.kind in ("launch", "stream"):
                 plan.lag[(v, i)] = GRAPH_NODE_NS
+    return plan
+
+
+def compile_plan(graph: StepGraph, chains: Iterable[tuple[Sequence[object], float]],
+                 window: tuple[int, int] | None = None) -> Plan:
+    """``window`` (default: the whole step) compiled: ``chains`` (the memory-bound chains in it) fused, and no
+    host time before the calls that remain there — compiled code calls each kernel's launcher straight after the
+    last, without Python or the dispatcher in between; the launch calls keep their own time."""
+    span, inside, _ = _window(graph, window)
+    items = _items_of(graph)
+    launched = {e: graph.t0[c] for e, v in items.items() for c in [_launch_call(graph, v)] if c is not None}
+    mine = [(m, t) for m, t in chains if any(span[0] <= launched.get(e, -1) < span[1] for e in m)]
+    plan = fuse_plan(graph, mine)
+    for call in inside:
+        if call not in plan.duration:
+            _host_before(graph, call, plan, span)
     return plan
 
 
@@ -135,4 +197,28 @@ def zero_plan(graph: StepGraph, segments: pd.DataFrame) -> Plan:
         elif row.to_item >= 0 and row.dep >= 0:
             dep = graph.deps[int(row.to_item)][int(row.dep)]
             plan.lag[(int(row.to_item), int(row.dep))] = max(0, dep.lag - int(row.dur_ns))
+    return plan
+
+
+def overlap_plan(graph: StepGraph) -> Plan:
+    """Communication overlapped: work after a collective's kernel on its stream no longer waits for it (as if the
+    collective ran on a stream of its own); what waits for the collective's result — a sync, the step's end —
+    still does."""
+    plan = Plan()
+    for v, deps in enumerate(graph.deps):
+        if graph.kind[v] != "gpu":
+            continue
+        for i, d in enumerate(deps):
+            if d.kind == "stream" and d.src != BEFORE and graph.role[d.src] == "communication":
+                plan.lag[(v, i)] = -(graph.t1[d.src] - graph.t0[d.src]) + d.lag
+    return plan
+
+
+def not_late_plan(graph: StepGraph, waits: dict[int, int]) -> Plan:
+    """A rank not late: each collective kernel of this rank (by its start) shortened by ``waits`` — the time it
+    waited for the late rank beyond the last of the others."""
+    plan = Plan()
+    for v, kind in enumerate(graph.kind):
+        if kind == "gpu" and graph.role[v] == "communication" and graph.t0[v] in waits:
+            plan.duration[v] = max(0, graph.t1[v] - graph.t0[v] - waits[graph.t0[v]])
     return plan

@@ -22,43 +22,57 @@ def _path(args: argparse.Namespace) -> int:
     return _one_table(args, "critical_path", show)
 
 
-def _plan(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    """The plan's fusions and graph regions: from --fuse/--graph and a --plan file ({"fuse": [...], "graph": [...]})."""
-    fuse, graph = list(args.fuse or ()), list(args.graph or ())
+def _plan(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
+    """The plan's fusions, graph regions and compiled regions: from --fuse/--graph/--compile and a --plan file
+    ({"fuse": [...], "graph": [...], "compile": [...]})."""
+    fuse, graph, compiled = list(args.fuse or ()), list(args.graph or ()), list(args.compile or ())
     if args.plan is not None:
         try:
             given = json.loads(Path(args.plan).read_text())
         except (OSError, ValueError) as exc:
             raise InvalidArgumentError(f"--plan {args.plan}: {exc}") from None
-        if not isinstance(given, dict) or set(given) - {"fuse", "graph"}:
-            raise InvalidArgumentError(f"--plan {args.plan}: give a JSON object with 'fuse' and/or 'graph' lists")
+        if not isinstance(given, dict) or set(given) - {"fuse", "graph", "compile"} or \
+                not all(isinstance(v, list) for v in given.values()):
+            raise InvalidArgumentError(f"--plan {args.plan}: give a JSON object of 'fuse', 'graph' and/or 'compile' lists")
         fuse += [str(x) for x in given.get("fuse", [])]
         graph += [str(x) for x in given.get("graph", [])]
-    if not fuse and not graph:
-        raise InvalidArgumentError("whatif: give a plan: --fuse top:N|all|CLASS, --graph step|REGION or --plan FILE")
-    return fuse, graph
+        compiled += [str(x) for x in given.get("compile", [])]
+    if not fuse and not graph and not compiled and not args.overlap_communication and args.not_late is None:
+        raise InvalidArgumentError("whatif: give a plan: --fuse top:N|all|CLASS, --graph step|REGION, "
+                                   "--compile step|REGION, --overlap-communication, --not-late RANK or --plan FILE")
+    return fuse, graph, compiled
 
 
 def _whatif(args: argparse.Namespace) -> int:
     from fuseprof.analysis.path import result_graphs, whatif_table
     from fuseprof.parse.store import default_store
 
-    fuse, graph = _plan(args)
+    fuse, graph, compiled = _plan(args)
     if args.step_time is not None and args.step_time <= 0:
         raise InvalidArgumentError(f"--step-time {args.step_time}: give the measured step time in ms (> 0)")
-    for result in analyses(args):
+    results = analyses(args)
+    waits = _waits(results, args.not_late)
+    for result in results:
+        if args.not_late is not None and result.rank == args.not_late:
+            continue  # the late rank itself runs as it did; the others stop waiting for it
         if result.source is None:
             raise InvalidArgumentError(f"whatif: {result.name}: the trace file is not known")
         tables = default_store().tables(result.source)[0]
         graphs = result_graphs(result, tables)
-        frame = whatif_table(graphs, result.fusion, tables, fuse, graph)
+        frame = whatif_table(graphs, result.fusion, tables, fuse, graph,
+                             args.step_time * 1e6 if args.step_time is not None else None, compiled,
+                             args.overlap_communication, waits.get(result.rank) if result.rank is not None else None)
         if args.format != "table":
             emit(frame.assign(trace=result.name), args.format, args.wide)
             continue
-        print(f"== {result.name}: {', '.join(['fuse ' + f for f in fuse] + ['graph ' + g for g in graph])}")
-        emit(frame.assign(**{c: frame[c] / 1e3 for c in ("span_ns", "after_ns", "step_saving_ns")}).rename(
-            columns={"span_ns": "span µs", "after_ns": "after µs", "step_saving_ns": "step saving µs",
-                     "step_saving_pct": "step saving %"}).round(2), "table", args.wide)
+        said = ["fuse " + f for f in fuse] + ["graph " + g for g in graph] + ["compile " + c for c in compiled] + \
+            (["overlap communication"] if args.overlap_communication else []) + \
+            ([f"rank {args.not_late} not late"] if args.not_late is not None else [])
+        print(f"== {result.name}: {', '.join(said)}")
+        shown = frame.assign(**{c: frame[c] / 1e3 for c in frame.columns if c.endswith("_ns")})
+        emit(shown.rename(columns={"span_ns": "span µs", "after_ns": "after µs", "step_saving_ns": "step saving µs",
+                                   "step_saving_pct": "step saving %", "scaled_before_ns": "measured-scale µs",
+                                   "scaled_after_ns": "after, measured-scale µs"}).round(2), "table", args.wide)
         before, after = statistics.median(frame["span_ns"]), statistics.median(frame["after_ns"])
         gpu = frame.attrs.get("gpu_saving_ns")
         line = f"median step {before / 1e3:,.1f} µs → {after / 1e3:,.1f} µs in the trace"
@@ -67,9 +81,23 @@ def _whatif(args: argparse.Namespace) -> int:
                      f"fusion table's GPU saving {gpu / 1e3:,.1f} µs for its {frame.attrs['rows']} rows")
         print(line)
         if args.step_time is not None:
-            print(f"with the step measured at {args.step_time:g} ms apart from the profiler: predicted "
-                  f"{args.step_time * after / before:.4g} ms (the trace's time scaled by measured / traced)")
+            predicted = statistics.median(frame["scaled_after_ns"]) / 1e6
+            print(f"with the step measured at {args.step_time:g} ms apart from the profiler: predicted {predicted:.4g} ms "
+                  f"(the host's time ×{frame.attrs['host_scale']:.3f}, which makes the unchanged replay {args.step_time:g} ms)")
     return 0
+
+
+def _waits(results, late: int | None) -> dict[int, dict[int, int]]:  # type: ignore[no-untyped-def]
+    """Per rank, how long each of its collectives waited for rank ``late`` beyond the others (``--not-late``)."""
+    if late is None:
+        return {}
+    from fuseprof.analysis.job_path import waits_for
+
+    ranks = {r.rank for r in results}
+    if late not in ranks or len(ranks) < 2:
+        raise InvalidArgumentError(f"--not-late {late}: give the traces of several ranks, that one among them "
+                                   f"(ranks given: {', '.join(str(r) for r in sorted(ranks, key=str))})")
+    return waits_for(results, late)
 
 
 def _whatif_arguments(p: argparse.ArgumentParser) -> None:
@@ -81,10 +109,19 @@ def _whatif_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--graph", action="append", metavar="REGION",
                    help="capture a region as one CUDA graph: step (the whole step) or the name of a record_function "
                         "range or nn.Module; repeatable")
-    p.add_argument("--plan", type=Path, metavar="FILE", help='a JSON plan: {"fuse": ["top:5"], "graph": ["step"]}')
+    p.add_argument("--compile", action="append", metavar="REGION",
+                   help="compile a region (as torch.compile does): its memory-bound chains fused and the host's "
+                        "Python and dispatch between its launches gone: step or a range or module name; repeatable")
+    p.add_argument("--overlap-communication", action="store_true",
+                   help="the work after each collective no longer waits for it on its stream (it overlaps)")
+    p.add_argument("--not-late", type=int, metavar="RANK",
+                   help="with several ranks' traces: rank RANK arrives at each collective with the last of the others "
+                        "(every other rank's steps replayed without the wait for it)")
+    p.add_argument("--plan", type=Path, metavar="FILE",
+                   help='a JSON plan: {"fuse": ["top:5"], "graph": ["step"], "compile": ["Attention"]}')
     p.add_argument("--step-time", type=float, metavar="MS",
-                   help="the step's time measured apart from the profiler (ms): the prediction is also given at that "
-                        "scale (the profiler slows the traced step)")
+                   help="the step's time measured apart from the profiler (ms): the host's time is scaled until the "
+                        "unchanged replay takes that long (the profiler slows the host), and the plan is replayed so too")
 
 
 COMMANDS = (
@@ -96,11 +133,12 @@ COMMANDS = (
             "by bound (GPU kernel, launch/host, sync, allocator, communication, data loading); over the steps the "
             "things on it, each with the step time saved if it took no time (the steps replayed). Graph: "
             "fuseprof/analysis/critical_path.py."),
-    Command("whatif", "replay the steps with a plan: fuse rows, capture a region as a CUDA graph", _whatif,
+    Command("whatif", "replay the steps with a plan: fuse rows, capture or compile a region", _whatif,
             _whatif_arguments,
             "Applies a plan to each step's dependency graph and replays it: fused chains become one kernel at the "
             "fusion table's predicted time with one launch (the others' launches and their host time gone); a region "
-            "captured as a CUDA graph keeps one launch and runs its kernels as graph nodes. Prints each step's time "
+            "captured as a CUDA graph keeps one launch and runs its kernels as graph nodes; a compiled region has its "
+            "memory-bound chains fused and no host time between its launches. Prints each step's time "
             "before and after, the step saving beside the fusion table's GPU saving, and with --step-time the "
             "prediction at the measured scale. Model: fuseprof/analysis/whatif.py; accuracy on captured A/B pairs: "
             "docs/whatif.md."),

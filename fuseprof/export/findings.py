@@ -13,7 +13,8 @@ The tracks, each from one analysis table or function (no finding is computed her
                      communication, other) over the GPU work of that phase (``fuseprof.analysis.phases``)
     waits · rank R   across ranks: per collective matched on every rank, the time this rank's kernel waited for
                      the last rank to arrive (its start to the last start; ``fuseprof.analysis.ranks``)
-The critical path gets its track when that analysis exists."""
+    critical path    one slice per segment of each step's critical path (a kernel, a call, the host's work, a
+                     lag), named by its kind of time and what it was (``fuseprof.analysis.path``)"""
 
 from __future__ import annotations
 
@@ -108,10 +109,26 @@ def phase_slices(result: TraceAnalysis) -> pd.DataFrame:
                         columns=COLUMNS)
 
 
+def path_slices(result: TraceAnalysis, tables: TraceTables) -> pd.DataFrame:
+    """One slice per segment of each step's critical path (``fuseprof.analysis.path.step_paths``), named by its
+    kind of time and what it was: contiguous from the step's start to its end."""
+    from fuseprof.analysis.path import result_graphs, step_paths
+
+    path = step_paths(result_graphs(result, tables), result.events, tables, result.registry)
+    path = path[path["dur_ns"] > 0]
+    if path.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    names = [f"{c}: {n}" if n and n != c else str(c) for c, n in zip(path["category"], path["name"].astype(str))]
+    args = [{"step": str(s), "bound": str(b), "op": _number(o), "module": _number(m), "range": _number(r) or None}
+            for s, b, o, m, r in zip(path["step"], path["bound"], path["op"], path["module"], path["ranges"])]
+    return pd.DataFrame({"track": "critical path", "name": names, "start_ns": path["start_ns"].astype(np.int64),
+                         "end_ns": path["end_ns"].astype(np.int64), "args": args}, columns=COLUMNS)
+
+
 def trace_findings(result: TraceAnalysis, tables: TraceTables) -> pd.DataFrame:
-    """Every slice of one trace's own findings (fusion, idle, steps, phases)."""
+    """Every slice of one trace's own findings (fusion, idle, steps, phases, the critical path)."""
     parts = [p for p in (fusion_slices(result), idle_slices(result, tables), step_slices(result),
-                         phase_slices(result)) if not p.empty]
+                         phase_slices(result), path_slices(result, tables)) if not p.empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
