@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from fuseprof.analysis import analyze
+from fuseprof.analysis.critical_path import walk
 from fuseprof.analysis.path import result_graphs
-from fuseprof.analysis.whatif import replay
+from fuseprof.analysis.whatif import Plan, replay, replayed
 from fuseprof.cli import main
 from fuseprof.parse.store import default_store
 
@@ -48,6 +49,9 @@ def test_the_known_path_is_the_path() -> None:
 def test_an_unchanged_graph_replays_every_step_to_the_ns(name: str) -> None:
     _, graphs = _graphs(TRUTH / f"{name}.json.gz")
     assert graphs and all(replay(g) == g.span_ns for g in graphs)
+    for g in graphs:  # the path walked again on the replayed times: the same path
+        again = walk(replayed(g, Plan()))
+        assert again[["start_ns", "end_ns", "category"]].equals(walk(g)[["start_ns", "end_ns", "category"]])
 
 
 def test_on_a_host_bound_decode_the_step_saving_is_not_the_gpu_saving() -> None:
@@ -75,6 +79,7 @@ def test_whatif_prints_the_step_before_and_after(capsys: pytest.CaptureFixture[s
     assert main(["whatif", str(PAIRS / "optimizer_a.json.gz"), "--fuse", "optimizer", "--step-time", "20.784"]) == 0
     out = capsys.readouterr().out
     assert "median step" in out and "predicted" in out and "GPU saving" in out
+    assert "The critical path by bound, all steps, before and after at the measured scale" in out
 
 
 @pytest.mark.parametrize("args", [[], ["--fuse", "no such class"], ["--fuse", "top:0"], ["--graph", "no_such_range"]])

@@ -102,12 +102,12 @@ class StepGraph:
     def avail(self, dep: Dep, start: list[int] | None = None, end: list[int] | None = None,
               dur: list[int] | None = None) -> int:
         """When ``dep``'s point is reached: on the original times, or on replayed ones (``start``/``end``/``dur``)."""
-        start, end, dur = start or self.t0, end or self.t1, dur or [b - a for a, b in zip(self.t0, self.t1)]
         if dep.src == BEFORE:
             return self.start_ns + (dep.offset or 0)
         if dep.offset is None:
-            return end[dep.src]
-        return start[dep.src] + min(dep.offset, dur[dep.src])
+            return (end if end is not None else self.t1)[dep.src]
+        own = dur[dep.src] if dur is not None else self.t1[dep.src] - self.t0[dep.src]
+        return (start if start is not None else self.t0)[dep.src] + min(dep.offset, own)
 
 
 def _steps(events: pd.DataFrame, calls: pd.DataFrame, iterations: Iterations) -> list[tuple[str, int, int]]:
@@ -134,7 +134,7 @@ def _wake_partners(tables: TraceTables) -> dict[str, set[str]]:
     return partners
 
 
-def _bind(graph: StepGraph) -> None:
+def bind(graph: StepGraph) -> None:
     """Each item's binding dependency (the latest to allow its start; ties by ``_PRIORITY``) and every lag:
     the measured gap on the binding one, the smaller of the gap and the kind's median bound lag on the others."""
     gaps: dict[str, list[int]] = defaultdict(list)
@@ -239,7 +239,7 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
         by_correlation = _add_calls(graph, mine, partners)
         _add_gpu(graph, in_step, events, by_correlation, mine)
         _add_end(graph)
-        _bind(graph)
+        bind(graph)
         _order(graph)
         out.append(graph)
     return out

@@ -161,8 +161,16 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     CUDA graphs, regions compiled: their memory-bound rows fused and their host time between launches gone,
     communication overlapped, collectives shortened by ``waits`` — a late rank made not late) and the step saving; with ``step_time_ns`` (the step measured apart from the profiler) also both
     at that scale (the host's time scaled so that the unchanged replay's median equals it: ``calibrated_scale``).
-    ``attrs``: the chosen rows' GPU saving (the fusion table's), their number and the host scale."""
-    from fuseprof.analysis.whatif import calibrated_scale, compile_plan, graph_plan, not_late_plan, overlap_plan
+    ``attrs``: the chosen rows' GPU saving (the fusion table's), their number, the host scale, and the critical
+    path's time by bound before and after over every step (``path_change``; at the measured scale where given)."""
+    from fuseprof.analysis.whatif import (
+        calibrated_scale,
+        compile_plan,
+        graph_plan,
+        not_late_plan,
+        overlap_plan,
+        replayed,
+    )
 
     rows = pd.concat([fusion_rows(fusion, s) for s in fuse]).drop_duplicates("key") if fuse else fusion.iloc[:0]
     chains = [c for _, row in rows.iterrows() for c in chains_of(row)]
@@ -171,7 +179,7 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     if compile_regions:  # the GPU saving beside: the rows a compile fuses, with the chosen ones
         rows = pd.concat([rows, fusion[fusion["memory_bound_chain"].astype(bool)]]).drop_duplicates("key")
     scale = calibrated_scale(graphs, step_time_ns) if step_time_ns is not None and graphs else None
-    out = []
+    out, change = [], []
     for g in graphs:
         plan = fuse_plan(g, chains)
         for region in graph_regions:
@@ -183,6 +191,9 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
         if waits:
             plan = plan.merge(not_late_plan(g, waits))
         after = replay(g, plan)
+        scaled = Plan(host_scale=scale) if scale is not None else Plan()  # the path at the scale asked for
+        change.append(_bounds(walk(replayed(g, scaled))).rename("before_ns").to_frame().join(
+            _bounds(walk(replayed(g, plan.merge(scaled)))).rename("after_ns"), how="outer"))
         row = {"step": g.step, "span_ns": g.span_ns, "after_ns": after, "step_saving_ns": g.span_ns - after,
                "step_saving_pct": 100.0 * (g.span_ns - after) / max(g.span_ns, 1)}
         if scale is not None:
@@ -191,8 +202,15 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
         out.append(row)
     frame = pd.DataFrame(out)
     gpu = rows["saving_ns"].astype("Float64").sum() if len(rows) else 0
-    frame.attrs.update(gpu_saving_ns=float(gpu) if pd.notna(gpu) else None, rows=int(len(rows)), host_scale=scale)
+    path_change = pd.concat(change).fillna(0).groupby(level=0).sum().astype("int64") if change else pd.DataFrame()
+    frame.attrs.update(gpu_saving_ns=float(gpu) if pd.notna(gpu) else None, rows=int(len(rows)), host_scale=scale,
+                       path_change=path_change.reindex([b for b in BOUNDS if b in path_change.index]))
     return frame
+
+
+def _bounds(path: pd.DataFrame) -> pd.Series:
+    """A walked path's time by bound."""
+    return path["dur_ns"].groupby(path["category"].map(CATEGORIES)).sum()
 
 
 def _regions(graph: StepGraph, tables: TraceTables, region: str,

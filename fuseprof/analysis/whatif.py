@@ -23,13 +23,14 @@ sets the step the two differ — the path says why.
 
 from __future__ import annotations
 
+import copy
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from fuseprof.analysis.critical_path import BEFORE, StepGraph
+from fuseprof.analysis.critical_path import BEFORE, Dep, StepGraph, bind
 
 # A CUDA graph replay's time per node on the H200: 0.5-0.9 µs (../shared/DESIGN.md, measured); the upper end.
 GRAPH_NODE_NS = 900
@@ -54,6 +55,23 @@ HOST_LAGS = ("host", "wake", "end")  # the lags that are the host's own work (cr
 
 def replay(graph: StepGraph, plan: Plan = Plan()) -> int:
     """The step's time (ns) with ``plan`` applied: the replayed end point minus the step's start."""
+    return _times(graph, plan)[1][-1] - graph.start_ns
+
+
+def replayed(graph: StepGraph, plan: Plan) -> StepGraph:
+    """The step graph at its replayed times, its binding dependencies found again (what ``walk`` reads): the
+    critical path after the plan."""
+    start, end = _times(graph, plan)
+    again = copy.copy(graph)
+    again.t0, again.t1, again.end_ns = start, end, end[-1]
+    again.deps = [[Dep(d.src, d.kind, d.offset, d.lag) for d in deps] for deps in graph.deps]
+    again.binding = [-1] * len(graph.kind)
+    bind(again)
+    return again
+
+
+def _times(graph: StepGraph, plan: Plan) -> tuple[list[int], list[int]]:
+    """Every item's replayed start and end (the module docstring)."""
     n, k = len(graph.kind), plan.host_scale
     dur = [graph.t1[v] - graph.t0[v] if graph.kind[v] != "call" or k == 1 else round(k * (graph.t1[v] - graph.t0[v]))
            for v in range(n)]
@@ -70,7 +88,7 @@ def replay(graph: StepGraph, plan: Plan = Plan()) -> int:
         if g >= 0:  # a sync returns after the work it waited for, plus its own return time
             tail = graph.t1[v] - graph.t1[g]
             end[v] = max(start[v] + min(tail, dur[v]), end[g] + tail) if v not in plan.duration else end[v]
-    return end[n - 1] - graph.start_ns
+    return start, end
 
 
 def _lag(plan: Plan, v: int, i: int, lag: int, kind: str) -> int:

@@ -73,6 +73,12 @@ def _whatif(args: argparse.Namespace) -> int:
         emit(shown.rename(columns={"span_ns": "span µs", "after_ns": "after µs", "step_saving_ns": "step saving µs",
                                    "step_saving_pct": "step saving %", "scaled_before_ns": "measured-scale µs",
                                    "scaled_after_ns": "after, measured-scale µs"}).round(2), "table", args.wide)
+        change = frame.attrs.get("path_change")
+        if change is not None and len(change):
+            scale = " at the measured scale" if args.step_time is not None else ""
+            print(f"The critical path by bound, all steps, before and after{scale} (µs):")
+            emit((change / 1e3).round(1).rename_axis("bound").reset_index().rename(
+                columns={"before_ns": "before µs", "after_ns": "after µs"}), "table", args.wide)
         before, after = statistics.median(frame["span_ns"]), statistics.median(frame["after_ns"])
         gpu = frame.attrs.get("gpu_saving_ns")
         line = f"median step {before / 1e3:,.1f} µs → {after / 1e3:,.1f} µs in the trace"
