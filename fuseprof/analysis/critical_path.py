@@ -430,11 +430,29 @@ def labelled(graph: StepGraph, path: pd.DataFrame, events: pd.DataFrame, tables:
     out.loc[lags, "name"] = out.loc[lags, "category"]
     unnamed = host & (out["name"] == "")
     out.loc[unnamed, "name"] = out.loc[unnamed, "op"].fillna("(Python, between ops)")
+    _sync_host(out, tables, registry)
     loading = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
     if loading:
         inside = out["ranges"].fillna("").str.contains("|".join(f"(?:{p})" for p in loading), regex=True)
         out.loc[inside & (out["category"] == "host"), "category"] = "data loading"
     return out
+
+
+def _sync_host(path: pd.DataFrame, tables: TraceTables, registry: Registry) -> None:
+    """Host time on the path inside a synchronising op (``.item()``, ``.cpu()``: ``idle.sync_spans``) — its own
+    work and its calls — is sync, as the idle analysis counts it."""
+    from fuseprof.analysis.idle import sync_spans
+
+    host = path["category"].isin(["host", "launch", "runtime"])
+    for lane in pd.unique(path.loc[host, "lane"]):
+        starts, ends = sync_spans(tables, registry, lane)
+        if not starts.size:
+            continue
+        mine = host & (path["lane"] == lane)
+        middle = ((path.loc[mine, "start_ns"] + path.loc[mine, "end_ns"]) // 2).to_numpy(np.int64)
+        k = np.searchsorted(starts, middle, side="right") - 1
+        inside = (k >= 0) & (ends[np.maximum(k, 0)] > middle)
+        path.loc[path.index[mine][inside], "category"] = "sync"
 
 
 def _all_around(spans: list[tuple[int, int, str]], points: pd.DataFrame) -> dict[object, str]:

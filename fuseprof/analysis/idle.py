@@ -118,6 +118,13 @@ def _split_gaps(parts: dict[str, np.ndarray], mine: np.ndarray, gs: np.ndarray, 
     parts["other"][mine] += np.where(queued, 0, after)
 
 
+def sync_spans(tables: TraceTables, registry: Registry, tid: object) -> tuple[np.ndarray, np.ndarray]:
+    """The host time synchronisations cost on one thread: the registry's sync calls, each joined with the
+    outermost CPU op around it (``.item()``'s, ``.cpu()``'s), as merged intervals."""
+    patterns = [c.calls for c in registry.host_causes if c.cause == "sync" and c.calls]
+    return _with_enclosing_ops(_intervals(rows_named(tables.launches, *patterns), tid), tables.ops, tid)
+
+
 def _with_enclosing_ops(spans: tuple[np.ndarray, np.ndarray], ops: pd.DataFrame, tid: object | None
                         ) -> tuple[np.ndarray, np.ndarray]:
     """The calls' intervals joined with those of the outermost CPU op around each (on the thread)."""
