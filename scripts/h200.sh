@@ -2,7 +2,9 @@
 # The device calls: bash scripts/h200.sh STEP... on the lent H200. Each step logs to stdout and
 # leaves files under $OUT/work; at the end everything is packed into $OUT/results.tgz (the device
 # tool brings back at most 8 files, 2 folders deep). A failing step is reported and the next runs.
-#   install    editable install; Liger-Kernel from .whl/ if carried
+#   install    editable install; the wheels in .whl/ if carried: this image lacks msgspec and plotly (for its Python
+#              3.12: pip download --no-deps -d .whl plotly narwhals; pip download --only-binary=:all: --no-deps
+#              --python-version 3.12 --platform manylinux2014_x86_64 -d .whl msgspec), and Liger-Kernel
 #   build      build the fused CUDA ops verbosely (ptxas resource report -> build.log)
 #   pycache    a Python bytecode cache for the later steps (this image has none: see the step)
 #   tests      the gpu/ncu-marked tests
