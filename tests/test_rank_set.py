@@ -9,11 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from fuseprof.analysis import analyze
 from fuseprof.analysis.ranks import across_ranks
-from tests.conftest import FIXTURES, shared_traces
+from tests.conftest import FIXTURES
 
 PAIR = sorted((FIXTURES / "tp2").glob("tp_mlp-rank*.json.gz"))
 
@@ -97,19 +95,3 @@ def test_collectives_paired_by_order_on_clocks_that_disagree_are_refused(tmp_pat
     assert (row["matched"], row["refused"]) == (0, len(_nccl(ranks[0])))
     assert tables["collectives"].empty and tables["stragglers"].empty
 
-
-@pytest.mark.parametrize("pair", ["tp_mlp_straggle", "ddp_step"])
-def test_the_jobs_path_names_the_labelled_straggler_as_setting_the_steady_steps(pair: str) -> None:
-    """Across ranks, the job's critical path (each rank's path, followed at every steady-state collective into the
-    rank that arrived last) is held mostly by the rank labels.json names the straggler, in every step after the
-    first (whose collective is the start-up offset); the GEMM-slowed rank's largest work there is a GEMM."""
-    from fuseprof.analysis.job_path import job_path
-
-    shared = shared_traces()
-    truth = json.loads((shared / "labels.json").read_text())["pairs"][pair]["straggler"]
-    results = analyze(sorted((shared / "h200_2gpu").glob(f"{pair}_rank*.json.gz")))
-    table = job_path(results)
-    setting = table[table["set_step"]].set_index("step").sort_index()
-    assert (setting["rank"].iloc[1:] == truth["rank"]).all(), setting
-    if truth["cause"].startswith("computation"):
-        assert (setting["top_op"].iloc[1:] == "aten::mm").all(), setting

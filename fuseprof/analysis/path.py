@@ -37,16 +37,6 @@ def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceT
     return path
 
 
-def path_segments(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
-    """The path's segments as kept: step, start, end, kind of time, bound, what, op, module, and for GPU work its
-    item's own start (how the job's path across ranks finds a collective's kernel)."""
-    columns = ["step", "start_ns", "end_ns", "dur_ns", "category", "bound", "name", "op", "module", "item_start_ns"]
-    if path.empty:
-        return pd.DataFrame(columns=columns)
-    starts = [graphs[int(k)].t0[int(v)] if v >= 0 else None for k, v in zip(path["graph"], path["item"])]
-    return path.assign(item_start_ns=pd.array(starts, dtype="Int64"))[columns].reset_index(drop=True)
-
-
 def path_table(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
     """One row per step: its span, the path's length (the same, to the ns), its time by bound, the largest
     bound, and how many items lie on it."""

@@ -112,6 +112,22 @@ def matched_collectives(results: list[TraceAnalysis]) -> Iterator[tuple[int, str
             seen.add(communicator)
 
 
+def waits_for(results: list[TraceAnalysis], late: int) -> dict[int, dict[int, int]]:
+    """Per rank (but ``late``), per its collective kernel's start: how long it waited for rank ``late`` beyond the
+    last of the other ranks to arrive, over the steady-state collectives matched on every rank."""
+    out: dict[int, dict[int, int]] = {}
+    for _, _, group, steady in matched_collectives(results):
+        if not steady or late not in set(group["rank"].astype(int)):
+            continue
+        others = group[group["rank"].astype(int) != late]
+        beyond = int(group.loc[group["rank"].astype(int) == late, "start_ns"].max()) - int(others["start_ns"].max())
+        if beyond <= 0:
+            continue
+        for row in others.itertuples(index=False):
+            out.setdefault(int(row.rank), {})[int(row.start_ns)] = beyond
+    return out
+
+
 def rank_set(results: list[TraceAnalysis]) -> pd.DataFrame:
     """One row: the ranks given, of how many (``distributedInfo``'s world size), which are missing, where the
     ranks came from, and how the collectives matched (by ``Seq`` or by order; matched, not on every rank,

@@ -97,7 +97,7 @@ def _waits(results, late: int | None) -> dict[int, dict[int, int]]:  # type: ign
     """Per rank, how long each of its collectives waited for rank ``late`` beyond the others (``--not-late``)."""
     if late is None:
         return {}
-    from fuseprof.analysis.job_path import waits_for
+    from fuseprof.analysis.ranks import waits_for
 
     ranks = {r.rank for r in results}
     if late not in ranks or len(ranks) < 2:

@@ -6,15 +6,14 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from fuseprof.analysis.path import path_segments, path_table, path_top, step_paths
+from fuseprof.analysis.path import path_table, path_top, step_paths
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     graphs = context.step_graphs()
     path = step_paths(graphs, context.events, context.tables, context.registry)
-    return {"critical_path": path_table(graphs, path), "path_top": path_top(graphs, path, context.top),
-            "path_segments": path_segments(graphs, path)}
+    return {"critical_path": path_table(graphs, path), "path_top": path_top(graphs, path, context.top)}
 
 
 SECTION = Section(
@@ -39,5 +38,4 @@ SECTION = Section(
             Column("module", "module", "text:40"), Column("range", "ranges", "text:40"),
             Column("on path µs", "time_ns", "us"), Column("% of path", "share_pct", "round:1"),
             Column("step saving if 0 µs", "step_saving_if_zero_ns", "us")), hide_empty=True, rows="top"),
-        Table("path_segments", "The critical path's segments (what the job's path across ranks walks)", shown=False),
     ))
