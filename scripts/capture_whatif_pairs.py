@@ -144,24 +144,22 @@ def optimizer(out: Path) -> dict[str, Any]:
 
 
 @torch.no_grad()
+def _blocks(out: Path, name: str, a: dict[str, bool], b: dict[str, bool], plan: str, what: str) -> dict[str, Any]:
+    """Two attention blocks (``models.Attention`` with options ``a`` and ``b``) on one 8 x 1024-token input."""
+    x = torch.randn(8, 1024, models.D, device=DEVICE, dtype=models.DTYPE)
+    cos, sin = models.Llama(layers=0).rotary(torch.arange(1024, device=DEVICE))
+    first, second = (models.Attention(**options).to(DEVICE, models.DTYPE) for options in (a, b))
+    return pair(out, name, lambda: first(x, cos, sin), lambda: second(x, cos, sin), plan, what)
+
+
 def attention(out: Path) -> dict[str, Any]:
-    x = torch.randn(8, 1024, models.D, device=DEVICE, dtype=models.DTYPE)
-    cos, sin = models.Llama(layers=0).rotary(torch.arange(1024, device=DEVICE))
-    eager = models.Attention(eager=True).to(DEVICE, models.DTYPE)
-    sdpa = models.Attention(eager=False).to(DEVICE, models.DTYPE)
-    sdpa.load_state_dict(eager.state_dict())
-    return pair(out, "attention", lambda: eager(x, cos, sin), lambda: sdpa(x, cos, sin), "--fuse attention",
-                "attention block, 8 x 1024 tokens: eager softmax(QK^T)V vs SDPA")
+    return _blocks(out, "attention", {"eager": True}, {"eager": False}, "--fuse attention",
+                   "attention block, 8 x 1024 tokens: eager softmax(QK^T)V vs SDPA")
 
 
-@torch.no_grad()
 def qkv(out: Path) -> dict[str, Any]:
-    x = torch.randn(8, 1024, models.D, device=DEVICE, dtype=models.DTYPE)
-    cos, sin = models.Llama(layers=0).rotary(torch.arange(1024, device=DEVICE))
-    three = models.Attention(fused_qkv=False).to(DEVICE, models.DTYPE)
-    one = models.Attention(fused_qkv=True).to(DEVICE, models.DTYPE)
-    return pair(out, "qkv", lambda: three(x, cos, sin), lambda: one(x, cos, sin), "--fuse horizontal",
-                "attention block, 8 x 1024 tokens: q, k, v as three GEMMs vs one qkv GEMM")
+    return _blocks(out, "qkv", {"fused_qkv": False}, {"fused_qkv": True}, "--fuse horizontal",
+                   "attention block, 8 x 1024 tokens: q, k, v as three GEMMs vs one qkv GEMM")
 
 
 PAIRS: dict[str, Callable[[Path], dict[str, Any]]] = {"decode": decode, "compile": compiled, "optimizer": optimizer,
