@@ -144,17 +144,21 @@ def optimizer(out: Path) -> dict[str, Any]:
 
 
 @torch.no_grad()
-def _blocks(out: Path, name: str, a: dict[str, bool], b: dict[str, bool], plan: str, what: str) -> dict[str, Any]:
-    """Two attention blocks (``models.Attention`` with options ``a`` and ``b``) on one 8 x 1024-token input."""
+def _blocks(out: Path, name: str, a: dict[str, bool], b: dict[str, bool], plan: str, what: str,
+            same_weights: bool = False) -> dict[str, Any]:
+    """Two attention blocks (``models.Attention`` with options ``a`` and ``b``; B with A's weights where their
+    parameters match) on one 8 x 1024-token input."""
     x = torch.randn(8, 1024, models.D, device=DEVICE, dtype=models.DTYPE)
     cos, sin = models.Llama(layers=0).rotary(torch.arange(1024, device=DEVICE))
     first, second = (models.Attention(**options).to(DEVICE, models.DTYPE) for options in (a, b))
+    if same_weights:
+        second.load_state_dict(first.state_dict())
     return pair(out, name, lambda: first(x, cos, sin), lambda: second(x, cos, sin), plan, what)
 
 
 def attention(out: Path) -> dict[str, Any]:
     return _blocks(out, "attention", {"eager": True}, {"eager": False}, "--fuse attention",
-                   "attention block, 8 x 1024 tokens: eager softmax(QK^T)V vs SDPA")
+                   "attention block, 8 x 1024 tokens: eager softmax(QK^T)V vs SDPA", same_weights=True)
 
 
 def qkv(out: Path) -> dict[str, Any]:
