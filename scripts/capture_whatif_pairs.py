@@ -63,28 +63,12 @@ def trace(step: Step, path: Path) -> None:
             file.unlink()
 
 
-def step_ms(step: Step, repeats: int = 20) -> float:
-    """The median time of one step (CUDA events around it), 3 warm-ups first."""
-    for _ in range(3):
-        step()
-    _sync()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
 def pair(out: Path, name: str, a: Step, b: Step, plan: str, what: str) -> dict[str, Any]:
     """Trace A and B, then time them in turn; the pair's row of pairs.json."""
     t0 = time.monotonic()
     trace(a, out / f"{name}_a.json")
     trace(b, out / f"{name}_b.json")
-    rounds = [(step_ms(a), step_ms(b)) for _ in range(7)]
+    rounds = [(models.step_time_ms(a), models.step_time_ms(b)) for _ in range(7)]
     row = {"pair": name, "what": what, "plan": plan, "a": f"{name}_a.json.gz", "b": f"{name}_b.json.gz",
            "measured_a_ms": round(statistics.median(r[0] for r in rounds), 4),
            "measured_b_ms": round(statistics.median(r[1] for r in rounds), 4)}
