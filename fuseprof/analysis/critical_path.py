@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -229,15 +230,18 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
     role = _roles(calls, registry, set(events["correlation"].dropna()))
     calls = calls.assign(role=role)
     partners = _wake_partners(tables)
+    history = StreamHistory(events)
+    by_step = {str(k): part for k, part in events.groupby(events["profiler_step"].astype(str), sort=False)}
+    call_starts = calls["start_ns"].to_numpy(np.int64)
     out = []
     for name, start, range_end in _steps(events, calls, iterations):
-        in_step = events if name == "(window)" else events[events["profiler_step"].astype(str) == name]
-        mine = calls[(calls["start_ns"] >= start) & (calls["start_ns"] < range_end)]
+        in_step = events if name == "(window)" else by_step.get(name, events.iloc[:0])
+        mine = calls.iloc[np.searchsorted(call_starts, start, "left"):np.searchsorted(call_starts, range_end, "left")]
         end = max([range_end, int(in_step["end_ns"].max()) if len(in_step) else range_end,
                    int((mine["start_ns"] + mine["dur_ns"]).max()) if len(mine) else range_end])
         graph = StepGraph(name, start, end)
         by_correlation = _add_calls(graph, mine, partners)
-        _add_gpu(graph, in_step, events, by_correlation, mine)
+        _add_gpu(graph, in_step, history, by_correlation, mine)
         _add_end(graph)
         bind(graph)
         _order(graph)
@@ -268,23 +272,24 @@ def _add_calls(graph: StepGraph, calls: pd.DataFrame, partners: dict[str, set[st
     return by_correlation
 
 
-def _add_gpu(graph: StepGraph, in_step: pd.DataFrame, events: pd.DataFrame, by_correlation: dict[object, int],
+def _add_gpu(graph: StepGraph, in_step: pd.DataFrame, history: StreamHistory, by_correlation: dict[object, int],
              calls: pd.DataFrame) -> None:
     """The step's GPU work as items, after its launch call, its stream's previous work and, where its thread
     queued a stream wait, the latest work on another stream."""
     waits = calls[calls["role"] == "wait call"]
     wait_times = {tid: np.sort(part["start_ns"].to_numpy(np.int64)) for tid, part in waits.groupby("tid")}
     ordered = in_step.sort_values(["start_ns"], kind="stable")
-    lanes = ordered["device"].astype(str) + "/" + ordered["stream"].astype(str)
-    previous = _before_step(events, graph.start_ns, in_step.index)
+    previous = history.ended_before(in_step)
     last: dict[str, int] = {}
     launched: dict[str, int] = {}  # per stream: when its previous work's launch call started
     done: dict[str, list[int]] = defaultdict(list)  # per stream, its GPU items so far (they end in order)
-    for idx, lane, row in zip(ordered.index, lanes, ordered.itertuples()):
-        t0, t1 = int(row.start_ns), int(row.end_ns)
-        role = "communication" if row.category == "communication" else str(row.kind or "kernel")
-        v = graph.add("gpu", role, str(row.name), lane, t0, t1, idx)
-        call = by_correlation.get(row.correlation) if pd.notna(row.correlation) else None
+    columns = (ordered[c].tolist() for c in ("start_ns", "end_ns", "category", "kind", "name", "correlation", "tid"))
+    for idx, lane, (t0, t1, category, kind, name, correlation, tid) in zip(ordered.index, _lanes(ordered).tolist(),
+                                                                            zip(*columns)):
+        t0, t1 = int(t0), int(t1)
+        role = "communication" if category == "communication" else str(kind or "kernel")
+        v = graph.add("gpu", role, str(name), lane, t0, t1, idx)
+        call = by_correlation.get(correlation) if pd.notna(correlation) else None
         if call is not None:
             graph.deps[v].append(Dep(call, "launch", max(0, min(graph.t1[call], t0) - graph.t0[call])))
         prev = last.get(lane)
@@ -292,7 +297,7 @@ def _add_gpu(graph: StepGraph, in_step: pd.DataFrame, events: pd.DataFrame, by_c
             graph.deps[v].append(Dep(prev, "stream", None))
         elif lane in previous and previous[lane] > graph.start_ns:
             graph.deps[v].append(Dep(BEFORE, "stream", previous[lane] - graph.start_ns))
-        times = wait_times.get(str(row.tid))
+        times = wait_times.get(str(tid))
         if call is not None and times is not None and \
                 np.searchsorted(times, graph.t0[call], "right") > np.searchsorted(times, launched.get(lane, graph.start_ns)):
             other = _latest_ended(graph, done, lane, t0)
@@ -320,14 +325,34 @@ def _latest_ended(graph: StepGraph, done: dict[str, list[int]], lane: str, t: in
     return best
 
 
-def _before_step(events: pd.DataFrame, start: int, exclude: pd.Index) -> dict[str, int]:
-    """Per stream, when the work launched before the step ended (a constant the step's first work waits for)."""
-    earlier = events.drop(index=exclude)
-    earlier = earlier[earlier["start_ns"] < start]
-    if earlier.empty:
-        return {}
-    lanes = earlier["device"].astype(str) + "/" + earlier["stream"].astype(str)
-    return {lane: int(v) for lane, v in earlier["end_ns"].groupby(lanes.to_numpy()).max().items()}
+def _lanes(gpu: pd.DataFrame) -> pd.Series:
+    """Each GPU event's lane: its device and stream (stream ids repeat across devices)."""
+    return gpu["device"].astype(str) + "/" + gpu["stream"].astype(str)
+
+
+class StreamHistory:
+    """Per lane, its GPU events' starts in order and the latest end among them so far: when the work queued on a
+    stream ahead of a time had ended, by one search."""
+
+    def __init__(self, events: pd.DataFrame) -> None:
+        self._by_lane: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for lane, part in events[["start_ns", "end_ns"]].groupby(_lanes(events).to_numpy(), sort=False):
+            ordered = part.sort_values("start_ns", kind="stable")
+            self._by_lane[str(lane)] = (ordered["start_ns"].to_numpy(np.int64),
+                                        np.maximum.accumulate(ordered["end_ns"].to_numpy(np.int64)))
+
+    def ended_before(self, in_step: pd.DataFrame) -> dict[str, int]:
+        """Per stream, when the other steps' work queued ahead of the step's first work there ended (a constant the
+        step's first work waits for). A stream runs in order, so that is the work on it that started before the
+        step's first — the step's own work starts later by definition: on a trace whose host runs steps ahead, the
+        previous steps' kernels start after the step's host range began, and are still ahead of it."""
+        out: dict[str, int] = {}
+        for lane, first in in_step["start_ns"].groupby(_lanes(in_step).to_numpy(), sort=False).min().items():
+            starts, ends = self._by_lane[str(lane)]
+            k = int(np.searchsorted(starts, int(first), side="left"))
+            if k:
+                out[str(lane)] = int(ends[k - 1])
+        return out
 
 
 def _add_syncs(graph: StepGraph) -> None:
@@ -402,27 +427,61 @@ def _item_category(graph: StepGraph, v: int) -> str:
     return {"wait call": "runtime", "end": "host"}.get(graph.role[v], graph.role[v])
 
 
-def labelled(graph: StepGraph, path: pd.DataFrame, events: pd.DataFrame, tables: TraceTables,
-             registry: Registry) -> pd.DataFrame:
-    """The path's segments with what they were: ``name`` (a kernel, a call, or the host op), the ``op`` and
-    ``module`` (a GPU item's, by its launch; host time's: the innermost op around it on its thread), the
-    ``record_function`` ranges around it (``ranges``), and host time inside a data-loading range (the
-    registry's host causes) as ``data loading``."""
+class HostLookup:
+    """What the host was doing, per thread, built once per trace and kept per thread as the steps ask: the CPU ops'
+    and ``record_function`` ranges' spans, and the synchronisations' host time (``idle.sync_spans``). A step's
+    labels then cost its own path's length, not the trace's."""
+
+    def __init__(self, tables: TraceTables, registry: Registry) -> None:
+        self.tables, self.registry = tables, registry
+        self._spans: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+        self._sync: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._by_tid: dict[str, dict[str, pd.DataFrame]] = {}
+        loading = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
+        self.loading = "|".join(f"(?:{p})" for p in loading)
+
+    def spans(self, kind: str, lane: str) -> list[tuple[int, int, str]]:
+        """(start, end, name) of the ``ops`` or ``annotations`` on thread ``lane``."""
+        if (kind, lane) not in self._spans:
+            table = getattr(self.tables, kind)
+            if kind not in self._by_tid:
+                self._by_tid[kind] = {str(t): part for t, part in table.groupby(table["tid"].astype(str), sort=False)}
+            mine = self._by_tid[kind].get(lane, table.iloc[:0])
+            self._spans[(kind, lane)] = list(zip(mine["start_ns"].tolist(),
+                                                 (mine["start_ns"] + mine["dur_ns"]).tolist(),
+                                                 mine["name"].astype(str).tolist()))
+        return self._spans[(kind, lane)]
+
+    def sync(self, lane: str) -> tuple[np.ndarray, np.ndarray]:
+        """The merged intervals of host time synchronisations cost on thread ``lane``."""
+        if lane not in self._sync:
+            from fuseprof.analysis.idle import sync_spans
+
+            self._sync[lane] = sync_spans(self.tables, self.registry, lane)
+        return self._sync[lane]
+
+
+def labelled(graphs: Sequence[StepGraph], path: pd.DataFrame, events: pd.DataFrame, host_lookup: HostLookup
+             ) -> pd.DataFrame:
+    """The steps' path segments (``graph``: the step's position in ``graphs``; a unique index) with what they
+    were: ``name`` (a kernel, a call, or the host op), the ``op`` and ``module`` (a GPU item's, by its launch; host
+    time's: the innermost op around it on its thread), the ``record_function`` ranges around it (``ranges``), and
+    host time inside a data-loading range (the registry's host causes) as ``data loading``. Every step at once:
+    the cost is the paths' length, not steps × trace."""
     out = path.assign(name="", op=pd.NA, module=pd.NA, ranges=pd.NA)
-    gpu = out["item"].map(lambda v: v >= 0 and graph.kind[v] == "gpu").astype(bool)
-    rows = events.loc[[graph.event[v] for v in out.loc[gpu, "item"]]]
+    items = list(zip(out["graph"].tolist(), out["item"].tolist()))
+    gpu = np.fromiter((v >= 0 and graphs[k].kind[v] == "gpu" for k, v in items), bool, len(items))
+    rows = events.loc[[graphs[k].event[v] for (k, v), g in zip(items, gpu) if g]]
     for column in ("op", "module", "ranges"):
         out.loc[gpu, column] = rows[column].to_numpy()
     out.loc[gpu, "name"] = rows["name"].to_numpy()
-    calls = (out["item"] >= 0) & ~gpu
-    out.loc[calls, "name"] = [graph.name[v] for v in out.loc[calls, "item"]]
+    calls = (out["item"] >= 0).to_numpy() & ~gpu
+    out.loc[calls, "name"] = [graphs[k].name[v] for (k, v), c in zip(items, calls) if c]
     host = ~gpu
     points = out.loc[host].assign(t=(out["start_ns"] + out["end_ns"]) // 2)
     for lane, part in points.groupby("lane"):
-        for table, column in ((tables.ops, "op"), (tables.annotations, "ranges")):
-            mine = table[table["tid"].astype(str) == str(lane)]
-            spans = list(zip(mine["start_ns"].tolist(), (mine["start_ns"] + mine["dur_ns"]).tolist(),
-                             mine["name"].astype(str).tolist()))
+        for kind, column in (("ops", "op"), ("annotations", "ranges")):
+            spans = host_lookup.spans(kind, str(lane))
             found = innermost(spans, zip(part["t"].tolist(), part.index)) if column == "op" else \
                 _all_around(spans, part)
             out.loc[list(found), column] = list(found.values())
@@ -430,22 +489,19 @@ def labelled(graph: StepGraph, path: pd.DataFrame, events: pd.DataFrame, tables:
     out.loc[lags, "name"] = out.loc[lags, "category"]
     unnamed = host & (out["name"] == "")
     out.loc[unnamed, "name"] = out.loc[unnamed, "op"].fillna("(Python, between ops)")
-    _sync_host(out, tables, registry)
-    loading = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
-    if loading:
-        inside = out["ranges"].fillna("").str.contains("|".join(f"(?:{p})" for p in loading), regex=True)
+    _sync_host(out, host_lookup)
+    if host_lookup.loading:
+        inside = out["ranges"].fillna("").str.contains(host_lookup.loading, regex=True)
         out.loc[inside & (out["category"] == "host"), "category"] = "data loading"
     return out
 
 
-def _sync_host(path: pd.DataFrame, tables: TraceTables, registry: Registry) -> None:
+def _sync_host(path: pd.DataFrame, host_lookup: HostLookup) -> None:
     """Host time on the path inside a synchronising op (``.item()``, ``.cpu()``: ``idle.sync_spans``) — its own
     work and its calls — is sync, as the idle analysis counts it."""
-    from fuseprof.analysis.idle import sync_spans
-
     host = path["category"].isin(["host", "launch", "runtime"])
     for lane in pd.unique(path.loc[host, "lane"]):
-        starts, ends = sync_spans(tables, registry, lane)
+        starts, ends = host_lookup.sync(str(lane))
         if not starts.size:
             continue
         mine = host & (path["lane"] == lane)

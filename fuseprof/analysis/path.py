@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.critical_path import BOUNDS, CATEGORIES, StepGraph, labelled, walk
+from fuseprof.analysis.critical_path import BOUNDS, CATEGORIES, HostLookup, StepGraph, labelled, walk
 from fuseprof.analysis.whatif import Plan, fuse_plan, replay, zero_plan
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
@@ -25,11 +25,11 @@ _GROUP = ["bound", "name", "op", "module", "ranges"]
 def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceTables, registry: Registry
                ) -> pd.DataFrame:
     """Every step's path segments, labelled (``critical_path.labelled``), with the step and bound of each."""
-    parts = [labelled(g, walk(g), events, tables, registry).assign(step=g.step, graph=k) for k, g in enumerate(graphs)]
+    parts = [walk(g).assign(step=g.step, graph=k) for k, g in enumerate(graphs)]
     if not parts:
         return pd.DataFrame(columns=["start_ns", "end_ns", "category", "item", "lane", "to_item", "dep", "dur_ns",
                                      "name", "op", "module", "ranges", "step", "graph", "bound"])
-    path = pd.concat(parts, ignore_index=True)
+    path = labelled(graphs, pd.concat(parts, ignore_index=True), events, HostLookup(tables, registry))
     path["bound"] = path["category"].map(CATEGORIES)
     ranges = path["ranges"].astype(object).where(path["ranges"].notna(), "").astype(str)
     own = [r == s or r.startswith(s + " / ") for r, s in zip(ranges, path["step"])]  # the step's own range: not news

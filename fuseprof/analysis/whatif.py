@@ -209,12 +209,11 @@ def compile_plan(graph: StepGraph, chains: Iterable[tuple[Sequence[object], floa
 def zero_plan(graph: StepGraph, segments: pd.DataFrame) -> Plan:
     """The path's ``segments`` taking no time: an item's own time, or a lag's."""
     plan = Plan()
-    for row in segments.itertuples():
-        if row.item >= 0:
-            plan.duration[int(row.item)] = max(0, graph.t1[row.item] - graph.t0[row.item] - int(row.dur_ns))
-        elif row.to_item >= 0 and row.dep >= 0:
-            dep = graph.deps[int(row.to_item)][int(row.dep)]
-            plan.lag[(int(row.to_item), int(row.dep))] = max(0, dep.lag - int(row.dur_ns))
+    for item, to_item, at, dur in zip(*(segments[c].astype(int).tolist() for c in ("item", "to_item", "dep", "dur_ns"))):
+        if item >= 0:
+            plan.duration[item] = max(0, graph.t1[item] - graph.t0[item] - dur)
+        elif to_item >= 0 and at >= 0:
+            plan.lag[(to_item, at)] = max(0, graph.deps[to_item][at].lag - dur)
     return plan
 
 
