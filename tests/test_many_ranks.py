@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from fuseprof.analysis import analyze
+from fuseprof.analysis.job_path import job_path
 from fuseprof.analysis.ranks import across_ranks
 from fuseprof.cli import main
 from tests.conftest import ROOT
@@ -73,9 +74,16 @@ def test_the_injected_straggler_and_what_grew_on_it_are_named(tmp_path: Path, sl
                                                               factor: float, seed: int) -> None:
     folder = tmp_path / "ranks"
     make_rank_set(folder, ranks=32, steps=30, slow_rank=slow_rank, slow_category=category, factor=factor, seed=seed)
-    tables = across_ranks(analyze(sorted(folder.glob("*.json"))))
+    results = analyze(sorted(folder.glob("*.json")))
+    tables = across_ranks(results)
     top = tables["stragglers"].iloc[0]
     assert (int(top["last_rank"]), top["grew_category"]) == (slow_rank, category)
+    # the job's critical path: every step whose work grew on the slowed rank (every third: the generator's rule) is
+    # set by that rank, and no other step is set by it more than by chance
+    path = job_path(results)
+    slowed = path.iloc[1::3]
+    assert (slowed["rank"] == slow_rank).all(), slowed
+    assert (path.drop(index=slowed.index)["rank"] == slow_rank).mean() < 0.5, path
     # every third step grew on it: those ten collectives it came last to, the others waiting for it
     late = tables["late_arrivals"]
     assert (late.head(10)["last_rank"] == slow_rank).all() and (late.head(10)["grew_category"] == category).all()

@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fuseprof.analysis import analyze
 from fuseprof.analysis.ranks import across_ranks
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, shared_traces
 
 PAIR = sorted((FIXTURES / "tp2").glob("tp_mlp-rank*.json.gz"))
 
@@ -95,3 +97,46 @@ def test_collectives_paired_by_order_on_clocks_that_disagree_are_refused(tmp_pat
     assert (row["matched"], row["refused"]) == (0, len(_nccl(ranks[0])))
     assert tables["collectives"].empty and tables["stragglers"].empty
 
+
+
+def _nccl_ends(path: Path) -> list[int]:
+    """The ends of a rank's NCCL kernels in ns, from the raw file (µs with three decimals: exact in ns)."""
+    import gzip
+
+    events = json.loads(gzip.open(path).read())["traceEvents"]
+    return sorted(round(e["ts"] * 1000) + round(e["dur"] * 1000) for e in events
+                  if e.get("cat") == "kernel" and str(e.get("name", "")).startswith("ncclDevKernel"))
+
+
+@pytest.mark.parametrize("pair", ["tp_mlp_straggle", "ddp_step"])
+def test_the_jobs_path_names_the_labelled_straggler_as_setting_the_steady_steps(pair: str) -> None:
+    """Across ranks, the job's critical path (the last rank's path, followed at every steady-state collective into
+    the rank that arrived last) is held by the rank labels.json names the straggler in every step after the first
+    (whose collective is the start-up offset); the GEMM-slowed rank's largest work there is a GEMM, the rank whose
+    host launched late holds host time, no kernel."""
+    from fuseprof.analysis.job_path import job_path
+
+    shared = shared_traces()
+    truth = json.loads((shared / "labels.json").read_text())["pairs"][pair]["straggler"]
+    results = analyze(sorted((shared / "h200_2gpu").glob(f"{pair}_rank*.json.gz")))
+    table = job_path(results).set_index("step").sort_index()
+    assert (table["rank"].iloc[1:] == truth["rank"]).all(), table
+    kernels = set(results[truth["rank"]].events["name"].astype(str))
+    if truth["cause"].startswith("computation"):
+        assert (table["top_op"].iloc[1:] == "aten::mm").all(), table
+    else:
+        assert not set(table["top_what"].iloc[1:]) & kernels, table
+
+
+def test_the_jobs_path_of_a_gpu_bound_tensor_parallel_step_runs_from_all_reduce_to_all_reduce() -> None:
+    """Both ranks of the tensor-parallel MLP run their GPU back to back, one all-reduce a step: each steady step's
+    job path runs from the previous all-reduce's end to this one's on the rank that ended last (from the raw
+    files), and its communication is that rank's all-reduce from the last arrival on."""
+    from fuseprof.analysis.job_path import job_path
+
+    files = sorted((shared_traces() / "h200_2gpu").glob("tp_mlp_straggle_rank*.json.gz"))
+    ends = [_nccl_ends(f) for f in files]
+    table = job_path(analyze(files)).set_index("step").sort_index()
+    for k, (step, row) in enumerate(table.iloc[1:].iterrows(), start=1):
+        last = max(range(len(ends)), key=lambda r: ends[r][k])
+        assert int(row["path_ns"]) == ends[last][k] - ends[last][k - 1], (step, row)

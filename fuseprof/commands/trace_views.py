@@ -139,6 +139,19 @@ def print_ranks(results: list[TraceAnalysis]) -> None:
         _show(shown)
 
 
+def print_job_path(results: list[TraceAnalysis]) -> None:
+    """``fuseprof path`` on several ranks: the job's path across them (which rank, and what on it, set each
+    step); nothing for a single process."""
+    if not several_ranks(results):
+        return
+    from fuseprof.analysis.sections.job_path import SECTION
+
+    print(f"\n== across {len(results)} ranks")
+    for shown in rank_views(results, dict(SECTION.build_ranks(results)), wide=_WIDE[0]):  # type: ignore[misc]
+        if shown.section is SECTION:
+            _show(shown)
+
+
 def print_diff(a: str, b: str, tables: dict[str, pd.DataFrame], top: int) -> None:
     """``fuseprof diff``: the totals, then categories and the ``top`` op signatures by time delta."""
     print(f"A: {a}\nB: {b}")

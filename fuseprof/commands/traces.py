@@ -96,9 +96,10 @@ def analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAnal
 
 
 def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalysis], None],
-               each: Callable[[TraceAnalysis], None] | None = None) -> int:
+               each: Callable[[TraceAnalysis], None] | None = None,
+               across: Callable[[list[TraceAnalysis]], None] | None = None) -> int:
     """A verb that shows one table of each trace: ``show`` prints it, csv/json carry every row; ``each`` sees
-    every result first, whatever the format."""
+    every result first, whatever the format; ``across`` prints what the traces show together (several ranks)."""
     hash_while_importing(args.traces)
     import pandas as pd
 
@@ -117,6 +118,8 @@ def _one_table(args: argparse.Namespace, table: str, show: Callable[[TraceAnalys
         for result in results:
             print(clean_text(f"== {result.name}  ({result.device or 'device unknown'})")[:120])
             show(result)
+        if across is not None:
+            across(results)
     return 0
 
 

@@ -13,13 +13,13 @@ from fuseprof.errors import InvalidArgumentError
 
 
 def _path(args: argparse.Namespace) -> int:
-    from fuseprof.commands.trace_views import print_table
+    from fuseprof.commands.trace_views import print_job_path, print_table
 
     def show(result) -> None:  # type: ignore[no-untyped-def]
         print_table(result, "critical_path")
         print_table(result, "path_top", args.top)
 
-    return _one_table(args, "critical_path", show)
+    return _one_table(args, "critical_path", show, across=print_job_path)
 
 
 def _plan(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
@@ -137,8 +137,9 @@ COMMANDS = (
             "launch → kernel, stream order, stream waits, synchronisations — and its critical path, walked back "
             "along the dependency that bound each start: its length is the step's span to the ns. Per step its time "
             "by bound (GPU kernel, launch/host, sync, allocator, communication, data loading); over the steps the "
-            "things on it, each with the step time saved if it took no time (the steps replayed). Graph: "
-            "fuseprof/analysis/critical_path.py."),
+            "things on it, each with the step time saved if it took no time (the steps replayed). Given several "
+            "ranks, also the job's path across them: which rank, and what on it, set each step. Graph: "
+            "fuseprof/analysis/critical_path.py; across ranks: fuseprof/analysis/job_path.py."),
     Command("whatif", "replay the steps with a plan: fuse rows, capture or compile a region", _whatif,
             _whatif_arguments,
             "Applies a plan to each step's dependency graph and replays it: fused chains become one kernel at the "

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from fuseprof.analysis.job_path import path_legs
 from fuseprof.analysis.path import path_table, path_top, step_paths
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
@@ -13,7 +14,8 @@ from fuseprof.analysis.sections import Column, Context, Section, Table
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     graphs = context.step_graphs()
     path = step_paths(graphs, context.events, context.tables, context.registry)
-    return {"critical_path": path_table(graphs, path), "path_top": path_top(graphs, path, context.top)}
+    return {"critical_path": path_table(graphs, path), "path_top": path_top(graphs, path, context.top),
+            "path_legs": path_legs(graphs, path)}
 
 
 SECTION = Section(
@@ -38,4 +40,6 @@ SECTION = Section(
             Column("module", "module", "text:40"), Column("range", "ranges", "text:40"),
             Column("on path µs", "time_ns", "us"), Column("% of path", "share_pct", "round:1"),
             Column("step saving if 0 µs", "step_saving_if_zero_ns", "us")), hide_empty=True, rows="top"),
+        Table("path_legs", "The critical path between collectives (what the job's path across ranks walks: "
+                           "fuseprof/analysis/job_path.py)", shown=False),
     ))

@@ -1,0 +1,176 @@
+"""The job's critical path across ranks: in a steady-state collective every rank waits for the last to arrive, so
+the job's path runs, at each collective, into the rank that arrived last.
+
+Each rank hands the parent one row per stretch of its own critical path between collectives (``path_legs``: a
+"leg", the path from the previous collective's kernel to the next one, with that collective's kernel and the
+largest work in the leg) — not the path's segments, so the parent holds a few rows per collective and step
+whatever the number of ranks. Per step the parent walks back (``job_path``) from the end of the rank whose step
+ended last, over that rank's legs; at the kernel of a steady-state collective matched on every rank
+(``fuseprof.analysis.ranks.matched_collectives``: a communicator's first collective is start-up skew, not a wait)
+that another rank reached later, the kernel's time from that rank's arrival to its end is communication on the
+job's path, and the walk goes on on the late rank, back from its kernel's start. Where that point falls inside a
+leg, the leg's part before it is on the path with the leg's largest work. The rank that holds the most time on the
+job's path set the step; its largest work there is what on it did.
+
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.ranks import matched_collectives
+
+if TYPE_CHECKING:
+    from fuseprof.analysis.analyze import TraceAnalysis
+    from fuseprof.analysis.critical_path import StepGraph
+
+LEG_COLUMNS = ["step", "start_ns", "comm_start_ns", "end_ns", "kernel_start_ns", "top_what", "top_op", "top_module",
+               "top_ns"]
+COLUMNS = ["step", "path_ns", "rank", "share_pct", "communication_ns", "top_what", "top_op", "top_module", "top_ns",
+           "ranks"]
+WAITING = ("communication", "queue", "launch latency", "event wait", "sync")  # not the rank's work
+
+
+def _text(value: object) -> str:
+    return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)  # type: ignore[arg-type]
+
+
+def _tops(work: pd.DataFrame) -> pd.DataFrame:
+    """Per leg (``leg`` key), its largest work by what, op and module: what, op, module, its ns."""
+    keyed = work.assign(**{c: work[c].map(_text) for c in ("name", "op", "module")})
+    sums = keyed.groupby(["leg", "name", "op", "module"], sort=False)["dur_ns"].sum().reset_index()
+    best = sums.sort_values("dur_ns", ascending=False, kind="stable").drop_duplicates("leg")
+    return best.set_index("leg").rename(columns={"name": "top_what", "op": "top_op", "module": "top_module",
+                                                 "dur_ns": "top_ns"})
+
+
+def path_legs(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
+    """Every step's legs (the module docstring) from its labelled path (``fuseprof.analysis.path.step_paths``):
+    the path cut at each collective kernel on it (consecutive segments of one kernel are one cut), and the tail
+    after the last (``kernel_start_ns`` null). Time the step waited for the previous step is not a leg's."""
+    seg = path[path["category"] != "previous step"].sort_values(["graph", "start_ns"], kind="stable")
+    if seg.empty:
+        return pd.DataFrame({c: pd.Series(dtype="Int64" if c.endswith("_ns") else object) for c in LEG_COLUMNS})
+    graph, item = seg["graph"].to_numpy(np.int64), seg["item"].to_numpy(np.int64)
+    comm = ((seg["category"] == "communication").to_numpy()) & (item >= 0)
+    same_graph = np.r_[False, graph[1:] == graph[:-1]]
+    new = comm & ~(same_graph & np.r_[False, comm[:-1]] & (item == np.r_[-1, item[:-1]]))
+    number = pd.Series(new.astype(np.int64)).groupby(graph).cumsum().to_numpy()
+    seg = seg.assign(leg=graph * (len(seg) + 2) + np.where(comm, number, number + 1), comm=comm)
+    work, kernels = seg[~comm], seg[comm]
+    legs = work.groupby("leg").agg(graph=("graph", "first"), start_ns=("start_ns", "min"), cut=("end_ns", "max"))
+    cuts = kernels.groupby("leg").agg(graph=("graph", "first"), k_start=("start_ns", "min"), end_ns=("end_ns", "max"),
+                                      item=("item", "first"))
+    both = legs.join(cuts[["k_start", "end_ns", "item"]], how="outer")
+    both["graph"] = both["graph"].fillna(cuts["graph"]).astype(np.int64)
+    both["start_ns"] = both["start_ns"].fillna(both["k_start"])
+    both["comm_start_ns"] = both["k_start"].fillna(both["cut"])
+    both["end_ns"] = both["end_ns"].fillna(both["comm_start_ns"])
+    both["kernel_start_ns"] = pd.array([graphs[g].t0[int(i)] if i == i else None for g, i in
+                                        zip(both["graph"], both["item"])], dtype="Int64")
+    both["step"] = [graphs[g].step for g in both["graph"]]
+    tops = _tops(work[~work["category"].isin(WAITING)])
+    both = both.join(tops, how="left").sort_values(["graph", "end_ns"], kind="stable")
+    both[["top_what", "top_op", "top_module"]] = both[["top_what", "top_op", "top_module"]].fillna("")
+    both["top_ns"] = both["top_ns"].fillna(0).astype(np.int64)
+    for c in ("start_ns", "comm_start_ns", "end_ns"):
+        both[c] = both[c].astype(np.int64)
+    return both[LEG_COLUMNS].reset_index(drop=True)
+
+
+def _arrivals(results: Sequence[TraceAnalysis]) -> dict[tuple[int, int], tuple[int, int]]:
+    """(rank, its kernel's start) → (the last rank to arrive, that rank's kernel start), per steady-state
+    collective matched on every rank."""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for _, _, group, steady in matched_collectives(list(results)):
+        if not steady:
+            continue
+        last = group.loc[group["start_ns"].idxmax()]
+        for row in group.itertuples(index=False):
+            out[(int(row.rank), int(row.start_ns))] = (int(last["rank"]), int(last["start_ns"]))
+    return out
+
+
+class Part(NamedTuple):
+    """A stretch of the job's path: on which rank, communication or work, and the leg's largest work."""
+    rank: int
+    communication: bool
+    time_ns: int
+    top: tuple[str, str, str, int]
+
+
+def _walk(legs: dict[int, pd.DataFrame], arrivals: dict[tuple[int, int], tuple[int, int]], rank: int) -> list[Part]:
+    """The job's path of one step (the module docstring), latest first."""
+    until: int | None = None
+    out: list[Part] = []
+    while True:
+        jumped = False
+        for leg in legs[rank].iloc[::-1].itertuples(index=False):
+            if until is not None and leg.start_ns >= until:
+                continue
+            top = (leg.top_what, leg.top_op, leg.top_module, int(leg.top_ns))
+            cut, end = int(leg.comm_start_ns), int(leg.end_ns) if until is None else min(int(leg.end_ns), until)
+            if not pd.isna(leg.kernel_start_ns) and end > cut:
+                later = arrivals.get((rank, int(leg.kernel_start_ns)))
+                if later is not None and later[0] != rank and later[1] > int(leg.kernel_start_ns):
+                    out.append(Part(rank, True, max(0, end - max(cut, later[1])), top))
+                    rank, until, jumped = later[0], later[1], True
+                    break
+                out.append(Part(rank, True, end - cut, top))
+            out.append(Part(rank, False, min(cut, end) - int(leg.start_ns), top))
+        if not jumped:
+            return out
+
+
+def _step_row(step: str, walked: list[Part]) -> dict[str, object]:
+    """One step's job path: its length, its communication, the rank with the most time on it (it set the step)
+    with its largest work there, and every rank's share."""
+    total = sum(p.time_ns for p in walked)
+    held = {rank: sum(p.time_ns for p in walked if p.rank == rank) for rank in sorted({p.rank for p in walked})}
+    setter = max(held, key=held.__getitem__)
+    work: dict[tuple[str, str, str], int] = {}
+    for p in walked:
+        if p.rank == setter and not p.communication and p.top[3]:
+            work[p.top[:3]] = work.get(p.top[:3], 0) + min(p.top[3], p.time_ns)
+    what, op, module = max(work, key=work.__getitem__) if work else ("", "", "")
+    shares = sorted(held.items(), key=lambda kv: -kv[1])
+    return {"step": step, "path_ns": total, "rank": setter, "share_pct": 100.0 * held[setter] / max(total, 1),
+            "communication_ns": sum(p.time_ns for p in walked if p.communication), "top_what": what, "top_op": op,
+            "top_module": module, "top_ns": work.get((what, op, module), 0),
+            "ranks": "; ".join(f"{k}: {100.0 * v / max(total, 1):.0f}%" for k, v in shares)}
+
+
+def job_path(results: Sequence[TraceAnalysis]) -> pd.DataFrame:
+    """Per step: the job's path length, the rank that set the step (the most time on the path) and its largest
+    work there, the communication on the path, and each rank's share of it."""
+    ranked = [r for r in results if r.rank is not None and "path_legs" in r.frames]
+    if len(ranked) < 2:
+        return pd.DataFrame(columns=COLUMNS)
+    arrivals = _arrivals(ranked)
+    by_rank = {int(r.rank): r.frames["path_legs"] for r in ranked}  # type: ignore[arg-type]
+    per_step = {k: {str(s): part.sort_values("end_ns", kind="stable") for s, part in f.groupby("step", sort=False)}
+                for k, f in by_rank.items()}
+    steps = set.intersection(*(set(p) for p in per_step.values()))
+    rows = []
+    for step in (s for s in per_step[min(per_step)] if s in steps):  # in step order
+        legs = {k: p[step] for k, p in per_step.items()}
+        last = max(legs, key=lambda k: int(legs[k]["end_ns"].max()))
+        rows.append(_step_row(step, _walk(legs, arrivals, last)))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def job_path_line(table: pd.DataFrame, _: object = None) -> str:
+    """Which rank set the steps, in one sentence."""
+    if table.empty:
+        return ""
+    counts = table["rank"].astype(int).value_counts()
+    rank = int(counts.index[0])
+    mine = table[table["rank"].astype(int) == rank]
+    top = mine["top_what"].astype(str).value_counts()
+    largest = f", its largest work there {top.index[0]}" if len(top) and top.index[0] else ""
+    return (f"Job's path: rank {rank} set {int(counts.iloc[0])} of {len(table)} step(s), holding a median "
+            f"{mine['share_pct'].median():.0f}% of the path{largest}.")
