@@ -170,6 +170,7 @@ def test_the_command_reference_is_written_from_the_command_table() -> None:
 @pytest.mark.parametrize("argv", [
     ["ls", "{T}"], ["show", "{T}/silu_mul-bfloat16-h200-20261129t180657z"],
     ["show", "{T}/silu_mul-bfloat16-h200-20261129t180657z", "--timings"], ["summary", "{T}"], ["compare", "{T}"],
+    ["compare", "{T}/bench-h200-20261129t092218z", "{T}/bench-h200-20261129t174201z"],
     ["breakdown", "{T}/decoder_layer-bfloat16-h200-20261129t174445z"], ["roofline", "{T}"],
     ["analyze", "{T}/llama4l-eager-h200"], ["fusion", "{T}/llama4l-eager-h200"],
     ["diff", "{T}/llama4l-eager-h200", "{T}/llama4l-compiled-h200"], ["columns"], ["cases"],

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fuseprof.commands.base import Command, emit, folder_argument, format_option
+from fuseprof.commands.base import DEFAULT_TRACES, Command, emit, folder_argument, format_option
 from fuseprof.errors import FuseprofError
 
 
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
-    folder_argument(p, "bench/capture bundle or folder")
-    p.add_argument("--baseline", default="compiled", help="variant to compute speedups against")
+    p.add_argument("dirs", nargs="*", type=Path, metavar="DIR",
+                   help=f"a bench/capture bundle or folder (default: {DEFAULT_TRACES}); two: compare A with B, per "
+                        "case, variant, shape and dtype")
+    p.add_argument("--baseline", help="variant to compute speedups against (one folder; default: compiled, where "
+                                      "the bundles hold it)")
     format_option(p)
 
 
@@ -19,6 +22,11 @@ def _compare(args: argparse.Namespace) -> int:
     from fuseprof.bundle.loading import load_timings
     from fuseprof.tables.compare import compare_variants
 
+    if len(args.dirs) > 2:
+        raise FuseprofError(f"compare: give one folder, or two (A and B); got {len(args.dirs)}")
+    if len(args.dirs) == 2:
+        return _compare_two(args)
+    args.dir = args.dirs[0] if args.dirs else DEFAULT_TRACES
     timings = load_timings(args.dir)
     if timings.empty:
         raise FuseprofError(f"{args.dir}: no timings to compare (compare reads bundles from `fuseprof profile` or "
@@ -30,10 +38,30 @@ def _compare(args: argparse.Namespace) -> int:
 
         show_verification(verification_table(timings[timings["fusion_row"].notna()]), args.format, args.wide)
         return 0
-    if args.baseline not in set(timings["variant"]):
+    if args.baseline is not None and args.baseline not in set(timings["variant"]):
         raise FuseprofError(f"--baseline {args.baseline!r}: no such variant in {args.dir}; variants: "
                             f"{', '.join(sorted(timings['variant'].dropna().unique()))}")
-    emit(compare_variants(timings, args.baseline), args.format, args.wide)
+    emit(compare_variants(timings, args.baseline or "compiled"), args.format, args.wide)
+    return 0
+
+
+def _compare_two(args: argparse.Namespace) -> int:
+    """``compare A B``: the same case, variant, shape and dtype in two capture folders."""
+    from fuseprof.tables.compare_runs import compare_runs, readable
+
+    a, b = args.dirs
+    for label, folder in (("A", a), ("B", b)):
+        if not folder.exists():
+            raise FuseprofError(f"{label} = {folder}: no such folder")
+    table = compare_runs(a, b)
+    if args.format != "table":
+        emit(table, args.format, args.wide)
+        return 0
+    print(f"A: {a}\nB: {b}")
+    emit(readable(table), "table", args.wide)
+    counts = table["change"].value_counts()
+    print("; ".join(f"{int(counts[c])} {c}" for c in ("slower", "faster", "within noise", "only in A", "only in B")
+                    if c in counts) + " (B against A, beyond the larger p10–p90 spread)")
     return 0
 
 
@@ -116,7 +144,10 @@ COMMANDS = (
     Command("compare", "variants side by side: GPU and as-called time, GB/s, vs copy", _compare, _compare_arguments,
             "For bench and capture bundles: each variant's GPU and as-called time beside the baseline's. For a "
             "`fuseprof fusion --verify` bundle: each chain's predicted saving beside the realised one (eager minus "
-            "compiled replay) and the prediction error; formulas in fuseprof/verify/table.py."),
+            "compiled replay) and the prediction error; formulas in fuseprof/verify/table.py. Given two folders A "
+            "and B (two runs, two machines, before and after a change): per case, variant, shape and dtype, each "
+            "side's GPU time and bytes, B/A, each side's spread and whether the change stands above it; formulas "
+            "in fuseprof/tables/compare_runs.py."),
     Command("breakdown", "per variant and shape: latency, GPU time, kernels and launches per call, "
                          "GEMM/attention/memory-bound shares, %% of the memory roofline", _breakdown,
             _breakdown_arguments,
