@@ -13,7 +13,7 @@ import fuseprof
 from fuseprof.analysis import analyze
 from fuseprof.cli import main
 from fuseprof.model.launches import lanes, launch_gaps
-from tests.conftest import TRACES, covered_ns
+from tests.conftest import FIXTURES, TRACES, covered_ns
 
 EAGER = TRACES / "llama4l-eager-h200"
 COMPILED = TRACES / "llama4l-compiled-h200"
@@ -135,3 +135,22 @@ def test_ncu_measurements_stand_beside_the_analytic_per_op_numbers() -> None:
     inside = result.events[result.events["ranges"].fillna("").str.contains("fuseprof:")]
     assert inside["ncu_flops"].notna().all() and result.events.loc[~result.events.index.isin(inside.index),
                                                                         "ncu_flops"].isna().all()
+
+
+@pytest.mark.parametrize("keep, reason", [
+    (lambda e: str(e.get("cat", "")).lower() not in ("kernel", "gpu_memcpy", "gpu_memset"),
+     "CUDA/HIP runtime calls but none of their GPU work"),
+    (lambda e: e.get("ph") != "X" or str(e.get("cat", "")).lower() == "cpu_op", "CPU ops and no GPU runtime call"),
+])
+def test_a_trace_without_gpu_work_is_refused_with_what_it_holds(keep, reason: str, tmp_path, capsys) -> None:
+    """A real trace with its GPU events cut (the GPU activity not recorded), or with only its CPU ops (a CPU-only
+    run): one line saying which, with the count of what it does hold, from the raw file."""
+    raw = json.loads(gzip.open(FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz").read())
+    raw["traceEvents"] = [e for e in raw["traceEvents"] if keep(e)]
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(raw))
+    held = [e for e in raw["traceEvents"] if e.get("ph") == "X" and str(e.get("cat", "")).lower() in
+            (("cuda_runtime", "cuda_driver") if reason.startswith("CUDA") else ("cpu_op",))]
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"it holds {len(held):,} {reason}" in err and "\n" not in err, err

@@ -177,6 +177,19 @@ class WindowedEvents:
     iterations: Iterations = NO_ITERATIONS
 
 
+def no_gpu_reason(tables: TraceTables) -> str:
+    """Why a trace holds no GPU work, from what it does hold: CPU ops with no GPU runtime call is a CPU-only run;
+    runtime calls without their kernels is a GPU activity that was not recorded."""
+    if len(tables.launches):
+        return (f"it holds {len(tables.launches):,} CUDA/HIP runtime calls but none of their GPU work — the GPU "
+                "activity was not recorded (ProfilerActivity.CUDA not given, or the GPU tracer failed to start)")
+    if len(tables.ops):
+        return (f"it holds {len(tables.ops):,} CPU ops and no GPU runtime call — a CPU-only run, which analyze "
+                "cannot place on a GPU timeline (for a `--device cpu` capture bundle: fuseprof summary, breakdown, "
+                "compare)")
+    return "it holds no CPU ops either"
+
+
 def windowed_events(tables: TraceTables, options: Options = Options(), captures: Sequence[TraceTables] = (),
                     ncu_rows: pd.DataFrame | None = None) -> WindowedEvents:
     """The events an analysis's tables are computed from (a stored analysis rebuilds them with this
@@ -184,8 +197,7 @@ def windowed_events(tables: TraceTables, options: Options = Options(), captures:
     every, graph_check = categorized_events(tables, options.registry,
                                             capture_windows(*captures) if captures else None)
     if every.empty:
-        raise TraceFormatError(f"{tables.path}: no GPU kernels, memcpys or memsets; was the trace captured with "
-                               "ProfilerActivity.CUDA?")
+        raise TraceFormatError(f"{tables.path}: no GPU kernels, memcpys or memsets: {no_gpu_reason(tables)}")
     iterations = find_iterations(tables, every, options.registry)
     every["profiler_step"] = profiler_steps(every, iterations)
     every = pd.concat([every, gpu_phases(every, tables, options.registry)], axis=1)
