@@ -2,7 +2,8 @@
 
 Cells are shown as given (callers put human units in cells and units in headers). When a table is
 wider than the limit, its long text columns (op chains, signatures, kernel names) wrap onto more
-lines, never cut; numbers never wrap. If the numbers alone are still too wide, the table is printed
+lines, never cut, and never inside a name up to ``_WHOLE`` characters (a bundle, an op, a file: a column is at
+least as wide as its longest such name); numbers never wrap. If the numbers alone are still too wide, the table is printed
 in blocks of columns, each led by the first column, so every value stays on screen.
 """
 
@@ -15,6 +16,7 @@ import pandas as pd
 
 WIDTH = 120
 _MIN_TEXT = 24
+_WHOLE = 48  # a name (no space, comma, slash, arrow or bracket in it) up to this long is never broken
 _NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d*(e[-+]?\d+)?%?$|^(nan|inf|-inf)$", re.IGNORECASE)  # incl. empty cells
 _BREAKS = re.compile(r"(?<=[\s,/→(\[])")  # break after spaces, commas, slashes, arrows, open brackets
 
@@ -75,7 +77,7 @@ def table_text(frame: pd.DataFrame, wide: bool = False, width: int = WIDTH) -> s
         return _render(cells, headers, widths, numeric)
     text = [i for i, n in enumerate(numeric) if not n]
     fixed = sum(w for i, w in enumerate(widths) if numeric[i]) + 2 * (len(widths) - 1)
-    floor = {i: max(_MIN_TEXT, len(headers[i])) for i in text}
+    floor = {i: max(_MIN_TEXT, len(headers[i]), _longest_name(r[i] for r in cells)) for i in text}
 
     def total(level: int) -> int:  # every text column capped at ``level`` (never below its floor)
         return fixed + sum(min(widths[i], max(level, floor[i])) for i in text)
@@ -91,6 +93,11 @@ def table_text(frame: pd.DataFrame, wide: bool = False, width: int = WIDTH) -> s
     return "\n\n".join(_render([[r[i] for i in block] for r in cells], [headers[i] for i in block],
                                [widths[i] for i in block], [numeric[i] for i in block])
                        for block in _blocks(widths, width))
+
+
+def _longest_name(column: object) -> int:
+    """The longest unbreakable piece of a column's cells (at most ``_WHOLE``): what must fit on one line."""
+    return max((min(len(p.rstrip()), _WHOLE) for cell in column for p in _BREAKS.split(str(cell))), default=0)
 
 
 def _blocks(widths: list[int], width: int) -> list[list[int]]:
