@@ -4,6 +4,7 @@ and its dependencies, from pip's cache): marked ``wheel``; CI runs it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +72,19 @@ def test_installed_dashboard_draws_its_first_chart(installed: Path, tmp_path: Pa
         page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
         assert page.locator('[data-testid="stException"]').count() == 0
         browser.close()
+
+
+def test_the_gate_recipe_installs_as_written(installed: Path, tmp_path: Path) -> None:
+    """docs/gate.md's install step, run verbatim (its ``python`` is the venv's) in a folder where the workflow's
+    second checkout put fuseprof's repository, installs a fuseprof whose gate runs."""
+    recipe = (ROOT / "docs" / "gate.md").read_text()
+    (line,) = [s.split("run: ", 1)[1] for s in recipe.splitlines() if "run: python -m pip install" in s]
+    (tmp_path / ".fuseprof").symlink_to(ROOT)
+    env_path = f"{installed}:/usr/bin:/bin"
+    done = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PATH": env_path})
+    assert done.returncode == 0, done.stderr[-2000:]
+    gate = subprocess.run([str(installed / "fuseprof"), "diff", str(TRACES / "llama4l-eager-h200"),
+                           str(TRACES / "llama4l-compiled-h200"), "--fail-on", "busy:+5%,kernels:+0"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900)
+    assert gate.returncode == 0, gate.stderr[-2000:]
