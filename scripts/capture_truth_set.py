@@ -13,6 +13,8 @@ profiler (20 steps, CUDA events; the A/B pairs' closed loop reads it). The model
                                   optimizer is a real share of it): forward, backward, AdamW(foreach / fused)
     train_foreach_memory          train_foreach with profile_memory=True ([memory] events)
     train_checkpoint              train_foreach with every layer's activations recomputed (torch.utils.checkpoint)
+    train_hygiene_unfused / _fused   the parts around the optimizer: fp16 with a GradScaler, gradient clipping per
+                                  parameter / foreach, AdamW foreach / fused, zero_grad writing zeros / to None
     mlp_gated / mlp_gateup / mlp_plain   inference MLPs: gate and up apart, gate_up as one GEMM, fc1-GELU-fc2
     qkv_separate / qkv_fused      attention blocks: q, k, v as three GEMMs, or one qkv GEMM split
     attn_eager / attn_sdpa        causal attention written eagerly (QKᵀ, scale, mask, softmax, ·V) or as SDPA
@@ -302,6 +304,77 @@ def train(out: Path, name: str, fused: bool, memory: bool = False, checkpoint: b
     capture(out, name, step, truth, memory=memory)
 
 
+def _event_ms(call: Callable[[], Any], repeats: int = 20) -> float:
+    """The median GPU time of ``call`` by CUDA events (wall time on a CPU), 3 warm-ups first."""
+    for _ in range(3):
+        call()
+    _sync()
+    times = []
+    for _ in range(repeats):
+        if DEVICE.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            call()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t = time.perf_counter()
+            call()
+            times.append(1e3 * (time.perf_counter() - t))
+    return statistics.median(times)
+
+
+def train_hygiene(out: Path, name: str, fused: bool) -> None:
+    """The step around the optimizer: fp16 autocast with a GradScaler, gradients unscaled and clipped, then the
+    optimizer and zero_grad. Unfused: clip_grad_norm_(foreach=False) (a norm and a mul per parameter),
+    AdamW(foreach), zero_grad(set_to_none=False) (a fill per parameter); fused: clip_grad_norm_(foreach=True),
+    AdamW(fused), zero_grad(set_to_none=True) (no kernel). The truth file holds each part's GPU time measured
+    apart (CUDA events), to score the rows' predicted savings against."""
+    torch.manual_seed(0)
+    model = Llama().to(DEVICE)
+    params = [p for p in model.parameters()]
+    optimizer = torch.optim.AdamW(params, lr=1e-4, **({"fused": True} if fused else {"foreach": True}))
+    scaler = torch.amp.GradScaler(DEVICE.type)
+    vocab = model.lm_head.out_features
+    g = torch.Generator(device="cpu").manual_seed(0)
+    tokens, positions = torch.randint(0, vocab, (2, 256), generator=g).to(DEVICE), torch.arange(256, device=DEVICE)
+
+    def backward() -> None:
+        with torch.autocast(DEVICE.type, dtype=torch.float16):
+            logits = model(tokens, positions)
+        loss = F.cross_entropy(logits.float().view(-1, vocab), tokens.view(-1))
+        scaler.scale(loss).backward()
+
+    def step() -> None:
+        backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=fused)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=fused)
+
+    backward()  # gradients to time the parts on
+    grads = [p.grad for p in params]
+    found, inv = torch.zeros(1, device=DEVICE), torch.ones(1, device=DEVICE)
+    parts = {"clip_per_parameter_ms": lambda: torch.nn.utils.clip_grad_norm_(params, 1e9, foreach=False),
+             "clip_foreach_ms": lambda: torch.nn.utils.clip_grad_norm_(params, 1e9, foreach=True),
+             "zero_grad_fill_ms": lambda: [x.zero_() for x in grads],
+             "unscale_ms": lambda: torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inv)}
+    measured = {k: round(_event_ms(f), 4) for k, f in parts.items()}
+    optimizer.zero_grad(set_to_none=True)
+    grad_bytes = sum(p.numel() * p.element_size() for p in params)
+    truth = {"what": f"4-layer Llama-style training step (d {D}, vocab {vocab}, 2 × 256 tokens), fp16 autocast, "
+                     f"GradScaler, clip_grad_norm_(foreach={fused}), AdamW(fused={fused}), "
+                     f"zero_grad(set_to_none={fused})",
+             "audit": {"optimizer step": ["fused" if fused else "not fused"],
+                       "gradient clipping": ["fused" if fused else "not fused"],
+                       "zero-grad": ["fused" if fused else "not fused"], "grad scaler": ["fused"]},
+             "parameters": len(params), "gradient_bytes": grad_bytes, "parts": measured,
+             "phases": ["forward", "backward", "optimizer"], "idle_verdict": ["host-bound"]}
+    capture(out, name, step, truth)
+
+
 @torch.no_grad()
 def inference(out: Path, name: str, module: nn.Module, x: torch.Tensor, truth: dict[str, Any], *args: Any) -> None:
     module = module.to(DEVICE, DTYPE)
@@ -502,6 +575,8 @@ GROUPS: dict[str, Callable[[Path], None]] = {
     "train": lambda out: (train(out, "train_foreach", False), train(out, "train_fused", True),
                           train(out, "train_foreach_memory", False, memory=True),
                           train(out, "train_checkpoint", False, checkpoint=True)),
+    "hygiene": lambda out: (train_hygiene(out, "train_hygiene_unfused", False),
+                            train_hygiene(out, "train_hygiene_fused", True)),
     "blocks": blocks, "fp8": fp8, "prefill": prefill, "decode": decode, "known_path": known_path,
     "idle": idle_causes,
 }
