@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -95,7 +96,7 @@ def table_text(frame: pd.DataFrame, wide: bool = False, width: int = WIDTH) -> s
                        for block in _blocks(widths, width))
 
 
-def _longest_name(column: object) -> int:
+def _longest_name(column: Iterable[str]) -> int:
     """The longest unbreakable piece of a column's cells (at most ``_WHOLE``): what must fit on one line."""
     return max((min(len(p.rstrip()), _WHOLE) for cell in column for p in _BREAKS.split(str(cell))), default=0)
 
