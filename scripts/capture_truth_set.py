@@ -13,6 +13,8 @@ profiler (20 steps, CUDA events; the A/B pairs' closed loop reads it). The model
                                   optimizer is a real share of it): forward, backward, AdamW(foreach / fused)
     train_foreach_memory          train_foreach with profile_memory=True ([memory] events)
     train_checkpoint              train_foreach with every layer's activations recomputed (torch.utils.checkpoint)
+    lm_head_eager / lm_head_liger   the LM head and cross-entropy over a 32k vocabulary, eager or Liger's fused
+                                  linear cross-entropy (no N × V logits), with profile_memory
     train_hygiene_unfused / _fused   the parts around the optimizer: fp16 with a GradScaler, gradient clipping per
                                   parameter / foreach, AdamW foreach / fused, zero_grad writing zeros / to None
     mlp_gated / mlp_gateup / mlp_plain   inference MLPs: gate and up apart, gate_up as one GEMM, fc1-GELU-fc2
@@ -359,7 +361,7 @@ def train_hygiene(out: Path, name: str, fused: bool) -> None:
     found, inv = torch.zeros(1, device=DEVICE), torch.ones(1, device=DEVICE)
     parts = {"clip_per_parameter_ms": lambda: torch.nn.utils.clip_grad_norm_(params, 1e9, foreach=False),
              "clip_foreach_ms": lambda: torch.nn.utils.clip_grad_norm_(params, 1e9, foreach=True),
-             "zero_grad_fill_ms": lambda: [x.zero_() for x in grads],
+             "zero_grad_foreach_ms": lambda: torch._foreach_zero_(grads),  # what zero_grad(set_to_none=False) runs
              "unscale_ms": lambda: torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inv)}
     measured = {k: round(_event_ms(f), 4) for k, f in parts.items()}
     optimizer.zero_grad(set_to_none=True)
@@ -373,6 +375,41 @@ def train_hygiene(out: Path, name: str, fused: bool) -> None:
              "parameters": len(params), "gradient_bytes": grad_bytes, "parts": measured,
              "phases": ["forward", "backward", "optimizer"], "idle_verdict": ["host-bound"]}
     capture(out, name, step, truth)
+
+
+def lm_head_loss(out: Path) -> None:
+    """The LM head and its loss over a 32k vocabulary (4 × 1024 tokens, d 2048, bf16), forward and backward:
+    eager (the linear's N × V logits, cast to float, log_softmax, nll_loss) and Liger's fused linear
+    cross-entropy (the logits computed and consumed a chunk at a time: never N × V at once). Both with
+    profile_memory, so the peak's difference is the logits buffers the fusion avoids; the truth holds each
+    step's time measured apart."""
+    tokens, width, vocab = 4 * 1024, 2048, 32000
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(tokens, width, generator=g).to(DEVICE, DTYPE).requires_grad_()
+    head = nn.Linear(width, vocab, bias=False).to(DEVICE, DTYPE)
+    target = torch.randint(0, vocab, (tokens,), generator=g).to(DEVICE)
+    eager = {"what": f"LM head + cross-entropy, eager ({tokens} tokens, d {width}, vocab {vocab}, bf16)",
+             "audit": {"linear cross-entropy": ["not fused"]}, "classes_present": ["linear cross-entropy"],
+             "logits_bytes": tokens * vocab * 2}
+
+    def eager_step() -> None:
+        F.cross_entropy(head(x).float(), target).backward()
+
+    capture(out, "lm_head_eager", eager_step, eager, memory=True)
+    try:
+        from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
+    except ImportError as exc:
+        print(f"lm_head_liger: skipped ({exc})", flush=True)
+        return
+    fused_loss = LigerFusedLinearCrossEntropyLoss()
+
+    def liger_step() -> None:
+        fused_loss(head.weight, x, target).backward()
+
+    capture(out, "lm_head_liger", liger_step, {**eager, "what": eager["what"].replace("eager", "Liger fused linear "
+                                                                                     "cross-entropy"),
+                                               "audit": {"linear cross-entropy": ["fused"]}, "classes_present": [],
+                                               "classes_absent": ["linear cross-entropy"]}, memory=True)
 
 
 @torch.no_grad()
@@ -577,6 +614,7 @@ GROUPS: dict[str, Callable[[Path], None]] = {
                           train(out, "train_checkpoint", False, checkpoint=True)),
     "hygiene": lambda out: (train_hygiene(out, "train_hygiene_unfused", False),
                             train_hygiene(out, "train_hygiene_fused", True)),
+    "lmhead": lm_head_loss,
     "blocks": blocks, "fp8": fp8, "prefill": prefill, "decode": decode, "known_path": known_path,
     "idle": idle_causes,
 }

@@ -147,3 +147,81 @@ def test_the_gate_fails_on_a_larger_memory_peak(tmp_path: Path, capsys) -> None:
     assert main(["diff", str(a), str(a), "--fail-on", "memory:+5%"]) == 0
     assert main(["diff", str(TRUTH / "train_foreach.json.gz"), str(a), "--fail-on", "memory:+5%"]) == 2
     assert "no memory records" in capsys.readouterr().err
+
+
+def _between_backward_and_step_gpu_ns(path: Path, leave_out: tuple[str, ...]) -> int:
+    """GPU time of the kernels launched after each step's last gradient accumulation and before its
+    Optimizer.step# range (clipping and the grad scaler run there), less those launched inside a CPU op named
+    in ``leave_out`` — from the raw file."""
+    events = _events(path)
+    accumulate = sorted(_ns(e["ts"]) + _ns(e["dur"]) for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"
+                        and e["name"] == BACKWARD + "torch::autograd::AccumulateGrad")
+    steps = sorted(_ns(e["ts"]) for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+                   and e["name"].startswith("Optimizer.step#"))
+    windows = [(max(a for a in accumulate if a < s), s) for s in steps if any(a < s for a in accumulate)]
+    left_out = [(e["tid"], _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events if e.get("ph") == "X"
+                and e.get("cat") == "cpu_op" and e["name"] in leave_out]
+    return sum(_ns(k["dur"]) for k, (tid, t) in _kernel_launches(events)
+               if any(a <= t < s for a, s in windows) and not _inside(left_out, tid, t))
+
+
+def test_clipping_zero_grad_and_the_grad_scaler_are_rows_of_their_own() -> None:
+    """fp16 training steps with a GradScaler, unfused (clipping per gradient, foreach AdamW, zero_grad writing
+    zeros) and fused (clipping foreach, fused AdamW, zero_grad to None): the audit's verdicts are the truth files';
+    the clipping row's predicted GPU saving is within 35% of what the fused capture's clipping saved (both from the
+    raw files), and the zero-grad row's saving is the time of the kernels inside its range."""
+    unfused, fused = TRUTH / "train_hygiene_unfused.json.gz", TRUTH / "train_hygiene_fused.json.gz"
+    scaler = ("aten::_amp_foreach_non_finite_check_and_unscale_", "aten::item")
+    measured = _between_backward_and_step_gpu_ns(unfused, scaler) - _between_backward_and_step_gpu_ns(fused, scaler)
+    results = {p: analyze([p])[0] for p in (unfused, fused)}
+    for path, result in results.items():
+        truth = json.loads(path.with_name(path.name.replace(".json.gz", ".truth.json")).read_text())["audit"]
+        verdicts = dict(zip(result.audit["fusion"], result.audit["verdict"]))
+        assert {k: verdicts[k] for k in truth} == {k: v[0] for k, v in truth.items()}, path.name
+    rows = results[unfused].fusion.set_index("class")
+    predicted = float(rows.loc["gradient clipping", "saving_ns"])
+    assert abs(predicted - measured) / measured <= 0.35, (predicted, measured)
+    events = _events(unfused)
+    zero = [(e["tid"], _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events if e.get("ph") == "X"
+            and e.get("cat") == "user_annotation" and e["name"].startswith("Optimizer.zero_grad#")]
+    written = sum(_ns(k["dur"]) for k, (tid, t) in _kernel_launches(events) if _inside(zero, tid, t))
+    assert written > 0 and float(rows.loc["zero-grad", "saving_ns"]) == written
+    assert not {"gradient clipping", "zero-grad"} & set(results[fused].fusion["class"])
+
+
+def _gpu_ns(path: Path, gemm_ops: bool | None = None) -> int:
+    """GPU time of a raw trace's kernels, memcpys and memsets: all (``None``), or only those whose launch sits
+    inside (``True``) or outside (``False``) an ``aten::mm``/``aten::addmm`` CPU op."""
+    events = _events(path)
+    gemms = [(e["tid"], _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events if e.get("ph") == "X"
+             and e.get("cat") == "cpu_op" and e["name"] in ("aten::mm", "aten::addmm")]
+    return sum(_ns(k["dur"]) for k, (tid, t) in _kernel_launches(events)
+               if gemm_ops is None or bool(_inside(gemms, tid, t)) == gemm_ops)
+
+
+def _peak_allocated(path: Path) -> int:
+    return max(e["args"]["Total Allocated"] for e in _events(path) if e.get("name") == "[memory]")
+
+
+def test_the_lm_heads_cross_entropy_is_a_class_whose_loss_side_saving_liger_realises() -> None:
+    """The LM head and its loss over a 32k vocabulary, eager and as Liger's fused linear cross-entropy: the audit
+    and the class are the truth files'; the row's predicted saving — the loss's side: the head's GEMMs kept —
+    is within 10% of what Liger's kernel saved there (the GPU time outside the GEMM ops, eager − Liger, from the
+    raw files); the N × V writes it names are the logits' shape from the raw GEMM's inputs."""
+    eager, liger = TRUTH / "lm_head_eager.json.gz", TRUTH / "lm_head_liger.json.gz"
+    results = {p: analyze([p])[0] for p in (eager, liger)}
+    for path, result in results.items():
+        truth = json.loads(path.with_name(path.name.replace(".json.gz", ".truth.json")).read_text())
+        assert dict(zip(result.audit["fusion"], result.audit["verdict"]))["linear cross-entropy"] == \
+            truth["audit"]["linear cross-entropy"][0]
+        assert ("linear cross-entropy" in set(result.fusion["class"])) == bool(truth["classes_present"])
+    row = results[eager].fusion.set_index("class").loc["linear cross-entropy"]
+    measured = _gpu_ns(eager, gemm_ops=False) - _gpu_ns(liger, gemm_ops=False)
+    assert abs(float(row["saving_ns"]) - measured) / measured <= 0.10, (row["saving_ns"], measured)
+    (head,) = {tuple(map(tuple, e["args"]["Input Dims"][:2])) for e in _events(eager) if e.get("cat") == "cpu_op"
+               and e["name"] == "aten::mm" and e["args"]["Input Dims"][1][-1] == 32000}
+    logits = head[0][0] * head[1][1]
+    assert f"{logits * (2 + 5 * 4) / 1e6:,.1f} MB" in row["signature"]  # the bf16 logits, then 5 float writes
+    # what the fusion costs and buys here: the head's GEMMs, chunked, ran slower; the peak fell by the buffers
+    assert _gpu_ns(liger, gemm_ops=True) > _gpu_ns(eager, gemm_ops=True)
+    assert _peak_allocated(eager) - _peak_allocated(liger) > 2 * logits * 4

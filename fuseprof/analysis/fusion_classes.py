@@ -12,6 +12,14 @@
                              outputs as before, at the larger of FLOPs/peak and bytes/DRAM, plus one fixed cost.
     GEMM epilogue            an activation alone, or a bias add, reading a GEMM's output. Fused into the
                              GEMM's epilogue: its kernel's time is saved, the GEMM's stays.
+    gradient clipping        a norm per gradient and a scale per gradient (``clip_grad_norm_(foreach=False)``):
+                             fused, two multi-tensor passes — 3 × the gradients' bytes, two kernels' fixed cost
+                             (``patterns.clip``).
+    zero-grad                gradients written with zeros inside ``Optimizer.zero_grad#``: ``set_to_none=True``
+                             writes nothing, so the saving is their time (``patterns.zero_grad``).
+    linear cross-entropy     the LM head's GEMM, its logits' casts, log_softmax and nll_loss, and their backward:
+                             fused, the head's GEMMs as measured and one in-place pass over the logits
+                             (``patterns.linear_ce``).
 
 Rows are grouped by signature (ops and shapes aside, as the chains are) and keep only what saves time.
 """
@@ -24,14 +32,20 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel
-from fuseprof.analysis.patterns import Costs, Found, attention, epilogue, sibling_cost
+from fuseprof.analysis.patterns import Costs, Found, attention, clip, epilogue, linear_ce, sibling_cost, zero_grad
 from fuseprof.analysis.units import Unit, Units
 from fuseprof.model.registry import CatalogueEntry, Registry
 from fuseprof.model.roofline import Roof
 
 _KNOWN = {"eager attention → SDPA": "F.scaled_dot_product_attention (flash)",
           "horizontal GEMM": "one GEMM over the concatenated weights (QKV / gate-up)",
-          "GEMM epilogue": "cuBLASLt epilogue (torch._addmm_activation), Inductor, CUTLASS"}
+          "GEMM epilogue": "cuBLASLt epilogue (torch._addmm_activation), Inductor, CUTLASS",
+          "gradient clipping": "clip_grad_norm_(foreach=True): torch's default on CUDA",
+          "zero-grad": "optimizer.zero_grad(set_to_none=True): torch's default",
+          "linear cross-entropy": "Liger LigerFusedLinearCrossEntropyLoss (its chunked GEMMs can cost more than "
+                                  "it saves: docs/traces.md)"}
+# the classes whose kernels the chain finder leaves to them (fuseprof.analysis.opportunities)
+CLAIMING = ("eager attention → SDPA", "gradient clipping", "zero-grad", "linear cross-entropy")
 
 
 def sibling_gemms(units: Units) -> list[list[Unit]]:
@@ -76,7 +90,8 @@ def _row(cls: str, found: Found, signature: str, predicted_ns: float, fused_byte
 
 
 def class_instances(units: Units, roof: Roof, copy: CopyModel, registry: Registry) -> list[dict[str, object]]:
-    """Every instance of the three classes, best first by class: eager attention, horizontal GEMMs, epilogues."""
+    """Every instance of the classes, best first by class: eager attention, horizontal GEMMs, epilogues, gradient
+    clipping, zero-grad, linear cross-entropy."""
     costs = Costs(roof, copy, registry)
     rows = []
     for found in attention(units, CatalogueEntry("eager attention", "attention"), costs):
@@ -96,6 +111,12 @@ def class_instances(units: Units, roof: Roof, copy: CopyModel, registry: Registr
             gemm, consumer = found.units
             rows.append(_row("GEMM epilogue", Found(False, (consumer,), ""), f"{gemm.op} → {consumer.op} (epilogue)",
                              0.0, 0.0, costs))
+    for cls, pattern in (("gradient clipping", clip), ("zero-grad", zero_grad), ("linear cross-entropy", linear_ce)):
+        entry = next((e for e in registry.catalogue if e.pattern == pattern.__name__), None)
+        for found in pattern(units, entry, costs) if entry is not None else ():
+            if not found.fused and not math.isnan(found.saving_ns):
+                measured = sum(u.time_ns for u in found.units)
+                rows.append(_row(cls, found, found.signature, measured - found.saving_ns, found.fused_bytes, costs))
     return rows
 
 

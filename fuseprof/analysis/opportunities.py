@@ -24,7 +24,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel, chain_groups
-from fuseprof.analysis.fusion_classes import class_instances, class_opportunities
+from fuseprof.analysis.fusion_classes import CLAIMING, class_instances, class_opportunities
 from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.analysis.optimizer import CLASS as OPTIMIZER
@@ -46,7 +46,7 @@ def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel,
     units = units if units is not None else window_units(events, graph, registry)
     steps = optimizer_instances(events, tables, registry, copy) if tables is not None else []
     instances = steps + class_instances(units, roof, copy, registry)
-    claimed = {m for r in instances if r["class"] in ("eager attention → SDPA", OPTIMIZER)
+    claimed = {m for r in instances if r["class"] in (*CLAIMING, OPTIMIZER)
                for m in r["members"]}  # type: ignore[attr-defined]
     chains = chain_groups(events, copy, registry, claimed, graph)
     taken = {m for members in chains.get("members", []) for m in members}

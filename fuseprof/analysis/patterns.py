@@ -497,6 +497,125 @@ def optimizer(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
                   float("nan"))]
 
 
+_TRAINING_PASSES = ("forward", "backward", "recomputation")
+
+
+def _in_region(unit: Unit, region: re.Pattern[str] | None) -> bool:
+    return region is not None and any(region.search(part) for part in unit.ranges.split(" / "))
+
+
+def _runs(units: Units, member: Callable[[Unit], bool]) -> list[list[Unit]]:
+    """The runs of consecutive units (in order) for which ``member`` holds: one per step of a loop."""
+    runs: list[list[Unit]] = []
+    last = False
+    for unit in units:
+        now = member(unit)
+        if now and not last:
+            runs.append([])
+        if now:
+            runs[-1].append(unit)
+        last = now
+    return runs
+
+
+def clip(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """Gradient clipping: from a norm outside any module after the backward pass, the units up to the optimizer
+    step (the entry's region), the grad scaler's left out. A multi-tensor norm (``_foreach_norm``) is clipping
+    done in one pass; a norm per gradient (and the total over their stack) is not: fused, it reads the gradients
+    once for the norms and once more to scale them in place — 3 × their bytes at the copy rate, two kernels."""
+    region = re.compile(entry.region) if entry.region else None
+    groups: list[list[Unit]] = []
+    current: list[Unit] | None = None
+    for unit in units:
+        if unit.phase in _TRAINING_PASSES or unit.op_id in units.backward or _in_region(unit, region):
+            if current:
+                groups.append(current)
+            current = None
+            continue
+        if current is None and unit.computes("vector norm") and not unit.module:
+            current = []
+        if current is not None and not unit.computes("grad scaler"):
+            current.append(unit)
+    if current:
+        groups.append(current)
+    found = []
+    for group in groups:
+        norms = [u for u in group if u.computes("vector norm")]
+        if any(u.computes("foreach") for u in norms):
+            found.append(Found(True, tuple(group), f"{norms[0].op}: every gradient's norm in one pass"))
+        elif len(norms) >= 3:  # a norm per gradient, then the norm of their stack
+            grads = sum(u.tensors()[0][1].nbytes for u in norms[:-1] if u.tensors())
+            predicted = 3 * grads / costs.copy.bytes_per_s * 1e9 + 2 * costs.copy.fixed_ns if grads else float("nan")
+            found.append(Found(False, tuple(group), f"{len(norms) - 1} gradients' norms and scales, one per gradient",
+                               sum(u.time_ns for u in group) - predicted, 3.0 * grads if grads else float("nan")))
+    return found
+
+
+def zero_grad(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """``zero_grad``: the kernels inside the entry's region (``Optimizer.zero_grad#``) write zeros into every
+    gradient (``set_to_none=False``); ``set_to_none=True`` launches none, so the saving is their whole time. Done:
+    a step whose optimizer ran (units in ``Optimizer.step#``) with no kernel in its zero_grad."""
+    region = re.compile(entry.region) if entry.region else None
+    writes = _runs(units, lambda u: _in_region(u, region))
+    found = [Found(False, tuple(run), f"zeros written into the gradients by {' + '.join(sorted({u.op for u in run}))} "
+                                      "(set_to_none=False)",
+                   float(sum(u.time_ns for u in run)), 0.0) for run in writes]
+    if not writes:
+        stepped = re.compile(r"^Optimizer\.step#")
+        found = [Found(True, (), "no kernel in zero_grad (set_to_none=True)")
+                 for _ in _runs(units, lambda u: _in_region(u, stepped))]
+    return found
+
+
+def grad_scaler(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """The grad scaler's unscale and inf check, and its scale update: torch's GradScaler does each for every
+    gradient in one multi-tensor op — done, its time the evidence."""
+    return [Found(True, (u,), f"{u.op} (every gradient in one multi-tensor pass)") for u in units
+            if u.computes("grad scaler")]
+
+
+LARGE_VOCABULARY = 8192  # logits at least this wide are a vocabulary's (a classifier's few classes are not)
+
+
+def linear_ce(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """Cross-entropy over a large vocabulary: a log_softmax whose input comes (through casts) from a GEMM at
+    least ``LARGE_VOCABULARY`` wide — the LM head's N × V logits — with the nll_loss reading it, and every
+    backward op autograd ran for them (the loss's and log_softmax's gradients, the head's two GEMMs). A fused
+    linear cross-entropy (Liger's) computes the logits a chunk at a time and never holds them all: the head's
+    GEMMs stay (their measured time is kept), the casts, the float log_softmax and its gradient go, and one
+    kernel reads each logits chunk and writes its gradient in place — 2 × N × V in the logits' dtype at the copy
+    rate. The N × V writes it removes are memory it never allocates. Fused: a unit computing ``fused cross
+    entropy``."""
+    found = []
+    for unit in units:
+        if unit.computes("fused cross entropy"):
+            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (the loss over the logits in one)"))
+            continue
+        if not unit.computes("log_softmax") or not unit.tensors():
+            continue
+        sources, casts = units.sources(unit.op_id, unit.tensors()[0][0], _copy, depth=4)
+        heads = [u for u in sources if u.is_gemm and not u.batched and (u.width or 0) >= LARGE_VOCABULARY
+                 and u.outputs]
+        if not heads:
+            continue
+        head = heads[0]
+        loss = [c for c in units.consumers(unit.op_id) if c.computes("nll_loss_forward") or c.computes("nll_loss")]
+        forward = {u.op_id: u for u in (head, *casts, unit, *loss)}
+        backward = [u for u in units if units.forward_of.get(u.op_id) in forward]
+        group = sorted([*forward.values(), *backward], key=lambda u: u.order)
+        logits = head.outputs[0]
+        cells = math.prod(logits.dims)
+        fused_bytes = 2.0 * logits.nbytes
+        kept = sum(u.time_ns for u in group if u.is_gemm)
+        saving = sum(u.time_ns for u in group) - kept - float(costs.copy.time_ns(fused_bytes))
+        writes = [v for u in group if u not in loss for v in u.outputs if math.prod(v.dims) == cells]
+        found.append(Found(False, tuple(group), f"LM head ({head.width:,} wide) → log_softmax → nll_loss"
+                           + (" and their backward" if backward else "")
+                           + f" ({len(writes)} N × V writes, {sum(v.nbytes for v in writes) / 1e6:,.1f} MB)",
+                           saving, fused_bytes))
+    return found
+
+
 def chain(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     """A user's chain: a unit computing ``entry.kinds[0]`` whose output feeds (through casts) one computing the
     next kind, and so on; fused: one unit computing them all."""
@@ -532,7 +651,8 @@ Pattern = Callable[[Units, CatalogueEntry, Costs], list[Found]]
 PATTERNS: dict[str, Pattern] = {
     "add_rmsnorm": add_rmsnorm, "silu_mul": silu_mul, "gate_up": gate_up, "qkv": qkv, "attention": attention,
     "epilogue": epilogue, "rope_cache": rope_cache, "dequant_gemm": dequant_gemm, "sampling": sampling,
-    "optimizer": optimizer, "chain": chain, "kernels": kernels,
+    "optimizer": optimizer, "clip": clip, "zero_grad": zero_grad, "grad_scaler": grad_scaler, "linear_ce": linear_ce,
+    "chain": chain, "kernels": kernels,
 }
 
 

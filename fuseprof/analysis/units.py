@@ -45,6 +45,7 @@ class Unit:
     inputs: tuple[Any, Any, Any] = (None, None, None)  # as recorded: dims, types, concrete (cost models read them)
     labels: tuple[Any, ...] = ()  # its events' labels in the window's events (what opportunity rows hold)
     module: str = ""  # the nn.Module path that ran it
+    phase: str = ""  # its training phase (forward, backward, recomputation, optimizer, other; fuseprof.analysis.phases)
 
     def computes(self, *kinds: str) -> bool:
         return all(k in self.kinds for k in kinds)
@@ -89,6 +90,7 @@ class Units:
                 if consumer not in found:
                     found.append(consumer)
         self.basis = graph.basis
+        self.forward_of = {i: f for i, f in graph.forward_of.items() if i in units}  # a backward op → its forward op
         # a backward op (run by autograd for a forward one): no forward pattern's part
         self.backward = {i for i in graph.forward_of if i in units} | {i for i, u in units.items() if u.computes("backward")}
 
@@ -206,10 +208,11 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
         longest.index).astype(object))
     none = [None] * len(longest)
     units: dict[int, Unit] = {}
-    for key, op, dims, types, concrete, ranges, module in zip(
+    for key, op, dims, types, concrete, ranges, module, phase in zip(
             longest.index, longest["op"].astype(object), longest["input_dims"], longest["input_type"],
             longest["concrete"], longest["ranges"] if "ranges" in longest else none,
-            longest["module"].astype(object) if "module" in longest else none):
+            longest["module"].astype(object) if "module" in longest else none,
+            longest["phase"].astype(object) if "phase" in longest else none):
         op = op if isinstance(op, str) else ""
         role = registry.role(op)
         args = tuple(tensor_arguments(dims, types))
@@ -217,5 +220,6 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
             op_id=int(key), op=op, kinds=registry.kinds(op, tuple(names[key])), category=str(category[key]), gemm=role.gemm,
             args=args, outputs=tuple(infer_outputs(role, args)), time_ns=int(time_ns[key]), kernels=int(count[key]),
             kernel=str(kernel[key]), ranges=ranges if isinstance(ranges, str) else "", order=int(order[key]),
-            inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "")
+            inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "",
+            phase=phase if isinstance(phase, str) else "")
     return Units(units, graph)

@@ -318,6 +318,8 @@ OP_KINDS: tuple[OpKinds, ...] = (
     OpKinds(op=r"^aten::(addmm|_addmm_activation)$", kinds=("gemm epilogue",)),  # the bias added in the GEMM
     OpKinds(op=r"^aten::_fused_(adam|adamw|sgd|adagrad)_?$", kinds=("fused optimizer",)),
     OpKinds(op=r"^aten::_foreach_\w+$", kinds=("foreach",)),
+    OpKinds(op=r"^aten::(linalg_vector_norm|norm|_foreach_norm)$", kinds=("vector norm",)),  # clipping's norms
+    OpKinds(op=r"^aten::_amp_(foreach_non_finite_check_and_unscale|update_scale)_$", kinds=("grad scaler",)),
     OpKinds(op=r"_backward\w*$|Backward", kinds=("backward",)),  # a gradient: no forward pattern's part
     OpKinds(op=r"^aten::(argmax|topk|multinomial)$", kinds=("sample",)),
     # engines' own ops
@@ -337,6 +339,9 @@ OP_KINDS: tuple[OpKinds, ...] = (
             kinds=("quantized gemm",)),
     OpKinds(kernel=r"multi_tensor_apply_kernel\w*(Fused|fused)(Adam|SGD)|fused_adam|FusedAdam",
             kinds=("fused optimizer",)),
+    # the loss over the logits in one kernel: Liger's (its fused linear cross-entropy's too)
+    OpKinds(kernel=r"liger_cross_entropy|fused_linear_cross_entropy",
+            kinds=("fused cross entropy",)),
 )
 KIND_RULES: tuple[KindRule, ...] = (
     KindRule("activation", any_of=("silu", "gelu", "relu", "tanh", "sigmoid", "hardswish", "mish", "elu",
@@ -357,6 +362,10 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
     CatalogueEntry("dequant + GEMM", "dequant_gemm"),
     CatalogueEntry("sampling", "sampling"),
     CatalogueEntry("optimizer step", "optimizer", region=r"^Optimizer\.step#"),
+    CatalogueEntry("gradient clipping", "clip", region=r"^Optimizer\.step#"),
+    CatalogueEntry("zero-grad", "zero_grad", region=r"^Optimizer\.zero_grad#"),
+    CatalogueEntry("grad scaler", "grad_scaler"),
+    CatalogueEntry("linear cross-entropy", "linear_ce"),
 )
 # What the host's calls and ranges mean while the GPU is idle (fuseprof.analysis.idle), in priority order
 HOST_CAUSES: tuple[HostCause, ...] = (
