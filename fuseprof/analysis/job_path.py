@@ -104,7 +104,8 @@ class Part(NamedTuple):
 
 
 def _walk(legs: dict[int, pd.DataFrame], arrivals: dict[tuple[int, int], tuple[int, int]], rank: int) -> list[Part]:
-    """The job's path of one step (the module docstring), latest first."""
+    """The job's path of one step (the module docstring), latest first. Every hand-over moves the walk to an
+    earlier time, so it ends."""
     until: int | None = None
     out: list[Part] = []
     while True:
@@ -116,7 +117,9 @@ def _walk(legs: dict[int, pd.DataFrame], arrivals: dict[tuple[int, int], tuple[i
             cut, end = int(leg.comm_start_ns), int(leg.end_ns) if until is None else min(int(leg.end_ns), until)
             if not pd.isna(leg.kernel_start_ns) and end > cut:
                 later = arrivals.get((rank, int(leg.kernel_start_ns)))
-                if later is not None and later[0] != rank and later[1] > int(leg.kernel_start_ns):
+                # a hand-over goes back in time (the late rank's arrival lies before where the walk is), so the
+                # walk ends whatever the ranks' collectives' order on several communicators
+                if later is not None and later[0] != rank and int(leg.kernel_start_ns) < later[1] < end:
                     out.append(Part(rank, True, max(0, end - max(cut, later[1])), top))
                     rank, until, jumped = later[0], later[1], True
                     break

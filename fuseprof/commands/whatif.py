@@ -138,7 +138,8 @@ COMMANDS = (
             "along the dependency that bound each start: its length is the step's span to the ns. Per step its time "
             "by bound (GPU kernel, launch/host, sync, allocator, communication, data loading); over the steps the "
             "things on it, each with the step time saved if it took no time (the steps replayed). Given several "
-            "ranks, also the job's path across them: which rank, and what on it, set each step. Graph: "
+            "ranks, the table view also prints the job's path across them: which rank, and what on it, set each "
+            "step (in JSON: `fuseprof analyze --format json`, across_ranks.job_path). Graph: "
             "fuseprof/analysis/critical_path.py; across ranks: fuseprof/analysis/job_path.py."),
     Command("whatif", "replay the steps with a plan: fuse rows, capture or compile a region", _whatif,
             _whatif_arguments,

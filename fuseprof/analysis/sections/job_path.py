@@ -30,5 +30,5 @@ SECTION = Section(
         Column("step", "step"), Column("path µs", "path_ns", "us"), Column("set by rank", "rank", "int"),
         Column("% of path", "share_pct", "round:1"), Column("communication µs", "communication_ns", "us"),
         Column("its largest work: op", "top_op", "text:30"), Column("module", "top_module", "text:30"),
-        Column("its µs", "top_ns", "us"), Column("what", "top_what", "text:40"),
+        Column("its µs", "top_ns", "us"), Column("what", "top_what", "text:48"),
         Column("ranks on the path", "ranks", "text:40")), hide_empty=True, summary=job_path_line),))
