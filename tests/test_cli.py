@@ -207,3 +207,19 @@ def test_check_prints_the_integrity_checks_and_exits_1_when_one_fails(capsys: py
     assert main(["check", str(replay), "--format", "json"]) == 1
     rows = json.loads(capsys.readouterr().out)
     assert {r["check"] for r in rows if not r["ok"]} >= {"graph_kernel_time_attributed_pct"}
+
+
+def test_names_are_never_broken_when_a_table_wraps() -> None:
+    """The committed bundles' names (up to 48 characters), in a text column beside other text and numbers that
+    must wrap to fit 80 columns, a word before and after each: each name stays whole on one line."""
+    import pandas as pd
+
+    from fuseprof.commands.render import table_text
+
+    names = sorted(p.name for p in TRACES.iterdir() if p.is_dir() and len(p.name) <= 48)
+    cells = [f"in {n} (captured)" for n in names]  # each name once: a broken one is nowhere whole
+    frame = pd.DataFrame({"bundle": cells, "note": ["several words that have to wrap onto more lines " * 2] * len(cells),
+                          "µs": [1234.567] * len(cells)})
+    lines = table_text(frame, width=80).splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert all(any(n in line for line in lines) for n in names), [n for n in names if not any(n in x for x in lines)]

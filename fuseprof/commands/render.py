@@ -41,6 +41,8 @@ def _wrap(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width``: at a natural break where one is near, else hard."""
     lines, line = [], ""
     for piece in _BREAKS.split(text):
+        if len(piece) > width and len(piece.rstrip()) <= width:  # a piece that fits but for its trailing space
+            piece = piece.rstrip()
         while len(piece) > width:
             room = width - len(line)
             if room < max(4, width // 3) and line:
