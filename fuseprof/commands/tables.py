@@ -50,6 +50,8 @@ def _compare_two(args: argparse.Namespace) -> int:
     from fuseprof.tables.compare_runs import compare_runs, readable
 
     a, b = args.dirs
+    if args.baseline is not None:
+        raise FuseprofError("--baseline compares variants within one folder; with two folders B is compared with A")
     for label, folder in (("A", a), ("B", b)):
         if not folder.exists():
             raise FuseprofError(f"{label} = {folder}: no such folder")
@@ -60,8 +62,9 @@ def _compare_two(args: argparse.Namespace) -> int:
     print(f"A: {a}\nB: {b}")
     emit(readable(table), "table", args.wide)
     counts = table["change"].value_counts()
-    print("; ".join(f"{int(counts[c])} {c}" for c in ("slower", "faster", "within noise", "only in A", "only in B")
-                    if c in counts) + " (B against A, beyond the larger p10–p90 spread)")
+    kinds = ("slower", "faster", "within noise", "not comparable", "only in A", "only in B")
+    print("; ".join(f"{int(counts[c])} {c}" for c in kinds if c in counts)
+          + " (B against A, beyond half the larger p10–p90 spread)")
     return 0
 
 
