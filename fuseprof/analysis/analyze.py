@@ -187,7 +187,7 @@ def no_gpu_reason(tables: TraceTables) -> str:
         return (f"it holds {len(tables.ops):,} CPU ops and no GPU runtime call — a CPU-only run, which analyze "
                 "cannot place on a GPU timeline (for a `--device cpu` capture bundle: fuseprof summary, breakdown, "
                 "compare)")
-    return "it holds no CPU ops either"
+    return "it holds no CPU op or runtime call either (an empty or foreign trace)"
 
 
 def windowed_events(tables: TraceTables, options: Options = Options(), captures: Sequence[TraceTables] = (),

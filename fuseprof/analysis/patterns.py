@@ -486,7 +486,7 @@ def sampling(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
 
 def optimizer(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     region = re.compile(entry.region) if entry.region else None
-    inside = [u for u in units if region is not None and any(region.search(part) for part in u.ranges.split(" / "))]
+    inside = [u for u in units if _in_region(u, region)]
     fused = [u for u in (inside or list(units)) if u.computes("fused optimizer")]
     if fused:
         return [Found(True, tuple(fused), f"{fused[0].op or fused[0].kernel} ×{len(fused)}")]
@@ -519,8 +519,9 @@ def _runs(units: Units, member: Callable[[Unit], bool]) -> list[list[Unit]]:
 
 
 def clip(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
-    """Gradient clipping: from a norm outside any module after the backward pass, the units up to the optimizer
-    step (the entry's region), the grad scaler's left out. A multi-tensor norm (``_foreach_norm``) is clipping
+    """Gradient clipping: from a norm outside any module after the backward pass up to the optimizer step (the
+    entry's region), the norms and the scales (the few scalar ops between stay in either form; the grad scaler's
+    and communication are not clipping). A multi-tensor norm (``_foreach_norm``) is clipping
     done in one pass; a norm per gradient (and the total over their stack) is not: fused, it reads the gradients
     once for the norms and once more to scale them in place — 3 × their bytes at the copy rate, two kernels."""
     region = re.compile(entry.region) if entry.region else None
@@ -534,7 +535,8 @@ def clip(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
             continue
         if current is None and unit.computes("vector norm") and not unit.module:
             current = []
-        if current is not None and not unit.computes("grad scaler"):
+        if current is not None and (unit.computes("vector norm") or unit.computes("mul")
+                                    or unit.computes("foreach_mul")):  # the norms and the scales, nothing else
             current.append(unit)
     if current:
         groups.append(current)
@@ -543,7 +545,7 @@ def clip(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
         norms = [u for u in group if u.computes("vector norm")]
         if any(u.computes("foreach") for u in norms):
             found.append(Found(True, tuple(group), f"{norms[0].op}: every gradient's norm in one pass"))
-        elif len(norms) >= 3:  # a norm per gradient, then the norm of their stack
+        elif len(norms) >= 2:  # a norm per gradient, then the norm of their stack
             grads = sum(u.tensors()[0][1].nbytes for u in norms[:-1] if u.tensors())
             predicted = 3 * grads / costs.copy.bytes_per_s * 1e9 + 2 * costs.copy.fixed_ns if grads else float("nan")
             found.append(Found(False, tuple(group), f"{len(norms) - 1} gradients' norms and scales, one per gradient",
@@ -554,16 +556,15 @@ def clip(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
 def zero_grad(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     """``zero_grad``: the kernels inside the entry's region (``Optimizer.zero_grad#``) write zeros into every
     gradient (``set_to_none=False``); ``set_to_none=True`` launches none, so the saving is their whole time. Done:
-    a step whose optimizer ran (units in ``Optimizer.step#``) with no kernel in its zero_grad."""
+    the window holds the region (``Units.regions``) and no kernel ran in it."""
     region = re.compile(entry.region) if entry.region else None
     writes = _runs(units, lambda u: _in_region(u, region))
     found = [Found(False, tuple(run), f"zeros written into the gradients by {' + '.join(sorted({u.op for u in run}))} "
                                       "(set_to_none=False)",
                    float(sum(u.time_ns for u in run)), 0.0) for run in writes]
-    if not writes:
-        stepped = re.compile(r"^Optimizer\.step#")
-        found = [Found(True, (), "no kernel in zero_grad (set_to_none=True)")
-                 for _ in _runs(units, lambda u: _in_region(u, stepped))]
+    if not writes and region is not None:
+        found = [Found(True, (), "no kernel in zero_grad (set_to_none=True)") for name in units.regions
+                 if region.search(name)]
     return found
 
 
@@ -600,6 +601,8 @@ def linear_ce(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
             continue
         head = heads[0]
         loss = [c for c in units.consumers(unit.op_id) if c.computes("nll_loss_forward") or c.computes("nll_loss")]
+        if not loss:  # log-probabilities for sampling or beam search: no loss, no logits to spare
+            continue
         forward = {u.op_id: u for u in (head, *casts, unit, *loss)}
         backward = [u for u in units if units.forward_of.get(u.op_id) in forward]
         group = sorted([*forward.values(), *backward], key=lambda u: u.order)

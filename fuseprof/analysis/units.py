@@ -77,8 +77,9 @@ class Unit:
 class Units:
     """The window's units in order, with the op graph's edges among them."""
 
-    def __init__(self, units: dict[int, Unit], graph: OpGraph) -> None:
+    def __init__(self, units: dict[int, Unit], graph: OpGraph, regions: tuple[str, ...] = ()) -> None:
         self.by_id = units
+        self.regions = regions  # the user annotations that ran in the window, kernels or none (zero_grad's)
         self.ordered = sorted(units.values(), key=lambda u: u.order)
         self._producers: dict[int, dict[int, list[int]]] = {}
         self._consumers: dict[int, list[int]] = {}
@@ -181,9 +182,11 @@ def event_op_graph(events: pd.DataFrame, registry: Registry) -> OpGraph:
     return op_graph_of_nodes(nodes, registry)
 
 
-def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry) -> Units:
+def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry,
+                 regions: tuple[str, ...] = ()) -> Units:
     """The units of the window's events, linked by ``graph`` (the trace's op graph), or by the window's
-    own op order when its ops were replayed from a graph (or no graph is given)."""
+    own op order when its ops were replayed from a graph (or no graph is given); ``regions``: the names of the
+    user annotations that ran in the window (a range that launched nothing is evidence too)."""
     replayed = bool(events["graph_attributed"].any()) if "graph_attributed" in events else False
     if graph is None or replayed:
         graph = event_op_graph(events, registry)
@@ -222,4 +225,4 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
             kernel=str(kernel[key]), ranges=ranges if isinstance(ranges, str) else "", order=int(order[key]),
             inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "",
             phase=phase if isinstance(phase, str) else "")
-    return Units(units, graph)
+    return Units(units, graph, regions)

@@ -108,9 +108,25 @@ class Context:
         if self._units is None:
             from fuseprof.analysis.units import window_units
 
-            self._units = window_units(self.events, self.graph, self.registry)
+            self._units = window_units(self.events, self.graph, self.registry, self._regions())
         return self._units
 
+
+    def _regions(self) -> tuple[str, ...]:
+        """The names of the user annotations that started in the window: its steps' ranges (a step's last range
+        may launch nothing and start after its last kernel ended), else its GPU events' span."""
+        spans, events = self.tables.annotations, self.events
+        if events.empty:
+            return ()
+        start, end = int(events["start_ns"].min()), int(events["end_ns"].max())
+        if self.iterations.found and "profiler_step" in events:
+            steps = self.iterations.ranges[self.iterations.ranges["name"].astype(str).isin(
+                set(events["profiler_step"].dropna().astype(str)))]
+            if len(steps):
+                start = min(start, int(steps["start_ns"].min()))
+                end = max(end, int((steps["start_ns"] + steps["dur_ns"]).max()))
+        inside = ((spans["start_ns"] >= start) & (spans["start_ns"] < end)).to_numpy(bool)
+        return tuple(spans.loc[inside, "name"].astype(str))
 
     def step_graphs(self) -> list[StepGraph]:
         """Each step's dependency graph (``fuseprof.analysis.critical_path``), built once for every section."""
