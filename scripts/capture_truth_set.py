@@ -306,27 +306,6 @@ def train(out: Path, name: str, fused: bool, memory: bool = False, checkpoint: b
     capture(out, name, step, truth, memory=memory)
 
 
-def _event_ms(call: Callable[[], Any], repeats: int = 20) -> float:
-    """The median GPU time of ``call`` by CUDA events (wall time on a CPU), 3 warm-ups first."""
-    for _ in range(3):
-        call()
-    _sync()
-    times = []
-    for _ in range(repeats):
-        if DEVICE.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            call()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            t = time.perf_counter()
-            call()
-            times.append(1e3 * (time.perf_counter() - t))
-    return statistics.median(times)
-
-
 def train_hygiene(out: Path, name: str, fused: bool) -> None:
     """The step around the optimizer: fp16 autocast with a GradScaler, gradients unscaled and clipped, then the
     optimizer and zero_grad. Unfused: clip_grad_norm_(foreach=False) (a norm and a mul per parameter),
@@ -363,7 +342,7 @@ def train_hygiene(out: Path, name: str, fused: bool) -> None:
              "clip_foreach_ms": lambda: torch.nn.utils.clip_grad_norm_(params, 1e9, foreach=True),
              "zero_grad_foreach_ms": lambda: torch._foreach_zero_(grads),  # what zero_grad(set_to_none=False) runs
              "unscale_ms": lambda: torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inv)}
-    measured = {k: round(_event_ms(f), 4) for k, f in parts.items()}
+    measured = {k: round(step_time_ms(f), 4) for k, f in parts.items()}
     optimizer.zero_grad(set_to_none=True)
     grad_bytes = sum(p.numel() * p.element_size() for p in params)
     truth = {"what": f"4-layer Llama-style training step (d {D}, vocab {vocab}, 2 × 256 tokens), fp16 autocast, "

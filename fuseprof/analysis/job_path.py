@@ -11,7 +11,6 @@ that another rank reached later, the kernel's time from that rank's arrival to i
 job's path, and the walk goes on on the late rank, back from its kernel's start. Where that point falls inside a
 leg, the leg's part before it is on the path with the leg's largest work. The rank that holds the most time on the
 job's path set the step; its largest work there is what on it did.
-
 """
 
 from __future__ import annotations

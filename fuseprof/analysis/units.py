@@ -93,7 +93,7 @@ class Units:
         self.basis = graph.basis
         self.forward_of = {i: f for i, f in graph.forward_of.items() if i in units}  # a backward op → its forward op
         # a backward op (run by autograd for a forward one): no forward pattern's part
-        self.backward = {i for i in graph.forward_of if i in units} | {i for i, u in units.items() if u.computes("backward")}
+        self.backward = set(self.forward_of) | {i for i, u in units.items() if u.computes("backward")}
 
     def __iter__(self) -> Iterator[Unit]:
         return iter(self.ordered)

@@ -3,8 +3,8 @@
 Cells are shown as given (callers put human units in cells and units in headers). When a table is
 wider than the limit, its long text columns (op chains, signatures, kernel names) wrap onto more
 lines, never cut, and never inside a name up to ``_WHOLE`` characters (a bundle, an op, a file: a column is at
-least as wide as its longest such name); numbers never wrap. If the numbers alone are still too wide, the table is printed
-in blocks of columns, each led by the first column, so every value stays on screen.
+least as wide as its longest such name); numbers never wrap. If the numbers alone are still too wide, the table
+is printed in blocks of columns, each led by the first column, so every value stays on screen.
 """
 
 from __future__ import annotations

@@ -111,7 +111,6 @@ class Context:
             self._units = window_units(self.events, self.graph, self.registry, self._regions())
         return self._units
 
-
     def _regions(self) -> tuple[str, ...]:
         """The names of the user annotations that started in the window: its steps' ranges (a step's last range
         may launch nothing and start after its last kernel ended), else its GPU events' span."""
