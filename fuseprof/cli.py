@@ -56,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fuseprof: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        from fuseprof.bundle.files import remove_unfinished
+
+        remove_unfinished()
         print("fuseprof: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -145,3 +145,25 @@ def test_sigterm_during_ingest_leaves_nothing_behind(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err
     assert list(out.iterdir()) == []
+
+
+def test_an_interrupt_between_a_bundles_creation_and_its_with_block_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The moment the SIGTERM test above can hit on a loaded machine: the half-written bundle exists, marked, but
+    its ``with`` block has not begun, so no ``__exit__`` will remove it. The interrupt (SIGTERM raises
+    KeyboardInterrupt, as Ctrl-C does) still leaves nothing behind, and a finished bundle beside it stays."""
+    from fuseprof.bundle.files import BundleWriter
+
+    out = tmp_path / "out"
+    assert main(["ingest", str(TRACE), "--out", str(out)]) == 0
+    kept = sorted(out.iterdir())
+    capsys.readouterr()
+
+    def interrupted(self: BundleWriter) -> BundleWriter:
+        assert self.path.is_dir()  # created and marked: only an interrupt handler can remove it now
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BundleWriter, "__enter__", interrupted)
+    assert main(["ingest", str(TRACE), "--out", str(out)]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert sorted(out.iterdir()) == kept and len(kept) == 1

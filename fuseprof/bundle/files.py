@@ -86,6 +86,17 @@ def remove_stale_partials(folder: Path) -> list[Path]:
     return removed
 
 
+_UNFINISHED: set[Path] = set()  # this process's bundles being written: what an interrupt must remove
+
+
+def remove_unfinished() -> None:
+    """Remove this process's half-written bundles (an interrupt's last act: a SIGTERM that lands between a
+    writer's creation and its ``with`` block, or anywhere else, leaves none behind)."""
+    for path in list(_UNFINISHED):
+        shutil.rmtree(path, ignore_errors=True)
+        _UNFINISHED.discard(path)
+
+
 class BundleWriter:
     """Collects a bundle in a temporary folder (``temporary_name``, marked as fuseprof's); ``commit()``
     renames it into place."""
@@ -98,15 +109,17 @@ class BundleWriter:
         if is_bundle(out_dir):  # a new bundle inside it would be hidden from ls, load and the dashboard
             raise BundleError(f"--out {out_dir}: is a bundle; give the folder that holds bundles "
                               f"(e.g. --out {out_dir.parent})")
+        self.path = out_dir / temporary_name(self.name, "partial")
+        _UNFINISHED.add(self.path)  # before it exists: an interrupt at any moment from here finds it
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
             remove_stale_partials(out_dir)
-            self.path = out_dir / temporary_name(self.name, "partial")
             if self.path.exists():  # this process's own, from an earlier bundle of the same name
                 shutil.rmtree(self.path)
             (self.path / RAW).mkdir(parents=True)
             (self.path / PARTIAL_MARKER).write_text("a bundle fuseprof is writing\n")
         except OSError as exc:
+            self.abort()
             raise BundleError(f"--out {out_dir}: cannot write a bundle there ({exc.strerror})") from None
 
     def raw(self, filename: str) -> Path:
@@ -130,10 +143,12 @@ class BundleWriter:
             os.rename(self.path, final)
         except OSError as exc:
             raise BundleError(f"{final}: cannot move the finished bundle into place ({exc.strerror})") from None
+        _UNFINISHED.discard(self.path)
         return final
 
     def abort(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+        _UNFINISHED.discard(self.path)
 
     def __enter__(self) -> BundleWriter:
         return self
