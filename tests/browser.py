@@ -125,8 +125,10 @@ def perfetto_query(page: Any, sql: str, timeout_ms: int = 30_000) -> str:
     once a result is shown."""
     box = page.locator(".pf-omnibox input").first
     box.click()
-    box.type(":")
-    box.type(sql)
+    box.type(":")  # the omnibox's SQL mode
+    box.fill(sql)  # the query at once: typed key by key, a busy page dropped its last quote
+    if box.input_value() != sql:
+        raise AssertionError(f"the Perfetto omnibox holds {box.input_value()!r}, not the query")
     box.press("Enter")
     page.wait_for_selector("text=Query result", timeout=timeout_ms)
     page.wait_for_timeout(500)
