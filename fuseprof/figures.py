@@ -3,6 +3,10 @@ notebooks and tests call the same builders."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -16,6 +20,44 @@ from fuseprof.model.roofline import Roof, chain_points
 KIND_PALETTES = {"unfused": ["#d62728", "#ff7f0e"], "compiled": ["#1f77b4", "#17becf"],
                  "fused": ["#2ca02c", "#bcbd22", "#8c564b"], "library": ["#9467bd", "#e377c2"]}
 OTHER_COLOR = "#7f7f7f"
+
+
+def plain(value: object) -> str:
+    """A trace's string as Plotly text: Plotly reads ``<a href>``, ``<span style>`` and ``<br>`` in any label,
+    hover or tick as markup (a shared trace's op name could make the page fetch a URL when a point is hovered,
+    or show a live link), and decodes ``&lt;``, ``&gt;`` and ``&amp;`` back into the characters."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_TEXT_ATTRIBUTES = ("x", "y", "text", "hovertext", "customdata", "name", "labels")
+
+
+def _plain_values(values: Any) -> Any:
+    """``values`` (a string, a list, an array, nested) with every string made ``plain``; numbers as they are."""
+    if isinstance(values, str):
+        return plain(values)
+    if isinstance(values, np.ndarray):
+        return values if values.dtype.kind not in "OUS" else np.vectorize(_plain_values, otypes=[object])(values)
+    if isinstance(values, (list, tuple)):
+        return [_plain_values(v) for v in values]
+    return values
+
+
+def as_text(build: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    """A figure builder whose figure shows every string it carries as text (``plain``): the data's names,
+    categories, hover texts and custom data. Templates are the builders' own markup; a trace's string that
+    goes into one is made ``plain`` where it is written."""
+    @functools.wraps(build)
+    def built(*args: Any, **kwargs: Any) -> go.Figure:
+        fig = build(*args, **kwargs)
+        for trace in fig.data:
+            for attribute in _TEXT_ATTRIBUTES:
+                if attribute in trace and trace[attribute] is not None:
+                    trace[attribute] = _plain_values(trace[attribute])
+        if fig.layout.title.text:
+            fig.layout.title.text = plain(fig.layout.title.text)
+        return fig
+    return built
 
 
 def variant_colors(variants: list[str], kinds: dict[str, str]) -> dict[str, str]:
@@ -92,6 +134,7 @@ def _draw_roof(fig: go.Figure, roof: Roof, pipes: list[str], ai: np.ndarray, col
                                  hoverinfo="name"))
 
 
+@as_text
 def roofline_figure(placed: pd.DataFrame, roofs: list[Roof], reference: Roof | None = None,
                     variant_kinds: dict[str, str] | None = None) -> go.Figure:
     """Log-log roofline for any rows judged by ``fuseprof.model.roofline.judge``: the roofs the points
@@ -146,12 +189,15 @@ def _draw_chains(fig: go.Figure, placed: pd.DataFrame) -> None:
     fig.add_trace(go.Scatter(
         x=chains["arithmetic_intensity"], y=chains["achieved_flops_per_s"],
         mode="markers", marker={"symbol": "star", "size": 14, "color": "#ff7f0e"}, name="whole chain of a call",
-        hovertext=[f"{b}<br>{v} {s}: {k} kernels as one<br>{_si(f, 'FLOP')} over {_si(d, 'B')} DRAM in "
-                   f"{t / 1e3:.1f} µs: {_si(f / (t * 1e-9), 'FLOP/s')}" for b, v, s, k, f, d, t in
-                   zip(chains["bundle"], chains["variant"], chains["shape"], chains["kernels"], chains["flops"],
-                       chains["dram_bytes"], chains["duration_ns"])], hoverinfo="text"))
+        customdata=[[b, f"{v} {s}", k, f"{_si(f, 'FLOP')} over {_si(d, 'B')} DRAM in {t / 1e3:.1f} µs",
+                     _si(f / (t * 1e-9), "FLOP/s")] for b, v, s, k, f, d, t in
+                    zip(chains["bundle"], chains["variant"], chains["shape"], chains["kernels"], chains["flops"],
+                        chains["dram_bytes"], chains["duration_ns"])],
+        hovertemplate="%{customdata[0]}<br>%{customdata[1]}: %{customdata[2]} kernels as one<br>%{customdata[3]}: "
+                      "%{customdata[4]}<extra></extra>"))
 
 
+@as_text
 def occupancy_figure(table: pd.DataFrame) -> go.Figure:
     """Theoretical (ncu and computed) against achieved occupancy, per kernel (numbered: the same
     kernel name recurs within a chain and across bundles)."""
@@ -171,6 +217,7 @@ def kernel_labels(table: pd.DataFrame) -> list[str]:
             enumerate(zip(table["variant"], table["shape"], table["kernel_short"]))]
 
 
+@as_text
 def occupancy_curves_figure(threads: int, registers: int, shared_bytes: int) -> go.Figure:
     """Theoretical occupancy against registers per thread and against block size (every value the
     calculator gives, drawn as steps); the launch's own configuration marked on each."""
@@ -195,6 +242,7 @@ def occupancy_curves_figure(threads: int, registers: int, shared_bytes: int) -> 
     return fig
 
 
+@as_text
 def fusion_figure(summary: pd.DataFrame, variant_kinds: dict[str, str] | None = None) -> go.Figure:
     """Per shape and variant (one bundle): GPU time, measured and nominal DRAM bytes, launches per call."""
     from plotly.subplots import make_subplots
@@ -207,15 +255,15 @@ def fusion_figure(summary: pd.DataFrame, variant_kinds: dict[str, str] | None = 
         color = {"color": colors.get(str(variant), OTHER_COLOR)}
         fig.add_trace(go.Bar(x=part["shape"], y=part["gpu_median_ns"] / 1e3, name=str(variant),
                              legendgroup=str(variant), marker=color,
-                             hovertemplate=f"{variant} %{{x}}: %{{y:,.2f}} µs GPU time<extra>{bundle}</extra>"),
+                             hovertemplate=f"{plain(variant)} %{{x}}: %{{y:,.2f}} µs GPU time<extra>{plain(bundle)}</extra>"),
                       row=1, col=1)
         fig.add_trace(go.Bar(x=part["shape"], y=part["dram_bytes"] / 1e6, name=str(variant),
                              legendgroup=str(variant), showlegend=False, marker=color,
-                             hovertemplate=f"{variant} %{{x}}: %{{y:,.2f}} MB DRAM<extra>{bundle}</extra>"),
+                             hovertemplate=f"{plain(variant)} %{{x}}: %{{y:,.2f}} MB DRAM<extra>{plain(bundle)}</extra>"),
                       row=1, col=2)
         fig.add_trace(go.Bar(x=part["shape"], y=part["kernels_per_call"], name=str(variant),
                              legendgroup=str(variant), showlegend=False, marker=color,
-                             hovertemplate=f"{variant} %{{x}}: %{{y}} kernels per call<extra>{bundle}</extra>"),
+                             hovertemplate=f"{plain(variant)} %{{x}}: %{{y}} kernels per call<extra>{plain(bundle)}</extra>"),
                       row=1, col=3)
     nominal = summary.drop_duplicates("shape")
     fig.add_trace(go.Scatter(x=nominal["shape"], y=nominal["nominal_bytes"] / 1e6, mode="markers",
@@ -230,6 +278,7 @@ def fusion_figure(summary: pd.DataFrame, variant_kinds: dict[str, str] | None = 
     return fig
 
 
+@as_text
 def launches_figure(kernels: pd.DataFrame, variant_kinds: dict[str, str] | None = None) -> go.Figure:
     """Each lane's kernels on a time axis (one call per variant, or one step per stream for a trace
     without variants), with the host launch calls beneath."""
@@ -255,6 +304,7 @@ def launches_figure(kernels: pd.DataFrame, variant_kinds: dict[str, str] | None 
     return fig
 
 
+@as_text
 def timeline_figure(timeline: pd.DataFrame) -> go.Figure:
     """Busy time split by kind and idle time, per stream (and 'all'), in µs: stacked bars."""
     fig = go.Figure()
@@ -268,6 +318,7 @@ def timeline_figure(timeline: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@as_text
 def categories_figure(categories: pd.DataFrame) -> go.Figure:
     """GPU time per category (µs), largest first."""
     fig = go.Figure(go.Bar(x=categories["category"], y=categories["time_ns"] / 1e3,
@@ -278,6 +329,7 @@ def categories_figure(categories: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@as_text
 def diff_figure(by_category: pd.DataFrame) -> go.Figure:
     """Per category: GPU time in A and in B (µs), side by side."""
     fig = go.Figure()
@@ -293,6 +345,7 @@ BREAKDOWN_PARTS = {"GEMM": ("gemm_share", "#1f77b4"), "attention": ("attention_s
                    "memory-bound kernels": ("memory_bound_share", "#ff7f0e")}
 
 
+@as_text
 def breakdown_figure(breakdown: pd.DataFrame, shape: str) -> go.Figure:
     """One shape of ``fuseprof.tables.breakdown.variant_breakdown``: each variant's as-called
     latency split into kernel time by kind (profiler, per call) and the rest (host work and
@@ -311,6 +364,7 @@ def breakdown_figure(breakdown: pd.DataFrame, shape: str) -> go.Figure:
     return fig
 
 
+@as_text
 def steps_figure(steps: pd.DataFrame) -> go.Figure:
     """Per profiler step: busy time by kind and idle time (µs), stacked; the work outside the steps too."""
     fig = go.Figure()
@@ -326,6 +380,7 @@ PHASE_COLORS = {"forward": "#1f77b4", "backward": "#ff7f0e", "recomputation": "#
                 "communication": "#9467bd", "other": "#b0b0b0"}
 
 
+@as_text
 def phases_figure(phases: pd.DataFrame) -> go.Figure:
     """Per profiler step: GPU time by phase (µs), stacked, in the phases' order."""
     fig = go.Figure()
@@ -338,6 +393,7 @@ def phases_figure(phases: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@as_text
 def memory_figure(timeline: pd.DataFrame) -> go.Figure:
     """Allocated and reserved device memory (GB) over the trace's time (ms from its first record), per device."""
     fig = go.Figure()
@@ -348,6 +404,6 @@ def memory_figure(timeline: pd.DataFrame) -> go.Figure:
             label = f"{device} {column.removeprefix('total_')}"
             fig.add_trace(go.Scatter(x=x, y=part[column].astype("float64") / 1e9, mode="lines", name=label,
                                      line={"dash": dash, "shape": "hv"},
-                                     hovertemplate=f"{label}: %{{y:,.3f}} GB at %{{x:,.3f}} ms<extra></extra>"))
+                                     hovertemplate=f"{plain(label)}: %{{y:,.3f}} GB at %{{x:,.3f}} ms<extra></extra>"))
     fig.update_layout(xaxis_title="ms from the first record", yaxis_title="GB", height=360, title="Device memory")
     return fig

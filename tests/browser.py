@@ -144,3 +144,51 @@ def perfetto_import_errors(page: Any, url: str, timeout_ms: int = 30_000) -> dic
     text = page.inner_text("body")
     return {name: int(value) for name, value, kind in
             re.findall(r"^(\w+?)(?:help_outline)?\t(\d+)\t(error|data_loss) \(\w+\)$", text, re.M) if int(value)}
+
+
+@contextlib.contextmanager
+def beacon() -> Iterator[tuple[int, list[str]]]:
+    """A local HTTP server that records every path it is asked for: a hostile name points a link, image or
+    CSS ``url()`` at it, and a page that fetches it shows up in the list. Yields (port, paths asked for)."""
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    port = free_port()
+    server = http.server.HTTPServer(("127.0.0.1", port), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield port, hits
+    finally:
+        server.shutdown()
+
+
+def hostile_name(port: int, tag: str) -> str:
+    """A name written as Markdown and as Plotly's HTML: an image, a link and a CSS ``url()``, each aimed at
+    ``beacon``'s ``port``; ``tag`` keeps names distinct."""
+    return (f"{tag}![x](http://127.0.0.1:{port}/md-{tag}.png)<a href='http://127.0.0.1:{port}/a-{tag}'>link</a>"
+            f"<span style=\"background:url(http://127.0.0.1:{port}/css-{tag}.png)\">css</span>")
+
+
+def hover_plot_points(page: Any, per_plot: int = 40) -> int:
+    """Move the mouse over up to ``per_plot`` points or bars of every Plotly chart on ``page`` (their hover
+    labels drawn), then count the markup the charts hold: links and CSS ``url()`` — 0 when every string is
+    text (a CSS ``url()`` aimed at the local beacon). Returns that count."""
+    for plot in range(page.locator(".js-plotly-plot").count()):
+        points = page.locator(".js-plotly-plot").nth(plot).locator(".point")
+        for i in range(min(points.count(), per_plot)):
+            with contextlib.suppress(Exception):  # a point hidden under another, or off the drawn area
+                points.nth(i).hover(timeout=2_000, force=True)
+                page.wait_for_timeout(50)
+    return int(page.evaluate("[...document.querySelectorAll('.js-plotly-plot a[href], .js-plotly-plot [style*=\"127.0.0.1\"]')]"
+                             ".length"))

@@ -68,61 +68,51 @@ def test_six_consecutive_page_and_roof_changes_each_take_effect(browser_page, ur
                                timeout=30_000)
 
 
-def test_markdown_in_names_is_shown_as_text_and_fetches_nothing(tmp_path: Path, browser_page) -> None:
-    """A case, GPU and kernel name holding a Markdown image pointing at a local beacon server: the Fusion and
-    Model pages show them as text, and the beacon receives no request."""
+def test_names_written_as_markup_are_shown_as_text_and_fetch_nothing(tmp_path: Path, browser_page) -> None:
+    """Case, variant, kernel, launch call, GPU and trace kernel names holding a Markdown image, an HTML link
+    and a CSS url(), each aimed at a local beacon: every page shows them as text, hovering every chart's points
+    draws no link or style, and the beacon receives no request."""
     import gzip
-    import http.server
     import json
     import shutil
-    import threading
 
     import pandas as pd
 
     from fuseprof.cli import main
-    from tests.browser import free_port
+    from tests.browser import beacon, hostile_name, hover_plot_points
     from tests.conftest import FIXTURES, SEED_BUNDLE
 
-    hits: list[str] = []
-
-    class Beacon(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            hits.append(self.path)
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    port = free_port()
-    server = http.server.HTTPServer(("127.0.0.1", port), Beacon)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    image = f"![x](http://127.0.0.1:{port}/%s.png)"
     folder = tmp_path / "traces"
     bundle = shutil.copytree(SEED_BUNDLE, folder / SEED_BUNDLE.name)
-    for table in ("kernels.parquet", "timings.parquet"):
-        frame = pd.read_parquet(bundle / table)
-        frame.assign(case=image % "case").to_parquet(bundle / table)
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    (bundle / "manifest.json").write_text(json.dumps({**manifest, "case": image % "case"}))
-    trace = json.loads(gzip.decompress((FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz").read_bytes()))
-    trace["deviceProperties"][0]["name"] = image % "gpu"
-    next(e for e in trace["traceEvents"] if e.get("cat") == "kernel")["name"] = image % "kernel"
-    (tmp_path / "evil.json").write_text(json.dumps(trace))
-    assert main(["ingest", str(tmp_path / "evil.json"), "--out", str(folder)]) == 0
     page = browser_page  # the module's one browser: Playwright's sync API runs one loop per process
-    try:
+    with beacon() as (port, hits):
+        for table in ("kernels.parquet", "timings.parquet"):
+            frame = pd.read_parquet(bundle / table)
+            for column in {"case", "variant", "kernel", "kernel_short", "launch_api", "device"} & set(frame):
+                names = {v: hostile_name(port, f"{column}{i}") for i, v in enumerate(sorted(frame[column].dropna().unique()))}
+                frame[column] = frame[column].map(names)
+            frame.to_parquet(bundle / table)
+        manifest = json.loads((bundle / "manifest.json").read_text())
+        (bundle / "manifest.json").write_text(json.dumps({**manifest, "case": hostile_name(port, "case0")}))
+        trace = json.loads(gzip.decompress((FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz").read_bytes()))
+        trace["deviceProperties"][0]["name"] = hostile_name(port, "gpu")
+        next(e for e in trace["traceEvents"] if e.get("cat") == "kernel")["name"] = hostile_name(port, "kernel")
+        (tmp_path / "evil.json").write_text(json.dumps(trace))
+        assert main(["ingest", str(tmp_path / "evil.json"), "--out", str(folder)]) == 0
+        markup = {}
         with dashboard(folder) as url:
-            for name in ("Fusion", "Model"):
+            for name in ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Layer"):
                 page.goto(f"{url}/?page={name}")
                 page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
                 page.wait_for_timeout(1500)
                 assert page.locator('[data-testid="stException"]').count() == 0, name
-            text = page.inner_text("body")
-    finally:
-        server.shutdown()
+                markup[name] = hover_plot_points(page)
+                if name == "Model":
+                    text = page.inner_text("body")
+        page.wait_for_timeout(500)
     assert not hits, hits
-    assert f"![x](http://127.0.0.1:{port}/gpu.png)" in text  # the GPU name, shown as the text it is
+    assert not any(markup.values()), markup
+    assert f"![x](http://127.0.0.1:{port}/md-gpu.png)" in text  # the GPU name, shown as the text it is
 
 
 def test_the_dashboard_works_from_the_folder_that_holds_a_checkout(tmp_path: Path, browser_page) -> None:

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from fuseprof.cli import main
-from tests.browser import CHROMIUM_ARGS, require_browser
+from tests.browser import CHROMIUM_ARGS, beacon, hostile_name, hover_plot_points, require_browser
 from tests.conftest import ROOT, TRACES, shared_traces
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
-def _open(report: Path) -> dict[str, object]:
+def _open(report: Path, hover: bool = False) -> dict[str, object]:
     sync_playwright, executable = require_browser()
     seen: dict[str, list[str]] = {"errors": [], "requests": []}
     with sync_playwright() as p:
@@ -30,10 +30,11 @@ def _open(report: Path) -> dict[str, object]:
         figures = page.locator("[data-figure]").count()
         drawn = page.locator("[data-figure] .main-svg").count()
         text = page.inner_text("body")
+        markup = hover_plot_points(page) if hover else 0
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{report.stem}.png"))
         browser.close()
-    return {**seen, "figures": figures, "drawn": drawn, "text": text}
+    return {**seen, "figures": figures, "drawn": drawn, "text": text, "markup": markup}
 
 
 @pytest.mark.parametrize("trace", ["llama", "mi300"])
@@ -54,6 +55,30 @@ def test_the_report_opens_offline_with_every_chart_drawn(trace: str, tmp_path: P
         assert "host-bound" in text and "Per-op roofline" in text
     else:
         assert "MI300X (datasheet)" in text
+
+
+def test_names_written_as_markup_are_text_in_the_report(tmp_path: Path, capsys) -> None:
+    """A trace whose GPU, kernel and op names hold an HTML link, a CSS url() and a Markdown image aimed at a
+    local beacon: the report draws them as text, hovering every chart's points draws no link or style, and
+    nothing is fetched."""
+    import gzip
+    import json
+
+    with beacon() as (port, hits):
+        trace = json.loads(gzip.decompress((shared_traces() / "h100_bert_small_uncased.json.gz").read_bytes()))
+        trace["deviceProperties"][0]["name"] = hostile_name(port, "gpu")
+        kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+        for i, event in enumerate(kernels[:5]):
+            event["name"] = hostile_name(port, f"kernel{i}")
+        ops = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"]
+        ops[0]["name"] = hostile_name(port, "op")
+        (tmp_path / "evil.json").write_text(json.dumps(trace))
+        report = tmp_path / "evil.html"
+        assert main(["report", str(tmp_path / "evil.json"), "-o", str(report)]) == 0
+        seen = _open(report, hover=True)
+    assert not hits, hits
+    assert seen["markup"] == 0
+    assert f"![x](http://127.0.0.1:{port}/md-gpu.png)" in str(seen["text"])
 
 
 def test_the_report_never_overwrites_and_leaves_no_partial_file(tmp_path: Path, capsys) -> None:
