@@ -1,5 +1,6 @@
 """Each notebook runs top to bottom on the committed traces, on a machine without a GPU, within a
-minute; its computed conclusions hold the values the bundles give."""
+minute; its committed outputs equal the fresh run's; its computed conclusions hold the values the bundles
+give."""
 
 from __future__ import annotations
 
@@ -14,9 +15,18 @@ NotebookClient = pytest.importorskip("nbclient").NotebookClient
 NOTEBOOKS = ROOT / "notebooks"
 
 
+def _outputs(book: object) -> list[list[dict]]:
+    """Each code cell's outputs as a reader sees them (no execution counts or metadata)."""
+    return [[{k: v for k, v in o.items() if k not in ("execution_count", "metadata")} for o in c.get("outputs", [])]
+            for c in book.cells if c.cell_type == "code"]  # type: ignore[attr-defined]
+
+
 def execute(name: str) -> tuple[list[str], float]:
-    """Run the notebook in a fresh kernel; return its Markdown outputs and the wall time."""
+    """Run the notebook in a fresh kernel; return its Markdown outputs and the wall time. Its committed
+    outputs must equal the fresh run's (``python scripts/run_notebooks.py`` writes them): a reader on GitHub
+    sees what the committed traces give today."""
     book = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    committed = _outputs(book)
     for cell in book.cells:
         if cell.cell_type == "code":
             cell.outputs = []
@@ -25,6 +35,9 @@ def execute(name: str) -> tuple[list[str], float]:
     elapsed = time.monotonic() - start
     errors = [o for c in book.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors[0].get("evalue")
+    stale = [i for i, (a, b) in enumerate(zip(committed, _outputs(book))) if a != b]
+    assert not stale and len(committed) == len(_outputs(book)), \
+        f"{name}: committed outputs of code cells {stale} differ from a fresh run (python scripts/run_notebooks.py {name})"
     markdown = [o["data"]["text/markdown"] for c in book.cells for o in c.get("outputs", [])
                 if "text/markdown" in o.get("data", {})]
     return markdown, elapsed

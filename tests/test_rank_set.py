@@ -9,10 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
 from fuseprof.analysis.ranks import across_ranks
+from fuseprof.cli import main
+from fuseprof.errors import FuseprofWarning
 from tests.conftest import FIXTURES, shared_traces
 
 PAIR = sorted((FIXTURES / "tp2").glob("tp_mlp-rank*.json.gz"))
@@ -87,16 +90,77 @@ def test_a_collective_that_overlaps_none_of_the_other_ranks_is_not_paired(tmp_pa
 
 
 def test_collectives_paired_by_order_on_clocks_that_disagree_are_refused(tmp_path: Path) -> None:
-    """Every collective of rank 1 moved 20 ms later (another host's clock): none overlaps rank 0's, so they are
-    paired by order — and each pair, whose kernels do not overlap, is refused: no skew is computed from them."""
+    """Every collective of rank 1 moved 0.5 ms later (another host's clock): none overlaps its partner on rank 0
+    (their span still overlaps rank 0's), so they are paired by order — and each pair, whose kernels do not
+    overlap, is refused: no skew is computed from them."""
     ranks = [_raw(p) for p in PAIR]
     for e in _nccl(ranks[1]):
-        e["ts"] += 20_000.0
+        e["ts"] += 500.0
     tables = across_ranks(analyze([_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)]))
     row = tables["rank_set"].iloc[0]
     assert (row["matched"], row["refused"]) == (0, len(_nccl(ranks[0])))
     assert tables["collectives"].empty and tables["stragglers"].empty
 
+
+
+def _shifted(trace: dict[str, Any], us: float, rank: int) -> dict[str, Any]:
+    """``trace`` as if captured ``us`` later by another job's rank ``rank``: every timestamp moved."""
+    for event in trace["traceEvents"]:
+        if "ts" in event:
+            event["ts"] += us
+    trace["distributedInfo"] = {**trace.get("distributedInfo", {}), "rank": rank}
+    return trace
+
+
+def test_a_rank_of_another_job_is_left_out_of_every_comparison_in_time(tmp_path: Path) -> None:
+    """Rank 1 again, six hours later, as rank 2 (another job's trace): it overlaps neither rank in time, so it is
+    said to lie apart and the skew, lateness and straggler tables are the pair's own — not waits of six hours."""
+    ranks = [_raw(p) for p in PAIR]
+    paths = [_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)]
+    pair = across_ranks(analyze(paths))
+    late = _write(_shifted(_raw(PAIR[1]), 6 * 3600e6, 2), tmp_path / "r2.json")
+    with pytest.warns(FuseprofWarning, match=r"rank 2: its collectives overlap no other rank's in time"):
+        three = across_ranks(analyze([*paths, late]))
+    assert three["rank_set"].iloc[0]["apart"] == "2"
+    for name in ("collectives", "late_arrivals", "stragglers"):
+        pd.testing.assert_frame_equal(three[name], pair[name], check_dtype=False)
+    span_ns = 1000 * (max(e["ts"] + e.get("dur", 0) for e in ranks[0]["traceEvents"] if "ts" in e)
+                      - min(e["ts"] for e in ranks[0]["traceEvents"] if "ts" in e))
+    assert three["collectives"].filter(like="wait_ns").abs().max().max() < span_ns
+
+
+def test_two_ranks_that_never_overlap_compare_nothing_in_time(tmp_path: Path) -> None:
+    ranks = [_raw(PAIR[0]), _shifted(_raw(PAIR[1]), 6 * 3600e6, 1)]
+    with pytest.warns(FuseprofWarning, match="no two ranks' collectives overlap in time"):
+        tables = across_ranks(analyze([_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)]))
+    assert tables["rank_set"].iloc[0]["apart"] == "0–1"
+    assert tables["collectives"].empty and tables["stragglers"].empty
+
+
+def test_two_traces_naming_one_rank_are_numbered_apart_with_a_warning(tmp_path: Path, capsys) -> None:
+    """Rank 1's trace saying rank 0: the set is still a rank set (both communicate), numbered by the file names,
+    with a warning; its tables are the true pair's."""
+    ranks = [_raw(p) for p in PAIR]
+    true = across_ranks(analyze([_write(t, tmp_path / f"rank{i}.json") for i, t in enumerate(ranks)]))
+    ranks[1]["distributedInfo"] = {**ranks[1].get("distributedInfo", {}), "rank": 0}
+    paths = [_write(t, tmp_path / f"dup-rank{i}.json") for i, t in enumerate(ranks)]
+    with pytest.warns(FuseprofWarning, match="gives rank 0 to more than one trace"):
+        tables = across_ranks(analyze(paths))
+    assert tables["rank_set"].iloc[0]["ranks_from"].startswith("file names")
+    pd.testing.assert_frame_equal(tables["collectives"], true["collectives"])
+    assert main(["analyze", *map(str, paths)]) == 0
+    assert "== across 2 ranks" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("copy", [False, True])
+def test_a_trace_given_twice_is_an_error(copy: bool, tmp_path: Path, capsys) -> None:
+    second = PAIR[0]
+    if copy:
+        second = tmp_path / "copy.json.gz"
+        second.write_bytes(PAIR[0].read_bytes())
+    assert main(["analyze", str(PAIR[0]), str(second)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and ("given twice" in err if not copy else "holds the same bytes" in err)
 
 
 def _nccl_ends(path: Path) -> list[int]:

@@ -21,12 +21,14 @@ its cause is named only where it explains at least half of the lateness (``strag
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
+from fuseprof.errors import FuseprofWarning
 
 
 def rank_summary(results: list[TraceAnalysis]) -> pd.DataFrame:
@@ -44,13 +46,36 @@ def rank_summary(results: list[TraceAnalysis]) -> pd.DataFrame:
 
 def _groups(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, int]]:
     """Each collective key (``match``) with its rows on every rank holding it, and the number of ranks."""
-    per_rank = [r.collectives for r in results if not r.collectives.empty]
+    apart = set(ranks_apart(results))
+    per_rank = [r.collectives for r in results if not r.collectives.empty and r.rank not in apart]
     if not per_rank:
         return
     both = _aligned(pd.concat(per_rank, ignore_index=True))
     ranks = both["rank"].nunique()
     for position, (match, group) in enumerate(both.groupby("match", sort=False)):
         yield position, str(match), group, ranks
+
+
+def ranks_apart(results: list[TraceAnalysis]) -> list[int]:
+    """The ranks whose collectives overlap no other rank's in time: ranks of one job meet in every collective,
+    so a trace whose communication lies hours apart from the others' is another job's (or its host's clock
+    is not the others'), and its waits would be that distance. They are left out of every comparison in
+    time (``_groups``); every rank apart when no two overlap."""
+    spans = {int(r.rank): (int(r.collectives["start_ns"].min()), int(r.collectives["end_ns"].max()))
+             for r in results if r.rank is not None and not r.collectives.empty}
+    return sorted(rank for rank, (start, end) in spans.items()
+                  if len(spans) > 1 and not any(s <= end and start <= e for other, (s, e) in spans.items()
+                                                if other != rank))
+
+
+def apart_sentence(apart: list[int], ranks: int) -> str:
+    """What ``ranks_apart`` found, in words: a few ranks apart from the others, or no two that overlap."""
+    where = "another job's trace, or a host clock that is not the others'"
+    if len(apart) == ranks:
+        return (f"no two ranks' collectives overlap in time ({where}): the skew, straggler and path tables compare "
+                "nothing")
+    return (f"rank {_spans(apart)}: {'its' if len(apart) == 1 else 'their'} collectives overlap no other rank's in time "
+            f"({where}); left out of the skew, straggler and path tables")
 
 
 def _aligned(both: pd.DataFrame) -> pd.DataFrame:
@@ -129,8 +154,9 @@ def waits_for(results: list[TraceAnalysis], late: int) -> dict[int, dict[int, in
 
 
 def rank_set(results: list[TraceAnalysis]) -> pd.DataFrame:
-    """One row: the ranks given, of how many (``distributedInfo``'s world size), which are missing, where the
-    ranks came from, and how the collectives matched (by ``Seq`` or by order; matched, not on every rank,
+    """One row: the ranks given, of how many (``distributedInfo``'s world size; ``worlds``: every one the traces
+    name, more than one when they are not of one job), which are missing, which lie ``apart`` in time
+    (``ranks_apart``), where the ranks came from, and how the collectives matched (by ``Seq`` or by order; matched, not on every rank,
     refused)."""
     given = sorted(int(r.rank) for r in results if r.rank is not None)
     worlds = {r.world_size for r in results if r.world_size}
@@ -139,8 +165,10 @@ def rank_set(results: list[TraceAnalysis]) -> pd.DataFrame:
     groups = [(g, n) for _, _, g, n in _groups(results)]
     verdicts = pd.Series([_verdict(g, n) for g, n in groups], dtype="string")
     by_seq = sum(bool(g["seq"].notna().all()) for g, _ in groups)
+    apart = ranks_apart(results)
     return pd.DataFrame([{
         "ranks": len(results), "world_size": world, "missing": _spans(missing) if missing else "",
+        "apart": _spans(apart) if apart else None, "worlds": ", ".join(str(w) for w in sorted(worlds)),
         "ranks_from": results[0].rank_from if results else "",
         "collectives": len(verdicts), "by_seq": by_seq, "matched": int((verdicts == "matched").sum()),
         "not_on_every_rank": int((verdicts == "not on every rank").sum()),
@@ -290,6 +318,9 @@ def stragglers(late: pd.DataFrame, arrivals: pd.DataFrame | None = None) -> pd.D
 def across_ranks(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
     """Every across-ranks table, by name: what the CLI, the JSON output and the report show."""
     results = numbered_ranks(results)
+    apart = ranks_apart(results)
+    if apart:
+        warnings.warn(apart_sentence(apart, len(results)), FuseprofWarning, stacklevel=2)
     late = late_arrivals(results)
     return {"rank_set": rank_set(results), "ranks": rank_summary(results), "collectives": collective_skew(results),
             "late_arrivals": late, "stragglers": stragglers(late, arrival_lateness(results))}
@@ -310,6 +341,12 @@ def numbered_ranks(results: list[TraceAnalysis]) -> list[TraceAnalysis]:
         ranks, source = [int(m.group(1)) for m in named if m], "file names"
     else:
         ranks, source = list(range(len(results))), "the order given"
+    twice = sorted({r for r in recorded if r is not None and recorded.count(r) > 1})
+    if twice:
+        source += f", as distributedInfo gives rank {', '.join(map(str, twice))} to more than one trace"
+        warnings.warn(f"distributedInfo gives rank {', '.join(map(str, twice))} to more than one trace "
+                      f"({', '.join(r.name for r in results if r.rank in twice)}): the ranks are numbered by "
+                      f"{source.split(',')[0]}; are they of one job?", FuseprofWarning, stacklevel=2)
     for result, rank in zip(results, ranks):
         result.rank = rank
         result.rank_from = source

@@ -219,6 +219,7 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     for _, _, _, said in facts:
         for text in said:
             warnings.warn(text, FuseprofWarning, stacklevel=2)
+    _given_once(traces, [key for key, _, _, _ in facts])
     captures, kept = _pair(jobs, facts, given)
     capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
     try:
@@ -244,6 +245,17 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
         results.append(result)
     wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
     return results
+
+
+def _given_once(traces: list[Path], keys: list[str]) -> None:
+    """Each trace once: the same file given twice (or a copy of it) would be two ranks that agree to the ns, or a
+    capture paired with itself."""
+    first: dict[str, Path] = {}
+    for trace, key in zip(traces, keys):
+        if key in first:
+            same = "is given twice" if first[key].resolve() == trace.resolve() else f"holds the same bytes as {first[key]}"
+            raise InvalidArgumentError(f"{trace} {same}: give each trace once")
+        first[key] = trace
 
 
 def _pair(jobs: list[Job], facts: list[tuple[str, bool, bool, list[str]]], given: list[Path]

@@ -33,9 +33,20 @@ def straggler_line(culprits: pd.DataFrame) -> str:
             f"time): {cause}")
 
 
+def _numbers(spans: str) -> list[int]:
+    """'0, 3, 5–7' → [0, 3, 5, 6, 7] (``ranks._spans`` read back)."""
+    out: list[int] = []
+    for part in spans.split(", "):
+        first, _, last = part.partition("–")
+        out += list(range(int(first), int(last or first) + 1))
+    return out
+
+
 def rank_set_line(found: pd.DataFrame) -> str:
     """The rank set in one sentence: how many of how many, where their numbers came from, how collectives
     matched; a partial set says that skew and stragglers are among the given ranks only."""
+    from fuseprof.analysis.ranks import apart_sentence
+
     if found.empty:
         return ""
     row = found.iloc[0]
@@ -46,7 +57,10 @@ def rank_set_line(found: pd.DataFrame) -> str:
     unmatched = [f"{int(row[k])} {what}" for k, what in (("not_on_every_rank", "not on every rank"),
                                                          ("refused", "paired by order but not overlapping: "
                                                                      "refused")) if row[k]]
-    return (f"Ranks: {int(row['ranks'])}{of} (numbers from {row['ranks_from']}){partial}. Collectives: "
+    apart = f"; {apart_sentence(_numbers(row['apart']), int(row['ranks']))}" if row.get("apart") else ""
+    worlds = (f"; the traces name world sizes {row['worlds']}: not one job?"
+              if "," in str(row.get("worlds", "")) else "")
+    return (f"Ranks: {int(row['ranks'])}{of} (numbers from {row['ranks_from']}){partial}{apart}{worlds}. Collectives: "
             f"{int(row['matched'])} of {int(row['collectives'])} matched ({int(row['by_seq'])} by Seq, the rest by "
             f"order on their communicator, checked by overlap){'; ' + ', '.join(unmatched) if unmatched else ''}.")
 
@@ -66,7 +80,7 @@ SECTION = Section(
     tables=(
         Table("rank_set", "The rank set", (
             Column("ranks", "ranks", "int"), Column("world size", "world_size", "int"), Column("missing", "missing"),
-            Column("ranks from", "ranks_from"), Column("collectives", "collectives", "int"),
+            Column("apart in time", "apart", optional=True), Column("ranks from", "ranks_from"), Column("collectives", "collectives", "int"),
             Column("by Seq", "by_seq", "int"), Column("matched", "matched", "int"),
             Column("not on every rank", "not_on_every_rank", "int"), Column("refused", "refused", "int")),
             summary=rank_set_line),
