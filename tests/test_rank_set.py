@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
+from fuseprof.analysis.job_path import job_path
 from fuseprof.analysis.ranks import across_ranks
 from fuseprof.cli import main
 from fuseprof.errors import FuseprofWarning
@@ -131,10 +132,11 @@ def test_a_rank_of_another_job_is_left_out_of_every_comparison_in_time(tmp_path:
 
 def test_two_ranks_that_never_overlap_compare_nothing_in_time(tmp_path: Path) -> None:
     ranks = [_raw(PAIR[0]), _shifted(_raw(PAIR[1]), 6 * 3600e6, 1)]
+    results = analyze([_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)])
     with pytest.warns(FuseprofWarning, match="no two ranks' collectives overlap in time"):
-        tables = across_ranks(analyze([_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)]))
+        tables = across_ranks(results)
     assert tables["rank_set"].iloc[0]["apart"] == "0–1"
-    assert tables["collectives"].empty and tables["stragglers"].empty
+    assert tables["collectives"].empty and tables["stragglers"].empty and job_path(results).empty
 
 
 def test_two_traces_naming_one_rank_are_numbered_apart_with_a_warning(tmp_path: Path, capsys) -> None:
@@ -152,15 +154,17 @@ def test_two_traces_naming_one_rank_are_numbered_apart_with_a_warning(tmp_path: 
     assert "== across 2 ranks" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("copy", [False, True])
-def test_a_trace_given_twice_is_an_error(copy: bool, tmp_path: Path, capsys) -> None:
-    second = PAIR[0]
-    if copy:
-        second = tmp_path / "copy.json.gz"
+@pytest.mark.parametrize("form,said", [("path", "is given twice"), ("copy", "holds the same bytes"),
+                                       ("decompressed", "holds the same collectives, to the ns")])
+def test_a_trace_given_twice_is_an_error(form: str, said: str, tmp_path: Path, capsys) -> None:
+    second = {"path": PAIR[0], "copy": tmp_path / "copy.json.gz", "decompressed": tmp_path / "rank0.json"}[form]
+    if form == "copy":
         second.write_bytes(PAIR[0].read_bytes())
+    elif form == "decompressed":
+        second.write_bytes(gzip.decompress(PAIR[0].read_bytes()))
     assert main(["analyze", str(PAIR[0]), str(second)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and ("given twice" in err if not copy else "holds the same bytes" in err)
+    assert len(err.splitlines()) == 1 and said in err, err
 
 
 def _nccl_ends(path: Path) -> list[int]:

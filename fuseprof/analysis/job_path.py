@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.ranks import matched_collectives
+from fuseprof.analysis.ranks import matched_collectives, ranks_apart
 
 if TYPE_CHECKING:
     from fuseprof.analysis.analyze import TraceAnalysis
@@ -149,7 +149,8 @@ def _step_row(step: str, walked: list[Part]) -> dict[str, object]:
 def job_path(results: Sequence[TraceAnalysis]) -> pd.DataFrame:
     """Per step: the job's path length, the rank that set the step (the most time on the path) and its largest
     work there, the communication on the path, and each rank's share of it."""
-    ranked = [r for r in results if r.rank is not None and "path_legs" in r.frames]
+    apart = set(ranks_apart(list(results)))  # another job's rank: its steps are not this job's
+    ranked = [r for r in results if r.rank is not None and "path_legs" in r.frames and r.rank not in apart]
     if len(ranked) < 2:
         return pd.DataFrame(columns=COLUMNS)
     arrivals = _arrivals(ranked)

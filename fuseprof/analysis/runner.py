@@ -244,6 +244,7 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             result.notes.append(f"graph capture {capture_names} used to attribute the replayed kernels")
         results.append(result)
     wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
+    _distinct_ranks(results)
     return results
 
 
@@ -256,6 +257,20 @@ def _given_once(traces: list[Path], keys: list[str]) -> None:
             same = "is given twice" if first[key].resolve() == trace.resolve() else f"holds the same bytes as {first[key]}"
             raise InvalidArgumentError(f"{trace} {same}: give each trace once")
         first[key] = trace
+
+
+def _distinct_ranks(results: list[TraceAnalysis]) -> None:
+    """No two traces of a rank set with the same collectives to the ns: two ranks' kernels never start and end
+    together, so that is one trace given twice in two forms (compressed and not, re-exported)."""
+    seen: dict[bytes, str] = {}
+    for result in results:
+        if result.collectives.empty:
+            continue
+        times = result.collectives[["start_ns", "end_ns"]].to_numpy("int64").tobytes()
+        if times in seen:
+            raise InvalidArgumentError(f"{result.name} holds the same collectives, to the ns, as {seen[times]}: the "
+                                       "same trace given twice; give each rank once")
+        seen[times] = result.name
 
 
 def _pair(jobs: list[Job], facts: list[tuple[str, bool, bool, list[str]]], given: list[Path]
