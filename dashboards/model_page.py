@@ -38,8 +38,8 @@ def _sections(result: TraceAnalysis, data_table) -> None:  # type: ignore[no-unt
         if shown.section.name not in described:
             described.add(shown.section.name)
             st.caption(md_text(shown.section.description))
-        if shown.flags:
-            st.warning("Rests on failed integrity checks: " + md_text(", ".join(shown.flags)))
+        for flag in shown.flags:
+            st.warning(md_text(flag[:1].upper() + flag[1:]))
         if shown.figure is not None:
             st.plotly_chart(shown.figure, key=f"model-{shown.table.name}")
         st.dataframe(shown.frame, hide_index=True)

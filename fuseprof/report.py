@@ -72,8 +72,7 @@ def _verdict(result: TraceAnalysis) -> str:
 
 
 def _shown(shown: Shown, counter: list[int]) -> str:
-    flags = (f"<p class='note'>⚠ rests on failed integrity checks: {html.escape(', '.join(shown.flags))}</p>"
-             if shown.flags else "")
+    flags = "".join(f"<p class='note'>⚠ {html.escape(flag)}</p>" for flag in shown.flags)
     figure = _figure(shown.figure, counter) if shown.figure is not None else ""
     summary = f"<p><b>{html.escape(shown.summary)}</b></p>" if shown.summary else ""
     return f"<h3>{html.escape(shown.title)}</h3>{flags}{figure}{_table(shown.frame)}{summary}"

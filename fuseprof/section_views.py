@@ -24,8 +24,9 @@ from fuseprof.model.roofline import datasheet_roof
 
 @dataclass(frozen=True)
 class Shown:
-    """One table as a view shows it: its declaration, title, the failed checks it rests on, the rows in the
-    shown columns, the figure (or None) and the summary sentence (or '')."""
+    """One table as a view shows it: its declaration, title, its warnings (``flags``: sentences — the failed
+    checks it rests on, percentages above 100), the rows in the shown columns, the figure (or None) and the
+    summary sentence (or '')."""
 
     section: Section
     table: Table
@@ -127,9 +128,31 @@ _FIGURES = {
 }
 
 
+def _is_percentage(source: str) -> bool:
+    """A column of a percentage of a whole or of a limit (the tables' naming: ``*_pct``, ``pct_of_*``): above 100
+    it is no measurement."""
+    return source.endswith("_pct") or source.startswith("pct_of_")
+
+
+def _flags(table: Table, frame: pd.DataFrame, result: TraceAnalysis | None) -> list[str]:
+    """What a view says above a table, as sentences: the failed integrity checks it rests on, and each
+    percentage column holding values above 100 — a share larger than its whole, a rate above its roof, which
+    means the model's FLOPs or bytes, or the trace's times, are off in those rows."""
+    failed = failed_for(table.name, result.integrity) if result is not None and table.rests_on else []
+    out = [f"rests on failed integrity checks: {', '.join(failed)}"] if failed else []
+    for column in table.columns:
+        if _is_percentage(column.source) and column.source in frame:
+            over = int((pd.to_numeric(frame[column.source], errors="coerce") > 100.0 + 1e-9).sum())
+            if over:
+                out.append(f"{column.header}: {over} row(s) above 100%, which no measurement reaches (a share "
+                           "beyond its whole, a rate above its roof): the FLOPs or bytes modelled, or the trace's "
+                           "times, are off there")
+    return out
+
+
 def _shown(section: Section, table: Table, frame: pd.DataFrame, result: TraceAnalysis | None, text: bool,
            rows: int | None) -> Shown:
-    flags = failed_for(table.name, result.integrity) if result is not None and table.rests_on else []
+    flags = _flags(table, frame, result)
     figure = _FIGURES[table.figure](frame, result) if table.figure and not frame.empty else None
     return Shown(section, table, table.heading(frame, result), flags, shown_frame(table, frame, text, rows), figure,
                  table.summary(frame) if table.summary is not None else "")

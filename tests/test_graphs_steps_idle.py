@@ -152,6 +152,55 @@ def test_integrity_measures_kernels_that_overlap_on_one_stream() -> None:
     assert checks.loc["overlapping_kernel_ns", "value"] == 69_278 and not checks.loc["overlapping_kernel_ns", "ok"]
 
 
+def _union_ns(kernels: list[dict]) -> int:
+    """The busy time of raw kernel events (µs with three decimals, so exact in ns), by a sweep of their own."""
+    busy, end = 0, None
+    for start, stop in sorted((round(k["ts"] * 1000), round((k["ts"] + k["dur"]) * 1000)) for k in kernels):
+        if end is None or start > end:
+            busy, end = busy + stop - start, stop
+        elif stop > end:
+            busy, end = busy + stop - end, stop
+    return busy
+
+
+def test_a_kernel_written_twice_under_one_launch_fails_its_check_and_flags_the_timeline(tmp_path: Path) -> None:
+    """BERT's longest kernel copied, correlation id and all, 1 ms after the trace's last kernel: a launch runs one
+    kernel, so the check counts the copy and the timeline, which counts it, says so."""
+    def copy_one(events: list[dict]) -> None:
+        kernels = _kernels(events)
+        again = dict(max(kernels, key=lambda k: k["dur"]))
+        again["ts"] = max(k["ts"] + k["dur"] for k in kernels) + 1000.0
+        events.append(again)
+    result = analyze_trace(_edited(tmp_path, copy_one))
+    checks = result.integrity.set_index("check")
+    assert checks.loc["kernels_written_twice", "value"] == 1 and not checks.loc["kernels_written_twice", "ok"]
+    assert analyze_trace(BERT).integrity.set_index("check").loc["kernels_written_twice", "ok"]
+    from fuseprof.analysis.integrity import failed_for
+    assert failed_for("timeline", result.integrity) == ["kernels_written_twice (1)"]
+
+
+def test_two_gpus_numbering_their_streams_alike_are_two_streams(tmp_path: Path) -> None:
+    """One process driving two GPUs: every other BERT kernel moved to device 1, stream ids kept. The timeline has
+    a row per GPU and stream, each busy for the union of its own kernels (from the raw file); nothing overlaps on
+    a stream; the check says two GPUs."""
+    moved: list[dict] = []
+
+    def alternate(events: list[dict]) -> None:
+        for i, kernel in enumerate(sorted(_kernels(events), key=lambda k: k["ts"])):
+            if i % 2:
+                kernel["args"]["device"] = 1
+                moved.append(kernel)
+    result = analyze_trace(_edited(tmp_path, alternate), window="all")
+    checks = result.integrity.set_index("check")
+    assert checks.loc["gpus_in_trace", "value"] == 2 and not checks.loc["gpus_in_trace", "ok"]
+    assert checks.loc["overlapping_kernel_ns", "ok"]
+    rows = result.timeline.set_index("stream")
+    stream = moved[0]["args"]["stream"]
+    on_one = [k for k in moved if k["args"]["stream"] == stream]
+    assert rows.loc[f"1:{stream}", "busy_ns"] == _union_ns(on_one)
+    assert rows.loc[f"1:{stream}", "events"] == len(on_one)
+
+
 def test_an_ops_category_is_that_of_the_kernels_holding_most_of_its_time(tmp_path: Path) -> None:
     """A memset launched by an aten::addmm ahead of its GEMM kernel: the op stays a GEMM."""
     raw = _raw(BERT)["traceEvents"]

@@ -90,3 +90,26 @@ def test_a_new_section_is_one_module_and_every_view_shows_it(with_copies, capsys
     assert main(["analyze", str(EAGER), "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["llama4l-eager-h200/raw/0-profiler_trace.json.gz"]["copies"]
     assert {r["direction"]: r["count"] for r in rows} == dict(copies) and sum(copies.values()) == 9
+
+
+def test_a_percentage_above_100_is_flagged_where_it_is_shown(tmp_path: Path, capsys) -> None:
+    """The 2-GPU pair's rank 0 with every GEMM kernel made to last 30 µs: its largest aten::mm (2·M·N·K from the
+    raw Input Dims) would run above the H200's dense BF16 datasheet peak, so the per-op roofline's % roof is
+    above 100 and every view says so above the table; the trace as captured has no such flag."""
+    from tests.conftest import shared_traces
+
+    source = shared_traces() / "h200_2gpu" / "tp_mlp_rank0.json.gz"
+    trace = json.loads(gzip.decompress(source.read_bytes()))
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "kernel" and event["name"].startswith("nvjet"):
+            event["dur"] = 30.0
+    (m, k), (_, n) = max((e["args"]["Input Dims"][:2] for e in trace["traceEvents"] if e.get("name") == "aten::mm"),
+                         key=lambda d: d[0][0] * d[0][1] * d[1][1])
+    assert 2 * m * n * k / 30e-6 > 989e12  # the H200's dense BF16 peak, datasheet
+    (tmp_path / "fast.json").write_text(json.dumps(trace))
+    flagged = {shown.table.name: shown.flags for shown in trace_views(analyze([tmp_path / "fast.json"])[0])}
+    assert any(f.startswith("% roof: ") and "above 100%" in f for f in flagged["op_roofline"])
+    clean = {shown.table.name: shown.flags for shown in trace_views(analyze([source])[0])}
+    assert not any("above 100%" in f for flags in clean.values() for f in flags)
+    assert main(["analyze", str(tmp_path / "fast.json")]) == 0
+    assert "⚠ % roof: " in capsys.readouterr().out

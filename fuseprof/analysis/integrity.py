@@ -28,6 +28,10 @@ sections rest on which checks, so a number resting on a failed check is flagged 
     launches_without_gpu_event      kernel launch calls outside any graph capture whose kernel is not in
                                     the trace (records lost by the profiler's buffer, or cut out of the
                                     file: every time table would read low); ok when 0
+    kernels_written_twice           kernel records beyond the first of their name under one kernel launch
+                                    call (not a graph launch): the same record again; ok when 0
+    gpus_in_trace                   GPUs with kernels in the trace; ok when 1 (streams are per GPU, the
+                                    'all' timeline row and the idle analysis are one GPU's)
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.graphs import capture_numbers, kernel_launches, outermost
+from fuseprof.analysis.graphs import KERNEL_LAUNCH, capture_numbers, kernel_launches, outermost
+from fuseprof.analysis.timeline import stream_labels
 from fuseprof.model.intervals import union_ns
 from fuseprof.parse.trace_events import TraceTables
 
@@ -45,8 +50,8 @@ DEPENDS = {
                     "timestamp_resolution_ns"),
     "fusion": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct", "shapes_recorded_pct"),
     "timeline": ("overlapping_kernel_ns", "timestamp_resolution_ns", "kernels_without_launch",
-                 "launches_without_gpu_event"),
-    "categories": ("attributed_kernel_time_pct", "launches_without_gpu_event"),
+                 "launches_without_gpu_event", "kernels_written_twice", "gpus_in_trace"),
+    "categories": ("attributed_kernel_time_pct", "launches_without_gpu_event", "kernels_written_twice"),
 }
 
 
@@ -64,11 +69,20 @@ def _pct(part: float, whole: float) -> float:
 def _overlap_on_streams(events: pd.DataFrame) -> int:
     total = 0
     kernels = events[events["kind"].isin(["kernel", "communication"])]
-    for _, part in kernels.groupby(kernels["stream"].astype("string").fillna("?")):
+    for _, part in kernels.groupby(stream_labels(kernels)):  # a stream of one GPU: two GPUs share stream ids
         start = part["start_ns"].to_numpy(np.int64)
         end = start + part["dur_ns"].to_numpy(np.int64)
         total += int((end - start).sum()) - union_ns(start, end)
     return total
+
+
+def _written_twice(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Kernel records beyond the first of their name under one kernel launch call: a launch runs one kernel (a
+    graph launch runs many, under one correlation id, and is not one), so the rest are the same record written
+    again, elsewhere in time (a merged or edited trace), and every time table counts them."""
+    plain = kernels[kernels["launch_api"].astype("string").str.contains(KERNEL_LAUNCH.pattern, regex=True)
+                    .fillna(False).astype(bool)]
+    return plain[plain.duplicated(["correlation", "name"], keep="first")]
 
 
 def lost_launches(tables: TraceTables) -> tuple[int, int]:
@@ -113,6 +127,8 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     modules = with_op[own | with_op["forward_module"].notna()] if "forward_module" in with_op else with_op[own]
     unnamed = all_events[~device_named]
     overlap = _overlap_on_streams(events)
+    twice = _written_twice(kernels)
+    devices = sorted(int(d) for d in kernels["device"].dropna().unique()) if "device" in kernels else []
     rows = [
         ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum() + in_range["dur_ns"].sum(), kernel_ns), None,
          f"{len(with_op)} of {len(kernels)} kernels have a launching op" + _linked_by(with_op)
@@ -138,6 +154,14 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
          "nn.Module paths (with_modules=True or with_stack=True; a backward kernel: its forward op's)"),
         ("kernels_without_device", len(unnamed), len(unnamed) == 0,
          "GPU events on a device the trace neither names nor describes: pass --device" if len(unnamed) else "none"),
+        ("kernels_written_twice", len(twice), twice.empty,
+         f"{len(twice):,} kernel records repeat another of their name under one kernel launch call "
+         f"({twice['dur_ns'].sum() / 1e3:,.3f} µs): a launch runs one kernel, so the trace holds them twice (merged "
+         "or edited) and every time table counts them" if len(twice) else "one kernel per kernel launch"),
+        ("gpus_in_trace", len(devices), len(devices) <= 1,
+         f"kernels on {len(devices)} GPUs ({', '.join(map(str, devices))}) in one trace: streams are per GPU "
+         "(DEVICE:STREAM), but the 'all' row, the idle time and the steps read them as one GPU's busy time"
+         if len(devices) > 1 else "one GPU"),
         ("launches_without_gpu_event", lost[0], lost[0] == 0,
          f"{lost[0]:,} of {lost[1]:,} kernel launches have no kernel in the trace: records were lost, and every time "
          "table reads low" if lost[0] else "every kernel launch has its kernel"),

@@ -46,10 +46,19 @@ def breakdown(gpu: pd.DataFrame) -> dict[str, int]:
     }
 
 
+def stream_labels(gpu: pd.DataFrame) -> pd.Series:
+    """Each event's stream as a label: its number, or 'DEVICE:STREAM' where the trace's events ran on more than
+    one GPU — each GPU numbers its streams from the same few ids (one process driving two GPUs has stream 7 on
+    both), and a stream is one queue of one GPU."""
+    stream = gpu["stream"].astype("string").fillna("?")
+    devices = gpu["device"].dropna().unique() if "device" in gpu else []
+    return stream if len(devices) < 2 else gpu["device"].astype("string").fillna("?") + ":" + stream
+
+
 def gpu_timeline(gpu: pd.DataFrame) -> pd.DataFrame:
     """One row for the whole trace (``stream`` = 'all') and one per stream; ``*_pct`` of span."""
     rows = [{"stream": "all", **breakdown(gpu)}]
-    for stream, part in gpu.groupby(gpu["stream"].astype("string").fillna("?"), sort=True):
+    for stream, part in gpu.groupby(stream_labels(gpu), sort=True):
         rows.append({"stream": str(stream), **breakdown(part)})
     frame = pd.DataFrame(rows)
     for column in ("busy_ns", "idle_ns", "computation_ns", "communication_ns", "memcpy_ns", "memset_ns"):

@@ -52,7 +52,8 @@ def _print(title: str, frame: pd.DataFrame, flags: list[str] | None = None) -> N
     print()
     _line(title)
     if flags:
-        _line(f"  ⚠ rests on failed integrity checks: {', '.join(flags)}")
+        for flag in flags:
+            _line(f"  ⚠ {flag}")
     if frame.empty:
         print("  (none)")
         return
