@@ -99,6 +99,12 @@ def code_version() -> str:
     return f"v{FORMAT}-{__version__}-{digest.hexdigest()}"
 
 
+def _meta_digest(meta: dict[str, Any]) -> str:
+    """The digest of an entry's metadata (device, rank, notes, warnings), as its files have theirs: damage to
+    the manifest is found, not served."""
+    return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class TraceStore:
     """A store folder (``root``); ``None`` root: a store that keeps nothing."""
@@ -151,6 +157,8 @@ class TraceStore:
                 if file_sha256(folder / name) != digest:
                     raise ValueError(f"{name} does not match its digest")
                 frames[name.removesuffix(".parquet")] = read_frame(folder / name)
+            if _meta_digest(manifest["meta"]) != manifest["meta_sha256"]:
+                raise ValueError("its metadata does not match its digest")
             return frames, manifest["meta"]
         except Exception as exc:  # any damage at all: never trusted, rebuilt
             warnings.warn(f"trace store: entry {folder} is damaged ({type(exc).__name__}: {exc}); rebuilding it",
@@ -184,7 +192,8 @@ class TraceStore:
                 for name, frame in frames.items():
                     write_frame(frame, tmp / f"{name}.parquet")
                     files[f"{name}.parquet"] = file_sha256(tmp / f"{name}.parquet")
-                (tmp / _MANIFEST).write_text(json.dumps({"files": files, "meta": meta}))
+                (tmp / _MANIFEST).write_text(json.dumps({"files": files, "meta": meta,
+                                                         "meta_sha256": _meta_digest(meta)}))
                 try:
                     tmp.rename(folder)
                 except OSError:  # another process stored it first: theirs is as good
