@@ -64,6 +64,26 @@ def test_without_the_capture_graph_kernels_still_get_categories_and_the_check_fa
     assert set(result.categories["category"]) == {"GEMM", "elementwise", "copy/cast", "reduction"}
 
 
+def test_the_capture_of_another_graph_fails_the_check(tmp_path: Path) -> None:
+    """The capture with its ops' names rotated by 7 (in time order): a graph as long, built from other ops. CUDA
+    pairs by count and order alone, so every kernel still gets an op — but the replay's GEMM kernels (named so in
+    the raw file) now carry other ops, and the check says the capture is another graph's. The true capture
+    passes (the test above)."""
+    capture = _raw(CAPTURE)
+    ops = sorted((e for e in capture["traceEvents"] if e.get("cat") == "cpu_op"), key=lambda e: e["ts"])
+    names = [e["name"] for e in ops]
+    for event, name in zip(ops, names[7:] + names[:7]):
+        event["name"] = name
+    (tmp_path / "other-capture.json").write_text(json.dumps(capture))
+    result = analyze_trace(REPLAY, graph_capture=tmp_path / "other-capture.json")
+    check = result.integrity.set_index("check").loc["graph_kernel_time_attributed_pct"]
+    assert not check["ok"] and "the capture is another graph's" in check["detail"]
+    disagree = result.events[result.events["capture_disagrees"]]
+    assert len(disagree) and disagree["name"].str.contains("nvjet|cublasLt").all()  # GEMMs by their raw names
+    true = analyze_trace(REPLAY, graph_capture=CAPTURE)
+    assert not true.events["capture_disagrees"].any()
+
+
 def test_a_folder_with_both_traces_pairs_them() -> None:
     (result,) = [r for r in analyze(GRAPHS) if r.name.endswith("graph-replay.json.gz")]
     assert result.events["op"].notna().all()

@@ -10,6 +10,32 @@ from fuseprof.model.registry import Registry, classify
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import link_gpu_events
 
+# kernel names that say what they compute whatever op launched them: a replayed kernel named so whose captured
+# op computes something else was given the op of another graph's node
+_UNMISTAKABLE = ("GEMM", "attention")
+
+
+def _capture_disagrees(registry: Registry, events: pd.DataFrame) -> pd.Series:
+    """Per graph-replayed kernel given an op through a capture: whether its name's category (GEMM, attention)
+    differs from what its op computes (``_op_computes``: a GEMM kernel given ``aten::pow`` or a view). The capture of another graph with as many nodes
+    pairs by count and order alone on CUDA (its capture names no kernels); this is what gives it away."""
+    replayed = events["graph_replay"].notna() & events["op"].notna() & (events["kind"] == "kernel")
+    part = events[replayed]
+    by_name = classify(registry, part["kind"], pd.Series(pd.NA, index=part.index, dtype="string"), part["name"])
+    own = {op: _op_computes(registry, op) for op in part["op"].unique()}
+    ops_say = part["op"].map(own)
+    disagrees = by_name["category"].isin(_UNMISTAKABLE) & ops_say.notna() & (ops_say != by_name["category"])
+    return disagrees.reindex(events.index, fill_value=False).astype(bool)
+
+
+def _op_computes(registry: Registry, op: str) -> str | None:
+    """What the registry says an op computes, by its name alone: its family's category; 'view' for a view (a
+    view launches no kernel); None when it knows nothing of the op."""
+    if registry.role(op).view:
+        return "view"
+    family = registry.match("kernel", op, "")
+    return family.category if family.op else None
+
 
 def categorized_events(tables: TraceTables, registry: Registry,
                        capture_windows: list[pd.DataFrame] | None = None) -> tuple[pd.DataFrame, str | None]:
@@ -19,6 +45,8 @@ def categorized_events(tables: TraceTables, registry: Registry,
     timeline."""
     events, checked_by = attribute_replays(link_gpu_events(tables), capture_windows or [])
     events[["category", "role", "family"]] = classify(registry, events["kind"], events["op"], events["name"])
+    if capture_windows:
+        events["capture_disagrees"] = _capture_disagrees(registry, events)
     comm = (events["category"] == "communication") & (events["kind"] == "kernel")
     events.loc[comm, "kind"] = "communication"
     return events, checked_by if capture_windows else None

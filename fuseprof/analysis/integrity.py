@@ -9,7 +9,9 @@ sections rest on which checks, so a number resting on a failed check is flagged 
                                     inside a ``record_function`` range (a Triton or extension kernel called
                                     from Python: the range names the code); ok ≥ 90
     graph_kernel_time_attributed_pct  of the graph-replayed kernel time, the share attributed to an op
-                                    through a capture trace; ok ≥ 99 (no graph kernels: ok, value null)
+                                    through a capture trace; ok ≥ 99 (no graph kernels: ok, value null),
+                                    and at most ``CAPTURE_DISAGREES_PCT`` of it GEMM or attention kernels
+                                    given an op that computes neither (the capture of another graph)
     kernels_without_launch          GPU events whose launch call is not in the trace (warm-up work of
                                     earlier steps, a profiler started mid-run); ok when 0
     events_outside_window           GPU events the window leaves out of every table; ok when 0
@@ -43,6 +45,8 @@ from fuseprof.analysis.graphs import KERNEL_LAUNCH, capture_numbers, kernel_laun
 from fuseprof.analysis.timeline import stream_labels
 from fuseprof.model.intervals import union_ns
 from fuseprof.parse.trace_events import TraceTables
+
+CAPTURE_DISAGREES_PCT = 5.0  # % of attributed replay time whose kernel name and captured op disagree: another graph
 
 DEPENDS = {
     "top_ops": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct"),
@@ -118,6 +122,8 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     in_range = _launched_in_a_range(kernels)
     graph = kernels[kernels["graph_replay"].notna()] if "graph_replay" in kernels else kernels.iloc[:0]
     attributed_graph = graph[graph["op"].notna()]
+    disagree = graph[graph["capture_disagrees"]] if "capture_disagrees" in graph else graph.iloc[:0]
+    disagree_pct = _pct(disagree["dur_ns"].sum(), attributed_graph["dur_ns"].sum())
     no_launch = all_events[all_events["launch_api"].isna()]
     outside = all_events[~window]
     stamps = np.concatenate([all_events["start_ns"].to_numpy(np.int64), all_events["dur_ns"].to_numpy(np.int64)])
@@ -135,9 +141,13 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
          + (f"; {len(in_range):,} more were launched outside every op, inside a record_function range (a Triton or "
             "extension kernel called from Python: its range names the code)" if len(in_range) else "")),
         ("graph_kernel_time_attributed_pct", _pct(attributed_graph["dur_ns"].sum(), graph["dur_ns"].sum()) if len(graph)
-         else None, None, f"{len(graph)} graph-replayed kernels, {len(attributed_graph)} attributed"
+         else None, None if disagree_pct != disagree_pct or disagree_pct <= CAPTURE_DISAGREES_PCT else False,
+         f"{len(graph)} graph-replayed kernels, {len(attributed_graph)} attributed"
          + ("" if len(attributed_graph) == len(graph) else "; their capture is not in the trace: pass it with "
-            "--graph-capture (their categories come from kernel names)")),
+            "--graph-capture (their categories come from kernel names)")
+         + (f"; but {disagree_pct:.0f}% of their time is GEMM or attention kernels given ops that compute neither "
+            f"({', '.join(disagree['op'].value_counts().index[:3])}): the capture is another graph's"
+            if disagree_pct > CAPTURE_DISAGREES_PCT else "")),
         ("kernels_without_launch", len(no_launch), len(no_launch) == 0,
          f"{no_launch['dur_ns'].sum() / 1e3:,.3f} µs of GPU work whose launch is not in the trace (warm-up of "
          "earlier steps?)" if len(no_launch) else "every GPU event has its launch call"),
