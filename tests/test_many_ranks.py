@@ -125,12 +125,29 @@ def test_a_two_worker_dask_cluster_gives_the_single_process_answer(tmp_path: Pat
     assert json.loads(capsys.readouterr().out)["across_ranks"]["stragglers"][0]["last_rank"] == 2
 
 
-def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("where", ["nothing listening", "not an address", "a silent server"])
+def test_an_unreachable_scheduler_is_one_line(where: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    """Nothing at the port, an address Dask cannot parse, or a server that accepts and never answers the
+    handshake (Dask alone waits forever): one line, exit 2, within the answer time."""
+    import socket
+
+    import fuseprof.analysis.cluster as cluster
+
     pytest.importorskip("distributed")
     folder = tmp_path / "ranks"
     make_rank_set(folder, ranks=2, steps=3)
-    assert main(["analyze", str(folder), "--scheduler", "tcp://127.0.0.1:9"]) == 2
-    assert "cannot reach a Dask scheduler there" in capsys.readouterr().err
+    monkeypatch.setattr(cluster, "ANSWER_S", 3.0)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()  # accepts in the kernel's backlog, reads nothing, writes nothing
+    address = {"nothing listening": "tcp://127.0.0.1:9", "not an address": "not a url",
+               "a silent server": f"tcp://127.0.0.1:{server.getsockname()[1]}"}[where]
+    try:
+        assert main(["analyze", str(folder), "--scheduler", address]) == 2
+    finally:
+        server.close()
+    err = capsys.readouterr().err.strip()
+    assert "cannot reach a Dask scheduler there" in err and len(err.splitlines()) == 1
 
 
 def test_a_cluster_without_a_shared_store_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:

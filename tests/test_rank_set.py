@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,7 @@ def test_a_rank_of_another_job_is_left_out_of_every_comparison_in_time(tmp_path:
     paths = [_write(t, tmp_path / f"r{i}.json") for i, t in enumerate(ranks)]
     pair = across_ranks(analyze(paths))
     late = _write(_shifted(_raw(PAIR[1]), 6 * 3600e6, 2), tmp_path / "r2.json")
-    with pytest.warns(FuseprofWarning, match=r"rank 2: its collectives overlap no other rank's in time"):
+    with pytest.warns(FuseprofWarning, match=r"rank 2: its collectives lie apart in time from the job's"):
         three = across_ranks(analyze([*paths, late]))
     assert three["rank_set"].iloc[0]["apart"] == "2"
     for name in ("collectives", "late_arrivals", "stragglers"):
@@ -128,6 +129,18 @@ def test_a_rank_of_another_job_is_left_out_of_every_comparison_in_time(tmp_path:
     span_ns = 1000 * (max(e["ts"] + e.get("dur", 0) for e in ranks[0]["traceEvents"] if "ts" in e)
                       - min(e["ts"] for e in ranks[0]["traceEvents"] if "ts" in e))
     assert three["collectives"].filter(like="wait_ns").abs().max().max() < span_ns
+
+
+def test_three_jobs_in_one_folder_compare_one_job(capsys) -> None:
+    """The shared 2-GPU folder holds three pairs captured one after another: the ranks chain into three groups in
+    time; one pair is compared, the other four ranks are said to lie apart, and the set is said to be more than
+    its world."""
+    folder = shared_traces() / "h200_2gpu"
+    assert main(["analyze", str(folder)]) == 0
+    out = capsys.readouterr()
+    assert "more traces than the world has ranks" in out.out
+    said = re.search(r"warning: rank ([\d, –]+): their collectives lie apart in time", out.err)
+    assert said and len(said.group(1).replace("–", ", ").split(", ")) == 4  # two runs of two
 
 
 def test_two_ranks_that_never_overlap_compare_nothing_in_time(tmp_path: Path) -> None:

@@ -46,6 +46,24 @@ def test_run_reports_script_problems_in_one_line(tmp_path: Path, body: str, mess
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
+@pytest.mark.parametrize("child_ends", ["sys.exit(0)", "sys.exit(4)", "raise RuntimeError('child')", "pass"])
+def test_a_forked_child_ending_its_own_way_is_not_the_run(child_ends: str, tmp_path: Path) -> None:
+    """The script forks; the child ends by sys.exit, an exception or running off the end of its branch. The
+    parent's run is what is captured: one bundle, exit 0, no false failure, no hang (the child ran on into the
+    capture's end before: a second bundle and a lock the fork copied held)."""
+    (tmp_path / "script.py").write_text(
+        "import os, sys\nimport torch\nimport fuseprof\n"
+        "pid = os.fork()\n"
+        f"if pid == 0:\n    {child_ends}\nelse:\n    os.waitpid(pid, 0)\n"
+        "    with fuseprof.region('work'):\n        torch.ones(64).mul(2)\n    print('parent done')\n")
+    done = subprocess.run([FUSEPROF, "run", "--out", str(tmp_path / "out"), str(tmp_path / "script.py")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert "parent done" in done.stdout and "fuseprof: error" not in done.stderr
+    assert len(list((tmp_path / "out").iterdir())) == 1
+
+
 @pytest.mark.gpu
 @pytest.mark.ncu
 def test_run_profiles_the_regions_with_ncu_on_a_gpu(tmp_path: Path) -> None:

@@ -13,6 +13,32 @@ from typing import Any
 
 from fuseprof.errors import FuseprofError
 
+ANSWER_S = 30.0  # a scheduler that does not complete Dask's handshake in this time is none
+
+
+def client_of(address: str, client: Callable[..., Any]) -> Any:
+    """A Dask ``client`` connected to ``address``, or one clear error: an address Dask cannot parse (``ValueError``:
+    'not a url', an http:// URL), nothing listening there, or a server that accepts the connection but never
+    answers Dask's handshake (a web server, a silent socket: Dask would wait forever) within ``ANSWER_S``."""
+    import threading
+
+    made: list[Any] = []
+    failed: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            made.append(client(address, timeout="10s"))
+        except Exception as exc:  # ValueError, OSError, TimeoutError, a protocol error: all mean no scheduler
+            failed.append(exc)
+
+    thread = threading.Thread(target=connect, name="fuseprof-dask-connect", daemon=True)
+    thread.start()
+    thread.join(ANSWER_S)
+    if failed or not made:
+        why = f"{type(failed[0]).__name__}: {failed[0]}" if failed else f"no Dask answer within {ANSWER_S:.0f} s"
+        raise FuseprofError(f"--scheduler {address}: cannot reach a Dask scheduler there ({why})")
+    return made[0]
+
 
 def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
                    progress: Callable[[str, int, int], None] | None, what: str) -> list[Any]:
@@ -21,11 +47,7 @@ def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[A
         from distributed import Client, as_completed
     except ImportError:
         raise FuseprofError("--scheduler needs dask.distributed: pip install 'fuseprof[dask]'") from None
-    try:
-        client = Client(address, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise FuseprofError(f"--scheduler {address}: cannot reach a Dask scheduler there ({exc})") from None
-    with client:
+    with client_of(address, Client) as client:
         futures = [client.submit(fn, *call, pure=False) for call in calls]
         for done, _ in enumerate(as_completed(futures), start=1):
             if progress:

@@ -32,6 +32,9 @@ sections rest on which checks, so a number resting on a failed check is flagged 
                                     file: every time table would read low); ok when 0
     kernels_written_twice           kernel records beyond the first of their name under one kernel launch
                                     call (not a graph launch): the same record again; ok when 0
+    largest_gpu_gap_ns              the longest stretch without GPU work in the window; failed when over
+                                    1 s and over half the span (two captures or two processes' clocks in
+                                    one trace: the span and idle time would be that gap)
     gpus_in_trace                   GPUs with kernels in the trace; ok when 1 (streams are per GPU, the
                                     'all' timeline row and the idle analysis are one GPU's)
 """
@@ -46,6 +49,7 @@ from fuseprof.analysis.timeline import stream_labels
 from fuseprof.model.intervals import union_ns
 from fuseprof.parse.trace_events import TraceTables
 
+LONE_GAP_NS, LONE_GAP_SHARE = 10**9, 0.5  # one idle stretch over 1 s holding over half the span: not one run
 CAPTURE_DISAGREES_PCT = 5.0  # % of attributed replay time whose kernel name and captured op disagree: another graph
 
 DEPENDS = {
@@ -54,7 +58,7 @@ DEPENDS = {
                     "timestamp_resolution_ns"),
     "fusion": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct", "shapes_recorded_pct"),
     "timeline": ("overlapping_kernel_ns", "timestamp_resolution_ns", "kernels_without_launch",
-                 "launches_without_gpu_event", "kernels_written_twice", "gpus_in_trace"),
+                 "launches_without_gpu_event", "kernels_written_twice", "gpus_in_trace", "largest_gpu_gap_ns"),
     "categories": ("attributed_kernel_time_pct", "launches_without_gpu_event", "kernels_written_twice"),
 }
 
@@ -78,6 +82,16 @@ def _overlap_on_streams(events: pd.DataFrame) -> int:
         end = start + part["dur_ns"].to_numpy(np.int64)
         total += int((end - start).sum()) - union_ns(start, end)
     return total
+
+
+def _largest_gap(events: pd.DataFrame) -> int:
+    """The longest time no GPU event ran, between the first and the last (ns)."""
+    if len(events) < 2:
+        return 0
+    order = np.argsort(events["start_ns"].to_numpy(np.int64), kind="stable")
+    start = events["start_ns"].to_numpy(np.int64)[order]
+    reach = np.maximum.accumulate(start + events["dur_ns"].to_numpy(np.int64)[order])
+    return int(max(0, (start[1:] - reach[:-1]).max()))
 
 
 def _written_twice(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -134,6 +148,9 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     unnamed = all_events[~device_named]
     overlap = _overlap_on_streams(events)
     twice = _written_twice(kernels)
+    gap = _largest_gap(events)
+    span = int((events["start_ns"] + events["dur_ns"]).max() - events["start_ns"].min()) if len(events) else 0
+    one_gap = gap > LONE_GAP_NS and gap > LONE_GAP_SHARE * span
     devices = sorted(int(d) for d in kernels["device"].dropna().unique()) if "device" in kernels else []
     rows = [
         ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum() + in_range["dur_ns"].sum(), kernel_ns), None,
@@ -168,6 +185,10 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
          f"{len(twice):,} kernel records repeat another of their name under one kernel launch call "
          f"({twice['dur_ns'].sum() / 1e3:,.3f} µs): a launch runs one kernel, so the trace holds them twice (merged "
          "or edited) and every time table counts them" if len(twice) else "one kernel per kernel launch"),
+        ("largest_gpu_gap_ns", gap, not one_gap,
+         f"one stretch of {gap / 1e9:,.1f} s without GPU work is {_pct(gap, span):.0f}% of the span: two captures, or "
+         "two processes' clocks, in one trace; the span, idle time and busy % are that gap's" if one_gap
+         else "no stretch without GPU work holds most of the span"),
         ("gpus_in_trace", len(devices), len(devices) <= 1,
          f"kernels on {len(devices)} GPUs ({', '.join(map(str, devices))}) in one trace: streams are per GPU "
          "(DEVICE:STREAM), but the 'all' row, the idle time and the steps read them as one GPU's busy time"

@@ -57,15 +57,23 @@ def _groups(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFra
 
 
 def ranks_apart(results: list[TraceAnalysis]) -> list[int]:
-    """The ranks whose collectives overlap no other rank's in time: ranks of one job meet in every collective,
-    so a trace whose communication lies hours apart from the others' is another job's (or its host's clock
-    is not the others'), and its waits would be that distance. They are left out of every comparison in
-    time (``_groups``); every rank apart when no two overlap."""
-    spans = {int(r.rank): (int(r.collectives["start_ns"].min()), int(r.collectives["end_ns"].max()))
-             for r in results if r.rank is not None and not r.collectives.empty}
-    return sorted(rank for rank, (start, end) in spans.items()
-                  if len(spans) > 1 and not any(s <= end and start <= e for other, (s, e) in spans.items()
-                                                if other != rank))
+    """The ranks outside the job: ranks of one job meet in every collective, so their collectives' spans
+    overlap, in a chain, from the first rank to the last. The ranks whose spans chain together are one job; the
+    largest such group is the job given, and every other rank lies apart (another job's trace, three jobs' in
+    one folder, a host clock that is not the others'): its waits would be the distance between the runs. They
+    are left out of every comparison in time (``_groups``); every rank apart when no two overlap."""
+    spans = sorted((int(r.collectives["start_ns"].min()), int(r.collectives["end_ns"].max()), int(r.rank))
+                   for r in results if r.rank is not None and not r.collectives.empty)
+    groups: list[list[int]] = []
+    reach = None
+    for start, end, rank in spans:
+        if reach is None or start > reach:
+            groups.append([])
+            reach = end
+        groups[-1].append(rank)
+        reach = max(reach, end)
+    job = max(groups, key=len, default=[])
+    return sorted(rank for group in groups for rank in group if len(job) < 2 or group is not job)
 
 
 def apart_sentence(apart: list[int], ranks: int) -> str:
@@ -74,8 +82,8 @@ def apart_sentence(apart: list[int], ranks: int) -> str:
     if len(apart) == ranks:
         return (f"no two ranks' collectives overlap in time ({where}): the skew, straggler and path tables compare "
                 "nothing")
-    return (f"rank {_spans(apart)}: {'its' if len(apart) == 1 else 'their'} collectives overlap no other rank's in time "
-            f"({where}); left out of the skew, straggler and path tables")
+    return (f"rank {_spans(apart)}: {'its' if len(apart) == 1 else 'their'} collectives lie apart in time from the "
+            f"job's ({where}); left out of the skew, straggler and path tables")
 
 
 def _aligned(both: pd.DataFrame) -> pd.DataFrame:

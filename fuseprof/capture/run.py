@@ -9,9 +9,11 @@ whole-model trace.
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,17 +43,36 @@ class RunOptions:
     ncu_timeout_s: float = 1800.0
 
 
+def _end_a_forked_child(owner: int, code: object) -> None:
+    """In a process the script forked (``os.fork``), the script's end is that process's end: it exits with the
+    script's status at once, never running on into fuseprof's capture (which would write a second bundle and
+    wait on locks the fork copied held). In the script's own process, nothing."""
+    if os.getpid() == owner:
+        return
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+
+
 def _run_script(opts: RunOptions) -> None:
     """``python SCRIPT ARGS`` in this process; an exception in it is one line with its file and line."""
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(opts.script), *opts.args]
     sys.path.insert(0, str(opts.script.resolve().parent))
+    owner = os.getpid()
     try:
         runpy.run_path(str(opts.script), run_name="__main__")
+        _end_a_forked_child(owner, 0)
     except SystemExit as exc:
+        _end_a_forked_child(owner, exc.code)
         if exc.code not in (None, 0):
             raise InvalidArgumentError(f"{opts.script}: exited with status {exc.code}") from None
     except Exception as exc:
+        if os.getpid() != owner:
+            traceback.print_exc()
+            _end_a_forked_child(owner, 1)
         raise CaseNotFoundError(f"{user_frame(exc, str(opts.script))}: {type(exc).__name__}: {exc} "
                                 f"(in {opts.script})") from None
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -259,7 +260,8 @@ def _report(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise FuseprofError(f"{args.output}: cannot write the report ({exc.strerror or exc})") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only filesystem refuses the clean-up as it refused the write
+            tmp.unlink(missing_ok=True)
     print(f"{args.output} ({len(text.encode()) / 1e6:.2f} MB, {len(results)} trace(s))")
     return 0
 

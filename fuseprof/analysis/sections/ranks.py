@@ -58,8 +58,8 @@ def rank_set_line(found: pd.DataFrame) -> str:
                                                          ("refused", "paired by order but not overlapping: "
                                                                      "refused")) if row[k]]
     apart = f"; {apart_sentence(_numbers(row['apart']), int(row['ranks']))}" if row.get("apart") else ""
-    worlds = (f"; the traces name world sizes {row['worlds']}: not one job?"
-              if "," in str(row.get("worlds", "")) else "")
+    worlds = (f"; the traces name world sizes {row['worlds']}: not one job?" if "," in str(row.get("worlds", ""))
+              else "; more traces than the world has ranks: more than one job?" if of and row["ranks"] > world else "")
     return (f"Ranks: {int(row['ranks'])}{of} (numbers from {row['ranks_from']}){partial}{apart}{worlds}. Collectives: "
             f"{int(row['matched'])} of {int(row['collectives'])} matched ({int(row['by_seq'])} by Seq, the rest by "
             f"order on their communicator, checked by overlap){'; ' + ', '.join(unmatched) if unmatched else ''}.")
