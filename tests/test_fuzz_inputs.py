@@ -578,3 +578,17 @@ def test_reparse_on_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_pat
     assert (bundle / "kernels.parquet").read_bytes() == before
     assert not [p for p in bundle.rglob("*") if ".fuseprof-tmp-" in p.name]
     FUZZ_RESULTS["clear error"] += 1
+
+
+def test_reading_a_folder_removes_what_a_killed_run_left_and_says_so(tmp_path: Path, capsys) -> None:
+    """``ls`` on a folder where an ingest was killed with -9 (its marked bundle, of a PID that is gone): the
+    half-written bundle is removed with a warning, not left hidden behind 'no bundles'."""
+    from fuseprof.bundle.files import PARTIAL_MARKER, temporary_name
+
+    out = tmp_path / "out"
+    here = temporary_name("x", "partial").removeprefix(".x.fuseprof-partial-").rsplit("-", 1)[0]  # this host
+    dead = out / f".ingest-killed.fuseprof-partial-{here}-999999999"
+    (dead / "raw").mkdir(parents=True)
+    (dead / PARTIAL_MARKER).write_text("")
+    code, _, err = _run(["ls", str(out)], capsys)
+    assert not dead.exists() and "removed 1 half-written file(s) of fuseprof runs that were killed" in err

@@ -229,3 +229,21 @@ def test_an_entry_others_can_write_is_never_served(store: Path, monkeypatch) -> 
         (warm,) = analyze([EAGER])
     assert decoded == [EAGER]
     _same(cold, warm)
+
+
+def test_what_a_killed_write_left_is_removed_by_the_next_write(store: Path) -> None:
+    """A run killed with -9 while it wrote an entry leaves its temporary folder (named as this host's, of a
+    process that is gone): the next run that writes there removes it; a live process's is left alone."""
+    from fuseprof.bundle.files import temporary_name
+
+    analyze([EAGER])
+    [entry] = store_module.TraceStore(store).entries()
+    here = temporary_name("", "tmp").removeprefix(".").rsplit("-", 1)[0]  # .fuseprof-tmp-HOST
+    dead, live = entry / f".tables-k1ll3d{here}-999999999", entry / f".analysis-busy{temporary_name('', 'tmp')[1:]}"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "gpu.parquet").write_bytes(b"half")
+    shutil.rmtree(next(entry.glob("analysis-*")))  # so the next run writes here
+    analyze([EAGER])
+    store_module.wait_for_writes()
+    assert not dead.exists() and live.exists()

@@ -13,17 +13,19 @@ No pickle anywhere: JSON and Parquet only, so a bundle from someone else is safe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import socket
+import warnings
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from fuseprof.bundle.schema import SCHEMA_VERSION, conform_kernels, conform_timings
-from fuseprof.errors import BundleError
+from fuseprof.errors import BundleError, FuseprofWarning
 from fuseprof.parse.names import short_kernel_name
 
 if TYPE_CHECKING:  # frames pass through here; finding and reading bundles needs no pandas
@@ -215,11 +217,18 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 
 def find_bundles(root: Path) -> list[Path]:
-    """``root`` itself if it is a bundle, else the bundles directly under it, sorted by name."""
+    """``root`` itself if it is a bundle, else the bundles directly under it, sorted by name. Reading a folder
+    first removes what fuseprof runs killed with -9 left half-written in it (``remove_stale_partials``: only
+    fuseprof's own, of processes that are gone), saying so: none lingers hidden behind a 'no bundles'."""
     if not root.exists():
         raise BundleError(f"{root}: no such file or directory")
     if is_bundle(root):
         return [root]
     if not root.is_dir():
         raise BundleError(f"{root}: not a bundle directory")
+    with contextlib.suppress(OSError):  # a folder the user may only read: nothing of ours to remove there
+        removed = remove_stale_partials(root)
+        if removed:
+            warnings.warn(f"{root}: removed {len(removed)} half-written file(s) of fuseprof runs that were killed "
+                          f"({', '.join(p.name for p in removed[:3])})", FuseprofWarning, stacklevel=2)
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and is_bundle(p))

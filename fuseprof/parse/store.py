@@ -186,7 +186,12 @@ class TraceStore:
             self._mark(folder.parents[2])
             if not self._trusted(folder.parent):
                 return False
-            tmp = Path(tempfile.mkdtemp(prefix=f".{part}-", dir=folder.parent))
+            from fuseprof.bundle.files import remove_stale_partials, temporary_name
+
+            remove_stale_partials(folder.parent)  # what a run killed with -9 left here
+            # named as fuseprof's own, of this host and process: only a later run can prove it stale and remove it
+            tmp = Path(tempfile.mkdtemp(prefix=f".{part}-", suffix=temporary_name("", "tmp").removeprefix("."),
+                                        dir=folder.parent))
             try:
                 files = {}
                 for name, frame in frames.items():
