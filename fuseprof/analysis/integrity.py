@@ -125,6 +125,47 @@ def _launched_in_a_range(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels[kernels["op"].isna() & kernels["launch_api"].notna() & kernels["ranges"].notna() & direct]
 
 
+def _graph_row(kernels: pd.DataFrame) -> tuple[str, float | None, bool | None, str]:
+    """The graph check: the share of graph-replayed kernel time attributed through a capture, failed outright
+    where the capture's ops disagree with the kernels' names (``CAPTURE_DISAGREES_PCT``: another graph's)."""
+    graph = kernels[kernels["graph_replay"].notna()] if "graph_replay" in kernels else kernels.iloc[:0]
+    attributed = graph[graph["op"].notna()]
+    disagree = graph[graph["capture_disagrees"]] if "capture_disagrees" in graph else graph.iloc[:0]
+    disagree_pct = _pct(disagree["dur_ns"].sum(), attributed["dur_ns"].sum())
+    another = disagree_pct == disagree_pct and disagree_pct > CAPTURE_DISAGREES_PCT
+    return ("graph_kernel_time_attributed_pct", _pct(attributed["dur_ns"].sum(), graph["dur_ns"].sum()) if len(graph)
+            else None, False if another else None,
+            f"{len(graph)} graph-replayed kernels, {len(attributed)} attributed"
+            + ("" if len(attributed) == len(graph) else "; their capture is not in the trace: pass it with "
+               "--graph-capture (their categories come from kernel names)")
+            + (f"; but {disagree_pct:.0f}% of their time is GEMM or attention kernels given ops that compute neither "
+               f"({', '.join(disagree['op'].value_counts().index[:3])}): the capture is another graph's"
+               if another else ""))
+
+
+def _record_rows(events: pd.DataFrame, kernels: pd.DataFrame) -> list[tuple[str, int, bool, str]]:
+    """The checks that the records are one run's, once: no kernel written twice, one GPU, no lone gap."""
+    twice = _written_twice(kernels)
+    gap = _largest_gap(events)
+    span = int((events["start_ns"] + events["dur_ns"]).max() - events["start_ns"].min()) if len(events) else 0
+    one_gap = gap > LONE_GAP_NS and gap > LONE_GAP_SHARE * span
+    devices = sorted(int(d) for d in kernels["device"].dropna().unique()) if "device" in kernels else []
+    return [
+        ("kernels_written_twice", len(twice), twice.empty,
+         f"{len(twice):,} kernel records repeat another of their name under one kernel launch call "
+         f"({twice['dur_ns'].sum() / 1e3:,.3f} µs): a launch runs one kernel, so the trace holds them twice (merged "
+         "or edited) and every time table counts them" if len(twice) else "one kernel per kernel launch"),
+        ("largest_gpu_gap_ns", gap, not one_gap,
+         f"one stretch of {gap / 1e9:,.1f} s without GPU work is {_pct(gap, span):.0f}% of the span: two captures, or "
+         "two processes' clocks, in one trace; the span, idle time and busy % are that gap's" if one_gap
+         else "no stretch without GPU work holds most of the span"),
+        ("gpus_in_trace", len(devices), len(devices) <= 1,
+         f"kernels on {len(devices)} GPUs ({', '.join(map(str, devices))}) in one trace: streams are per GPU "
+         "(DEVICE:STREAM), but the 'all' row, the idle time and the steps read them as one GPU's busy time"
+         if len(devices) > 1 else "one GPU"),
+    ]
+
+
 def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series,
               lost: tuple[int, int] = (0, 0)) -> pd.DataFrame:
     """The checks over a trace's GPU events (``window``: the events the tables cover;
@@ -134,10 +175,6 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     kernel_ns = float(kernels["dur_ns"].sum())
     with_op = kernels[kernels["op"].notna()]
     in_range = _launched_in_a_range(kernels)
-    graph = kernels[kernels["graph_replay"].notna()] if "graph_replay" in kernels else kernels.iloc[:0]
-    attributed_graph = graph[graph["op"].notna()]
-    disagree = graph[graph["capture_disagrees"]] if "capture_disagrees" in graph else graph.iloc[:0]
-    disagree_pct = _pct(disagree["dur_ns"].sum(), attributed_graph["dur_ns"].sum())
     no_launch = all_events[all_events["launch_api"].isna()]
     outside = all_events[~window]
     stamps = np.concatenate([all_events["start_ns"].to_numpy(np.int64), all_events["dur_ns"].to_numpy(np.int64)])
@@ -147,24 +184,12 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     modules = with_op[own | with_op["forward_module"].notna()] if "forward_module" in with_op else with_op[own]
     unnamed = all_events[~device_named]
     overlap = _overlap_on_streams(events)
-    twice = _written_twice(kernels)
-    gap = _largest_gap(events)
-    span = int((events["start_ns"] + events["dur_ns"]).max() - events["start_ns"].min()) if len(events) else 0
-    one_gap = gap > LONE_GAP_NS and gap > LONE_GAP_SHARE * span
-    devices = sorted(int(d) for d in kernels["device"].dropna().unique()) if "device" in kernels else []
     rows = [
         ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum() + in_range["dur_ns"].sum(), kernel_ns), None,
          f"{len(with_op)} of {len(kernels)} kernels have a launching op" + _linked_by(with_op)
          + (f"; {len(in_range):,} more were launched outside every op, inside a record_function range (a Triton or "
             "extension kernel called from Python: its range names the code)" if len(in_range) else "")),
-        ("graph_kernel_time_attributed_pct", _pct(attributed_graph["dur_ns"].sum(), graph["dur_ns"].sum()) if len(graph)
-         else None, None if disagree_pct != disagree_pct or disagree_pct <= CAPTURE_DISAGREES_PCT else False,
-         f"{len(graph)} graph-replayed kernels, {len(attributed_graph)} attributed"
-         + ("" if len(attributed_graph) == len(graph) else "; their capture is not in the trace: pass it with "
-            "--graph-capture (their categories come from kernel names)")
-         + (f"; but {disagree_pct:.0f}% of their time is GEMM or attention kernels given ops that compute neither "
-            f"({', '.join(disagree['op'].value_counts().index[:3])}): the capture is another graph's"
-            if disagree_pct > CAPTURE_DISAGREES_PCT else "")),
+        _graph_row(kernels),
         ("kernels_without_launch", len(no_launch), len(no_launch) == 0,
          f"{no_launch['dur_ns'].sum() / 1e3:,.3f} µs of GPU work whose launch is not in the trace (warm-up of "
          "earlier steps?)" if len(no_launch) else "every GPU event has its launch call"),
@@ -181,18 +206,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
          "nn.Module paths (with_modules=True or with_stack=True; a backward kernel: its forward op's)"),
         ("kernels_without_device", len(unnamed), len(unnamed) == 0,
          "GPU events on a device the trace neither names nor describes: pass --device" if len(unnamed) else "none"),
-        ("kernels_written_twice", len(twice), twice.empty,
-         f"{len(twice):,} kernel records repeat another of their name under one kernel launch call "
-         f"({twice['dur_ns'].sum() / 1e3:,.3f} µs): a launch runs one kernel, so the trace holds them twice (merged "
-         "or edited) and every time table counts them" if len(twice) else "one kernel per kernel launch"),
-        ("largest_gpu_gap_ns", gap, not one_gap,
-         f"one stretch of {gap / 1e9:,.1f} s without GPU work is {_pct(gap, span):.0f}% of the span: two captures, or "
-         "two processes' clocks, in one trace; the span, idle time and busy % are that gap's" if one_gap
-         else "no stretch without GPU work holds most of the span"),
-        ("gpus_in_trace", len(devices), len(devices) <= 1,
-         f"kernels on {len(devices)} GPUs ({', '.join(map(str, devices))}) in one trace: streams are per GPU "
-         "(DEVICE:STREAM), but the 'all' row, the idle time and the steps read them as one GPU's busy time"
-         if len(devices) > 1 else "one GPU"),
+        *_record_rows(events, kernels),
         ("launches_without_gpu_event", lost[0], lost[0] == 0,
          f"{lost[0]:,} of {lost[1]:,} kernel launches have no kernel in the trace: records were lost, and every time "
          "table reads low" if lost[0] else "every kernel launch has its kernel"),

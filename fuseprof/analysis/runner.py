@@ -216,10 +216,7 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     given = [Path(graph_capture)] if isinstance(graph_capture, (str, Path)) else [Path(p) for p in graph_capture or ()]
     traces = [j.path for j in jobs] + given
     facts = _run(_decode, [(t, root, alone) for t in traces], workers, scheduler, progress, "decoded")
-    for _, _, _, said in facts:
-        for text in said:
-            warnings.warn(text, FuseprofWarning, stacklevel=2)
-    _given_once(traces, [key for key, _, _, _ in facts])
+    _after_decoding(traces, facts)
     captures, kept = _pair(jobs, facts, given)
     capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
     try:
@@ -246,6 +243,14 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
     _distinct_ranks(results)
     return results
+
+
+def _after_decoding(traces: list[Path], facts: list[tuple[str, bool, bool, list[str]]]) -> None:
+    """What pass 1 found, before any analysis: its decoding warnings said, and each trace given once."""
+    for _, _, _, said in facts:
+        for text in said:
+            warnings.warn(text, FuseprofWarning, stacklevel=3)
+    _given_once(traces, [key for key, _, _, _ in facts])
 
 
 def _given_once(traces: list[Path], keys: list[str]) -> None:

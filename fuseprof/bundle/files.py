@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import warnings
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from fuseprof.bundle.schema import SCHEMA_VERSION, conform_kernels, conform_timings
 from fuseprof.errors import BundleError, FuseprofWarning
 from fuseprof.parse.names import short_kernel_name
+from fuseprof.parse.owned import PARTIAL_MARKER, remove_stale_partials, temporary_name
 
 if TYPE_CHECKING:  # frames pass through here; finding and reading bundles needs no pandas
     import pandas as pd
@@ -47,45 +47,6 @@ def _free_path(path: Path) -> Path:
         candidate = path.with_name(f"{path.name}-{n}")
         n += 1
     return candidate
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
-PARTIAL_MARKER = ".fuseprof-partial"  # inside every half-written bundle: what proves fuseprof made it
-_HOST = re.sub(r"[^A-Za-z0-9_.]+", "_", socket.gethostname()) or "host"
-_OURS = re.compile(r"\.fuseprof-(partial|tmp)-(?P<host>[A-Za-z0-9_.]+)-(?P<pid>\d+)$")
-
-
-def temporary_name(name: str, kind: str) -> str:
-    """``.<name>.fuseprof-<kind>-<host>-<pid>``: a name no user file has, that says which machine and
-    process write it (a folder on a shared disk is written from several machines)."""
-    return f".{name}.fuseprof-{kind}-{_HOST}-{os.getpid()}"
-
-
-def remove_stale_partials(folder: Path) -> list[Path]:
-    """Half-written bundles and temporary files that fuseprof made (named by ``temporary_name``; a
-    bundle also holding ``PARTIAL_MARKER``) on this machine for a process that is gone (killed with -9):
-    removed, so none lingers unseen. Anything else — a user's ``notes.txt.tmp-4000000``, another
-    machine's write in progress — is left alone."""
-    removed = []
-    for path in [*folder.glob(".*.fuseprof-partial-*"), *folder.glob(".*.fuseprof-tmp-*"),
-                 *folder.glob("*/.*.fuseprof-tmp-*")]:
-        match = _OURS.search(path.name)
-        if match is None or match["host"] != _HOST or _alive(int(match["pid"])) or path.is_symlink():
-            continue
-        if match[1] == "partial" and not (path.is_dir() and (path / PARTIAL_MARKER).is_file()):
-            continue
-        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
-        removed.append(path)
-    return removed
 
 
 _UNFINISHED: set[Path] = set()  # this process's bundles being written: what an interrupt must remove

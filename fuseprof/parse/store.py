@@ -47,6 +47,7 @@ from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.frames import read_frame, write_frame
 from fuseprof.parse.hashing import ENV, content_key, default_root, file_sha256
+from fuseprof.parse.owned import remove_stale_partials, temporary_name
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 
 FORMAT = 1
@@ -186,8 +187,6 @@ class TraceStore:
             self._mark(folder.parents[2])
             if not self._trusted(folder.parent):
                 return False
-            from fuseprof.bundle.files import remove_stale_partials, temporary_name
-
             remove_stale_partials(folder.parent)  # what a run killed with -9 left here
             # named as fuseprof's own, of this host and process: only a later run can prove it stale and remove it
             tmp = Path(tempfile.mkdtemp(prefix=f".{part}-", suffix=temporary_name("", "tmp").removeprefix("."),

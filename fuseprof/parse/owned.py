@@ -1,0 +1,51 @@
+"""Files fuseprof writes and may later remove: temporary names that say which host and process write them,
+and the clean-up that removes only those of processes that are gone. The store (``fuseprof.parse.store``), the
+bundle writer (``fuseprof.bundle.files``) and the report share them, so nothing they did not write is ever
+removed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+from pathlib import Path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+PARTIAL_MARKER = ".fuseprof-partial"  # inside every half-written bundle: what proves fuseprof made it
+_HOST = re.sub(r"[^A-Za-z0-9_.]+", "_", socket.gethostname()) or "host"
+_OURS = re.compile(r"\.fuseprof-(partial|tmp)-(?P<host>[A-Za-z0-9_.]+)-(?P<pid>\d+)$")
+
+
+def temporary_name(name: str, kind: str) -> str:
+    """``.<name>.fuseprof-<kind>-<host>-<pid>``: a name no user file has, that says which machine and
+    process write it (a folder on a shared disk is written from several machines)."""
+    return f".{name}.fuseprof-{kind}-{_HOST}-{os.getpid()}"
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Half-written bundles and temporary files that fuseprof made (named by ``temporary_name``; a
+    bundle also holding ``PARTIAL_MARKER``) on this machine for a process that is gone (killed with -9):
+    removed, so none lingers unseen. Anything else — a user's ``notes.txt.tmp-4000000``, another
+    machine's write in progress — is left alone."""
+    removed = []
+    for path in [*folder.glob(".*.fuseprof-partial-*"), *folder.glob(".*.fuseprof-tmp-*"),
+                 *folder.glob("*/.*.fuseprof-tmp-*")]:
+        match = _OURS.search(path.name)
+        if match is None or match["host"] != _HOST or _alive(int(match["pid"])) or path.is_symlink():
+            continue
+        if match[1] == "partial" and not (path.is_dir() and (path / PARTIAL_MARKER).is_file()):
+            continue
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
