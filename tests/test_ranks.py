@@ -77,12 +77,16 @@ def test_ingest_keeps_the_rank_and_analyze_prints_across_ranks(tmp_path, capsys)
 
 
 def test_sixteen_ranks_sort_numerically(tmp_path, capsys) -> None:
-    """Sixteen rank traces made from the two committed ones (rank k is rank k % 2's trace, relabelled):
-    the per-rank columns read 0, 1, 2, …, 15, never 0, 1, 10, 11, …"""
+    """Sixteen rank traces made from the two committed ones (rank k is rank k % 2's trace, relabelled, k µs
+    later: sixteen copies of two traces would be the same traces given again): the per-rank columns read 0, 1,
+    2, …, 15, never 0, 1, 10, 11, …"""
     paths = []
     for k in range(16):
         trace = json.loads(gzip.decompress(TRACES[k % 2].read_bytes()))
         trace["distributedInfo"] = {**trace.get("distributedInfo", {}), "rank": k}
+        for event in trace["traceEvents"]:
+            if "ts" in event:
+                event["ts"] += k
         path = tmp_path / f"rank{k}.json"
         path.write_text(json.dumps(trace))
         paths.append(path)
