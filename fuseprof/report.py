@@ -142,6 +142,12 @@ class Report(list):  # type: ignore[type-arg]
     """Trace analyses that show the report's sections when a notebook displays them: ``fuseprof.analyze``
     returns one, so ``analyze("trace.json.gz")`` alone in a cell draws the report (Plotly from its CDN)."""
 
+    def __repr__(self) -> str:
+        """One line per trace, without paths or tables: what a notebook shows beside the HTML (and all a
+        plain console shows) reads the same on every machine."""
+        lines = [f"{r.name}: {r.device}, {r.window}" for r in self]
+        return f"fuseprof report of {len(self)} trace(s)" + "".join(f"\n  {line}" for line in lines)
+
     def _repr_html_(self) -> str:
         counter = [0]
         body = "".join(sections(r, counter) for r in self) + _ranks(list(self), counter)
