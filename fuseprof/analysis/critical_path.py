@@ -73,7 +73,8 @@ class StepGraph:
     """One step's items (parallel lists: ``kind`` call/gpu/end, ``role``, ``name``, ``lane`` — a thread or
     a stream —, original ``t0``/``t1``, the GPU event's index in the events for GPU items), their start
     dependencies (``deps``, with the ``binding`` one's position), the GPU item each synchronising call waited for
-    (``sync_on``, -1: none) and a topological order of (item, 0: start / 1: end)."""
+    (``sync_on``, -1: none) and a topological order of (item, 0: start / 1: end). Built whole before any
+    replay: ``fuseprof.analysis.whatif`` keeps its inputs in ``replay_inputs``."""
 
     step: str
     start_ns: int
@@ -89,6 +90,7 @@ class StepGraph:
     binding: list[int] = field(default_factory=list)
     sync_on: list[int] = field(default_factory=list)
     order: list[tuple[int, int]] = field(default_factory=list)
+    replay_inputs: object = field(default=None, repr=False, compare=False)  # whatif's, built on the first replay
 
     def add(self, kind: str, role: str, name: str, lane: str, t0: int, t1: int, event: object = None) -> int:
         for column, value in (("kind", kind), ("role", role), ("name", name), ("lane", lane), ("t0", t0),
@@ -188,14 +190,17 @@ def _order(graph: StepGraph) -> None:
     n = len(graph.kind)
     after: list[list[int]] = [[] for _ in range(2 * n)]
     needs = [0] * (2 * n)
-    for v in range(n):
-        edges = [(2 * d.src + (0 if d.offset is not None else 1), 2 * v) for d in graph.deps[v] if d.src != BEFORE]
-        edges.append((2 * v, 2 * v + 1))
+    for v, deps in enumerate(graph.deps):
+        start = 2 * v
+        for d in deps:
+            if d.src != BEFORE:
+                after[2 * d.src + (0 if d.offset is not None else 1)].append(start)
+                needs[start] += 1
+        after[start].append(start + 1)
+        needs[start + 1] += 1
         if graph.sync_on[v] >= 0:
-            edges.append((2 * graph.sync_on[v] + 1, 2 * v + 1))
-        for a, b in edges:
-            after[a].append(b)
-            needs[b] += 1
+            after[2 * graph.sync_on[v] + 1].append(start + 1)
+            needs[start + 1] += 1
     ready = [k for k in range(2 * n) if needs[k] == 0]
     order = []
     while ready:
@@ -230,7 +235,10 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
     role = _roles(calls, registry, set(events["correlation"].dropna()))
     calls = calls.assign(role=role)
     partners = _wake_partners(tables)
+    events = events.assign(lane=_lanes(events).to_numpy())
     history = StreamHistory(events)
+    waits = calls[calls["role"] == "wait call"]
+    wait_times = {tid: np.sort(part["start_ns"].to_numpy(np.int64)) for tid, part in waits.groupby("tid")}
     by_step = {str(k): part for k, part in events.groupby(events["profiler_step"].astype(str), sort=False)}
     call_starts = calls["start_ns"].to_numpy(np.int64)
     out = []
@@ -241,7 +249,7 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
                    int((mine["start_ns"] + mine["dur_ns"]).max()) if len(mine) else range_end])
         graph = StepGraph(name, start, end)
         by_correlation = _add_calls(graph, mine, partners)
-        _add_gpu(graph, in_step, history, by_correlation, mine)
+        _add_gpu(graph, in_step, history, by_correlation, wait_times)
         _add_end(graph)
         bind(graph)
         _order(graph)
@@ -273,18 +281,17 @@ def _add_calls(graph: StepGraph, calls: pd.DataFrame, partners: dict[str, set[st
 
 
 def _add_gpu(graph: StepGraph, in_step: pd.DataFrame, history: StreamHistory, by_correlation: dict[object, int],
-             calls: pd.DataFrame) -> None:
-    """The step's GPU work as items, after its launch call, its stream's previous work and, where its thread
-    queued a stream wait, the latest work on another stream."""
-    waits = calls[calls["role"] == "wait call"]
-    wait_times = {tid: np.sort(part["start_ns"].to_numpy(np.int64)) for tid, part in waits.groupby("tid")}
+             wait_times: dict[str, np.ndarray]) -> None:
+    """The step's GPU work (with its ``lane``) as items, after its launch call, its stream's previous work and,
+    where its thread queued a stream wait (``wait_times``: every thread's, in order; those between a step's
+    launches are the step's own), the latest work on another stream."""
     ordered = in_step.sort_values(["start_ns"], kind="stable")
     previous = history.ended_before(in_step)
     last: dict[str, int] = {}
     launched: dict[str, int] = {}  # per stream: when its previous work's launch call started
     done: dict[str, list[int]] = defaultdict(list)  # per stream, its GPU items so far (they end in order)
     columns = (ordered[c].tolist() for c in ("start_ns", "end_ns", "category", "kind", "name", "correlation", "tid"))
-    for idx, lane, (t0, t1, category, kind, name, correlation, tid) in zip(ordered.index, _lanes(ordered).tolist(),
+    for idx, lane, (t0, t1, category, kind, name, correlation, tid) in zip(ordered.index, ordered["lane"].tolist(),
                                                                             zip(*columns)):
         t0, t1 = int(t0), int(t1)
         role = "communication" if category == "communication" else str(kind or "kernel")
@@ -331,12 +338,12 @@ def _lanes(gpu: pd.DataFrame) -> pd.Series:
 
 
 class StreamHistory:
-    """Per lane, its GPU events' starts in order and the latest end among them so far: when the work queued on a
-    stream ahead of a time had ended, by one search."""
+    """Per lane (the events' ``lane`` column), its GPU events' starts in order and the latest end among them so
+    far: when the work queued on a stream ahead of a time had ended, by one search."""
 
     def __init__(self, events: pd.DataFrame) -> None:
         self._by_lane: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for lane, part in events[["start_ns", "end_ns"]].groupby(_lanes(events).to_numpy(), sort=False):
+        for lane, part in events[["start_ns", "end_ns"]].groupby(events["lane"].to_numpy(), sort=False):
             ordered = part.sort_values("start_ns", kind="stable")
             self._by_lane[str(lane)] = (ordered["start_ns"].to_numpy(np.int64),
                                         np.maximum.accumulate(ordered["end_ns"].to_numpy(np.int64)))
@@ -347,7 +354,7 @@ class StreamHistory:
         step's first — the step's own work starts later by definition: on a trace whose host runs steps ahead, the
         previous steps' kernels start after the step's host range began, and are still ahead of it."""
         out: dict[str, int] = {}
-        for lane, first in in_step["start_ns"].groupby(_lanes(in_step).to_numpy(), sort=False).min().items():
+        for lane, first in in_step["start_ns"].groupby(in_step["lane"].to_numpy(), sort=False).min().items():
             starts, ends = self._by_lane[str(lane)]
             k = int(np.searchsorted(starts, int(first), side="left"))
             if k:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.modes import modes
 from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.model.dataflow import ShapeDataflow, infer_outputs, links_to_nothing, tensor_arguments
 from fuseprof.model.registry import ChainClass, Registry
@@ -239,7 +240,7 @@ def linked_keys(chains: pd.DataFrame, events: pd.DataFrame) -> pd.Series:
     """Each chain's op sequence, an unlinked kernel named by the op that launches that kernel elsewhere
     in the trace: chains equal up to how well the trace linked them to ops are one group."""
     linked = events[events["op"].notna()]
-    op_of = linked.groupby(linked["name"].map(short_kernel_name))["op"].agg(lambda v: v.value_counts().index[0])
+    op_of = modes(linked["op"], linked["name"].map(short_kernel_name))
     return chains["key"].map(lambda key: " → ".join(
         str(op_of.get(k[1:], k[1:])) if k.startswith("?") else k for k in key.split(" → ")))
 

@@ -40,14 +40,17 @@ def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceT
 def path_table(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
     """One row per step: its span, the path's length (the same, to the ns), its time by bound, the largest
     bound, and how many items lie on it."""
+    summed = path.groupby(["graph", "bound"])["dur_ns"].sum()
+    per_bound = {k: part.droplevel("graph") for k, part in summed.groupby(level="graph")}
+    lengths = path.groupby("graph")["dur_ns"].sum()
+    items = path[path["item"] >= 0].groupby("graph")["item"].nunique()
     rows = []
     for k, g in enumerate(graphs):
-        mine = path[path["graph"] == k]
-        by_bound = mine.groupby("bound")["dur_ns"].sum()
-        row = {"step": g.step, "span_ns": g.span_ns, "path_ns": int(mine["dur_ns"].sum())}
+        by_bound = per_bound.get(k, summed.iloc[:0].droplevel("graph"))
+        row = {"step": g.step, "span_ns": g.span_ns, "path_ns": int(lengths.get(k, 0))}
         row.update({_BOUND_COLUMN[b]: int(by_bound.get(b, 0)) for b in BOUNDS})
         row["bound"] = str(by_bound.idxmax()) if len(by_bound) else ""
-        row["items_on_path"] = int(mine.loc[mine["item"] >= 0, "item"].nunique())
+        row["items_on_path"] = int(items.get(k, 0))
         rows.append(row)
     return pd.DataFrame(rows, columns=["step", "span_ns", "path_ns", *_BOUND_COLUMN.values(), "bound", "items_on_path"])
 
@@ -62,22 +65,26 @@ def path_top(graphs: Sequence[StepGraph], path: pd.DataFrame, top: int) -> pd.Da
     grouped = keyed.groupby(_GROUP, sort=False)["dur_ns"].sum().sort_values(ascending=False, kind="stable")
     table = grouped.head(top).reset_index().rename(columns={"dur_ns": "time_ns"})
     table["share_pct"] = 100.0 * table["time_ns"] / max(int(path["dur_ns"].sum()), 1)
+    columns_of = {c: keyed[c].to_numpy() for c in (*_GROUP, "graph", "item", "to_item", "dep", "dur_ns")}
     savings = []
     for row in table.itertuples():
         match = np.ones(len(keyed), bool)
         for c in _GROUP:
-            match &= (keyed[c] == getattr(row, c)).to_numpy()
-        savings.append(_saving(graphs, keyed[match]))
+            match &= columns_of[c] == getattr(row, c)
+        savings.append(_saving(graphs, {c: columns_of[c][match] for c in ("graph", "item", "to_item", "dep", "dur_ns")}))
     table["step_saving_if_zero_ns"] = savings
     return table[columns]
 
 
-def _saving(graphs: Sequence[StepGraph], segments: pd.DataFrame) -> int:
-    """The step time saved, over every step, if ``segments`` of the path took no time."""
+def _saving(graphs: Sequence[StepGraph], segments: dict[str, np.ndarray]) -> int:
+    """The step time saved, over every step, if ``segments`` of the path (its columns as arrays) took no time."""
     total = 0
-    for k, part in segments.groupby("graph"):
-        g = graphs[int(k)]
-        total += g.span_ns - replay(g, zero_plan(g, part))
+    by_graph = segments["graph"].astype(np.int64)
+    for k in np.unique(by_graph).tolist():
+        mine = by_graph == k
+        g = graphs[k]
+        total += g.span_ns - replay(g, zero_plan(g, *(segments[c][mine].astype(np.int64).tolist()
+                                                    for c in ("item", "to_item", "dep", "dur_ns"))))
     return total
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.graphs import is_graph_launch
+from fuseprof.analysis.modes import modes
 from fuseprof.model.derived import add_rates
 from fuseprof.model.registry import CATEGORIES, Registry
 from fuseprof.model.roofline import Roof, judge
@@ -23,9 +24,13 @@ def category_table(events: pd.DataFrame) -> pd.DataFrame:
     return grouped.reset_index().sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _mode(values: pd.Series) -> object:
-    counts = values.dropna().value_counts()
-    return counts.index[0] if len(counts) else None
+def _with_modes(grouped: pd.DataFrame, events: pd.DataFrame, key: pd.Series, columns: tuple[str, ...]
+                ) -> pd.DataFrame:
+    """``grouped`` (indexed by the groups of ``key``) with each of ``columns``' mode per group."""
+    for column in columns:
+        found = modes(events[column], key).reindex(grouped.index)
+        grouped[column] = found.where(found.notna(), None)
+    return grouped
 
 
 def _category_by_time(events: pd.DataFrame, key: pd.Series) -> pd.Series:
@@ -38,9 +43,9 @@ def _category_by_time(events: pd.DataFrame, key: pd.Series) -> pd.Series:
 
 def top_kernels(events: pd.DataFrame, n: int) -> pd.DataFrame:
     """Kernels (and copies) by total time, with the op and module that launch them most often."""
-    grouped = events.groupby("name", sort=False).agg(
-        count=("dur_ns", "size"), time_ns=("dur_ns", "sum"),
-        mean_ns=("dur_ns", "mean"), op=("op", _mode), module=("module", _mode))
+    grouped = _with_modes(events.groupby("name", sort=False).agg(
+        count=("dur_ns", "size"), time_ns=("dur_ns", "sum"), mean_ns=("dur_ns", "mean")),
+        events, events["name"], ("op", "module"))
     grouped.insert(0, "category", _category_by_time(events, events["name"]))
     grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
     return grouped.sort_values("time_ns", ascending=False).head(n).reset_index()
@@ -56,8 +61,8 @@ def top_ops(events: pd.DataFrame, n: int) -> pd.DataFrame:
     """CPU ops (by name and input shapes) by the GPU time of the kernels they launched."""
     rows = events.assign(signature=_signature(events))
     calls = rows.groupby("signature", sort=False)["op_id"].nunique()
-    grouped = rows.groupby("signature", sort=False).agg(
-        op=("op", "first"), kernels=("dur_ns", "size"), time_ns=("dur_ns", "sum"), module=("module", _mode))
+    grouped = _with_modes(rows.groupby("signature", sort=False).agg(
+        op=("op", "first"), kernels=("dur_ns", "size"), time_ns=("dur_ns", "sum")), rows, rows["signature"], ("module",))
     grouped.insert(1, "category", _category_by_time(rows, rows["signature"]))
     grouped["calls"] = calls
     grouped["kernels_per_call"] = grouped["kernels"] / grouped["calls"].where(grouped["calls"] > 0)

@@ -28,8 +28,6 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import pandas as pd
-
 from fuseprof.analysis.critical_path import BEFORE, Dep, StepGraph, bind
 
 # A CUDA graph replay's time per node on the H200: 0.5-0.9 µs (../shared/DESIGN.md, measured); the upper end.
@@ -63,38 +61,85 @@ def replayed(graph: StepGraph, plan: Plan) -> StepGraph:
     critical path after the plan."""
     start, end = _times(graph, plan)
     again = copy.copy(graph)
-    again.t0, again.t1, again.end_ns = start, end, end[-1]
+    again.t0, again.t1, again.end_ns, again.replay_inputs = start, end, end[-1], None
     again.deps = [[Dep(d.src, d.kind, d.offset, d.lag) for d in deps] for deps in graph.deps]
     again.binding = [-1] * len(graph.kind)
     bind(again)
     return again
 
 
+class _Flat:
+    """A step graph's replay inputs as plain tuples, and its unchanged replay: built once per graph, since a
+    table replays each step once per row. Each dependency is (source, point, lag, whether the lag is the host's
+    own, fixed time): point -2 is a fixed time (the step's start plus an offset), -1 the source's end, else an
+    offset into the source's run."""
+
+    def __init__(self, graph: StepGraph) -> None:
+        self.dur = [graph.t1[v] - graph.t0[v] for v in range(len(graph.kind))]
+        self.calls = [v for v, kind in enumerate(graph.kind) if kind == "call"]
+        self.deps = [tuple((d.src, -2 if d.src == BEFORE else -1 if d.offset is None else d.offset, d.lag,
+                            d.kind in HOST_LAGS, graph.start_ns + (d.offset or 0)) for d in deps)
+                     for deps in graph.deps]
+        self.position = [0] * len(graph.kind)
+        for k, (v, phase) in enumerate(graph.order):
+            if phase == 0:
+                self.position[v] = k
+        self.base = _run(graph, self, Plan(), list(self.dur), [0] * len(self.dur), [0] * len(self.dur), 0)
+
+
+def _flat(graph: StepGraph) -> _Flat:
+    if graph.replay_inputs is None:
+        graph.replay_inputs = _Flat(graph)
+    return graph.replay_inputs  # type: ignore[return-value]
+
+
 def _times(graph: StepGraph, plan: Plan) -> tuple[list[int], list[int]]:
-    """Every item's replayed start and end (the module docstring)."""
-    n, k = len(graph.kind), plan.host_scale
-    dur = [graph.t1[v] - graph.t0[v] if graph.kind[v] != "call" or k == 1 else round(k * (graph.t1[v] - graph.t0[v]))
-           for v in range(n)]
+    """Every item's replayed start and end (the module docstring). With the host's times unscaled, every point
+    before the first one the plan changes (in the topological order) keeps its unchanged replay's value, so the
+    replay starts there."""
+    flat = _flat(graph)
+    dur = list(flat.dur)
+    if plan.host_scale != 1:
+        for v in flat.calls:
+            dur[v] = round(plan.host_scale * dur[v])
+        first, start, end = 0, [0] * len(dur), [0] * len(dur)
+    else:
+        changed = [flat.position[v] for v in plan.duration] + [flat.position[v] for v, _ in plan.lag]
+        if not changed:
+            return list(flat.base[0]), list(flat.base[1])
+        first, start, end = min(changed), list(flat.base[0]), list(flat.base[1])
     for v, d in plan.duration.items():
         dur[v] = d
-    start, end = [0] * n, [0] * n
-    for v, phase in graph.order:
+    return _run(graph, flat, plan, dur, start, end, first)
+
+
+def _run(graph: StepGraph, flat: _Flat, plan: Plan, dur: list[int], start: list[int], end: list[int], first: int
+         ) -> tuple[list[int], list[int]]:
+    """The replay from position ``first`` of the order on: a start is the latest of its dependencies' points
+    plus their lags; an end is the start plus the duration, or a sync's (the module docstring)."""
+    scale, lags, t0, t1, sync_on, deps = plan.host_scale, plan.lag, graph.t0, graph.t1, graph.sync_on, flat.deps
+    relagged = {v for v, _ in lags}
+    order = graph.order
+    for k in range(first, len(order)):
+        v, phase = order[k]
         if phase == 0:
-            start[v] = max((graph.avail(d, start, end, dur) + _lag(plan, v, i, d.lag, d.kind)
-                            for i, d in enumerate(graph.deps[v])), default=graph.t0[v])
+            best = None
+            for i, (src, point, lag, host, fixed) in enumerate(deps[v]):
+                at = fixed if point == -2 else end[src] if point == -1 else start[src] + min(point, dur[src])
+                if v in relagged and (v, i) in lags:
+                    lag = lags[(v, i)]
+                elif scale != 1 and host:
+                    lag = round(scale * lag)
+                if best is None or at + lag > best:
+                    best = at + lag
+            start[v] = t0[v] if best is None else best
             continue
         end[v] = start[v] + dur[v]
-        g = graph.sync_on[v]
-        if g >= 0:  # a sync returns after the work it waited for, plus its own return time
-            tail = graph.t1[v] - graph.t1[g]
-            end[v] = max(start[v] + min(tail, dur[v]), end[g] + tail) if v not in plan.duration else end[v]
+        g = sync_on[v]
+        if g >= 0 and v not in plan.duration:  # a sync returns after the work it waited for, plus its own time
+            tail = t1[v] - t1[g]
+            end[v] = max(start[v] + min(tail, dur[v]), end[g] + tail)
     return start, end
-
-
-def _lag(plan: Plan, v: int, i: int, lag: int, kind: str) -> int:
-    if (v, i) in plan.lag:
-        return plan.lag[(v, i)]
-    return lag if plan.host_scale == 1 or kind not in HOST_LAGS else round(plan.host_scale * lag)
 
 
 def calibrated_scale(graphs: Sequence[StepGraph], measured_ns: float) -> float:
@@ -206,14 +251,16 @@ def compile_plan(graph: StepGraph, chains: Iterable[tuple[Sequence[object], floa
     return plan
 
 
-def zero_plan(graph: StepGraph, segments: pd.DataFrame) -> Plan:
-    """The path's ``segments`` taking no time: an item's own time, or a lag's."""
+def zero_plan(graph: StepGraph, item: Sequence[int], to_item: Sequence[int], dep: Sequence[int],
+              dur: Sequence[int]) -> Plan:
+    """The path's segments (parallel lists: the item, or the item and dependency position of a lag, and the
+    time on the path) taking no time: an item's own time, or a lag's."""
     plan = Plan()
-    for item, to_item, at, dur in zip(*(segments[c].astype(int).tolist() for c in ("item", "to_item", "dep", "dur_ns"))):
-        if item >= 0:
-            plan.duration[item] = max(0, graph.t1[item] - graph.t0[item] - dur)
-        elif to_item >= 0 and at >= 0:
-            plan.lag[(to_item, at)] = max(0, graph.deps[to_item][at].lag - dur)
+    for v, to, at, d in zip(item, to_item, dep, dur):
+        if v >= 0:
+            plan.duration[v] = max(0, graph.t1[v] - graph.t0[v] - d)
+        elif to >= 0 and at >= 0:
+            plan.lag[(to, at)] = max(0, graph.deps[to][at].lag - d)
     return plan
 
 

@@ -40,6 +40,7 @@ extended registry never gets an answer made with another one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -281,6 +282,29 @@ class IterationRange:
         _check_patterns(f"iteration range {self.source!r}", self.ranges)
 
 
+_OP_NAME = re.compile(r"[A-Za-z_]\w*::\w+")
+
+
+@functools.lru_cache(maxsize=None)
+def _needed_ops(pattern: str) -> tuple[frozenset[str], ...] | None:
+    """Per top-level alternative of a known fusion's pattern, the op names it holds literally; None where the
+    pattern holds more than op names, ' → ' and ``.*`` (groups, classes, optional parts: only the regex says)."""
+    needed = []
+    for alternative in pattern.split("|"):
+        names = [t for t in re.split(r"\s*→\s*|\.\*", alternative) if t]
+        if not names or not all(_OP_NAME.fullmatch(t) for t in names):
+            return None
+        needed.append(frozenset(names))
+    return tuple(needed)
+
+
+def _may_match(pattern: str, signature: str) -> bool:
+    """Whether ``signature`` can match ``pattern``: False only when every alternative names an op that is
+    nowhere in the signature's text (a regex's literal must appear, even as part of a longer name)."""
+    needed = _needed_ops(pattern)
+    return needed is None or any(all(name in signature for name in names) for names in needed)
+
+
 @dataclass(frozen=True)
 class KnownFusion:
     """A kernel that already fuses chains whose signature matches ``pattern`` (a regex over the op names
@@ -481,9 +505,11 @@ class Registry:
         return _ESTIMATES[key]
 
     def known_fusion(self, signature: str) -> str:
-        """The kernel that already fuses a chain of this signature (``default_fusion`` when none is known)."""
-        return next((row.kernel for row in self.known_fusions if re.search(row.pattern, signature)),
-                    self.default_fusion)
+        """The kernel that already fuses a chain of this signature (``default_fusion`` when none is known). A
+        pattern that names ops the chain lacks is not searched: ``.*`` in a regex costs the square of a long
+        signature's length (minutes on a 100,000-kernel chain)."""
+        return next((row.kernel for row in self.known_fusions if _may_match(row.pattern, signature)
+                     and re.search(row.pattern, signature)), self.default_fusion)
 
     def chain_class(self, ops: Iterable[str], differentiates: Iterable[str] | None = None) -> ChainClass | None:
         """The class of a chain of these ops (None: a plain memory-bound chain); of a backward chain (the forward
