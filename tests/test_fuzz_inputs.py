@@ -512,6 +512,25 @@ def test_a_gzip_bomb_is_refused_within_its_limit(tmp_path: Path, capsys, monkeyp
     FUZZ_RESULTS["clear error"] += 1
 
 
+def test_a_gzip_of_whitespace_costs_its_decompressed_size_once(tmp_path: Path) -> None:
+    """256 MiB of spaces gzipped to 250 kB (within the limit, so read whole): the reading process's peak RSS
+    grows by about the decompressed size, not twice it (chunks held, then joined: 2.4 GB for 1.1 GB)."""
+    import subprocess
+    import sys
+
+    size = 256 * 2**20
+    bomb = tmp_path / "spaces.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * size, 9))
+    child = ("from pathlib import Path\nimport sys\nfrom fuseprof.parse.textio import read_bytes\n"
+             "def peak(): return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
+             "base = peak()\ndata = read_bytes(Path(sys.argv[1]))\nassert len(data) == int(sys.argv[2])\n"
+             "print((peak() - base) * 1024)")
+    grown = int(subprocess.run([sys.executable, "-c", child, str(bomb), str(size)], capture_output=True, text=True,
+                               check=True).stdout)
+    assert size <= grown < 1.3 * size, grown / size
+    FUZZ_RESULTS["identical"] += 1
+
+
 def test_kernel_events_written_twice_are_counted_once_with_a_warning(tmp_path: Path, capsys) -> None:
     trace = _trace()
     kernels = [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel"]

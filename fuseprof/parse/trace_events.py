@@ -332,7 +332,7 @@ class _TextTimes(msgspec.Struct, gc=False):
 _TEXT_TIMES = msgspec.json.Decoder(msgspec.defstruct("_TimesTrace", [("traceEvents", list[_TextTimes])]))
 
 
-def _exact_times(trace: _Trace, raw: bytes) -> int:
+def _exact_times(trace: _Trace, raw: bytes | bytearray) -> int:
     """For a trace on a clock past ``2**43`` µs: every complete event's ts read again from the JSON text,
     exactly, and rebased on the first whole microsecond (the float keeps 1 ns below ``2**43`` µs);
     returns that base in ns, which the tables add back as integers. 0 when the clock is small."""
