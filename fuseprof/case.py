@@ -160,8 +160,8 @@ def user_call(what: str, fn: Callable[..., Any], *args: Any) -> Any:
         raise
     except Exception as exc:
         code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
-        raise UserCodeError(f"{user_frame(exc, code.co_filename if code else None)}: {type(exc).__name__}: {exc} "
-                            f"(in {what})") from None
+        raise UserCodeError(user_frame(exc, code.co_filename if code else None), f"{type(exc).__name__}: {exc}",
+                            what) from None
 
 
 def _import_user_module(module_name: str, spec: str) -> Any:

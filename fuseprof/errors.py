@@ -18,7 +18,12 @@ class CaseNotFoundError(FuseprofError):
 
 
 class UserCodeError(FuseprofError):
-    """A case's own code (inputs, reference or a variant) raised: one line with its file and line."""
+    """A case's own code (inputs, reference or a variant) raised: one line with its file and line. The parts
+    stay apart (``where``, ``error``, ``during``) for callers whose "user code" is fuseprof's own (a replay)."""
+
+    def __init__(self, where: str, error: str, during: str) -> None:
+        super().__init__(f"{where}: {error} (in {during})")
+        self.where, self.error, self.during = where, error, during
 
 
 class InvalidArgumentError(FuseprofError):

@@ -139,6 +139,30 @@ def test_verify_on_a_cpu_checks_outputs_and_writes_a_bundle(tmp_path: Path, caps
     assert timings["replay_program"].str.startswith("aten::").all()
 
 
+def test_a_chain_torch_cannot_run_on_this_device_says_torchs_reason(tmp_path: Path, capsys) -> None:
+    """The eager trace with every bf16 tensor recorded as float8_e4m3fn: the CPU has no float8 kernels for most
+    ops, so `fusion --verify` on it reports each such chain as not replayed with torch's own reason, and no
+    file and line of fuseprof's (the replay is fuseprof's code, not the user's)."""
+    trace = json.loads(gzip.decompress(RAW.read_bytes()))
+    for event in trace["traceEvents"]:
+        types = (event.get("args") or {}).get("Input type")
+        if isinstance(types, list):
+            event["args"]["Input type"] = ["c10::Float8_e4m3fn" if t == BF16 else t for t in types]
+    fp8 = tmp_path / "fp8.json"
+    fp8.write_text(json.dumps(trace))
+    assert main(["fusion", str(fp8), "--verify", "2", "--verify-device", "cpu", "--out", str(tmp_path / "out"),
+                 "--format", "json"]) == 0
+    said = [r["verdict"] for r in json.loads(capsys.readouterr().out)]
+    assert said and all(s.startswith("not replayed: the replay does not run on this cpu: ") for s in said), said
+    assert any("not implemented for 'Float8_e4m3fn'" in s for s in said) and not any("fuseprof/" in s for s in said)
+
+
+@pytest.mark.parametrize("recorded", ["c10::Float2_e1m0", "GenericList"])
+def test_an_argument_type_fuseprof_does_not_know_is_named(recorded: str) -> None:
+    with pytest.raises(ReplayError, match=f"recorded argument type '{recorded}' is neither a dtype"):
+        build_program([RecordedOp("aten::mul", [[4, 8], [4, 8]], [recorded, recorded], ["", ""])], DEFAULT)
+
+
 TRUTH = ROOT / "tests" / "fixtures" / "truth"
 
 

@@ -26,12 +26,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# torch.profiler's 'Input type' strings -> bytes per element
-DTYPE_BYTES: dict[str, int] = {
-    "c10::BFloat16": 2, "c10::Half": 2, "float": 4, "double": 8, "long int": 8, "int": 4, "short int": 2,
-    "signed char": 1, "unsigned char": 1, "bool": 1, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1,
-    "c10::Float8_e4m3fnuz": 1, "c10::Float8_e5m2fnuz": 1, "c10::complex<float>": 8,
+# torch.profiler's 'Input type' strings -> (torch's dtype name, bytes per element), as torch 2.13's profiler writes
+# each dtype (checked by recording one op on a tensor of each); fuseprof.verify.replay builds its torch dtypes from it
+PROFILER_DTYPES: dict[str, tuple[str, int]] = {
+    "c10::BFloat16": ("bfloat16", 2), "c10::Half": ("float16", 2), "float": ("float32", 4), "double": ("float64", 8),
+    "long int": ("int64", 8), "int": ("int32", 4), "short int": ("int16", 2), "signed char": ("int8", 1),
+    "unsigned char": ("uint8", 1), "bool": ("bool", 1), "short unsigned int": ("uint16", 2),
+    "unsigned int": ("uint32", 4), "long unsigned int": ("uint64", 8),
+    "c10::Float8_e4m3fn": ("float8_e4m3fn", 1), "c10::Float8_e5m2": ("float8_e5m2", 1),
+    "c10::Float8_e4m3fnuz": ("float8_e4m3fnuz", 1), "c10::Float8_e5m2fnuz": ("float8_e5m2fnuz", 1),
+    "c10::Float8_e8m0fnu": ("float8_e8m0fnu", 1), "c10::Float4_e2m1fn_x2": ("float4_e2m1fn_x2", 1),
+    "c10::complex<c10::Half>": ("complex32", 4), "c10::complex<float>": ("complex64", 8),
+    "c10::complex<double>": ("complex128", 16),
 }
+DTYPE_BYTES: dict[str, int] = {name: size for name, (_, size) in PROFILER_DTYPES.items()}
 # 'Input type' -> tensor-core pipe of a matrix op in that precision (fuseprof.model.devices.PIPES)
 MATRIX_PIPE: dict[str, str] = {
     "c10::BFloat16": "tensor_bf16", "c10::Half": "tensor_fp16", "float": "fp32", "double": "tensor_fp64",

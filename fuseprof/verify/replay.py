@@ -38,6 +38,7 @@ import torch
 
 from fuseprof.errors import FuseprofError
 from fuseprof.model.dataflow import Producer, ShapeDataflow, Value, links_to_nothing, tensor_value
+from fuseprof.model.op_models import PROFILER_DTYPES
 from fuseprof.model.registry import OpRole, Registry
 
 
@@ -45,13 +46,11 @@ class ReplayError(FuseprofError):
     """A recorded op that cannot be replayed (no aten overload fits, a custom op, no shapes)."""
 
 
-# torch.profiler's 'Input type' strings -> torch dtypes
-DTYPES: dict[str, torch.dtype] = {
-    "c10::BFloat16": torch.bfloat16, "c10::Half": torch.float16, "float": torch.float32, "double": torch.float64,
-    "long int": torch.int64, "int": torch.int32, "short int": torch.int16, "signed char": torch.int8,
-    "unsigned char": torch.uint8, "bool": torch.bool, "c10::Float8_e4m3fn": torch.float8_e4m3fn,
-    "c10::Float8_e5m2": torch.float8_e5m2, "c10::complex<float>": torch.complex64,
-}
+# torch.profiler's 'Input type' strings -> torch dtypes (those of the model's table this torch has)
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, dtype) for name, (dtype, _) in PROFILER_DTYPES.items()
+                                  if isinstance(getattr(torch, dtype, None), torch.dtype)}
+# what 'Input type' records for an argument that is not a tensor ('': not recorded)
+_ARGUMENT_KINDS = ("", "Scalar", "ScalarList", "TensorList")
 # c10::ScalarType numbering, as 'Concrete Inputs' records a dtype argument
 _SCALAR_TYPES: dict[int, torch.dtype] = {
     0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
@@ -258,6 +257,11 @@ def resolve_overload(op: RecordedOp, registry: Registry) -> tuple[str, Any]:
                 "not one of the ops known to compute on tensors and touch nothing else")
         raise ReplayError(f"{op.name}: not replayed ({what}; fuseprof replays only the ops its registry calls "
                           "replayable, since a trace names the ops it would run)")
+    unknown = sorted({str(t) for t in op.types if t not in DTYPES and t not in _ARGUMENT_KINDS})
+    if unknown:
+        raise ReplayError(f"{op.name}: recorded argument type {', '.join(map(repr, unknown))} is neither a dtype "
+                          "fuseprof can build (fuseprof/model/op_models.py, PROFILER_DTYPES) nor a "
+                          "scalar or list; add it there if this PyTorch has it")
     packet = getattr(torch.ops.aten, name, None)
     if packet is None:
         raise ReplayError(f"{op.name}: no such op in this PyTorch's torch.ops.aten")

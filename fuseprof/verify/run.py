@@ -28,7 +28,7 @@ from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.profile import resolve_device
 from fuseprof.case import DEFAULT_TOLERANCES, Case, Variant
 from fuseprof.console import Log
-from fuseprof.errors import FuseprofError, NoGPUError
+from fuseprof.errors import FuseprofError, NoGPUError, UserCodeError
 from fuseprof.model.registry import Registry
 from fuseprof.parse.hashing import file_sha256
 from fuseprof.verify.chains import ChainToVerify
@@ -78,8 +78,11 @@ def _verify_one(chain: ChainToVerify, device: torch.device, repeats: int, seed: 
     shape = case.default_shapes[0]
     log(f"fuseprof verify: chain {chain.fusion_row} ({chain.chain_kernels} kernels, {len(program.steps)} ops, "
         f"{len(program.inputs)} inputs): {chain.signature[:90]}")
-    frame, _ = check_and_time(case, case.variants, (shape,), case.dtypes[0], device, repeats, seed, log,
-                              keep_calls=False)
+    try:
+        frame, _ = check_and_time(case, case.variants, (shape,), case.dtypes[0], device, repeats, seed, log,
+                                  keep_calls=False)
+    except UserCodeError as exc:  # the "case's code" is fuseprof's replay: torch's reason, not our file and line
+        raise ReplayError(f"the replay does not run on this {device.type}: {exc.error} (in {exc.during})") from None
     if device.type == "cuda":
         generator = torch.Generator(device=device)
         generator.manual_seed(seed)
