@@ -165,3 +165,73 @@ def test_a_quoted_glob_of_rank_traces_is_expanded(tmp_path: Path, capsys) -> Non
     assert [k for k in json.loads(capsys.readouterr().out) if k != "across_ranks"] == ["rank-00.json", "rank-02.json"]
     assert main(["analyze", str(folder / "nothing-*.json")]) == 2
     assert "matches no file" in capsys.readouterr().err
+
+
+def test_workers_that_die_end_the_run_with_one_error(monkeypatch) -> None:
+    """A task that kills its worker: with a nanny, Dask restarts the worker and retries until it gives up
+    (one error naming the dead workers); a worker without a nanny leaves the cluster with none, where Dask alone
+    waits forever (one error after the answer time)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import fuseprof.analysis.cluster as cluster
+    from fuseprof.errors import FuseprofError
+
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(cluster, "ANSWER_S", 3.0)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        with pytest.raises(FuseprofError, match="the workers died on every try at one of the traces"):
+            cluster.run_on_cluster(local.scheduler_address, os._exit, [(3,)], None, "traces")
+    with distributed.LocalCluster(n_workers=0, dashboard_address=None) as local:
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", local.scheduler_address,
+                                   "--no-nanny", "--nthreads", "1", "--no-dashboard"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with distributed.Client(local.scheduler_address) as client:
+                client.wait_for_workers(1, timeout=60)
+            started = time.monotonic()
+            with pytest.raises(FuseprofError, match=r"the cluster has no worker left for 3 s \(0 of 1 traces done\)"):
+                cluster.run_on_cluster(local.scheduler_address, os._exit, [(3,)], None, "traces")
+            assert time.monotonic() - started < 30
+        finally:
+            worker.kill()
+            worker.wait()
+
+
+def test_a_scheduler_that_dies_mid_run_is_one_error(capfd) -> None:
+    """The scheduler killed while its worker runs a task: Dask cancels every future (and logs tracebacks);
+    the run ends at once with one error, and nothing else on stderr."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    import fuseprof.analysis.cluster as cluster
+    from fuseprof.errors import FuseprofError
+
+    distributed = pytest.importorskip("distributed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", str(port),
+                                  "--no-dashboard"], **quiet)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                               "--no-dashboard"], **quiet)
+    try:
+        with distributed.Client(address, timeout="60s") as client:
+            client.wait_for_workers(1, timeout=60)
+        threading.Timer(3, scheduler.kill).start()
+        started = time.monotonic()
+        with pytest.raises(FuseprofError, match=r"the connection to the scheduler was lost \(0 of 1 traces done\)"):
+            cluster.run_on_cluster(address, time.sleep, [(60,)], None, "traces")
+        assert time.monotonic() - started < 30
+        assert "Traceback" not in capfd.readouterr().err
+    finally:
+        for process in (worker, scheduler):
+            process.kill()
+            process.wait()

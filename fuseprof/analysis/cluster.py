@@ -8,7 +8,9 @@ an object store works where it is mounted as a filesystem (s3fs, gcsfuse).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from fuseprof.errors import FuseprofError
@@ -42,14 +44,68 @@ def client_of(address: str, client: Callable[..., Any]) -> Any:
 
 def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
                    progress: Callable[[str, int, int], None] | None, what: str) -> list[Any]:
-    """``fn(*call)`` for each call on the cluster at ``address``, answers in call order."""
+    """``fn(*call)`` for each call on the cluster at ``address``, answers in call order. A worker that dies is
+    one clear error, never a wait without end: Dask retries a task whose worker died and gives up after a few
+    (``KilledWorker``); a cluster left with no worker, or a scheduler that stops answering, for ``ANSWER_S``
+    ends the run."""
     try:
-        from distributed import Client, as_completed
+        from distributed import Client, KilledWorker, wait
+        from distributed.client import FuturesCancelledError
     except ImportError:
         raise FuseprofError("--scheduler needs dask.distributed: pip install 'fuseprof[dask]'") from None
-    with client_of(address, Client) as client:
+    with _quiet("distributed.client"), client_of(address, Client) as client:
         futures = [client.submit(fn, *call, pure=False) for call in calls]
-        for done, _ in enumerate(as_completed(futures), start=1):
-            if progress:
-                progress(what, done, len(calls))
+        pending, done, stalled_since = set(futures), 0, None
+        while pending:
+            try:
+                finished, pending = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                stalled_since = _still_served(client, address, stalled_since, done, len(calls), what)
+                continue
+            except FuturesCancelledError:  # what Dask does to every future when the scheduler goes
+                raise FuseprofError(f"--scheduler {address}: the connection to the scheduler was lost ({done} of "
+                                    f"{len(calls)} {what} done)") from None
+            stalled_since = None
+            for future in finished:
+                if future.status == "error" and isinstance(future.exception(), KilledWorker):
+                    raise FuseprofError(f"--scheduler {address}: the workers died on every try at one of the "
+                                        f"{what} ({done} of {len(calls)} done); see the workers' logs (memory?)")
+                done += 1
+                if progress:
+                    progress(what, done, len(calls))
         return client.gather(futures)  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """Dask's client logs a lost scheduler as tracebacks; this run says it in one line instead."""
+    log = logging.getLogger(logger)
+    before = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(before)
+
+
+POLL_S = 2.0  # how often a wait with nothing finished asks whether anything can still finish
+
+
+def _still_served(client: Any, address: str, stalled_since: float | None, done: int, total: int, what: str
+                  ) -> float | None:
+    """While nothing finishes: whether the scheduler answers and holds a worker. Returns when this stall
+    began (None: not stalled); raises once it has lasted ``ANSWER_S``."""
+    import time
+
+    try:
+        workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    except Exception:  # the scheduler is gone: its connection closed, or it no longer answers
+        workers = -1
+    if workers > 0:
+        return None
+    now = time.monotonic()
+    since = stalled_since if stalled_since is not None else now
+    if now - since >= ANSWER_S:
+        state = "the scheduler stopped answering" if workers < 0 else "the cluster has no worker left"
+        raise FuseprofError(f"--scheduler {address}: {state} for {ANSWER_S:.0f} s ({done} of {total} {what} done)")
+    return since
