@@ -58,14 +58,23 @@ if "FUSEPROF_CACHE" not in os.environ:
 FUZZ_RESULTS: Counter[str] = Counter()
 
 
+def held_safely(unsafe: object, what: str) -> None:
+    """A hostile input's outcome for the fuzz line: anything in ``unsafe`` (a file written, a URL fetched,
+    markup rendered, an escape code printed) counts as unsafe and fails the test; nothing counts as held."""
+    FUZZ_RESULTS["unsafe" if unsafe else "held"] += 1
+    assert not unsafe, f"{what}: {unsafe!r}"
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]
     if FUZZ_RESULTS:
         tried = sum(FUZZ_RESULTS.values())
         terminalreporter.write_line(
             f"fuzz: tried {tried} malformed or varied inputs: {FUZZ_RESULTS['clear error']} clear errors, "
-            f"{FUZZ_RESULTS['warning']} warnings, {FUZZ_RESULTS['identical']} accepted with identical values; "
-            f"tracebacks {FUZZ_RESULTS['traceback']}, silently wrong {FUZZ_RESULTS['silently wrong']}, "
-            f"hangs {FUZZ_RESULTS['hang']}")
+            f"{FUZZ_RESULTS['warning']} warnings, {FUZZ_RESULTS['identical']} accepted with identical values, "
+            f"{FUZZ_RESULTS['held']} hostile inputs held, {FUZZ_RESULTS['cleaned after kill -9']} runs killed with -9 "
+            f"cleaned up; tracebacks {FUZZ_RESULTS['traceback']}, silently wrong {FUZZ_RESULTS['silently wrong']}, "
+            f"hangs {FUZZ_RESULTS['hang']}, leftovers after kill -9 {FUZZ_RESULTS['leftover']}, "
+            f"unsafe {FUZZ_RESULTS['unsafe']}")
 
 
 # The shared third-party traces (MI300, SGLang, vLLM, Inductor) with TraceLens's reports, beside the

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.cli import main
-from tests.conftest import FIXTURES, FUZZ_RESULTS, SEED_BUNDLE
+from tests.conftest import FIXTURES, FUZZ_RESULTS, SEED_BUNDLE, held_safely
 
 BERT = FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz"
 CSV = SEED_BUNDLE / "raw" / "ncu_raw.csv.gz"
@@ -567,12 +567,56 @@ def test_stale_partial_bundles_of_dead_writers_are_removed(tmp_path: Path, capsy
     assert all(p.read_text() == "the user's" for p in users)
 
 
+# a fuseprof killed with -9 at its first rename: the moment a bundle or a store entry is written but not committed
+_KILLED_AT_COMMIT = ("import os, signal, sys\n"
+                     "os.rename = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+                     "from fuseprof.cli import main\nsys.exit(main(sys.argv[1:]))")
+_OWNED_TEMPORARY = (".fuseprof-partial-", ".fuseprof-tmp-")
+
+
+def _owned_temporaries(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if any(mark in p.name for mark in _OWNED_TEMPORARY)]
+
+
+@pytest.mark.parametrize("writer", ["bundle", "trace store"])
+def test_a_run_killed_with_minus_9_mid_write_leaves_nothing_once_the_next_run_is_done(
+        writer: str, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real `kill -9` (the process sends it itself at its first commit): its half-written bundle or store
+    entry is there; the next run removes it, writes its own, and leaves the user's files in the folder alone."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / ("out" if writer == "bundle" else "store")
+    folder.mkdir()
+    users = [folder / ".notes.txt.tmp-4000000", folder / "v2-backup" / "keep.json"]
+    for path in users:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the user's")
+    argv = ["ingest", str(BERT), "--out", str(folder)] if writer == "bundle" else ["analyze", str(BERT), "--format", "json"]
+    monkeypatch.setenv("FUSEPROF_CACHE", str(folder) if writer == "trace store" else "off")
+    killed = subprocess.run([sys.executable, "-c", _KILLED_AT_COMMIT, *argv], capture_output=True, text=True)
+    assert killed.returncode == -9 and _owned_temporaries(folder), (killed.returncode, killed.stderr[-500:])
+    code, out, err = _run(argv, capsys)
+    left = _owned_temporaries(folder)
+    if left or code != 0:
+        FUZZ_RESULTS["leftover"] += 1
+    assert code == 0 and not left, (code, err, left)
+    assert all(p.read_text() == "the user's" for p in users)
+    if writer == "bundle":
+        assert len([p for p in folder.iterdir() if not p.name.startswith(".") and p.name != "v2-backup"]) == 1
+    else:
+        assert out == subprocess.run([sys.executable, "-m", "fuseprof.cli", *argv], capture_output=True, text=True,
+                                     env={**os.environ, "FUSEPROF_CACHE": "off"}, check=True).stdout
+    FUZZ_RESULTS["cleaned after kill -9"] += 1
+
+
 def test_terminal_escape_codes_in_names_never_reach_the_terminal(tmp_path: Path, capsys) -> None:
     trace = _trace()
     _first(trace)["name"] = "evil\x1b[2J\x1b]0;pwned\x07kernel"
     code, out, err = _run(["analyze", str(_write_json(tmp_path, trace)), "--top", "60"], capsys)
     assert code == 0, err
-    assert "\x1b" not in out and "\x07" not in out and "evil?[2J?]0;pwned?kernel" in out
+    held_safely([c for c in ("\x1b", "\x07") if c in out], "escape codes reached the terminal")
+    assert "evil?[2J?]0;pwned?kernel" in out
 
 
 def test_the_suite_is_at_least_a_hundred_variants() -> None:

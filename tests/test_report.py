@@ -10,7 +10,7 @@ import pytest
 
 from fuseprof.cli import main
 from tests.browser import CHROMIUM_ARGS, beacon, hostile_name, hover_plot_points, require_browser
-from tests.conftest import ROOT, TRACES, shared_traces
+from tests.conftest import ROOT, TRACES, held_safely, shared_traces
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -76,8 +76,7 @@ def test_names_written_as_markup_are_text_in_the_report(tmp_path: Path, capsys) 
         report = tmp_path / "evil.html"
         assert main(["report", str(tmp_path / "evil.json"), "-o", str(report)]) == 0
         seen = _open(report, hover=True)
-    assert not hits, hits
-    assert seen["markup"] == 0
+    held_safely(hits or seen["markup"], "the report fetched URLs or rendered markup from trace names")
     assert f"![x](http://127.0.0.1:{port}/md-gpu.png)" in str(seen["text"])
 
 

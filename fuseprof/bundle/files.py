@@ -101,12 +101,14 @@ class BundleWriter:
         if not (self.path / MANIFEST).exists():
             raise BundleError(f"{self.path}: refusing to commit a bundle without a manifest")
         final = _free_path(self.out_dir / self.name)
-        (self.path / PARTIAL_MARKER).unlink(missing_ok=True)
         try:
             os.rename(self.path, final)
         except OSError as exc:
             raise BundleError(f"{final}: cannot move the finished bundle into place ({exc.strerror})") from None
         _UNFINISHED.discard(self.path)
+        # the marker goes only once the bundle is in place: a kill before the rename leaves a marked
+        # partial, which the next run removes (unmarked, it would look like a user's and stay forever)
+        (final / PARTIAL_MARKER).unlink(missing_ok=True)
         return final
 
     def abort(self) -> None:
