@@ -56,8 +56,32 @@ def as_text(build: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
                     trace[attribute] = _plain_values(trace[attribute])
         if fig.layout.title.text:
             fig.layout.title.text = plain(fig.layout.title.text)
+        for axis in [*fig.select_xaxes(), *fig.select_yaxes()]:  # ticks name the categories they mark
+            for attribute in ("tickvals", "ticktext"):
+                if axis[attribute] is not None:
+                    axis[attribute] = _plain_values(list(axis[attribute]))
         return fig
     return built
+
+
+_TICK_CHARS = 48  # a category's tick label beyond this is cut (with …); its hover keeps the whole name
+_PLOT_AREA_PX = 300  # what a chart keeps for its data however long its category labels
+_TICKS_SHOWN = 50  # at most so many category labels on end side by side (each needs ~14 px of width)
+
+
+def fit_categories(fig: go.Figure, labels: list[str], height: int) -> go.Figure:
+    """``fig`` (categories ``labels`` on x) readable at any number and length of names: ticks cut to
+    ``_TICK_CHARS``, on end where they would not fit flat, every k-th where more than ``_TICKS_SHOWN``
+    (hovers name every bar), and the figure made taller than ``height`` so the data keeps
+    ``_PLOT_AREA_PX`` (300 kernels' names left it 64 px)."""
+    shown = [t if len(t) <= _TICK_CHARS else t[:_TICK_CHARS - 1] + "…" for t in labels]
+    step = -(-len(labels) // _TICKS_SHOWN) if labels else 1
+    longest = max((len(t) for t in shown), default=0)
+    on_end = len(labels) * 7 * longest > 1000
+    fig.update_xaxes(tickmode="array", tickvals=labels[::step], ticktext=shown[::step],
+                     tickangle=-90 if on_end else 0)
+    fig.update_layout(height=max(height, _PLOT_AREA_PX + 140 + 6 * longest) if on_end else height)
+    return fig
 
 
 def variant_colors(variants: list[str], kinds: dict[str, str]) -> dict[str, str]:
@@ -207,8 +231,8 @@ def occupancy_figure(table: pd.DataFrame) -> go.Figure:
                          ("computed_occupancy_pct", "theoretical (computed)"), ("achieved_occupancy_pct", "achieved (ncu)")):
         fig.add_trace(go.Bar(x=labels, y=table[column], name=name, customdata=table["bundle"],
                              hovertemplate=f"%{{x}}<br>{name}: %{{y:.1f}}%<extra>%{{customdata}}</extra>"))
-    fig.update_layout(barmode="group", yaxis_title="occupancy %", height=480, title="Occupancy per kernel")
-    return fig
+    fig.update_layout(barmode="group", yaxis_title="occupancy %", title="Occupancy per kernel")
+    return fit_categories(fig, labels, 480)
 
 
 def kernel_labels(table: pd.DataFrame) -> list[str]:
@@ -271,8 +295,9 @@ def fusion_figure(summary: pd.DataFrame, variant_kinds: dict[str, str] | None = 
                              name="nominal bytes", hovertemplate="%{x}: %{y:,.2f} MB nominal<extra></extra>"),
                   row=1, col=2)
     # shapes span decades (1x4096 to 32768x8192): log axes keep the small ones visible
-    fig.update_yaxes(type="log", row=1, col=1)
-    fig.update_yaxes(type="log", row=1, col=2)
+    # labels at 1, 2 and 5 of each decade: Plotly's own choice labels every digit, which collide below 500 px
+    fig.update_yaxes(type="log", dtick="D2", row=1, col=1)
+    fig.update_yaxes(type="log", dtick="D2", row=1, col=2)
     fig.update_layout(barmode="group", height=460, title="Fused against unfused (log axes)",
                       legend={"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0})
     return fig

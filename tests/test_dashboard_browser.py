@@ -124,3 +124,73 @@ def test_the_dashboard_works_from_the_folder_that_holds_a_checkout(tmp_path: Pat
         browser_page.goto(f"{url}/?page=Roofline")
         browser_page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
         assert browser_page.locator('[data-testid="stException"]').count() == 0
+
+
+def _bundle_of(kernels: int, folder: Path) -> Path:
+    """The seed capture bundle cut to ``kernels`` ncu kernels (its first), or grown to that many by repeating
+    them, every kernel named apart with a long templated name as CUTLASS writes them; one variant's timings
+    when one kernel is left."""
+    import shutil
+
+    import pandas as pd
+
+    from tests.conftest import SEED_BUNDLE
+
+    bundle = shutil.copytree(SEED_BUNDLE, folder / f"{SEED_BUNDLE.name}-{kernels}k")
+    frame = pd.read_parquet(bundle / "kernels.parquet")
+    ncu = frame[frame["source"] == "ncu"]
+    rows = pd.concat([ncu] * (kernels // len(ncu) + 1), ignore_index=True).head(kernels)
+    if kernels > 1:
+        long = [f"void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int>, "
+                f"cutlass::gemm::collective::CollectiveMma<cute::tuple<cute::C<{64 + i}>>, float>, void>>"
+                for i in range(kernels)]
+        rows = rows.assign(kernel=long, kernel_short=[f"GemmUniversal_{i}_cutlass_device_kernel_sm90" for i in range(kernels)])
+    rows.to_parquet(bundle / "kernels.parquet")
+    if kernels == 1:
+        timings = pd.read_parquet(bundle / "timings.parquet")
+        timings[timings["variant"] == rows["variant"].iloc[0]].to_parquet(bundle / "timings.parquet")
+    return bundle
+
+
+# what "readable" means, measured on every chart of every page: tall enough to read, its plotting areas (side by
+# side: their widths add up) not squeezed out by labels, the page no wider than the window (Occupancy's was 64 px)
+_READABLE = """() => [...document.querySelectorAll('.js-plotly-plot')].map(p => {
+    const box = p.getBoundingClientRect(), rows = {};
+    const areas = [...p.querySelectorAll('.nsewdrag')].map(a => a.getBoundingClientRect());
+    areas.forEach(a => { rows[Math.round(a.top)] = (rows[Math.round(a.top)] || 0) + a.width; });
+    const ticks = [...p.querySelectorAll('.xtick text, .ytick text')].map(t => t.getBoundingClientRect())
+        .filter(t => t.width > 0).sort((a, b) => a.left - b.left || a.top - b.top);
+    const overlapping = ticks.filter((t, i) => i > 0 && ticks.slice(Math.max(0, i - 3), i).some(u =>
+        t.left < u.right - 1 && u.left < t.right - 1 && t.top < u.bottom - 1 && u.top < t.bottom - 1)).length;
+    return {height: box.height, width: box.width, overlapping_ticks: overlapping,
+            area_width: areas.length ? Math.max(...Object.values(rows)) : box.width,
+            area_height: areas.length ? Math.min(...areas.map(a => a.height)) : box.height};
+})"""
+
+
+@pytest.mark.parametrize("kernels", [1, 300])
+def test_every_page_is_readable_at_one_and_at_300_kernels_with_long_names(kernels: int, tmp_path: Path,
+                                                                          browser_page) -> None:
+    """A capture bundle of one kernel, and of 300 with 150-character names: on each page every chart is at
+    least 250 px tall, its plotting area at least 35% of its width and 120 px tall, no two tick labels
+    overlap, and the page fits the window; screenshots in tests/artifacts/ (dashboard-1k-*.png, dashboard-300k-*.png)."""
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    _bundle_of(kernels, folder)
+    page = browser_page
+    ARTIFACTS.mkdir(exist_ok=True)
+    unreadable = {}
+    with dashboard(folder) as url:
+        for name in ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Layer"):
+            page.goto(f"{url}/?page={name}")
+            page.get_by_role("heading", name=f"fuseprof — {name}").wait_for(timeout=90_000)
+            page.wait_for_timeout(2500)
+            assert page.locator('[data-testid="stException"]').count() == 0, name
+            page.screenshot(path=str(ARTIFACTS / f"dashboard-{kernels}k-{name.lower()}.png"), full_page=True)
+            charts = page.evaluate(_READABLE)
+            bad = [c for c in charts if c["height"] < 250 or c["area_width"] < 0.35 * c["width"] or c["area_height"] < 120
+                   or c["overlapping_ticks"]]
+            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            if bad or overflow > 5:
+                unreadable[name] = {"charts": bad, "overflow_px": overflow}
+    assert not unreadable, unreadable
