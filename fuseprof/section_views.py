@@ -138,7 +138,7 @@ def _flags(table: Table, frame: pd.DataFrame, result: TraceAnalysis | None) -> l
     """What a view says above a table, as sentences: the failed integrity checks it rests on, and each
     percentage column holding values above 100 — a share larger than its whole, a rate above its roof, which
     means the model's FLOPs or bytes, or the trace's times, are off in those rows."""
-    failed = failed_for(table.name, result.integrity) if result is not None and table.rests_on else []
+    failed = failed_for(table.rests_on, result.integrity) if result is not None and table.rests_on else []
     out = [f"rests on failed integrity checks: {', '.join(failed)}"] if failed else []
     for column in table.columns:
         if _is_percentage(column.source) and column.source in frame:

@@ -196,7 +196,8 @@ def test_a_kernel_written_twice_under_one_launch_fails_its_check_and_flags_the_t
     assert checks.loc["kernels_written_twice", "value"] == 1 and not checks.loc["kernels_written_twice", "ok"]
     assert analyze_trace(BERT).integrity.set_index("check").loc["kernels_written_twice", "ok"]
     from fuseprof.analysis.integrity import failed_for
-    assert failed_for("timeline", result.integrity) == ["kernels_written_twice (1)"]
+    from fuseprof.analysis.sections import table_spec
+    assert failed_for(table_spec("timeline").rests_on, result.integrity) == ["kernels_written_twice (1)"]
 
 
 def test_two_gpus_numbering_their_streams_alike_are_two_streams(tmp_path: Path) -> None:

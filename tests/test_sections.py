@@ -113,3 +113,19 @@ def test_a_percentage_above_100_is_flagged_where_it_is_shown(tmp_path: Path, cap
     assert not any("above 100%" in f for flags in clean.values() for f in flags)
     assert main(["analyze", str(tmp_path / "fast.json")]) == 0
     assert "⚠ % roof: " in capsys.readouterr().out
+
+
+def test_every_table_is_flagged_in_every_view_when_a_check_it_rests_on_fails() -> None:
+    """Each table that declares checks it rests on, on a real trace whose integrity table says each of those
+    checks failed in turn: the table's view says that check failed (the audit's flags were looked up by table
+    name in another table and never shown)."""
+    (result,) = analyze(TRACES / "llama4l-eager-h200")
+    declared = [t for s in sections_package.trace_sections() for t in s.tables if t.rests_on and t.shown]
+    assert len(declared) >= 6
+    for table in declared:
+        for check in table.rests_on:
+            integrity = result.integrity.copy()
+            integrity["ok"] = integrity["check"] != check
+            result.integrity = integrity
+            (shown,) = trace_views(result, only=table.name)
+            assert any(check in flag for flag in shown.flags), (table.name, check, shown.flags)

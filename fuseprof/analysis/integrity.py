@@ -41,6 +41,8 @@ sections rest on which checks, so a number resting on a failed check is flagged 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -158,7 +160,9 @@ def _record_rows(events: pd.DataFrame, kernels: pd.DataFrame) -> list[tuple[str,
         ("largest_gpu_gap_ns", gap, not one_gap,
          f"one stretch of {gap / 1e9:,.1f} s without GPU work is {_pct(gap, span):.0f}% of the span: two captures, or "
          "two processes' clocks, in one trace; the span, idle time and busy % are that gap's" if one_gap
-         else "no stretch without GPU work holds most of the span"),
+         else f"the longest stretch without GPU work, {gap / 1e6:,.3f} ms, is {_pct(gap, span):.0f}% of the span"
+         + (f" (under {LONE_GAP_NS / 1e9:g} s: idle time of one run, not two clocks)" if gap > LONE_GAP_SHARE * span
+            else "")),
         ("gpus_in_trace", len(devices), len(devices) <= 1,
          f"kernels on {len(devices)} GPUs ({', '.join(map(str, devices))}) in one trace: streams are per GPU "
          "(DEVICE:STREAM), but the 'all' row, the idle time and the steps read them as one GPU's busy time"
@@ -222,9 +226,9 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     return pd.DataFrame(out)
 
 
-def failed_for(table: str, checks: pd.DataFrame) -> list[str]:
-    """The failed checks a printed table rests on ('check (value)')."""
+def failed_for(rests_on: Sequence[str], checks: pd.DataFrame) -> list[str]:
+    """Those of the checks a table ``rests_on`` (its section's declaration) that failed ('check (value)')."""
     if checks.empty:
         return []
-    failed = checks[~checks["ok"] & checks["check"].isin(DEPENDS.get(table, ()))]
+    failed = checks[~checks["ok"] & checks["check"].isin(list(rests_on))]
     return [f"{c} ({v:.4g})" if isinstance(v, float) else f"{c} ({v})" for c, v in zip(failed["check"], failed["value"])]
