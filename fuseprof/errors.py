@@ -68,6 +68,11 @@ class TraceFormatError(FuseprofError):
     """An input file that is not a readable trace of the kind its name says."""
 
 
+class NotATraceError(TraceFormatError):
+    """Valid JSON that holds no trace at all (no 'traceEvents'): given by name, an error; found in a folder of
+    traces (a label file, a config), skipped with a warning."""
+
+
 class BundleError(FuseprofError):
     """A bundle path that is missing, incomplete or not a fuseprof bundle."""
 

@@ -655,3 +655,22 @@ def test_reading_a_folder_removes_what_a_killed_run_left_and_says_so(tmp_path: P
     (dead / PARTIAL_MARKER).write_text("")
     code, _, err = _run(["ls", str(out)], capsys)
     assert not dead.exists() and "removed 1 half-written file(s) of fuseprof runs that were killed" in err
+
+
+def test_a_json_that_is_no_trace_is_skipped_in_a_folder_and_refused_by_name(tmp_path: Path, capsys) -> None:
+    """A folder of traces beside a label file and a config (valid JSON, no 'traceEvents'): the traces are read
+    and each other file named in a warning; a folder of only those, or such a file named, is one error."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    shutil.copy(BERT, folder / BERT.name)
+    (folder / "labels.json").write_text(json.dumps({"traces": {BERT.name: {"bound": "GPU"}}}))
+    (folder / "config.json").write_text("[1, 2, 3]")
+    code, out, err = _run(["analyze", str(folder), "--format", "json"], capsys)
+    assert code == 0 and list(json.loads(out)) == [f"traces/{BERT.name}"], err
+    assert "labels.json: skipped, not a torch.profiler trace" in err and "config.json: skipped" in err
+    (folder / BERT.name).unlink()
+    code, _, err = _run(["analyze", str(folder)], capsys)
+    assert code == 2 and "no torch.profiler trace among its JSON files" in err and len(err.strip().splitlines()) <= 3
+    code, _, err = _run(["analyze", str(folder / "labels.json")], capsys)
+    assert code == 2 and "no 'traceEvents' list" in err
+    FUZZ_RESULTS["clear error"] += 1

@@ -45,7 +45,7 @@ from fuseprof.analysis.analyze import (
 from fuseprof.analysis.graphs import has_graph_replays, is_capture_trace
 from fuseprof.analysis.stored import analysis_part, load_analysis, save_analysis
 from fuseprof.bundle.files import is_bundle
-from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError, TraceFormatError
+from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError, NotATraceError, TraceFormatError
 from fuseprof.model.devices import require_device
 from fuseprof.model.registry import Registry, load_registry
 from fuseprof.model.registry_data import DEFAULT
@@ -69,6 +69,7 @@ class Job:
     path: Path
     ncu_rows: pd.DataFrame | None = None
     execution_trace: Path | None = None
+    in_folder: bool = False  # found by reading a folder, not named: a JSON there that is no trace is skipped
 
 
 _LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: its pass 2 reads no Parquet
@@ -174,7 +175,7 @@ def _jobs(paths: Sequence[Path]) -> list[Job]:
             ncu_rows = ncu_rows if not ncu_rows.empty else None
         for trace in trace_files(path):
             name = f"{path.name}/{trace.relative_to(path)}" if path.is_dir() else trace.name
-            jobs.append(Job(name, trace, ncu_rows, execution_trace_beside(trace)))
+            jobs.append(Job(name, trace, ncu_rows, execution_trace_beside(trace), path.is_dir()))
     return jobs
 
 
@@ -215,7 +216,10 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     store = TraceStore(Path(root) if root else None)
     given = [Path(graph_capture)] if isinstance(graph_capture, (str, Path)) else [Path(p) for p in graph_capture or ()]
     traces = [j.path for j in jobs] + given
-    facts = _run(_decode, [(t, root, alone) for t in traces], workers, scheduler, progress, "decoded")
+    skippable = [j.in_folder for j in jobs] + [False] * len(given)
+    found = _run(_decode_member, [(t, root, alone, s) for t, s in zip(traces, skippable)], workers, scheduler, progress,
+                 "decoded")
+    jobs, traces, facts = _without_non_traces(jobs, given, found)
     _after_decoding(traces, facts)
     captures, kept = _pair(jobs, facts, given)
     capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
@@ -243,6 +247,33 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
     _distinct_ranks(results)
     return results
+
+
+def _decode_member(path: Path, root: str | None, alone: bool, skippable: bool
+                   ) -> tuple[str, bool, bool, list[str]] | None:
+    """``_decode``, or None for a file read from a folder that is valid JSON but no trace (``NotATraceError``)."""
+    try:
+        return _decode(path, root, alone)
+    except NotATraceError:
+        if skippable:
+            return None
+        raise
+
+
+def _without_non_traces(jobs: list[Job], given: list[Path], found: list[tuple[str, bool, bool, list[str]] | None]
+                        ) -> tuple[list[Job], list[Path], list[tuple[str, bool, bool, list[str]]]]:
+    """The jobs, trace paths and pass-1 facts without the folder files that are no trace, each named in a
+    warning; none left is an error."""
+    kept = [k for k, f in enumerate(found[:len(jobs)]) if f is not None]
+    for k in sorted(set(range(len(jobs))) - set(kept)):
+        warnings.warn(f"{jobs[k].path}: skipped, not a torch.profiler trace (JSON without 'traceEvents')",
+                      FuseprofWarning, stacklevel=3)
+    if not kept:
+        raise TraceFormatError(f"{', '.join(sorted({str(j.path.parent) for j in jobs}))}: no torch.profiler trace "
+                               "among its JSON files")
+    facts = [found[k] for k in kept] + found[len(jobs):]  # a capture given by name is never skipped
+    jobs = [jobs[k] for k in kept]
+    return jobs, [j.path for j in jobs] + given, facts  # type: ignore[return-value]
 
 
 def _after_decoding(traces: list[Path], facts: list[tuple[str, bool, bool, list[str]]]) -> None:

@@ -37,7 +37,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from fuseprof.errors import FuseprofWarning, TraceFormatError
+from fuseprof.errors import FuseprofWarning, NotATraceError, TraceFormatError
 from fuseprof.parse.nesting import around, innermost
 from fuseprof.parse.textio import read_bytes
 
@@ -362,8 +362,9 @@ def _decode(path: Path) -> tuple[_Trace, int]:
         return trace, _exact_times(trace, raw)
     except msgspec.ValidationError as exc:
         text = str(exc)
-        if "`$`" in text or "required field `traceEvents`" in text or text.endswith("at `$.traceEvents`"):
-            raise TraceFormatError(f"{path}: no 'traceEvents' list; is this a torch.profiler Chrome trace?") from None
+        if "`$`" in text or "required field `traceEvents`" in text or text.endswith("at `$.traceEvents`") or \
+                " at `$" not in text:  # the top level is no object with a list of events: no trace at all
+            raise NotATraceError(f"{path}: no 'traceEvents' list; is this a torch.profiler Chrome trace?") from None
         raise TraceFormatError(f"{path}: not a torch.profiler trace: {text}") from None
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"{path}: not valid JSON ({exc}); truncated?") from None
