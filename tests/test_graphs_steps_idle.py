@@ -233,3 +233,16 @@ def test_an_ops_category_is_that_of_the_kernels_holding_most_of_its_time(tmp_pat
     result = analyze_trace(_edited(tmp_path, add_memset))
     rows = result.top_ops[result.top_ops["op"] == "aten::addmm"]
     assert set(rows["category"]) == {"GEMM"}
+
+
+def test_events_a_chosen_window_leaves_out_are_what_was_asked_not_a_failure(capsys) -> None:
+    """The graph pair with --window 2-3 (the README's example): the events outside are counted and said, and
+    `check` passes; the whole trace leaves none out."""
+    from fuseprof.cli import main
+
+    pair = [str(GRAPHS / "graph-replay.json.gz"), "--graph-capture", str(GRAPHS / "graph-capture.json.gz")]
+    assert main(["check", *pair, "--window", "2-3"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("events_outside_window"))
+    assert line.split()[1] == "60" and " ok " in line and "as --window 2-3 asks" in line
+    assert main(["check", *pair, "--window", "all"]) == 0
+    assert next(x for x in capsys.readouterr().out.splitlines() if x.startswith("events_outside_window")).split()[1] == "0"

@@ -223,7 +223,7 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
                                      f"{roof.label} DRAM + the trace's kernel floor")
     graph = op_graph(tables, options.registry, execution_trace)  # by shapes where no execution trace is given
     frames = build_all(Context(tables, found.every, events, found.mask, options.registry, options.top, roof, copy,
-                               graph, found.iterations))
+                               graph, found.iterations, window_asked=options.window))
     return TraceAnalysis(name=name or tables.path.name, device=device_name, roof=roof, events=events, frames=frames,
                          window=found.window, rank=tables.rank, world_size=tables.world_size, registry=options.registry, top=options.top,
                          notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph, execution_trace is not None)

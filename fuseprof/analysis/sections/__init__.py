@@ -87,7 +87,7 @@ class Context:
     """What a section builds from: the decoded trace, its linked and classified GPU events (``every``) and
     those of the window (``events``), the options' op registry and rows per table, the roof and copy model
     judged against, the op graph (by the execution trace where one was recorded, else by shapes), the trace's
-    iterations, and the tables built so far."""
+    iterations, the window the user asked for, and the tables built so far."""
 
     tables: TraceTables
     every: pd.DataFrame
@@ -99,6 +99,7 @@ class Context:
     copy: CopyModel
     graph: OpGraph | None = None
     iterations: Iterations = NO_ITERATIONS
+    window_asked: str | None = None  # the --window the user gave (None: the default window)
     built: dict[str, pd.DataFrame] = field(default_factory=dict)
     _units: Units | None = field(default=None, repr=False)
     _step_graphs: list[StepGraph] | None = field(default=None, repr=False)

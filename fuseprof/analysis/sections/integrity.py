@@ -15,7 +15,8 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     tables = context.tables
     named = context.every["device"].map(  # by name, or by the properties that say which GPU it is
         lambda d: tables.device_name(d) is not None or device_from_properties(tables.properties_of(d)) is not None)
-    return {"integrity": integrity(context.every, context.mask, named, lost_launches(context.tables))}
+    return {"integrity": integrity(context.every, context.mask, named, lost_launches(context.tables),
+                                   context.window_asked)}
 
 
 SECTION = Section(
