@@ -225,3 +225,14 @@ def test_the_lm_heads_cross_entropy_is_a_class_whose_loss_side_saving_liger_real
     # what the fusion costs and buys here: the head's GEMMs, chunked, ran slower; the peak fell by the buffers
     assert _gpu_ns(liger, gemm_ops=True) > _gpu_ns(eager, gemm_ops=True)
     assert _peak_allocated(eager) - _peak_allocated(liger) > 2 * logits * 4
+
+
+def test_diff_prints_the_memory_peak_in_megabytes(capsys) -> None:
+    """`diff` of two traces with the allocator's records: the peak row is in MB (it was printed as µs, the
+    bytes divided by 1000), each side the raw file's largest 'Total Allocated'."""
+    from fuseprof.cli import main
+
+    a, b = (shared_traces() / f"{gpu}_bert_small_uncased.json.gz" for gpu in ("h100", "mi300"))
+    assert main(["diff", str(a), str(b)]) == 0
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("peak allocated MB"))
+    assert row.split()[3:5] == [f"{_peak_allocated(a) / 1e6:,.1f}", f"{_peak_allocated(b) / 1e6:,.1f}"]

@@ -157,10 +157,12 @@ def print_diff(a: str, b: str, tables: dict[str, pd.DataFrame], top: int) -> Non
     """``fuseprof diff``: the totals, then categories and the ``top`` op signatures by time delta."""
     print(f"A: {a}\nB: {b}")
     t = tables["totals"].copy()
-    times = t["metric"] != "events"
+    times, sizes = t["metric"].str.endswith("_ns"), t["metric"].str.endswith("_bytes")  # each row in its unit
     for column in ("a", "b", "delta"):
-        t[column] = t[column].astype(object).where(~times, t[column].map(us))
-    t["metric"] = t["metric"].where(~times, t["metric"].str.replace(r"_ns$", " µs", regex=True))
+        shown = t[column].astype(object).where(~times, t[column].map(us))
+        t[column] = shown.where(~sizes, t[column].map(lambda v: f"{v / 1e6:,.1f}"))
+    t["metric"] = t["metric"].str.replace(r"_ns$", " µs", regex=True).str.replace(r"_bytes$", " MB", regex=True)\
+        .str.replace("_", " ")
     _print("", t.rename(columns={"metric": "total"}))
     for name in ("categories", "ops"):
         d = tables[name].head(top if name == "ops" else len(tables[name]))
