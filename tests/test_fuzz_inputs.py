@@ -473,6 +473,8 @@ ARGUMENT_ERRORS: dict[str, tuple[list[str], str]] = {
     "--window 5-9 (no such steps)": (["analyze", str(BERT), "--window", "7-9"], "--window"),
     "--window 2 on a trace without steps": (["analyze", str(FIXTURES / "thirdparty" / "b200_eager.json.gz"),
                                              "--window", "2"], "--window"),
+    "--window x on a trace without steps (the syntax is named)": (
+        ["analyze", str(FIXTURES / "thirdparty" / "b200_eager.json.gz"), "--window", "x"], "use all, steps, N or N-M"),
     "--device H999": (["analyze", str(BERT), "--device", "H999"], "--device"),
     "--device '' ": (["fusion", str(BERT), "--device", ""], "--device"),
     "--top 0 (fusion)": (["fusion", str(BERT), "--top", "0"], "--top"),

@@ -40,6 +40,9 @@ def window_mask(events: pd.DataFrame, spec: str | None, iterations: Iterations) 
     spec = spec or ("steps" if has_steps and iterations.default else "all")
     if spec == "all":
         return pd.Series(True, index=events.index), "window: the whole trace"
+    match = re.fullmatch(r"(\d+)(?:-(\d+))?", spec)
+    if match is None and spec != "steps":  # what was typed is wrong before what the trace holds matters
+        raise InvalidArgumentError(f"--window {spec!r}: use all, steps, N or N-M (step numbers)")
     if not has_steps:
         raise InvalidArgumentError(f"--window {spec}: the trace has no iterations (no ProfilerStep#N, no engine "
                                    "step range, no repeating launch sequence); use --window all")
@@ -49,9 +52,7 @@ def window_mask(events: pd.DataFrame, spec: str | None, iterations: Iterations) 
         shown = sorted({int(n) for n in numbers.dropna()})
         which = "the profiled steps" if iterations.default else f"the iterations of {iterations.source}"
         return mask, f"window: {which} ({', '.join(f'#{n}' for n in shown)})"
-    match = re.fullmatch(r"(\d+)(?:-(\d+))?", spec)
-    if match is None:
-        raise InvalidArgumentError(f"--window {spec!r}: use all, steps, N or N-M (step numbers)")
+    assert match is not None
     lo, hi = int(match.group(1)), int(match.group(2) or match.group(1))
     mask = numbers.between(lo, hi).fillna(False).astype(bool)
     if not mask.any():
