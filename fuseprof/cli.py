@@ -7,24 +7,37 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from fuseprof import __version__
 from fuseprof.commands import COMMANDS
 from fuseprof.errors import FuseprofError
+
+
+class _DefaultsShown(argparse.ArgumentDefaultsHelpFormatter):
+    """An option's default after its help, where there is one to say: not "(default: None)" or "(default:
+    False)", nor a second time where the help already says its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return super()._get_help_string(action) or text
 
 
 class _HelpfulParser(argparse.ArgumentParser):
     """Every subcommand shows each option's default in --help."""
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", _DefaultsShown)
         super().__init__(*args, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line, one subparser per row of ``COMMANDS``."""
     parser = argparse.ArgumentParser(
-        prog="fuseprof", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="fuseprof", formatter_class=_DefaultsShown,
         description="Measure what fusing GPU kernels buys: capture kernels with torch.profiler and Nsight "
                     "Compute into trace bundles, read traces you already have, and compare fused with unfused.")
+    parser.add_argument("--version", action="version", version=f"fuseprof {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_HelpfulParser)
     for command in COMMANDS.values():
         p = sub.add_parser(command.name, help=command.help, description=command.description or command.help)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -223,3 +224,21 @@ def test_names_are_never_broken_when_a_table_wraps() -> None:
     lines = table_text(frame, width=80).splitlines()
     assert max(len(line) for line in lines) <= 80
     assert all(any(n in line for line in lines) for n in names), [n for n in names if not any(n in x for x in lines)]
+
+
+def test_version_and_help_that_says_each_default_once(capsys) -> None:
+    """`fuseprof --version` names the installed version; no subcommand's help ends an option with "(default:
+    None)" or "(default: False)", nor says a default its own text already gives."""
+    from importlib.metadata import version
+
+    from fuseprof.cli import build_parser
+    from fuseprof.commands import COMMANDS
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"fuseprof {version('fuseprof')}"
+    parser = build_parser()
+    for name in COMMANDS:
+        text = " ".join(parser._subparsers._group_actions[0].choices[name].format_help().split())  # type: ignore[union-attr]
+        assert "(default: None)" not in text and "(default: False)" not in text, name
+        assert not re.search(r"default: [^()]*\) \(default:", text), name
