@@ -13,12 +13,34 @@ from tests.conftest import ROOT
 nbformat = pytest.importorskip("nbformat")
 NotebookClient = pytest.importorskip("nbclient").NotebookClient
 NOTEBOOKS = ROOT / "notebooks"
+PLOTLY = "application/vnd.plotly.v1+json"
 
 
 def _outputs(book: object) -> list[list[dict]]:
-    """Each code cell's outputs as a reader sees them (no execution counts or metadata)."""
-    return [[{k: v for k, v in o.items() if k not in ("execution_count", "metadata")} for o in c.get("outputs", [])]
-            for c in book.cells if c.cell_type == "code"]  # type: ignore[attr-defined]
+    """Each code cell's outputs as a reader sees them (no execution counts or metadata); a figure's static
+    PNG aside (drawn by scripts/run_notebooks.py, its pixels are this machine's fonts')."""
+    def seen(output: dict) -> dict:
+        kept = {k: v for k, v in output.items() if k not in ("execution_count", "metadata")}
+        if "data" in kept:
+            kept["data"] = {k: v for k, v in kept["data"].items() if k != "image/png"}
+        return kept
+    return [[seen(o) for o in c.get("outputs", [])] for c in book.cells if c.cell_type == "code"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_committed_figure_has_a_static_image_beside_it(path) -> None:
+    """GitHub draws a notebook's images and runs none of its scripts: each Plotly output carries a PNG of
+    itself, a real image of the chart's size (scripts/run_notebooks.py)."""
+    import base64
+
+    book = nbformat.read(path, as_version=4)
+    figures = [o["data"] for c in book.cells for o in c.get("outputs", []) if PLOTLY in o.get("data", {})]
+    for data in figures:
+        png = base64.b64decode(data.get("image/png", ""))
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000, path.name
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        layout = data[PLOTLY].get("layout", {})
+        assert (width, height) == (layout.get("width", 900), layout.get("height", 450)), path.name
 
 
 def execute(name: str) -> tuple[list[str], float]:
