@@ -81,7 +81,9 @@ def own_cases(folder: Path) -> list[Case]:
     cases = []
     for truth_path in sorted(folder.rglob("*.truth.json")):
         truth = json.loads(truth_path.read_text())
-        trace = truth_path.with_name(truth_path.name.replace(".truth.json", ".json.gz"))
+        # beside it, or where its "trace" says (a committed bundle, from the checkout's root)
+        trace = ROOT / truth["trace"] if "trace" in truth else \
+            truth_path.with_name(truth_path.name.replace(".truth.json", ".json.gz"))
         # a replay's captures: capture-X beside replay-X, or every capture beside it (replay-both)
         captures = sorted(trace.parent.glob("capture-*.json.gz")) if trace.name.startswith("replay-") else []
         mine = [c for c in captures if c.name == trace.name.replace("replay-", "capture-")]

@@ -229,8 +229,9 @@ def gate_up(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
         gated = unit.computes("activation", "mul")
         if not (gated or (unit.computes("mul") and _same_size_pair(unit))) or _anchor(unit):
             continue
-        sides = [_gemm_sources(units, unit, position) for position, _ in unit.tensors()]
-        sides = [(gemms, act) for gemms, act in sides if gemms]
+        every_side = [(position, _gemm_sources(units, unit, position)) for position, _ in unit.tensors()]
+        sides = [(gemms, act) for _, (gemms, act) in every_side if gemms]
+        unlinked = [p for p, (gemms, _) in every_side if not gemms and not units.producers(unit.op_id, p)]
         # each side one GEMM (a side fed by several GEMMs is some other product), one side through an activation
         if not sides or any(len(gemms) != 1 for gemms, _ in sides) or not (gated or any(act for _, act in sides)):
             continue
@@ -241,12 +242,25 @@ def gate_up(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
             (gemm,) = ends
             if width and gemm.width == 2 * width:
                 found.append(Found(True, (gemm, unit), f"{gemm.op} [N = 2 × {width}] → {unit.op or unit.kernel}"))
-            continue
+            elif gated and len(unlinked) == 1 and (twin := _twin_gemm(units, gemm, unit)) is not None:
+                ends = [gemm, twin]  # the other side is linked to nothing: compiled code reads it through a view
+            else:
+                continue
         pair = sorted(ends, key=lambda g: g.order)
         if len(pair) == 2 and units.same_input(*pair):
             found.append(Found(False, (*pair, unit), f"{pair[0].op} + {pair[1].op} → {unit.op or unit.kernel} "
                                f"(same input {_shape(pair[0].operand('activation'))})", sibling_saving(pair, costs)))
     return found
+
+
+def _twin_gemm(units: Units, gemm: Unit, gated: Unit) -> Unit | None:
+    """For a gated product one of whose sides the graph links to nothing (a view the trace does not record, as
+    compiled code reads a GEMM's output): the GEMM just before it, other than ``gemm``, as wide as it and reading
+    the same input — the other half of a gate / up pair. None unless exactly one."""
+    near = units.between(gemm.order - 4, gated.order)
+    twins = [g for g in near if g.is_gemm and not g.batched and g.op_id != gemm.op_id and g.width == gemm.width
+             and units.same_input(g, gemm)]
+    return twins[0] if len(twins) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -398,10 +412,13 @@ def _qkv_by_width(units: Units, site: _Site, after: int, before: int, costs: Cos
     width = site.q_width or 0
     gemms = [u for u in units.between(after, before) if u.is_gemm and not u.batched and u.width]
     attention = site.units[0]
+    # the attention's q, k, v linked to nothing (compiled code computes them in kernels whose outputs the trace
+    # does not record): whether a GEMM reaches it cannot be seen, so its place and width decide alone
+    unlinked = not any(units.producers(where[0].op_id, where[1]) for where in (site.q, site.k, site.v) if where)
     for gemm in gemms:
         extra = (gemm.width or 0) - width
         # as wide as q + 2·kv, and its output reaches this attention (where the graph links it anywhere)
-        reaches = not units.consumers(gemm.op_id) or attention in units.reaches(
+        reaches = unlinked or not units.consumers(gemm.op_id) or attention in units.reaches(
             gemm.op_id, lambda u: u is attention, _not_anchor, depth=8)
         if extra > 0 and extra % 2 == 0 and width % (extra // 2) == 0 and reaches:
             return [Found(True, (gemm,), f"{gemm.op} [N = {gemm.width} = {width} + 2 × {extra // 2}] → attention")]
