@@ -222,6 +222,39 @@ def test_two_gpus_numbering_their_streams_alike_are_two_streams(tmp_path: Path) 
     assert rows.loc[f"1:{stream}", "events"] == len(on_one)
 
 
+def test_two_processes_merged_in_one_file_with_agreeing_clocks_fail_their_check(tmp_path: Path) -> None:
+    """BERT's trace merged with a copy of itself from another process (another pid, its ids offset, its kernels
+    on another stream, the same clock: nothing overlaps and no gap betrays it): the host_processes check fails,
+    counting the raw file's host pids, and the timeline says it rests on it; BERT alone passes."""
+    def merged(events: list[dict]) -> None:
+        copies = []
+        for event in events:
+            if event.get("ph") != "X":
+                continue
+            copy = json.loads(json.dumps(event))
+            copy["pid"] = copy["pid"] + 1000 if isinstance(copy["pid"], int) else f"{copy['pid']}-b"
+            args = copy.get("args", {})
+            for key in ("correlation", "External id"):
+                if isinstance(args.get(key), int):
+                    args[key] += 10**6
+            if "stream" in args:
+                args["stream"] += 100
+                copy["tid"] = args["stream"]
+            copies.append(copy)
+        events.extend(copies)
+    path = _edited(tmp_path, merged)
+    raw = json.loads(path.read_text())["traceEvents"]
+    host = {e["pid"] for e in raw if e.get("cat") in ("cpu_op", "cuda_runtime", "cuda_driver")}
+    result = analyze_trace(path, window="all")
+    checks = result.integrity.set_index("check")
+    assert checks.loc["host_processes", "value"] == len(host) == 2 and not checks.loc["host_processes", "ok"]
+    assert checks.loc["overlapping_kernel_ns", "ok"] and checks.loc["largest_gpu_gap_ns", "ok"]
+    from fuseprof.analysis.integrity import failed_for
+    from fuseprof.analysis.sections import table_spec
+    assert failed_for(table_spec("timeline").rests_on, result.integrity) == ["host_processes (2)"]
+    assert analyze_trace(BERT).integrity.set_index("check").loc["host_processes", "ok"]
+
+
 def test_an_ops_category_is_that_of_the_kernels_holding_most_of_its_time(tmp_path: Path) -> None:
     """A memset launched by an aten::addmm ahead of its GEMM kernel: the op stays a GEMM."""
     raw = _raw(BERT)["traceEvents"]

@@ -38,6 +38,9 @@ sections rest on which checks, so a number resting on a failed check is flagged 
                                     one trace: the span and idle time would be that gap)
     gpus_in_trace                   GPUs with kernels in the trace; ok when 1 (streams are per GPU, the
                                     'all' timeline row and the idle analysis are one GPU's)
+    host_processes                  processes whose host calls the trace records; ok when 1 (one profiler
+                                    writes one process: two are files merged, whose ranks, steps and
+                                    streams every table would mix, whether or not their clocks agree)
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ DEPENDS = {
                     "timestamp_resolution_ns"),
     "fusion": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct", "shapes_recorded_pct"),
     "timeline": ("overlapping_kernel_ns", "timestamp_resolution_ns", "kernels_without_launch",
-                 "launches_without_gpu_event", "kernels_written_twice", "gpus_in_trace", "largest_gpu_gap_ns"),
+                 "launches_without_gpu_event", "kernels_written_twice", "gpus_in_trace", "largest_gpu_gap_ns",
+                 "host_processes"),
     "categories": ("attributed_kernel_time_pct", "launches_without_gpu_event", "kernels_written_twice"),
 }
 
@@ -172,10 +176,11 @@ def _record_rows(events: pd.DataFrame, kernels: pd.DataFrame) -> list[tuple[str,
 
 
 def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series,
-              lost: tuple[int, int] = (0, 0), window_asked: str | None = None) -> pd.DataFrame:
+              lost: tuple[int, int] = (0, 0), window_asked: str | None = None, processes: int = 1) -> pd.DataFrame:
     """The checks over a trace's GPU events (``window``: the events the tables cover;
     ``device_named``: whether each event's device has a name in the trace; ``lost``: ``lost_launches``;
-    ``window_asked``: the ``--window`` given, whose left-out events are what was asked, not a fault)."""
+    ``window_asked``: the ``--window`` given, whose left-out events are what was asked, not a fault;
+    ``processes``: how many processes' host calls the trace holds)."""
     events = all_events[window]
     kernels = events[events["kind"].isin(["kernel", "communication"])]
     kernel_ns = float(kernels["dur_ns"].sum())
@@ -214,6 +219,9 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
         ("kernels_without_device", len(unnamed), len(unnamed) == 0,
          "GPU events on a device the trace neither names nor describes: pass --device" if len(unnamed) else "none"),
         *_record_rows(events, kernels),
+        ("host_processes", processes, processes <= 1,
+         f"host calls of {processes} processes in one trace (files merged?): every table mixes them; analyse each "
+         "process's trace on its own" if processes > 1 else "one process"),
         ("launches_without_gpu_event", lost[0], lost[0] == 0,
          f"{lost[0]:,} of {lost[1]:,} kernel launches have no kernel in the trace: records were lost, and every time "
          "table reads low" if lost[0] else "every kernel launch has its kernel"),

@@ -215,12 +215,7 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     root = str(store.root) if store.root is not None else None if alone else _temporary_root()
     store = TraceStore(Path(root) if root else None)
     given = [Path(graph_capture)] if isinstance(graph_capture, (str, Path)) else [Path(p) for p in graph_capture or ()]
-    traces = [j.path for j in jobs] + given
-    skippable = [j.in_folder for j in jobs] + [False] * len(given)
-    found = _run(_decode_member, [(t, root, alone, s) for t, s in zip(traces, skippable)], workers, scheduler, progress,
-                 "decoded")
-    jobs, traces, facts = _without_non_traces(jobs, given, found)
-    _after_decoding(traces, facts)
+    jobs, traces, facts = _pass_one(jobs, given, root, alone, workers, scheduler, progress)
     captures, kept = _pair(jobs, facts, given)
     capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
     try:
@@ -247,6 +242,19 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
     _distinct_ranks(results)
     return results
+
+
+def _pass_one(jobs: list[Job], given: list[Path], root: str | None, alone: bool, workers: int, scheduler: str | None,
+              progress: Progress | None) -> tuple[list[Job], list[Path], list[tuple[str, bool, bool, list[str]]]]:
+    """Every trace and given capture decoded (and stored): the jobs left once the folder files that are no trace
+    are set aside, the paths decoded, and each one's facts (``_decode``)."""
+    traces = [j.path for j in jobs] + given
+    skippable = [j.in_folder for j in jobs] + [False] * len(given)
+    found = _run(_decode_member, [(t, root, alone, s) for t, s in zip(traces, skippable)], workers, scheduler, progress,
+                 "decoded")
+    jobs, traces, facts = _without_non_traces(jobs, given, found)
+    _after_decoding(traces, facts)
+    return jobs, traces, facts
 
 
 def _decode_member(path: Path, root: str | None, alone: bool, skippable: bool

@@ -15,8 +15,9 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     tables = context.tables
     named = context.every["device"].map(  # by name, or by the properties that say which GPU it is
         lambda d: tables.device_name(d) is not None or device_from_properties(tables.properties_of(d)) is not None)
+    processes = len(set(tables.launches["pid"].dropna()) | set(tables.host_ops["pid"].dropna()))
     return {"integrity": integrity(context.every, context.mask, named, lost_launches(context.tables),
-                                   context.window_asked)}
+                                   context.window_asked, processes)}
 
 
 SECTION = Section(
