@@ -181,37 +181,49 @@ class TraceStore:
             _PENDING.append(thread)
             thread.start()
             return True
-        folder = self._entry(key, part)
-        try:
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            self._mark(folder.parents[2])
-            if not self._trusted(folder.parent):
-                return False
-            remove_stale_partials(folder.parent)  # what a run killed with -9 left here
-            # named as fuseprof's own, of this host and process: only a later run can prove it stale and remove it
-            tmp = Path(tempfile.mkdtemp(prefix=f".{part}-", suffix=temporary_name("", "tmp").removeprefix("."),
-                                        dir=folder.parent))
+        for attempt in (1, 2):  # a folder removed under the write (a clean-up racing it): once more, from the top
             try:
-                files = {}
-                for name, frame in frames.items():
-                    write_frame(frame, tmp / f"{name}.parquet")
-                    files[f"{name}.parquet"] = file_sha256(tmp / f"{name}.parquet")
-                (tmp / _MANIFEST).write_text(json.dumps({"files": files, "meta": meta,
-                                                         "meta_sha256": _meta_digest(meta)}))
-                try:
-                    tmp.rename(folder)
-                except OSError:  # another process stored it first: theirs is as good
-                    pass
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-            return folder.is_dir()
-        except OSError as exc:
-            if self.root not in _UNWRITABLE:  # said once: the other writes of the run go the same way
-                _UNWRITABLE.add(self.root)
-                warnings.warn(f"trace store: cannot write under {self.root} ({exc.strerror or exc}); going on "
-                              f"without it (set {ENV} to a writable folder, or {ENV}=off)", FuseprofWarning,
-                              stacklevel=2)
+                return self._write(key, part, frames, meta)
+            except FileNotFoundError as exc:
+                if attempt == 2:
+                    return self._unwritable(exc)
+            except OSError as exc:
+                return self._unwritable(exc)
+        return False
+
+    def _unwritable(self, exc: OSError) -> bool:
+        """A write that failed: said once per store (the other writes of the run go the same way)."""
+        if self.root not in _UNWRITABLE:
+            _UNWRITABLE.add(self.root)  # type: ignore[arg-type]
+            warnings.warn(f"trace store: cannot write under {self.root} ({exc.strerror or exc}); going on "
+                          f"without it (set {ENV} to a writable folder, or {ENV}=off)", FuseprofWarning, stacklevel=3)
+        return False
+
+    def _write(self, key: str, part: str, frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> bool:
+        """``put_frames``' write itself, whole or not at all (raises OSError)."""
+        folder = self._entry(key, part)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        self._mark(folder.parents[2])
+        if not self._trusted(folder.parent):
             return False
+        remove_stale_partials(folder.parent)  # what a run killed with -9 left here
+        # named as fuseprof's own, of this host and process: only a later run can prove it stale and remove it
+        tmp = Path(tempfile.mkdtemp(prefix=f".{part}-", suffix=temporary_name("", "tmp").removeprefix("."),
+                                    dir=folder.parent))
+        try:
+            files = {}
+            for name, frame in frames.items():
+                write_frame(frame, tmp / f"{name}.parquet")
+                files[f"{name}.parquet"] = file_sha256(tmp / f"{name}.parquet")
+            (tmp / _MANIFEST).write_text(json.dumps({"files": files, "meta": meta,
+                                                     "meta_sha256": _meta_digest(meta)}))
+            try:
+                tmp.rename(folder)
+            except OSError:  # another process stored it first: theirs is as good
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return folder.is_dir()
 
     def tables(self, path: Path, key: str | None = None, background: bool = False) -> tuple[TraceTables, list[str]]:
         """The decoded tables of the trace at ``path`` (from the store, else decoded and stored, in the
