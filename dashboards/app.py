@@ -23,6 +23,8 @@ import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
 from fuseprof import figures, load, load_timings  # noqa: E402
+from fuseprof.bundle.loading import past_budget  # noqa: E402
+from fuseprof.commands.dashboard import DEFAULT_MEMORY_MB, MEMORY_MB_ENV  # noqa: E402
 from fuseprof.display import human_units, md_text  # noqa: E402
 from fuseprof.errors import FuseprofError  # noqa: E402
 from fuseprof.model import catalog, launches  # noqa: E402
@@ -53,29 +55,52 @@ def folder_signature(path: Path) -> tuple[tuple[str, float], ...]:
         return ()
 
 
-def _load_sound(path: str) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Every bundle's kernels and timings; a damaged bundle is left out with its error, not fatal."""
+def budget() -> float:
+    """The memory budget in MB: ``FUSEPROF_DASHBOARD_MB`` if set (``--memory-mb``), else the default."""
+    value = os.environ.get(MEMORY_MB_ENV) or str(DEFAULT_MEMORY_MB)
     try:
-        return load(path), load_timings(path), []
-    except FuseprofError:
-        from fuseprof.bundle.files import find_bundles
+        return float(value)
+    except ValueError:
+        raise FuseprofError(f"{MEMORY_MB_ENV}={value!r}: give the dashboard's memory budget in MB, a number") from None
 
-        kernels, timings, damaged = [], [], []
-        for bundle in find_bundles(Path(path)):
-            try:
-                kernels.append(load(bundle))
-                timings.append(load_timings(bundle))
-            except FuseprofError as exc:
-                damaged.append(str(exc))
-        if not kernels:
-            raise
-        return pd.concat(kernels, ignore_index=True), pd.concat(timings, ignore_index=True), damaged
+
+def _load_sound(path: str, budget_mb: float) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Every bundle's kernels and timings; a damaged bundle, or one past the memory budget, is left out
+    with its reason, not fatal."""
+    leave_out, notes = past_budget(path, budget_mb)
+    try:
+        kernels, timings = load(path, leave_out), load_timings(path, leave_out)
+    except FuseprofError:
+        kernels, timings, damaged = _one_by_one(path, leave_out)
+        notes += damaged
+    if kernels.empty and leave_out:
+        raise FuseprofError(f"{path}: no bundle fits the dashboard's memory budget:\n" + "\n".join(notes))
+    return kernels, timings, notes
+
+
+def _one_by_one(path: str, leave_out: set[str]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The bundles that load, each on its own, and the errors of those that do not; the first error
+    when none does."""
+    from fuseprof.bundle.files import find_bundles
+
+    kernels, timings, damaged = [], [], []
+    for bundle in find_bundles(Path(path)):
+        if bundle.name in leave_out:
+            continue
+        try:
+            kernels.append(load(bundle))
+            timings.append(load_timings(bundle))
+        except FuseprofError as exc:
+            damaged.append(str(exc))
+    if not kernels:
+        raise FuseprofError(damaged[0])
+    return pd.concat(kernels, ignore_index=True), pd.concat(timings, ignore_index=True), damaged
 
 
 @st.cache_resource(show_spinner="Loading bundles…")  # shared, not copied: the pages never modify these frames
-def load_everything(path: str, signature: tuple[tuple[str, float], ...]
+def load_everything(path: str, signature: tuple[tuple[str, float], ...], budget_mb: float
                     ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str], dict[str, int], dict[str, Roof], list[str]]:
-    kernels, timings, damaged = _load_sound(path)
+    kernels, timings, damaged = _load_sound(path, budget_mb)
     return (kernels, timings, catalog.variant_kinds(path), catalog.profiler_repeats(path), measured_roofs(path),
             damaged)
 
@@ -232,7 +257,7 @@ def main() -> None:
     st.set_page_config(page_title="fuseprof", layout="wide")
     path = traces_dir()
     try:
-        kernels, timings, kinds, repeats, roofs, damaged = load_everything(str(path), folder_signature(path))
+        kernels, timings, kinds, repeats, roofs, damaged = load_everything(str(path), folder_signature(path), budget())
     except FuseprofError as exc:
         st.error(md_text(exc))
         return

@@ -272,3 +272,61 @@ def test_the_model_page_says_why_a_cpu_run_has_no_trace_analysis(tmp_path: Path,
     assert done.returncode == 0, done.stderr[-1500:]
     at = _app_over(tmp_path, "Model", monkeypatch)
     assert any("no GPU kernels" in i.value for i in at.info)
+
+
+def _big_bundle(folder: Path, kernels: int) -> Path:
+    """A copy of the eager Llama bundle whose kernel table repeats its rows to ``kernels`` rows."""
+    import shutil
+
+    source = TRACES / "llama4l-eager-h200"
+    big = shutil.copytree(source, folder / "llama-big")
+    table = pd.read_parquet(source / "kernels.parquet")
+    pd.concat([table] * (kernels // len(table) + 1), ignore_index=True).to_parquet(big / "kernels.parquet",
+                                                                                   index=False)
+    return big
+
+
+def test_the_frame_estimate_is_near_what_pandas_holds(tmp_path: Path) -> None:
+    """The estimate read from a Parquet footer against pandas' own count of the loaded frame, on a
+    committed bundle and on one of 200,000 kernels: within a factor the budget can rest on."""
+    from fuseprof.bundle.loading import frame_bytes
+
+    for bundle in (TRACES / "llama4l-eager-h200", _big_bundle(tmp_path, 200_000)):
+        held = fuseprof.load(bundle).memory_usage(deep=True).sum()
+        assert 0.8 * held < frame_bytes(bundle) < 1.6 * held, (bundle.name, frame_bytes(bundle), held)
+
+
+def test_a_bundle_past_the_memory_budget_is_left_out_with_a_note(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """200,000 kernels take ~190 MB as a frame; under a 100 MB budget the dashboard shows the seed bundle
+    and names the big one with its size; under 10 kB it shows nothing and says why."""
+    import shutil
+
+    shutil.copytree(SEED_BUNDLE, tmp_path / SEED_BUNDLE.name)
+    _big_bundle(tmp_path, 200_000)
+    monkeypatch.setenv("FUSEPROF_DASHBOARD_MB", "100")
+    at = _app_over(tmp_path, "Roofline", monkeypatch)
+    notes = [w.value for w in at.warning if "Left out" in w.value]
+    assert len(notes) == 1 and "llama\\-big" in notes[0] and "past the budget of 100 MB" in notes[0], notes
+    assert "1 bundles with kernels" in at.caption[0].value and figure(at)["data"]
+    monkeypatch.setenv("FUSEPROF_DASHBOARD_MB", "0.01")
+    at = _app_over(tmp_path, "Roofline", monkeypatch)
+    assert [e.value for e in at.error] and "no bundle fits" in at.error[0].value
+
+
+def test_a_two_million_kernel_bundle_leaves_the_server_small(tmp_path: Path) -> None:
+    """The case that took the dashboard to 4 GB: the default budget declines the table from its footer,
+    so loading the folder grows the process by little (measured in a child: RSS before and after)."""
+    import subprocess
+    import sys
+
+    _big_bundle(tmp_path, 2_000_000)
+    code = ("import resource, sys; from fuseprof.bundle.loading import past_budget, load; "
+            "from fuseprof.commands.dashboard import DEFAULT_MEMORY_MB; "
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
+            "out, notes = past_budget(sys.argv[1], DEFAULT_MEMORY_MB); load(sys.argv[1], out); "
+            "print(len(out), (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-1500:]
+    left_out, grown_mb = map(int, done.stdout.split())
+    assert left_out == 1 and grown_mb < 100, done.stdout

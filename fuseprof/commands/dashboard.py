@@ -9,6 +9,9 @@ from pathlib import Path
 from fuseprof.commands.base import Command, folder_argument
 from fuseprof.errors import FuseprofError
 
+MEMORY_MB_ENV = "FUSEPROF_DASHBOARD_MB"  # --memory-mb, read by dashboards/app.py
+DEFAULT_MEMORY_MB = 1024  # of estimated frame memory (fuseprof.bundle.loading.frame_bytes)
+
 
 def dashboard_app() -> Path:
     """app.py of the installed dashboard package (``dashboards/`` in a checkout)."""
@@ -24,6 +27,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     folder_argument(p, "folder of bundles")
     p.add_argument("--address", default="localhost", help="address to listen on")
     p.add_argument("--port", type=int, default=8501, help="port to listen on")
+    p.add_argument("--memory-mb", type=float, metavar="MB",
+                   help="memory the bundles' kernel tables may take, estimated from their Parquet footers before "
+                        f"reading (default: {DEFAULT_MEMORY_MB}); a bundle past it is left out with a note")
     p.add_argument("--ceilings", type=Path, metavar="BUNDLE",
                    help="measured rates for the Model page's traces: a `fuseprof ceilings` and/or `fuseprof bench` "
                         "bundle, or a folder of them (default: the datasheet of each trace's GPU)")
@@ -34,6 +40,8 @@ def _dashboard(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise FuseprofError(f"--port {args.port}: give a port from 1 to 65535")
+    if args.memory_mb is not None and not args.memory_mb > 0:
+        raise FuseprofError(f"--memory-mb {args.memory_mb:g}: give a budget above 0 MB")
     if not args.dir.is_dir():
         raise FuseprofError(f"{args.dir}: no such folder; give a folder of bundles")
     from fuseprof.bundle.files import find_bundles  # no pandas: this process is about to become the server
@@ -45,6 +53,8 @@ def _dashboard(args: argparse.Namespace) -> int:
             raise FuseprofError(f"--ceilings {args.ceilings}: no fuseprof bundle there (a `fuseprof ceilings` or "
                                 "`fuseprof bench` bundle, or a folder holding them)")
         os.environ["FUSEPROF_CEILINGS"] = str(args.ceilings.resolve())  # read by the Model page
+    if args.memory_mb is not None:
+        os.environ[MEMORY_MB_ENV] = str(args.memory_mb)
     argv = [sys.executable, "-m", "streamlit", "run", str(dashboard_app()), "--server.address", args.address,
             "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
             "--", "--traces", str(args.dir.resolve())]
