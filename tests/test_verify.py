@@ -130,7 +130,7 @@ def test_verify_on_a_cpu_checks_outputs_and_writes_a_bundle(tmp_path: Path, caps
     assert main(["fusion", str(EAGER), "--verify", "2", "--verify-device", "cpu", "--out", str(tmp_path),
                  "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["verdict"] for r in rows] == ["outputs agree (not timed: CPU)"] * 2
+    assert [r["verdict"] for r in rows] == ["outputs agree (no GPU time: run on the CPU)"] * 2
     bundle = Path(rows[0]["bundle"])
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["kind"] == "verify" and manifest["trace_sha256_128"] == hashlib.sha256(RAW.read_bytes()).hexdigest()[:32]
@@ -179,7 +179,7 @@ def test_verify_on_captures_of_known_truth_agrees(capture: str, chains: int, pre
     assert main(["fusion", str(TRUTH / f"{capture}.json.gz"), "--verify", str(chains), "--verify-device", "cpu",
                  "--out", str(tmp_path), "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["verdict"] for r in rows] == ["outputs agree (not timed: CPU)"] * chains
+    assert [r["verdict"] for r in rows] == ["outputs agree (no GPU time: run on the CPU)"] * chains
     timings = pd.read_parquet(Path(rows[0]["bundle"]) / "timings.parquet")
     assert timings["correct"].all() and set(timings["dtype"]) == precision
     assert (timings["rel_err"] > 0).all()  # an all-zero float8 output would be "exact" against zeros

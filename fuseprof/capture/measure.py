@@ -79,7 +79,9 @@ def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shap
             outputs = user_call(f"variant {variant.name!r} of {case.name} at {label}", variant.fn, *inputs)
             check = compare(outputs, expected, case.tolerances[dtype])
             verdict = "ok" if check["correct"] else f"WRONG: {check['problem']}"
-            log(f"  {variant.name:<12} {label:>12}: rel_err {check['rel_err']:.2e} {verdict}; timing {repeats} samples")
+            where = "" if device.type == "cuda" else " on the CPU (as called; no GPU time)"
+            log(f"  {variant.name:<12} {label:>12}: rel_err {check['rel_err']:.2e} {verdict}; timing {repeats} samples"
+                f"{where}")
             rows.append({"case": case.name, "variant": variant.name, "shape": label, "dtype": dtype,
                          "nominal_bytes": case.nominal_bytes(shape, dtype),
                          **{k: v for k, v in check.items() if k != "problem"},

@@ -17,13 +17,18 @@ if TYPE_CHECKING:
     from fuseprof.analysis import TraceAnalysis
 
 
-def trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str, format_help: str | None) -> None:
+def trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str | None, format_help: str | None) -> None:
+    """The options every trace command shares; no ``--top`` where ``top_help`` is None (a command that prints
+    every row: an option it would ignore is one a user tries in vain), its tables then keeping ``top`` rows."""
     p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
                    help="torch.profiler traces (.json, .json.gz), bundles or folders of them, or a quoted glob; one "
                         "per rank for a distributed run")
     p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
                                     "(e.g. 'H100 SXM', 'H200', 'B200'; default: the trace's deviceProperties)")
-    p.add_argument("--top", type=int, default=top, help=top_help)
+    if top_help is None:
+        p.set_defaults(top=top)
+    else:
+        p.add_argument("--top", type=int, default=top, help=top_help)
     p.add_argument("--window", help="which GPU work the tables cover: steps (the trace's iterations: its "
                                     "ProfilerStep#N ranges, the default when it has them; else an engine's step "
                                     "ranges or the period of its launch sequence), all (the whole trace: the "
@@ -385,7 +390,7 @@ COMMANDS = (
             "fuses such a chain. Formulas: fuseprof/analysis/fusion.py. --verify N runs the top N chains to check "
             "the prediction: fuseprof/verify/."),
     Command("audit", "is each fusion of the catalogue done in this trace? fused, not fused, not present", _audit,
-            lambda p: trace_arguments(p, 10, "(unused: every catalogue entry is printed)", "table, or csv/json"),
+            lambda p: trace_arguments(p, 10, None, "table, or csv/json"),
             "For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + KV-cache "
             "write, flash attention, dequant + GEMM, sampling, optimizer step, gradient clipping, zero-grad, grad "
             "scaler, linear cross-entropy), found by its dataflow pattern in the "
@@ -394,7 +399,7 @@ COMMANDS = (
             "Catalogue: fuseprof/model/registry_data.py; patterns: fuseprof/analysis/patterns.py; accuracy on "
             "labelled traces: docs/accuracy.md."),
     Command("check", "the integrity checks alone: can this trace's tables be trusted? exit 1 if not", _check,
-            lambda p: trace_arguments(p, 10, "(unused: every check is printed)", "table, or csv/json"),
+            lambda p: trace_arguments(p, 10, None, "table, or csv/json"),
             "The checks every other table rests on — kernel time with a launching op, graph replays attributed, "
             "launches whose kernel is missing, steps and shapes recorded — with their values, and exit status 1 "
             "when any failed on any trace (0 when all passed, 2 for an unreadable trace): a script's gate before "

@@ -51,7 +51,7 @@ def verification_table(timings: pd.DataFrame) -> pd.DataFrame:
             row["compiled_kernels"] = variants.loc["compiled", "kernels_per_call"]
         timed = "gpu_median_ns" in variants and bool(variants["gpu_median_ns"].notna().all())
         if not timed:
-            row["verdict"] += " (not timed: CPU)"
+            row["verdict"] += " (no GPU time: run on the CPU)"
         else:
             row["eager_ns"], row["compiled_ns"] = (float(variants.loc[v, "gpu_median_ns"]) for v in ("eager", "compiled"))
             row["realised_saving_ns"] = row["eager_ns"] - row["compiled_ns"]

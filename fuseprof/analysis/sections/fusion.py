@@ -42,7 +42,7 @@ SECTION = Section(
         Column("fused MB", "fused_bytes", "fixed:1e6:3", missing="unknown"),
         Column("predicted µs", "predicted_fused_ns", "us", missing="unknown"),
         Column("GPU saving µs", "saving_ns", "us", missing="unknown"),
-        Column("step saving µs", "step_saving_ns", "us", missing="unknown"),
-        Column("% busy", "share_of_busy_pct", "fixed:1:2", missing="unknown"),
-        Column("% span", "share_of_span_pct", "fixed:1:2", missing="unknown"), Column("fused by", "known_fusion")),
+        Column("% busy", "share_of_busy_pct", "fixed:1:2", missing="unknown"),  # of the GPU saving, beside it
+        Column("% span", "share_of_span_pct", "fixed:1:2", missing="unknown"),
+        Column("step saving µs", "step_saving_ns", "us", missing="unknown"), Column("fused by", "known_fusion")),
         rests_on=DEPENDS["fusion"], rows="top"),))
