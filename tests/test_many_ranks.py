@@ -180,10 +180,12 @@ def test_workers_that_die_end_the_run_with_one_error(monkeypatch) -> None:
     from fuseprof.errors import FuseprofError
 
     distributed = pytest.importorskip("distributed")
-    monkeypatch.setattr(cluster, "ANSWER_S", 3.0)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        # the default answer time: between tries the nanny's restart leaves the cluster with no worker, for
+        # seconds on a loaded 2-core machine, and that must not read as a cluster left with none
         with pytest.raises(FuseprofError, match="the workers died on every try at one of the traces"):
             cluster.run_on_cluster(local.scheduler_address, os._exit, [(3,)], None, "traces")
+    monkeypatch.setattr(cluster, "ANSWER_S", 3.0)
     with distributed.LocalCluster(n_workers=0, dashboard_address=None) as local:
         worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", local.scheduler_address,
                                    "--no-nanny", "--nthreads", "1", "--no-dashboard"],
