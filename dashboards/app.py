@@ -24,7 +24,7 @@ import streamlit as st  # noqa: E402
 
 from fuseprof import figures, load, load_timings  # noqa: E402
 from fuseprof.bundle.loading import past_budget  # noqa: E402
-from fuseprof.commands.dashboard import DEFAULT_MEMORY_MB, MEMORY_MB_ENV  # noqa: E402
+from fuseprof.commands.dashboard import DEFAULT_MEMORY_MB, MEMORY_MB_ENV, checked_budget  # noqa: E402
 from fuseprof.display import human_units, md_text  # noqa: E402
 from fuseprof.errors import FuseprofError  # noqa: E402
 from fuseprof.model import catalog, launches  # noqa: E402
@@ -59,9 +59,10 @@ def budget() -> float:
     """The memory budget in MB: ``FUSEPROF_DASHBOARD_MB`` if set (``--memory-mb``), else the default."""
     value = os.environ.get(MEMORY_MB_ENV) or str(DEFAULT_MEMORY_MB)
     try:
-        return float(value)
+        budget_mb = float(value)
     except ValueError:
-        raise FuseprofError(f"{MEMORY_MB_ENV}={value!r}: give the dashboard's memory budget in MB, a number") from None
+        budget_mb = float("nan")  # refused below, with the value as given
+    return checked_budget(budget_mb, f"{MEMORY_MB_ENV}={value!r}")
 
 
 def _load_sound(path: str, budget_mb: float) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:

@@ -299,7 +299,8 @@ def test_the_frame_estimate_is_near_what_pandas_holds(tmp_path: Path) -> None:
 def test_a_bundle_past_the_memory_budget_is_left_out_with_a_note(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """200,000 kernels take ~190 MB as a frame; under a 100 MB budget the dashboard shows the seed bundle
-    and names the big one with its size; under 10 kB it shows nothing and says why."""
+    and names the big one with its size; under 10 kB it shows nothing and says why; a budget that is no
+    number above 0 is refused by name."""
     import shutil
 
     shutil.copytree(SEED_BUNDLE, tmp_path / SEED_BUNDLE.name)
@@ -312,6 +313,10 @@ def test_a_bundle_past_the_memory_budget_is_left_out_with_a_note(tmp_path: Path,
     monkeypatch.setenv("FUSEPROF_DASHBOARD_MB", "0.01")
     at = _app_over(tmp_path, "Roofline", monkeypatch)
     assert [e.value for e in at.error] and "no bundle fits" in at.error[0].value
+    for bad in ("0", "-5", "a lot"):  # refused by name, as --memory-mb is, not read as a budget nothing fits
+        monkeypatch.setenv("FUSEPROF_DASHBOARD_MB", bad)
+        at = _app_over(tmp_path, "Roofline", monkeypatch)
+        assert [e.value for e in at.error] and "a number above 0" in at.error[0].value, (bad, at.error)
 
 
 def test_a_two_million_kernel_bundle_leaves_the_server_small(tmp_path: Path) -> None:

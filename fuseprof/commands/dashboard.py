@@ -13,6 +13,14 @@ MEMORY_MB_ENV = "FUSEPROF_DASHBOARD_MB"  # --memory-mb, read by dashboards/app.p
 DEFAULT_MEMORY_MB = 1024  # of estimated frame memory (fuseprof.bundle.loading.frame_bytes)
 
 
+def checked_budget(budget_mb: float, given_as: str) -> float:
+    """The memory budget, refused unless above 0 MB (NaN included): one rule for ``--memory-mb`` and for
+    ``FUSEPROF_DASHBOARD_MB``, so that a bad value names itself rather than reading "no bundle fits"."""
+    if not budget_mb > 0:
+        raise FuseprofError(f"{given_as}: give the dashboard's memory budget in MB, a number above 0")
+    return budget_mb
+
+
 def dashboard_app() -> Path:
     """app.py of the installed dashboard package (``dashboards/`` in a checkout)."""
     import importlib.util
@@ -40,8 +48,8 @@ def _dashboard(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise FuseprofError(f"--port {args.port}: give a port from 1 to 65535")
-    if args.memory_mb is not None and not args.memory_mb > 0:
-        raise FuseprofError(f"--memory-mb {args.memory_mb:g}: give a budget above 0 MB")
+    if args.memory_mb is not None:
+        checked_budget(args.memory_mb, f"--memory-mb {args.memory_mb:g}")
     if not args.dir.is_dir():
         raise FuseprofError(f"{args.dir}: no such folder; give a folder of bundles")
     from fuseprof.bundle.files import find_bundles  # no pandas: this process is about to become the server
