@@ -234,9 +234,6 @@ ERRORS: dict[str, Variant] = {
     "csv 100,000 registers a thread": _csv_variant(_csv_cell("launch__registers_per_thread", '"100,000"')),
     "csv negative duration": _csv_variant(_csv_cell("gpu__time_duration.sum", '"-5"')),
     "csv negative dram bytes": _csv_variant(_csv_cell("dram__bytes_read.sum", '"-1"')),
-    **{f"trace args.{f} beyond int64": _set(f, 2**70, in_args=True)
-       for f in ("correlation", "External id", "stream", "device", "registers per thread", "shared memory")},
-    "trace args.grid beyond int64": _set("grid", [2**70, 1, 1], in_args=True),
     "trace kernel at ts -5": _set("ts", -5),
     "trace JSON nested 1000 deep": _raw_bytes(lambda: b'{"traceEvents": [' + b"[" * 1000 + b"]" * 1000 + b"]}",
                                               "deep.json"),
@@ -288,6 +285,11 @@ LEFT_OUT: dict[str, tuple[Variant, str]] = {
     "trace args.stream=7.5": (_set("stream", 7.5, in_args=True), "stream"),
     **{f"trace args.correlation={v!r}": (_set("correlation", v, in_args=True), "correlation") for v in ("x", 1.5)},
     "trace launch args=5": (_set("args", 5, cat="cuda_runtime"), "args"),
+    # numbers past 64 bits: no profiler writes one, and the tables hold int64
+    **{f"trace args.{f} beyond int64": (_set(f, 2**70, in_args=True), f)
+       for f in ("correlation", "External id", "stream", "device", "registers per thread", "shared memory")},
+    "trace args.grid beyond int64": (_set("grid", [2**70, 1, 1], in_args=True), "grid"),
+    "trace memory Bytes beyond int64": (_set("Bytes", 2**70, cat="cpu_instant_event", in_args=True), "Bytes"),
 }
 
 WARNINGS: dict[str, Variant] = {
@@ -681,3 +683,62 @@ def test_a_json_that_is_no_trace_is_skipped_in_a_folder_and_refused_by_name(tmp_
     code, _, err = _run(["analyze", str(folder / "labels.json")], capsys)
     assert code == 2 and "no 'traceEvents' list" in err
     FUZZ_RESULTS["clear error"] += 1
+
+
+# Every field of the first event of each category, in every bad form a JSON value can take: the class of
+# "one field of one event is not what the format says", generated rather than listed case by case
+BAD_FORMS: dict[str, object] = {"missing": ..., "null": None, "text": "x", "NaN": float("nan"), "negative": -1,
+                                "huge": 1e300, "past 64 bits": 2**70, "a list": [5], "an object": {}}
+EVENT_CATEGORIES = ("kernel", "gpu_memcpy", "cpu_op", "cuda_runtime", "user_annotation", "ac2g", "cpu_instant_event",
+                    "python_function", "cuda_driver", "gpu_user_annotation")
+
+
+def _field_variants(cat: str) -> list[tuple[str, dict]]:
+    """(what was changed, the trace) for each field of the category's first event and each bad form."""
+    fields = [(f, False) for f in _first(_trace(), cat) if f != "args"]
+    fields += [(f, True) for f in _first(_trace(), cat).get("args", {})]
+    out = []
+    for field, in_args in fields:
+        for form, value in BAD_FORMS.items():
+            trace = _trace()
+            holder = _first(trace, cat)["args"] if in_args else _first(trace, cat)
+            if value is ...:
+                del holder[field]
+            else:
+                holder[field] = value
+            out.append((f"{cat} {'args.' if in_args else ''}{field} {form}", trace))
+    return out
+
+
+def _kernel_totals(bundle: Path) -> tuple[int, int]:
+    loaded = fuseprof_load(bundle)
+    return len(loaded), int(loaded["duration_ns"].sum())
+
+
+@pytest.mark.parametrize("cat", EVENT_CATEGORIES)
+def test_every_field_of_an_event_in_every_bad_form(cat: str, tmp_path: Path, capsys) -> None:
+    """Through ingest and analyze, each variant is one of: exit 2 with one error line naming the file; exit 0
+    with one warning; exit 0 with none and the same kernels and total GPU time as the clean trace (anything else
+    accepted in silence is silently wrong). A traceback or a hang fails at once."""
+    code, out, err = _run(["ingest", str(BERT), "--out", str(tmp_path / "clean")], capsys)
+    assert code == 0, err
+    clean = _kernel_totals(Path(out.strip().splitlines()[-1]))
+    wrong = []
+    for what, trace in _field_variants(cat):
+        path = _write_json(tmp_path, trace)
+        for argv in (["ingest", str(path), "--out", str(tmp_path / "out")], ["analyze", str(path)]):
+            code, out, err = _run(argv, capsys)
+            errors = [line for line in err.splitlines() if line.startswith("fuseprof: error:")]
+            warned = [line for line in err.splitlines() if line.startswith("fuseprof: warning:")]
+            if code == 2 and len(errors) == 1 and path.name in errors[0]:
+                FUZZ_RESULTS["clear error"] += 1
+            elif code == 0 and len(warned) == 1:
+                FUZZ_RESULTS["warning"] += 1
+            elif code == 0 and not warned and (argv[0] == "analyze" or
+                                               _kernel_totals(Path(out.strip().splitlines()[-1])) == clean):
+                FUZZ_RESULTS["identical"] += 1
+            else:
+                FUZZ_RESULTS["silently wrong" if code == 0 and not warned else "traceback"] += 1
+                wrong.append(f"{argv[0]} with {what}: exit {code}, {err.strip()[-300:]!r}")
+            shutil.rmtree(tmp_path / "out", ignore_errors=True)
+    assert not wrong, "\n".join(wrong)

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.iterations import Iterations
+from fuseprof.analysis.timeline import device_streams
 from fuseprof.model.registry import Registry
 from fuseprof.parse.nesting import around, innermost
 from fuseprof.parse.trace_events import TraceTables
@@ -171,9 +172,9 @@ def _contention(graph: StepGraph, typical: dict[str, int]) -> None:
         ready = max(graph.avail(d) + typical.get(d.kind, 0) for d in graph.deps[v])
         if ready >= graph.t0[v]:
             continue
-        device = graph.lane[v].split("/")[0]
+        device = graph.lane[v].split(":")[0]
         for lane, items in lanes.items():
-            if lane == graph.lane[v] or lane.split("/")[0] != device:
+            if lane == graph.lane[v] or lane.split(":")[0] != device:
                 continue
             k = bisect.bisect_right(items, ready, key=lambda u: graph.t0[u]) - 1
             if k >= 0 and graph.t1[items[k]] >= graph.t0[v]:
@@ -235,7 +236,7 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
     role = _roles(calls, registry, set(events["correlation"].dropna()))
     calls = calls.assign(role=role)
     partners = _wake_partners(tables)
-    events = events.assign(lane=_lanes(events).to_numpy())
+    events = events.assign(lane=device_streams(events).to_numpy())
     history = StreamHistory(events)
     waits = calls[calls["role"] == "wait call"]
     wait_times = {tid: np.sort(part["start_ns"].to_numpy(np.int64)) for tid, part in waits.groupby("tid")}
@@ -322,19 +323,14 @@ def _add_gpu(graph: StepGraph, in_step: pd.DataFrame, history: StreamHistory, by
 def _latest_ended(graph: StepGraph, done: dict[str, list[int]], lane: str, t: int) -> int | None:
     """The GPU item on another stream of ``lane``'s device that ended last by ``t`` (a stream's items end in
     order: a search per stream)."""
-    device, best = lane.split("/")[0], None
+    device, best = lane.split(":")[0], None
     for other, items in done.items():
-        if other == lane or other.split("/")[0] != device:
+        if other == lane or other.split(":")[0] != device:
             continue
         k = bisect.bisect_right(items, t, key=lambda u: graph.t1[u]) - 1
         if k >= 0 and (best is None or graph.t1[items[k]] > graph.t1[best]):
             best = items[k]
     return best
-
-
-def _lanes(gpu: pd.DataFrame) -> pd.Series:
-    """Each GPU event's lane: its device and stream (stream ids repeat across devices)."""
-    return gpu["device"].astype(str) + "/" + gpu["stream"].astype(str)
 
 
 class StreamHistory:

@@ -39,11 +39,17 @@ _STEPS = ["device", "step", "peak_allocated_bytes", "peak_reserved_bytes", "peak
 _HOLDERS = ["device", "step", "op", "module", "phase", "allocations", "bytes", "share_of_peak_pct", "freed_in"]
 
 
+_NEEDED = ["bytes", "total_allocated", "total_reserved", "device_id"]
+
+
 def device_records(tables: TraceTables, registry: Registry, iterations: Iterations) -> pd.DataFrame:
     """The GPU devices' records in time order, with ``device`` ('cuda:0'), ``step``, ``phase``, ``module`` (the
     holder's, as the module docstring says) and ``freed_ns``/``freed_phase`` of each allocation."""
     memory = tables.memory
-    records = memory[memory["device_type"].isin(list(GPU_DEVICE_TYPES))].copy()
+    # a record without its size, the allocator's totals or its device says nothing of memory (a trace's
+    # unreadable value is counted when it is decoded)
+    known = memory[_NEEDED].notna().all(axis=1) if len(memory) else pd.Series(dtype=bool)
+    records = memory[memory["device_type"].isin(list(GPU_DEVICE_TYPES)) & known].copy()
     if records.empty:
         return records
     records["device"] = records["device_type"].map(GPU_DEVICE_TYPES) + ":" + records["device_id"].astype(str)

@@ -50,9 +50,19 @@ def stream_labels(gpu: pd.DataFrame) -> pd.Series:
     """Each event's stream as a label: its number, or 'DEVICE:STREAM' where the trace's events ran on more than
     one GPU — each GPU numbers its streams from the same few ids (one process driving two GPUs has stream 7 on
     both), and a stream is one queue of one GPU."""
-    stream = gpu["stream"].astype("string").fillna("?")
     devices = gpu["device"].dropna().unique() if "device" in gpu else []
-    return stream if len(devices) < 2 else gpu["device"].astype("string").fillna("?") + ":" + stream
+    return _text(gpu["stream"]) if len(devices) < 2 else device_streams(gpu)
+
+
+def device_streams(gpu: pd.DataFrame) -> pd.Series:
+    """Each event's queue as 'DEVICE:STREAM', always text: a device or stream the trace left out (or gave as
+    something else than a number) reads '?', so its events share a queue of their own instead of having none."""
+    return _text(gpu["device"]) + ":" + _text(gpu["stream"])
+
+
+def _text(values: pd.Series) -> pd.Series:
+    """Values as text with '?' for a missing one (pandas' text of a missing value stays missing)."""
+    return values.astype("string").fillna("?")
 
 
 def gpu_timeline(gpu: pd.DataFrame) -> pd.DataFrame:

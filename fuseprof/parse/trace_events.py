@@ -31,7 +31,7 @@ import warnings
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
@@ -51,46 +51,57 @@ LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 _EXACT_LIMIT_US = float(2**43)
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# An integer field: one past 64 bits (no count, id or size a profiler writes) fails the strict decode and is read
+# by meaning (``_as_int``), i.e. left out with the counted warning, instead of overflowing the int64 tables
+Int64 = Annotated[int, msgspec.Meta(ge=_INT64_MIN, le=_INT64_MAX)]
+
+
 class _Args(msgspec.Struct, gc=False):
-    correlation: int | None = None
-    external_id: int | None = msgspec.field(default=None, name="External id")
-    stream: int | None = None
-    device: int | None = None
-    grid: list[int] | None = None
-    block: list[int] | None = None
-    registers: int | None = msgspec.field(default=None, name="registers per thread")
-    shared: int | None = msgspec.field(default=None, name="shared memory")
+    correlation: Int64 | None = None
+    external_id: Int64 | None = msgspec.field(default=None, name="External id")
+    stream: Int64 | None = None
+    device: Int64 | None = None
+    grid: list[Int64] | None = None
+    block: list[Int64] | None = None
+    registers: Int64 | None = msgspec.field(default=None, name="registers per thread")
+    shared: Int64 | None = msgspec.field(default=None, name="shared memory")
     input_dims: list[Any] | None = msgspec.field(default=None, name="Input Dims")
     input_type: list[Any] | None = msgspec.field(default=None, name="Input type")
     concrete: list[Any] | None = msgspec.field(default=None, name="Concrete Inputs")
-    bytes: int | None = None
+    bytes: Int64 | None = None
     collective: str | None = msgspec.field(default=None, name="Collective name")
-    in_nelems: int | None = msgspec.field(default=None, name="In msg nelems")
+    in_nelems: Int64 | None = msgspec.field(default=None, name="In msg nelems")
     nccl_dtype: str | None = msgspec.field(default=None, name="dtype")
-    group_size: int | None = msgspec.field(default=None, name="Group size")
+    group_size: Int64 | None = msgspec.field(default=None, name="Group size")
     communicator: str | int | None = msgspec.field(default=None, name="Process Group Name")
-    seq: int | None = msgspec.field(default=None, name="Seq")  # the collective's number on its communicator
+    seq: Int64 | None = msgspec.field(default=None, name="Seq")  # the collective's number on its communicator
     kernel: str | None = None  # ROCm launch calls name the kernel they launch (graph captures rely on it)
-    rf_id: int | None = msgspec.field(default=None, name="Record function id")  # joins the execution trace
-    sequence: int | None = msgspec.field(default=None, name="Sequence number")  # autograd: forward ↔ backward
-    fwd_tid: int | None = msgspec.field(default=None, name="Fwd thread id")
+    rf_id: Int64 | None = msgspec.field(default=None, name="Record function id")  # joins the execution trace
+    sequence: Int64 | None = msgspec.field(default=None, name="Sequence number")  # autograd: forward ↔ backward
+    fwd_tid: Int64 | None = msgspec.field(default=None, name="Fwd thread id")
 
 
 class _Ids(msgspec.Struct, gc=False):
-    external_id: int | None = msgspec.field(default=None, name="External id")
-    sequence: int | None = msgspec.field(default=None, name="Sequence number")  # a forward op's autograd number
+    external_id: Int64 | None = msgspec.field(default=None, name="External id")
+    sequence: Int64 | None = msgspec.field(default=None, name="Sequence number")  # a forward op's autograd number
 
 
 class _Memory(msgspec.Struct, gc=False):
-    addr: int | None = msgspec.field(default=None, name="Addr")
-    bytes: int | None = msgspec.field(default=None, name="Bytes")
-    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: int | None = msgspec.field(default=None, name="Total Reserved")
-    device_type: int | None = msgspec.field(default=None, name="Device Type")  # 1 CUDA, 6 HIP, 0 CPU
-    device_id: int | None = msgspec.field(default=None, name="Device Id")
+    addr: Int64 | None = msgspec.field(default=None, name="Addr")
+    bytes: Int64 | None = msgspec.field(default=None, name="Bytes")
+    total_allocated: Int64 | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Int64 | None = msgspec.field(default=None, name="Total Reserved")
+    device_type: Int64 | None = msgspec.field(default=None, name="Device Type")  # 1 CUDA, 6 HIP, 0 CPU
+    device_id: Int64 | None = msgspec.field(default=None, name="Device Id")
 
 
 _NULL = msgspec.Raw(b"null")
+# The Trace Event Format's phases (its specification's list): an event with another, or none, says nothing
+_PHASES = frozenset("BEXiICbnestfPNODMVvRc()")
+# Only a GPU event and the call that launched it carry a correlation id: one of those under a category fuseprof
+# does not read is work missing from every table, not an event of no interest
+_CORRELATION = b'"correlation"'
 _OLD_EXTERNAL_ID = b'"external id"'
 
 
@@ -140,7 +151,13 @@ _HEX = re.compile(r"^[+-]?0[xX][0-9a-fA-F]+$")
 
 
 def _as_int(value: Any) -> int | None:
-    """An integer as a trace may write it: 7, 7.0, "7", "0x7"; None when it says no integer."""
+    """An integer as a trace may write it: 7, 7.0, "7", "0x7"; None when it says no integer, or one past 64 bits
+    (the tables hold int64: no count, id or size a profiler writes is larger)."""
+    number = _written_int(value)
+    return number if number is not None and _INT64_MIN <= number <= _INT64_MAX else None
+
+
+def _written_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -180,8 +197,10 @@ def _as_str(value: Any) -> str | None:
 
 
 def _reader(annotation: Any) -> Any:
-    """How a field of an args struct is read by meaning, from its annotation."""
-    text = str(annotation)
+    """How a field of an args struct is read by meaning, from its annotation (``Int64 | None`` reads as
+    'int | None')."""
+    text = re.sub(r"^typing\.Optional\[(.*)\]$", r"\1 | None", re.sub(r"typing\.Annotated\[int, [^\]]*\]", "int",
+                                                                       str(annotation)))
     if text.startswith("list[int]"):
         return _as_int_list
     if text.startswith("list"):
@@ -456,11 +475,7 @@ def _gpu_rows(events: list[_Event], args: list[_Args | None], path: Path) -> pd.
     frame = _frame(cols, path)
     for key in ("stream", "device", "correlation", "external_id", "registers", "shared", "bytes", "in_nelems",
                 "group_size", "seq"):
-        huge = [i for i, v in enumerate(cols[key]) if isinstance(v, int) and not -(2**63) <= v < 2**63]
-        if huge:
-            raise TraceFormatError(f"{path}: GPU event {huge[0]} ({cols['name'][huge[0]][:60]!r}) has an args.{key} "
-                                   "beyond a 64-bit integer")
-        frame[key] = frame[key].astype("Int64")
+        frame[key] = frame[key].astype("Int64")  # each within 64 bits (``Int64``)
     return _unique(frame, path)
 
 
@@ -594,10 +609,13 @@ def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
     """The trace's events by what they are: GPU work, CPU ops, launch calls, modules, annotations, memory."""
     by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": [],
                                         "memory": []}
+    lost: dict[str, int] = {}
     for e in trace.traceEvents:
         if e.ph != "X":
             if e.ph in ("i", "I") and e.name == MEMORY_EVENT and e.ts is not None:
                 by_kind["memory"].append(e)
+            elif e.ph not in _PHASES:
+                lost[f"ph {e.ph!r}"] = lost.get(f"ph {e.ph!r}", 0) + 1
             continue
         cat = category(e.cat)
         if cat in GPU_CATEGORIES:
@@ -610,6 +628,13 @@ def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
             by_kind["modules"].append(e)
         elif cat == "user_annotation":
             by_kind["annotations"].append(e)
+        elif cat != "python_function" and _CORRELATION in bytes(e.args):
+            lost[f"category {e.cat!r}"] = lost.get(f"category {e.cat!r}", 0) + 1
+    if lost:
+        said = ", ".join(f"{key} ×{n:,}" for key, n in sorted(lost.items()))
+        warnings.warn(f"{path}: {sum(lost.values()):,} event(s) left out, their kind unreadable ({said}): a complete "
+                      "event's ph is 'X', a GPU event's or launch's category one Kineto writes", FuseprofWarning,
+                      stacklevel=2)
     for kind in ("ops", "launches", "modules", "annotations"):
         missing = next((i for i, e in enumerate(by_kind[kind]) if e.ts is None), None)
         if missing is not None:
