@@ -48,8 +48,7 @@ def device_records(tables: TraceTables, registry: Registry, iterations: Iteratio
     memory = tables.memory
     # a record without its size, the allocator's totals or its device says nothing of memory (a trace's
     # unreadable value is counted when it is decoded)
-    known = memory[_NEEDED].notna().all(axis=1) if len(memory) else pd.Series(dtype=bool)
-    records = memory[memory["device_type"].isin(list(GPU_DEVICE_TYPES)) & known].copy()
+    records = memory[memory["device_type"].isin(list(GPU_DEVICE_TYPES))].dropna(subset=_NEEDED)
     if records.empty:
         return records
     records["device"] = records["device_type"].map(GPU_DEVICE_TYPES) + ":" + records["device_id"].astype(str)

@@ -28,12 +28,14 @@ import ast
 import decimal
 import re
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
+import msgspec.inspect
 import numpy as np
 import pandas as pd
 
@@ -197,19 +199,17 @@ def _as_str(value: Any) -> str | None:
 
 
 def _reader(annotation: Any) -> Any:
-    """How a field of an args struct is read by meaning, from its annotation (``Int64 | None`` reads as
-    'int | None')."""
-    text = re.sub(r"^typing\.Optional\[(.*)\]$", r"\1 | None", re.sub(r"typing\.Annotated\[int, [^\]]*\]", "int",
-                                                                       str(annotation)))
-    if text.startswith("list[int]"):
-        return _as_int_list
-    if text.startswith("list"):
-        return _as_list
-    if text.startswith("int"):
+    """How a field of an args struct is read by meaning, from its type as msgspec sees it (``X | None``: X's)."""
+    info = msgspec.inspect.type_info(annotation)
+    kinds = [k for k in (info.types if isinstance(info, msgspec.inspect.UnionType) else (info,))
+             if not isinstance(k, msgspec.inspect.NoneType)]
+    if len(kinds) == 1 and isinstance(kinds[0], msgspec.inspect.ListType):
+        return _as_int_list if isinstance(kinds[0].item_type, msgspec.inspect.IntType) else _as_list
+    if len(kinds) == 1 and isinstance(kinds[0], msgspec.inspect.IntType):
         return _as_int
-    if text.startswith("str | int"):
+    if len(kinds) == 2 and {type(k) for k in kinds} == {msgspec.inspect.StrType, msgspec.inspect.IntType}:
         return lambda v: v if isinstance(v, (str, int)) and not isinstance(v, bool) else None
-    if text.startswith("str"):
+    if len(kinds) == 1 and isinstance(kinds[0], msgspec.inspect.StrType):
         return _as_str
     return lambda v: v
 
@@ -609,13 +609,13 @@ def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
     """The trace's events by what they are: GPU work, CPU ops, launch calls, modules, annotations, memory."""
     by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": [],
                                         "memory": []}
-    lost: dict[str, int] = {}
+    lost: Counter[str] = Counter()
     for e in trace.traceEvents:
         if e.ph != "X":
             if e.ph in ("i", "I") and e.name == MEMORY_EVENT and e.ts is not None:
                 by_kind["memory"].append(e)
             elif e.ph not in _PHASES:
-                lost[f"ph {e.ph!r}"] = lost.get(f"ph {e.ph!r}", 0) + 1
+                lost[f"ph {e.ph!r}"] += 1
             continue
         cat = category(e.cat)
         if cat in GPU_CATEGORIES:
@@ -629,7 +629,7 @@ def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
         elif cat == "user_annotation":
             by_kind["annotations"].append(e)
         elif cat != "python_function" and _CORRELATION in bytes(e.args):
-            lost[f"category {e.cat!r}"] = lost.get(f"category {e.cat!r}", 0) + 1
+            lost[f"category {e.cat!r}"] += 1
     if lost:
         said = ", ".join(f"{key} ×{n:,}" for key, n in sorted(lost.items()))
         warnings.warn(f"{path}: {sum(lost.values()):,} event(s) left out, their kind unreadable ({said}): a complete "
