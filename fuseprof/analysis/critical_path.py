@@ -230,7 +230,9 @@ def _roles(calls: pd.DataFrame, registry: Registry, launched: set[object]) -> pd
 
 def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, iterations: Iterations
                 ) -> list[StepGraph]:
-    """Every step's dependency graph (the module docstring), for the window's GPU ``events``."""
+    """Every step's dependency graph (the module docstring), for the window's GPU ``events``. The calls and the
+    GPU work are read out of their tables once, as plain lists in start order, and each step takes its slice:
+    a step costs its own items, not a table lookup each (a trace of many short steps)."""
     calls = tables.launches.assign(tid=tables.launches["tid"].astype(str))
     calls = calls.sort_values("start_ns", kind="stable")
     role = _roles(calls, registry, set(events["correlation"].dropna()))
@@ -240,17 +242,18 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
     history = StreamHistory(events)
     waits = calls[calls["role"] == "wait call"]
     wait_times = {tid: np.sort(part["start_ns"].to_numpy(np.int64)) for tid, part in waits.groupby("tid")}
-    by_step = {str(k): part for k, part in events.groupby(events["profiler_step"].astype(str), sort=False)}
+    gpu = _GpuRows(events)
+    call_rows = _call_rows(calls)
     call_starts = calls["start_ns"].to_numpy(np.int64)
     out = []
     for name, start, range_end in _steps(events, calls, iterations):
-        in_step = events if name == "(window)" else by_step.get(name, events.iloc[:0])
-        mine = calls.iloc[np.searchsorted(call_starts, start, "left"):np.searchsorted(call_starts, range_end, "left")]
-        end = max([range_end, int(in_step["end_ns"].max()) if len(in_step) else range_end,
-                   int((mine["start_ns"] + mine["dur_ns"]).max()) if len(mine) else range_end])
+        in_step = gpu.all if name == "(window)" else gpu.by_step.get(name, [])
+        mine = call_rows[np.searchsorted(call_starts, start, "left"):np.searchsorted(call_starts, range_end, "left")]
+        end = max([range_end, max(gpu.rows[k][1] for k in in_step) if len(in_step) else range_end,
+                   max(t1 for _, t1, *_ in mine) if mine else range_end])
         graph = StepGraph(name, start, end)
         by_correlation = _add_calls(graph, mine, partners)
-        _add_gpu(graph, in_step, history, by_correlation, wait_times)
+        _add_gpu(graph, [gpu.rows[k] for k in in_step], history, by_correlation, wait_times)
         _add_end(graph)
         bind(graph)
         _order(graph)
@@ -258,54 +261,80 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
     return out
 
 
-def _add_calls(graph: StepGraph, calls: pd.DataFrame, partners: dict[str, set[str]]) -> dict[object, int]:
-    """The step's host calls as items, each after its thread's previous call (or a partner thread's latest, for
-    a hand-over); which item each correlation id's call is."""
+def _call_rows(calls: pd.DataFrame) -> list[tuple[int, int, str, str, str, object]]:
+    """(start, end, role, name, thread, correlation id or None) per host call, in the table's order."""
+    starts = calls["start_ns"].astype("int64").tolist()
+    ends = (calls["start_ns"] + calls["dur_ns"]).astype("int64").tolist()
+    correlation = [c if pd.notna(c) else None for c in calls["correlation"].tolist()]
+    return list(zip(starts, ends, _text(calls["role"]), _text(calls["name"]), calls["tid"].tolist(), correlation))
+
+
+def _text(column: pd.Series) -> list[str]:
+    """Each value as text, a missing one as 'nan' (``astype(str)`` keeps it missing under pandas 3)."""
+    return [str(v) for v in column.tolist()]
+
+
+class _GpuRows:
+    """The GPU events as (start, end, role, name, lane, correlation id or None, thread, index) in start order
+    (stable: ties keep the events' order), and each step's positions among them."""
+
+    def __init__(self, events: pd.DataFrame) -> None:
+        ordered = events.sort_values("start_ns", kind="stable")
+        role = ["communication" if c == "communication" else str(k or "kernel")
+                for c, k in zip(ordered["category"].tolist(), ordered["kind"].tolist())]
+        correlation = [c if pd.notna(c) else None for c in ordered["correlation"].tolist()]
+        self.rows = list(zip(ordered["start_ns"].astype("int64").tolist(), ordered["end_ns"].astype("int64").tolist(),
+                             role, _text(ordered["name"]), ordered["lane"].tolist(), correlation,
+                             _text(ordered["tid"]), ordered.index.tolist()))
+        self.all = range(len(self.rows))
+        groups = ordered.groupby(ordered["profiler_step"].astype(str).to_numpy(), sort=False).indices
+        self.by_step = {str(k): v.tolist() for k, v in groups.items()}
+
+
+def _add_calls(graph: StepGraph, calls: Sequence[tuple[int, int, str, str, str, object]],
+               partners: dict[str, set[str]]) -> dict[object, int]:
+    """The step's host calls (``_call_rows``) as items, each after its thread's previous call (or a partner
+    thread's latest, for a hand-over); which item each correlation id's call is."""
     by_correlation: dict[object, int] = {}
     last: dict[str, int] = {}
     ends: dict[str, list[tuple[int, int]]] = defaultdict(list)  # per thread: (end, item) in start order
-    for row in calls.itertuples():
-        t0, t1 = int(row.start_ns), int(row.start_ns + row.dur_ns)
-        v = graph.add("call", str(row.role), str(row.name), row.tid, t0, t1)
-        if pd.notna(row.correlation):
-            by_correlation.setdefault(row.correlation, v)
-        prev = last.get(row.tid)
+    for t0, t1, role, name, tid, correlation in calls:
+        v = graph.add("call", role, name, tid, t0, t1)
+        if correlation is not None:
+            by_correlation.setdefault(correlation, v)
+        prev = last.get(tid)
         since = graph.t1[prev] if prev is not None else graph.start_ns
         graph.deps[v].append(Dep(prev, "host", None) if prev is not None else Dep(BEFORE, "host", 0))
-        for other in partners.get(row.tid, ()):
+        for other in partners.get(tid, ()):
             handed = [item for e, item in ends.get(other, ()) if since < e <= t0]
             if handed:
                 graph.deps[v].append(Dep(max(handed, key=lambda i: graph.t1[i]), "wake", None))
-        last[row.tid] = v
-        ends[row.tid].append((t1, v))
+        last[tid] = v
+        ends[tid].append((t1, v))
     return by_correlation
 
 
-def _add_gpu(graph: StepGraph, in_step: pd.DataFrame, history: StreamHistory, by_correlation: dict[object, int],
-             wait_times: dict[str, np.ndarray]) -> None:
-    """The step's GPU work (with its ``lane``) as items, after its launch call, its stream's previous work and,
-    where its thread queued a stream wait (``wait_times``: every thread's, in order; those between a step's
-    launches are the step's own), the latest work on another stream."""
-    ordered = in_step.sort_values(["start_ns"], kind="stable")
-    previous = history.ended_before(in_step)
+def _add_gpu(graph: StepGraph, in_step: Sequence[tuple[int, int, str, str, str, object, str, object]],
+             history: StreamHistory, by_correlation: dict[object, int], wait_times: dict[str, np.ndarray]) -> None:
+    """The step's GPU work (``_GpuRows``, in start order) as items, after its launch call, its stream's previous
+    work and, where its thread queued a stream wait (``wait_times``: every thread's, in order; those between a
+    step's launches are the step's own), the latest work on another stream."""
     last: dict[str, int] = {}
     launched: dict[str, int] = {}  # per stream: when its previous work's launch call started
     done: dict[str, list[int]] = defaultdict(list)  # per stream, its GPU items so far (they end in order)
-    columns = (ordered[c].tolist() for c in ("start_ns", "end_ns", "category", "kind", "name", "correlation", "tid"))
-    for idx, lane, (t0, t1, category, kind, name, correlation, tid) in zip(ordered.index, ordered["lane"].tolist(),
-                                                                            zip(*columns)):
-        t0, t1 = int(t0), int(t1)
-        role = "communication" if category == "communication" else str(kind or "kernel")
-        v = graph.add("gpu", role, str(name), lane, t0, t1, idx)
-        call = by_correlation.get(correlation) if pd.notna(correlation) else None
+    for t0, t1, role, name, lane, correlation, tid, idx in in_step:
+        v = graph.add("gpu", role, name, lane, t0, t1, idx)
+        call = by_correlation.get(correlation) if correlation is not None else None
         if call is not None:
             graph.deps[v].append(Dep(call, "launch", max(0, min(graph.t1[call], t0) - graph.t0[call])))
         prev = last.get(lane)
         if prev is not None:
             graph.deps[v].append(Dep(prev, "stream", None))
-        elif lane in previous and previous[lane] > graph.start_ns:
-            graph.deps[v].append(Dep(BEFORE, "stream", previous[lane] - graph.start_ns))
-        times = wait_times.get(str(tid))
+        else:  # the stream's first work in the step: after what other steps queued ahead of it there
+            previous = history.ended_before(lane, t0)
+            if previous is not None and previous > graph.start_ns:
+                graph.deps[v].append(Dep(BEFORE, "stream", previous - graph.start_ns))
+        times = wait_times.get(tid)
         if call is not None and times is not None and \
                 np.searchsorted(times, graph.t0[call], "right") > np.searchsorted(times, launched.get(lane, graph.start_ns)):
             other = _latest_ended(graph, done, lane, t0)
@@ -344,18 +373,15 @@ class StreamHistory:
             self._by_lane[str(lane)] = (ordered["start_ns"].to_numpy(np.int64),
                                         np.maximum.accumulate(ordered["end_ns"].to_numpy(np.int64)))
 
-    def ended_before(self, in_step: pd.DataFrame) -> dict[str, int]:
-        """Per stream, when the other steps' work queued ahead of the step's first work there ended (a constant the
-        step's first work waits for). A stream runs in order, so that is the work on it that started before the
-        step's first — the step's own work starts later by definition: on a trace whose host runs steps ahead, the
-        previous steps' kernels start after the step's host range began, and are still ahead of it."""
-        out: dict[str, int] = {}
-        for lane, first in in_step["start_ns"].groupby(in_step["lane"].to_numpy(), sort=False).min().items():
-            starts, ends = self._by_lane[str(lane)]
-            k = int(np.searchsorted(starts, int(first), side="left"))
-            if k:
-                out[str(lane)] = int(ends[k - 1])
-        return out
+    def ended_before(self, lane: str, first: int) -> int | None:
+        """When the other steps' work queued on ``lane`` ahead of a step's first work there (starting at
+        ``first``) ended (a constant that work waits for); None: none was. A stream runs in order, so that is the
+        work on it that started before the step's first — the step's own work starts later by definition: on a
+        trace whose host runs steps ahead, the previous steps' kernels start after the step's host range began,
+        and are still ahead of it."""
+        starts, ends = self._by_lane[lane]
+        k = int(np.searchsorted(starts, first, side="left"))
+        return int(ends[k - 1]) if k else None
 
 
 def _add_syncs(graph: StepGraph) -> None:
@@ -393,11 +419,22 @@ def _add_end(graph: StepGraph) -> None:
 
 # --- the path -------------------------------------------------------------------------------------------
 
+PATH_COLUMNS = ["start_ns", "end_ns", "category", "item", "lane", "to_item", "dep"]
+Segment = tuple[int, int, str, int, str, int, int]
+
+
 def walk(graph: StepGraph) -> pd.DataFrame:
     """The critical path (the module docstring) as contiguous segments from the step's start to its end: start,
     end, category, the item whose own time it is (-1: a lag), the lane (thread or stream) the time was spent on
     and, for a lag, the dependency it belongs to (``to_item``, ``dep``: its position in the item's deps)."""
-    rows: list[tuple[int, int, str, int, str, int, int]] = []
+    path = pd.DataFrame(walk_segments(graph), columns=PATH_COLUMNS)
+    path["dur_ns"] = path["end_ns"] - path["start_ns"]
+    return path
+
+
+def walk_segments(graph: StepGraph) -> list[Segment]:
+    """``walk``'s rows (``PATH_COLUMNS``), in time order: many steps' paths make one table at once."""
+    rows: list[Segment] = []
     v, t = len(graph.kind) - 1, graph.end_ns
     while True:
         g = graph.sync_on[v]
@@ -420,9 +457,7 @@ def walk(graph: StepGraph) -> pd.DataFrame:
                 rows.append((graph.start_ns, at, "previous step", -1, graph.lane[v], v, b))
             break
         v, t = dep.src, at
-    path = pd.DataFrame(rows[::-1], columns=["start_ns", "end_ns", "category", "item", "lane", "to_item", "dep"])
-    path["dur_ns"] = path["end_ns"] - path["start_ns"]
-    return path
+    return rows[::-1]
 
 
 def _item_category(graph: StepGraph, v: int) -> str:

@@ -26,7 +26,7 @@ from typing import Literal
 
 import pandas as pd
 
-from fuseprof.model.dataflow import ShapeDataflow, Value, infer_outputs, links_to_nothing, tensor_arguments, view_shape
+from fuseprof.model.dataflow import RecordedShapes, ShapeDataflow, Value, links_to_nothing, view_shape
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import enclosing
@@ -75,7 +75,7 @@ def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry, r
     """Edges by the shape rule over the ops in program order, read through the views between them (a view's
     shape becomes one more shape of the tensor it views); ``reshapes``: without the views, a tensor may be
     read regrouped (``ShapeDataflow``)."""
-    flow = ShapeDataflow(reshapes)
+    flow, shapes = ShapeDataflow(reshapes), RecordedShapes()
     edges = []
     steps = sorted([(s, 0, i) for i, s in enumerate(nodes["start_ns"])] + [(s, 1, i) for i, s in enumerate(
         views["start_ns"])])  # a view at the same time as an op comes after it (a view of its output)
@@ -84,21 +84,21 @@ def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry, r
     for _, is_view, i in steps:
         if is_view:
             name, dims, types, concrete = view_rows[i]
-            arguments = tensor_arguments(dims, types)
+            arguments = shapes.arguments(dims, types)
             base = flow.source(arguments[0]) if arguments else None
             shape = view_shape(registry.role(name).view, dims, concrete)
             if base is not None and shape is not None and arguments[0] is not None:
                 flow.alias(base, [Value(shape, arguments[0].dtype)])
             continue
         op_id, op, dims, types = node_rows[i]
-        arguments = tensor_arguments(dims, types)
+        arguments = shapes.arguments(dims, types)
         role = registry.role(op)
         links = flow.link(arguments, [links_to_nothing(role, i) for i in range(len(arguments))], role.reduces)
         edges += [(int(p[0]), int(p[1]), int(op_id), k) for k, p in enumerate(links) if p is not None]
-        for k, shapes in enumerate(dims if isinstance(dims, list) else []):  # a TensorList: cat's, stack's inputs
-            if isinstance(shapes, list) and shapes and isinstance(shapes[0], list):
-                edges += [(int(p[0]), int(p[1]), int(op_id), k) for p in flow.link_list(shapes)]
-        flow.produce(int(op_id), infer_outputs(role, arguments))
+        for k, listed in enumerate(dims if isinstance(dims, list) else []):  # a TensorList: cat's, stack's inputs
+            if isinstance(listed, list) and listed and isinstance(listed[0], list):
+                edges += [(int(p[0]), int(p[1]), int(op_id), k) for p in flow.link_list(listed)]
+        flow.produce(int(op_id), shapes.outputs(op, role, dims, types))
     return edges
 
 

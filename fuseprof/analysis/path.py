@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.critical_path import BOUNDS, CATEGORIES, HostLookup, StepGraph, labelled, walk
+from fuseprof.analysis.critical_path import (
+    BOUNDS,
+    CATEGORIES,
+    PATH_COLUMNS,
+    HostLookup,
+    StepGraph,
+    labelled,
+    walk,
+    walk_segments,
+)
 from fuseprof.analysis.whatif import Plan, fuse_plan, replay, zero_plan
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
@@ -25,11 +34,15 @@ _GROUP = ["bound", "name", "op", "module", "ranges"]
 def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceTables, registry: Registry
                ) -> pd.DataFrame:
     """Every step's path segments, labelled (``critical_path.labelled``), with the step and bound of each."""
-    parts = [walk(g).assign(step=g.step, graph=k) for k, g in enumerate(graphs)]
-    if not parts:
-        return pd.DataFrame(columns=["start_ns", "end_ns", "category", "item", "lane", "to_item", "dep", "dur_ns",
-                                     "name", "op", "module", "ranges", "step", "graph", "bound"])
-    path = labelled(graphs, pd.concat(parts, ignore_index=True), events, HostLookup(tables, registry))
+    if not graphs:
+        return pd.DataFrame(columns=[*PATH_COLUMNS, "dur_ns", "name", "op", "module", "ranges", "step", "graph",
+                                     "bound"])
+    segments = [walk_segments(g) for g in graphs]
+    path = pd.DataFrame([row for rows in segments for row in rows], columns=PATH_COLUMNS)
+    path["dur_ns"] = path["end_ns"] - path["start_ns"]
+    path["step"] = [g.step for g, rows in zip(graphs, segments) for _ in rows]
+    path["graph"] = np.repeat(np.arange(len(graphs), dtype=np.int64), [len(rows) for rows in segments])
+    path = labelled(graphs, path, events, HostLookup(tables, registry))
     path["bound"] = path["category"].map(CATEGORIES)
     ranges = path["ranges"].astype(object).where(path["ranges"].notna(), "").astype(str)
     own = [r == s or r.startswith(s + " / ") for r, s in zip(ranges, path["step"])]  # the step's own range: not news

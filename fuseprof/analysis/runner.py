@@ -42,6 +42,7 @@ from fuseprof.analysis.analyze import (
     trace_files,
     windowed_events,
 )
+from fuseprof.analysis.collector import fewer_collections
 from fuseprof.analysis.graphs import has_graph_replays, is_capture_trace
 from fuseprof.analysis.stored import analysis_part, load_analysis, save_analysis
 from fuseprof.bundle.files import is_bundle
@@ -83,6 +84,11 @@ def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, boo
     """Pass 1 for one trace: (content key, replays graphs, is a capture trace, its decoding's warnings).
     ``alone``: the only trace, analysed in this process: its tables are stored in the background."""
     prefer_jemalloc()
+    with fewer_collections():
+        return _decoded(path, root, alone)
+
+
+def _decoded(path: Path, root: str | None, alone: bool) -> tuple[str, bool, bool, list[str]]:
     store = TraceStore(Path(root) if root else None)
     key = content_key(path) if store.root is not None else f"unstored:{path.resolve()}"  # no store: no hashing
     found = store.get_frames(key, "facts")
@@ -103,6 +109,12 @@ def _analyse(job: Job, key: str, captures: Captures, options: Options, root: str
     analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be written) or is the
     only one, analysed in this process (then stored in the background)."""
     prefer_jemalloc()
+    with fewer_collections():
+        return _analysed(job, key, captures, options, root, alone)
+
+
+def _analysed(job: Job, key: str, captures: Captures, options: Options, root: str | None, alone: bool
+              ) -> str | TraceAnalysis:
     store = TraceStore(Path(root) if root else None)
     et_key = file_sha256(job.execution_trace) if job.execution_trace is not None else None
     part = analysis_part(",".join(k for _, k in captures) or None, options, et_key) if job.ncu_rows is None else None

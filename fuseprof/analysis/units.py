@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.opgraph import OpGraph, op_graph_of_nodes
-from fuseprof.model.dataflow import Value, infer_outputs, tensor_arguments
+from fuseprof.model.dataflow import RecordedShapes, Value
 from fuseprof.model.registry import GemmOperands, Registry
 
 _KERNEL_ONLY = 10**15  # ids of units that are a kernel with no op: _KERNEL_ONLY + the event's position
@@ -48,7 +48,7 @@ class Unit:
     phase: str = ""  # its training phase (forward, backward, recomputation, optimizer, other; fuseprof.analysis.phases)
 
     def computes(self, *kinds: str) -> bool:
-        return all(k in self.kinds for k in kinds)
+        return self.kinds.issuperset(kinds)
 
     def tensors(self) -> list[tuple[int, Value]]:
         """(argument position, value) of each tensor argument."""
@@ -211,6 +211,9 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
         longest.index).astype(object))
     none = [None] * len(longest)
     units: dict[int, Unit] = {}
+    shapes = RecordedShapes()
+    time_of, count_of, order_of = time_ns.to_dict(), count.to_dict(), order.to_dict()
+    category_of, kernel_of = category.to_dict(), kernel.to_dict()
     for key, op, dims, types, concrete, ranges, module, phase in zip(
             longest.index, longest["op"].astype(object), longest["input_dims"], longest["input_type"],
             longest["concrete"], longest["ranges"] if "ranges" in longest else none,
@@ -218,11 +221,11 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
             longest["phase"].astype(object) if "phase" in longest else none):
         op = op if isinstance(op, str) else ""
         role = registry.role(op)
-        args = tuple(tensor_arguments(dims, types))
         units[int(key)] = Unit(
-            op_id=int(key), op=op, kinds=registry.kinds(op, tuple(names[key])), category=str(category[key]), gemm=role.gemm,
-            args=args, outputs=tuple(infer_outputs(role, args)), time_ns=int(time_ns[key]), kernels=int(count[key]),
-            kernel=str(kernel[key]), ranges=ranges if isinstance(ranges, str) else "", order=int(order[key]),
+            op_id=int(key), op=op, kinds=registry.kinds(op, tuple(names[key])), category=str(category_of[key]),
+            gemm=role.gemm, args=shapes.arguments(dims, types), outputs=shapes.outputs(op, role, dims, types),
+            time_ns=int(time_of[key]), kernels=int(count_of[key]), kernel=str(kernel_of[key]),
+            ranges=ranges if isinstance(ranges, str) else "", order=int(order_of[key]),
             inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "",
             phase=phase if isinstance(phase, str) else "")
     return Units(units, graph, regions)

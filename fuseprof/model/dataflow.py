@@ -87,6 +87,32 @@ def infer_outputs(role: OpRole, arguments: Sequence[Value | None]) -> list[Value
     return [Value(tuple(out), tensors[0].dtype)]
 
 
+class RecordedShapes:
+    """Each op's recorded arguments (``tensor_arguments``) and outputs (``infer_outputs``), worked out once per
+    distinct (op, dims, types): a trace repeats the same few shapes step after step, and the recorded lists'
+    text is cheaper to look up than the Values are to build. Kept by one pass over a trace (not process-wide:
+    a long-lived process reads many traces)."""
+
+    def __init__(self) -> None:
+        self._arguments: dict[tuple[str, str], tuple[Value | None, ...]] = {}
+        self._outputs: dict[tuple[str, str, str], tuple[Value, ...]] = {}
+
+    def arguments(self, dims: Any, types: Any) -> tuple[Value | None, ...]:
+        key = (repr(dims), repr(types))
+        found = self._arguments.get(key)
+        if found is None:
+            found = self._arguments[key] = tuple(tensor_arguments(dims, types))
+        return found
+
+    def outputs(self, op: str, role: OpRole, dims: Any, types: Any) -> tuple[Value, ...]:
+        """``infer_outputs`` of the op's recorded arguments (``role``: ``op``'s in the registry)."""
+        key = (op, repr(dims), repr(types))
+        found = self._outputs.get(key)
+        if found is None:
+            found = self._outputs[key] = tuple(infer_outputs(role, self.arguments(dims, types)))
+        return found
+
+
 class ShapeDataflow:
     """Links the tensor arguments of ops, fed in program order, to earlier outputs (module docstring)."""
 
