@@ -143,10 +143,10 @@ def _with_enclosing_ops(spans: tuple[np.ndarray, np.ndarray], ops: pd.DataFrame,
 
 def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     """Per profiler step (or the whole window, 'all'): busy, idle by cause and the verdict."""
-    from fuseprof.analysis.timeline import breakdown
+    from fuseprof.analysis.timeline import breakdown, breakdowns
 
     has_steps = events["profiler_step"].notna().any()
-    groups = events.groupby("profiler_step", sort=False) if has_steps else [("all", events)]
+    groups = breakdowns(events, "profiler_step") if has_steps else [("all", breakdown(events))]
     # a step's gaps lie inside its span: both ends are its own work
     inside = (gaps["step"].astype(object) == gaps["prev_step"].astype(object)) if has_steps else \
         pd.Series(True, index=gaps.index)
@@ -154,11 +154,11 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     keys = gaps.loc[inside, "step"].astype(object) if has_steps else pd.Series("all", index=gaps.index[inside])
     idle = gaps[inside].groupby(keys)[columns].sum() if inside.any() else pd.DataFrame(columns=columns)
     rows = []
-    for step, part in groups:
-        totals = breakdown(part)
-        found = idle.loc[step] if step in idle.index else pd.Series(0, index=columns)
+    by_step = idle.to_dict("index")
+    for step, totals in groups:
+        found = by_step.get(step, {})
         rows.append(_verdict({"step": step, "span_ns": totals["span_ns"], "busy_ns": totals["busy_ns"]},
-                             {c: int(found[f"idle_{c}_ns"]) for c in CAUSES}))
+                             {c: int(found.get(f"idle_{c}_ns", 0)) for c in CAUSES}))
     between = gaps[~inside]
     if not between.empty:
         rows.append(_verdict({"step": "(between steps)", "span_ns": int(between["idle_ns"].sum()), "busy_ns": 0},

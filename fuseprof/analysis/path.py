@@ -53,16 +53,17 @@ def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceT
 def path_table(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
     """One row per step: its span, the path's length (the same, to the ns), its time by bound, the largest
     bound, and how many items lie on it."""
-    summed = path.groupby(["graph", "bound"])["dur_ns"].sum()
-    per_bound = {k: part.droplevel("graph") for k, part in summed.groupby(level="graph")}
-    lengths = path.groupby("graph")["dur_ns"].sum()
-    items = path[path["item"] >= 0].groupby("graph")["item"].nunique()
+    summed = path.groupby(["graph", "bound"])["dur_ns"].sum().unstack("bound")  # a bound not on a step's path: NaN
+    per_bound = summed.to_dict("index")
+    largest = summed.idxmax(axis=1).to_dict() if len(summed.columns) else {}  # ties: the first bound by name
+    lengths = path.groupby("graph")["dur_ns"].sum().to_dict()
+    items = path[path["item"] >= 0].groupby("graph")["item"].nunique().to_dict()
     rows = []
     for k, g in enumerate(graphs):
-        by_bound = per_bound.get(k, summed.iloc[:0].droplevel("graph"))
+        by_bound = per_bound.get(k, {})
         row = {"step": g.step, "span_ns": g.span_ns, "path_ns": int(lengths.get(k, 0))}
-        row.update({_BOUND_COLUMN[b]: int(by_bound.get(b, 0)) for b in BOUNDS})
-        row["bound"] = str(by_bound.idxmax()) if len(by_bound) else ""
+        row.update({_BOUND_COLUMN[b]: int(by_bound[b]) if pd.notna(by_bound.get(b)) else 0 for b in BOUNDS})
+        row["bound"] = str(largest[k]) if k in largest and pd.notna(largest[k]) else ""
         row["items_on_path"] = int(items.get(k, 0))
         rows.append(row)
     return pd.DataFrame(rows, columns=["step", "span_ns", "path_ns", *_BOUND_COLUMN.values(), "bound", "items_on_path"])

@@ -20,7 +20,7 @@ import re
 import pandas as pd
 
 from fuseprof.analysis.iterations import Iterations, number, step_at
-from fuseprof.analysis.timeline import breakdown
+from fuseprof.analysis.timeline import breakdown, breakdowns
 from fuseprof.errors import InvalidArgumentError
 
 OUTSIDE = "(outside the profiled steps)"
@@ -69,7 +69,7 @@ def step_table(events: pd.DataFrame) -> pd.DataFrame:
     if events["profiler_step"].isna().all():  # no steps: no rows, and the columns a step row has
         return pd.DataFrame(columns=["step", *breakdown(events.iloc[:0]).keys()])
     key = events["profiler_step"].astype(object).where(events["profiler_step"].notna(), OUTSIDE)
-    rows = [{"step": step, **breakdown(part)} for step, part in events.groupby(key, sort=False)]
+    rows = [{"step": step, **totals} for step, totals in breakdowns(events, key)]
     frame = pd.DataFrame(rows)
     frame["order"] = frame["step"].map(lambda s: number(s) if number(s) is not None else 1 << 62)
     return frame.sort_values("order", kind="stable").drop(columns="order").reset_index(drop=True)

@@ -69,8 +69,8 @@ def replayed(graph: StepGraph, plan: Plan) -> StepGraph:
 
 
 class _Flat:
-    """A step graph's replay inputs as plain tuples, and its unchanged replay: built once per graph, since a
-    table replays each step once per row. Each dependency is (source, point, lag, whether the lag is the host's
+    """A step graph's replay inputs as plain tuples, its unchanged replay and its GPU items by event: built once
+    per graph, since a table replays each step once per row. Each dependency is (source, point, lag, whether the lag is the host's
     own, fixed time): point -2 is a fixed time (the step's start plus an offset), -1 the source's end, else an
     offset into the source's run."""
 
@@ -85,6 +85,7 @@ class _Flat:
             if phase == 0:
                 self.position[v] = k
         self.base = _run(graph, self, Plan(), list(self.dur), [0] * len(self.dur), [0] * len(self.dur), 0)
+        self.items = {e: v for v, e in enumerate(graph.event) if e is not None}  # which item each GPU event is
 
 
 def _flat(graph: StepGraph) -> _Flat:
@@ -159,8 +160,9 @@ def calibrated_scale(graphs: Sequence[StepGraph], measured_ns: float) -> float:
 
 
 def _items_of(graph: StepGraph) -> dict[object, int]:
-    """Which item each GPU event (by its index in the events) is."""
-    return {e: v for v, e in enumerate(graph.event) if e is not None}
+    """Which item each GPU event (by its index in the events) is: built once per graph, as each fusion row's
+    plan asks."""
+    return _flat(graph).items
 
 
 def _launch_call(graph: StepGraph, v: int) -> int | None:
