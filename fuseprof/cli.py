@@ -63,8 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _warn_in_one_line
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
+    command = COMMANDS[args.command]
     try:
-        return COMMANDS[args.command].run(args)
+        if command.kept is not None and command.kept(args):
+            from fuseprof.commands.answers import answered
+
+            return answered(list(argv) if argv is not None else sys.argv[1:], args, lambda: command.run(args))
+        return command.run(args)
     except FuseprofError as exc:
         print(f"fuseprof: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -11,15 +11,28 @@ N//2 a GEMM straggler), then, each in a fresh process with an empty trace store:
 Peak RSS is the process's VmHWM (ru_maxrss would count the RSS of the parent it was forked from);
 "+MB" is above the same process's peak after its imports. The
 straggler named by fuseprof is printed too (it must be the injected rank and GEMM in every row).
+
+    python scripts/bench_ranks.py --speed [--ranks 128] [--steps 90] [--workers 1]
+
+times, instead, each fresh process from outside (CPU: its own and every worker's, from the children's
+rusage; wall), in one run on one rank set:
+    json.load  every rank's file loaded by ``json.load`` in one process
+    cold       ``fuseprof analyze FOLDER --format json --workers W`` into an empty trace store
+    warm       the same again: the store answers
+    workers 2  cold with ``--workers 2``; dask: cold on a local 2-worker dask.distributed cluster (when dask
+               is installed; wall only: the cluster's workers are not the command's children)
+and prints cold and warm as multiples of json.load's CPU time, and dask's wall time over ``--workers 2``'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,12 +71,59 @@ def measure(mode: str, folder: Path, workers: int, store: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def timed(command: list[str], store: Path) -> tuple[float, float]:
+    """(CPU s, wall s) of a fresh process running ``command``: its own CPU time and its workers' (children it
+    waited for count in its children's rusage, and so in ours)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
+                   env={"FUSEPROF_CACHE": str(store), "PATH": "/usr/bin:/bin"})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+
+
+def speed(n: int, steps: int, workers: int) -> None:
+    """The --speed table (the module docstring) for one rank set of ``n`` ranks."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "ranks"
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "make_rank_set.py"), str(folder), "--ranks", str(n),
+                        "--steps", str(steps), "--slow-rank", str(n // 2)], check=True, capture_output=True)
+        files = sorted(str(p) for p in folder.glob("*.json"))
+        size = sum(Path(f).stat().st_size for f in files) / 1e6
+        analyze = [sys.executable, "-m", "fuseprof.cli", "analyze", str(folder), "--format", "json"]
+        load = timed([sys.executable, "-c", "import json, sys\nfor p in sys.argv[1:]:\n    json.load(open(p))",
+                      *files], Path(tmp) / "unused")
+        cold = timed([*analyze, "--workers", str(workers)], Path(tmp) / "store-1")
+        warm = timed([*analyze, "--workers", str(workers)], Path(tmp) / "store-1")
+        two = timed([*analyze, "--workers", "2"], Path(tmp) / "store-2")
+        print(f"{n} ranks, {size:.0f} MB of JSON ({size / n:.1f} MB a rank), {steps} steps each")
+        print(f"{'':>12} {'CPU s':>7} {'wall s':>7} {'CPU x json.load':>16}")
+        for name, (cpu, wall) in (("json.load", load), (f"cold, {workers} w", cold), (f"warm, {workers} w", warm),
+                                  ("cold, 2 w", two)):
+            print(f"{name:>12} {cpu:>7.1f} {wall:>7.1f} {cpu / load[0]:>16.2f}", flush=True)
+        try:
+            from dask.distributed import LocalCluster
+        except ImportError:
+            print("dask: not installed (pip install 'fuseprof[dask]')")
+            return
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+            dask = timed([*analyze, "--scheduler", cluster.scheduler_address], Path(tmp) / "store-3")
+        print(f"{'cold, dask 2':>12} {'':>7} {dask[1]:>7.1f}   wall x --workers 2: {dask[1] / two[1]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ranks", default="4,8,16,32")
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--ranks", default=None, help="rank counts, comma-separated (default 4,8,16,32; --speed 128)")
+    parser.add_argument("--steps", type=int, default=None, help="profiler steps per rank (default 300; --speed 90)")
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default 2; --speed 1)")
+    parser.add_argument("--speed", action="store_true", help="time cold and warm runs against json.load instead")
     args = parser.parse_args()
+    if args.speed:
+        for n in (int(r) for r in (args.ranks or "128").split(",")):
+            speed(n, args.steps or 90, args.workers or 1)
+        return
+    args.ranks, args.steps, args.workers = args.ranks or "4,8,16,32", args.steps or 300, args.workers or 2
     print(f"{'ranks':>5} {'JSON MB':>8} | {'at once peak MB':>15} {'+MB':>6} | {'fuseprof parent MB':>18} {'+MB':>6} "
           f"| straggler")
     for n in (int(r) for r in args.ranks.split(",")):
@@ -75,7 +135,8 @@ def main() -> None:
             once = measure("at_once", folder, args.workers, Path(tmp) / "store-a")
             ours = measure("fuseprof", folder, args.workers, Path(tmp) / "store-b")
             print(f"{n:>5} {size:>8.0f} | {once['peak_mb']:>15.0f} {once['peak_mb'] - once['base_mb']:>6.0f} | "
-                  f"{ours['peak_mb']:>18.0f} {ours['peak_mb'] - ours['base_mb']:>6.0f} | rank {ours['straggler'][0]} {ours['straggler'][1]} (injected: rank {n // 2} GEMM)", flush=True)
+                  f"{ours['peak_mb']:>18.0f} {ours['peak_mb'] - ours['base_mb']:>6.0f} | rank {ours['straggler'][0]} "
+                  f"{ours['straggler'][1]} (injected: rank {n // 2} GEMM)", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import fuseprof.parse.store as store_module
+import fuseprof.parse.trace_events as trace_events
 from fuseprof.analysis import analyze
 from fuseprof.cli import main
 from fuseprof.errors import FuseprofWarning
@@ -35,7 +36,7 @@ def store(tmp_path, monkeypatch) -> Path:
 def _no_decoding(monkeypatch) -> None:
     def refuse(path):  # type: ignore[no-untyped-def]
         raise AssertionError(f"{path} was decoded from JSON; the store should have answered")
-    monkeypatch.setattr(store_module, "read_trace_tables", refuse)
+    monkeypatch.setattr(trace_events, "read_trace_tables", refuse)
 
 
 def _same(a, b) -> None:  # type: ignore[no-untyped-def]
@@ -130,8 +131,8 @@ def test_another_fuseprof_version_never_reads_the_entry(store: Path, monkeypatch
     analyze([EAGER])
     this_version = store_module.code_version()
     decoded = []
-    real = store_module.read_trace_tables
-    monkeypatch.setattr(store_module, "read_trace_tables", lambda p: decoded.append(p) or real(p))
+    real = trace_events.read_trace_tables
+    monkeypatch.setattr(trace_events, "read_trace_tables", lambda p: decoded.append(p) or real(p))
     monkeypatch.setattr(store_module, "code_version", lambda: "v1-9.9.9-0123456789ab")
     analyze([EAGER])
     assert decoded == [EAGER]  # rebuilt under the new version's folder
@@ -223,8 +224,8 @@ def test_an_entry_others_can_write_is_never_served(store: Path, monkeypatch) -> 
         path.chmod(path.stat().st_mode | 0o002)
     monkeypatch.setattr(store_module, "_UNTRUSTED", set())
     decoded = []
-    real = store_module.read_trace_tables
-    monkeypatch.setattr(store_module, "read_trace_tables", lambda p: decoded.append(p) or real(p))
+    real = trace_events.read_trace_tables
+    monkeypatch.setattr(trace_events, "read_trace_tables", lambda p: decoded.append(p) or real(p))
     with pytest.warns(FuseprofWarning, match="writable by others; its entries are not used"):
         (warm,) = analyze([EAGER])
     assert decoded == [EAGER]

@@ -16,7 +16,7 @@ job's path set the step; its largest work there is what on it did.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -102,14 +102,14 @@ class Part(NamedTuple):
     top: tuple[str, str, str, int]
 
 
-def _walk(legs: dict[int, pd.DataFrame], arrivals: dict[tuple[int, int], tuple[int, int]], rank: int) -> list[Part]:
-    """The job's path of one step (the module docstring), latest first. Every hand-over moves the walk to an
-    earlier time, so it ends."""
+def _walk(legs: dict[int, list[Any]], arrivals: dict[tuple[int, int], tuple[int, int]], rank: int) -> list[Part]:
+    """The job's path of one step (the module docstring; ``legs``: each rank's, as rows in end order), latest
+    first. Every hand-over moves the walk to an earlier time, so it ends."""
     until: int | None = None
     out: list[Part] = []
     while True:
         jumped = False
-        for leg in legs[rank].iloc[::-1].itertuples(index=False):
+        for leg in reversed(legs[rank]):
             if until is not None and leg.start_ns >= until:
                 continue
             top = (leg.top_what, leg.top_op, leg.top_module, int(leg.top_ns))
@@ -146,6 +146,16 @@ def _step_row(step: str, walked: list[Part]) -> dict[str, object]:
             "ranks": "; ".join(f"{k}: {100.0 * v / max(total, 1):.0f}%" for k, v in shares)}
 
 
+def _legs_by_step(legs: pd.DataFrame) -> dict[str, list[Any]]:
+    """One rank's legs per step (in the steps' order), each step's as rows in end order: one sort of the
+    table, not one per step (a job of many ranks and steps)."""
+    out: dict[str, list[Any]] = {str(s): [] for s in legs["step"].tolist() if pd.notna(s)}
+    for leg in legs.sort_values("end_ns", kind="stable").itertuples(index=False):
+        if pd.notna(leg.step):
+            out[str(leg.step)].append(leg)
+    return out
+
+
 def job_path(results: Sequence[TraceAnalysis]) -> pd.DataFrame:
     """Per step: the job's path length, the rank that set the step (the most time on the path) and its largest
     work there, the communication on the path, and each rank's share of it."""
@@ -155,13 +165,12 @@ def job_path(results: Sequence[TraceAnalysis]) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     arrivals = _arrivals(ranked)
     by_rank = {int(r.rank): r.frames["path_legs"] for r in ranked}  # type: ignore[arg-type]
-    per_step = {k: {str(s): part.sort_values("end_ns", kind="stable") for s, part in f.groupby("step", sort=False)}
-                for k, f in by_rank.items()}
+    per_step = {k: _legs_by_step(f) for k, f in by_rank.items()}
     steps = set.intersection(*(set(p) for p in per_step.values()))
     rows = []
     for step in (s for s in per_step[min(per_step)] if s in steps):  # in step order
         legs = {k: p[step] for k, p in per_step.items()}
-        last = max(legs, key=lambda k: int(legs[k]["end_ns"].max()))
+        last = max(legs, key=lambda k: max(int(leg.end_ns) for leg in legs[k]))
         rows.append(_step_row(step, _walk(legs, arrivals, last)))
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -4,6 +4,7 @@ saving. The graph and the walk: ``fuseprof.analysis.critical_path``; the replay:
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -119,10 +120,20 @@ def plan_saving(graphs: Sequence[StepGraph], plans: Sequence[Plan]) -> int:
 
 def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame) -> pd.Series:
     """Per fusion row, the step time its fusion saves over every step (null: no predicted time)."""
+    graph_of: dict[object, list[int]] = defaultdict(list)  # each GPU event's step graph(s)
+    for k, g in enumerate(graphs):
+        for e in g.event:
+            if e is not None:
+                graph_of[e].append(k)
     out = []
     for _, row in fusion.iterrows():
         chains = chains_of(row)
-        out.append(plan_saving(graphs, [fuse_plan(g, chains) for g in graphs]) if chains and graphs else None)
+        per_graph: list[list[tuple[list[object], float]]] = [[] for _ in graphs]
+        for chain in chains:  # a chain goes to the steps its kernels ran in (each step's plan: its own chains)
+            for k in dict.fromkeys(k for e in chain[0] for k in graph_of.get(e, ())):
+                per_graph[k].append(chain)
+        out.append(plan_saving(graphs, [fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)])
+                   if chains and graphs else None)
     return pd.Series(out, index=fusion.index, dtype="Float64")
 
 

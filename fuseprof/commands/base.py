@@ -21,13 +21,21 @@ SHAPES_HELP = ("comma-separated shapes: MxN (e.g. 128x4096), or as many dimensio
 @dataclass(frozen=True)
 class Command:
     """One verb: its name, one-line help, the longer description of ``--help``, the function that adds
-    its arguments and the one that runs it (returns the exit code)."""
+    its arguments and the one that runs it (returns the exit code); ``kept``: whether a run with these
+    arguments only prints what its inputs determine, so its answer is kept in the trace store and given back
+    while they are unchanged (``fuseprof.commands.answers``)."""
 
     name: str
     help: str
     run: Callable[[argparse.Namespace], int]
     arguments: Callable[[argparse.ArgumentParser], None] | None = None
     description: str | None = None
+    kept: Callable[[argparse.Namespace], bool] | None = None
+
+
+def always(_: argparse.Namespace) -> bool:
+    """``Command.kept`` for a verb whose every run only prints."""
+    return True
 
 
 def bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str) -> None:

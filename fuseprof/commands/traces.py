@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fuseprof.commands.base import Command, emit, format_option, out_option, wide_option
+from fuseprof.commands.base import Command, always, emit, format_option, out_option, wide_option
 from fuseprof.errors import FuseprofError
 
 if TYPE_CHECKING:
@@ -353,21 +353,25 @@ def _store_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _store(args: argparse.Namespace) -> int:
+    from fuseprof.commands.answers import PART
     from fuseprof.parse.store import ENV, code_version, default_store
 
     store = default_store()
     if store.root is None:
         print(f"the trace store is off ({ENV}=off): every run decodes its traces")
         return 0
-    if args.clear:
-        print(f"{store.root}: removed {store.clear()} stored trace(s)")
-        return 0
     entries = store.entries()
+    answers = [e for e in entries if (e / PART).is_dir()]  # a kept answer's entry (fuseprof.commands.answers)
+    if args.clear:
+        store.clear()
+        print(f"{store.root}: removed {len(entries) - len(answers)} stored trace(s) and {len(answers)} kept answer(s)")
+        return 0
     size = sum(f.stat().st_size for e in entries for f in e.rglob("*") if f.is_file())
-    current = sum(1 for e in entries if e.parents[1].name == code_version())
+    current = sum(1 for e in entries if e.parents[1].name == code_version() and e not in answers)
     print(f"{store.root} (set {ENV} to move it, {ENV}=off to turn it off)\n"
-          f"{len(entries)} stored trace(s), {size / 1e6:,.1f} MB; {current} for this fuseprof ({code_version()}), "
-          f"the rest for other versions (`fuseprof store --clear` removes all)")
+          f"{len(entries) - len(answers)} stored trace(s) and {len(answers)} kept answer(s), {size / 1e6:,.1f} MB; "
+          f"{current} trace(s) for this fuseprof ({code_version()}), the rest for other versions "
+          f"(`fuseprof store --clear` removes all)")
     return 0
 
 
@@ -380,7 +384,7 @@ COMMANDS = (
             "timeline (busy, idle, computation, memcpy, memset, communication; overall and per stream; exact to "
             "the ns), time per category, the top kernels and ops with the op and nn.Module that launched them, "
             "launch statistics, and a roofline per op from its recorded input shapes (needs record_shapes=True) "
-            "against the trace's own GPU."),
+            "against the trace's own GPU.", kept=always),
     Command("fusion", "rank fusion opportunities in a whole-model trace", _fusion,
             _fusion_arguments,
             "Chains of memory-bound kernels between GEMM/attention/communication kernels, per stream and profiler "
@@ -388,7 +392,7 @@ COMMANDS = (
             "step), with the bytes a fused kernel would move, its predicted time (bytes at the copy rate plus one "
             "kernel's floor), the saving as a share of GPU busy time and of the span, and the kernel that already "
             "fuses such a chain. Formulas: fuseprof/analysis/fusion.py. --verify N runs the top N chains to check "
-            "the prediction: fuseprof/verify/."),
+            "the prediction: fuseprof/verify/.", kept=lambda args: args.verify is None),
     Command("audit", "is each fusion of the catalogue done in this trace? fused, not fused, not present", _audit,
             lambda p: trace_arguments(p, 10, None, "table, or csv/json"),
             "For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + KV-cache "
@@ -397,13 +401,13 @@ COMMANDS = (
             "op graph: fused (the unit that does it), not fused (the time now and the predicted saving), partly "
             "fused, or not present, with the evidence. Answers 'is my engine's fusion active for my model?'. "
             "Catalogue: fuseprof/model/registry_data.py; patterns: fuseprof/analysis/patterns.py; accuracy on "
-            "labelled traces: docs/accuracy.md."),
+            "labelled traces: docs/accuracy.md.", kept=always),
     Command("check", "the integrity checks alone: can this trace's tables be trusted? exit 1 if not", _check,
             lambda p: trace_arguments(p, 10, None, "table, or csv/json"),
             "The checks every other table rests on — kernel time with a launching op, graph replays attributed, "
             "launches whose kernel is missing, steps and shapes recorded — with their values, and exit status 1 "
             "when any failed on any trace (0 when all passed, 2 for an unreadable trace): a script's gate before "
-            "it trusts the other tables. Checks: fuseprof/analysis/integrity.py."),
+            "it trusts the other tables. Checks: fuseprof/analysis/integrity.py.", kept=always),
     Command("report", "one self-contained HTML report of traces, to attach to a pull request", _report,
             _report_arguments,
             "A verdict (what bounds the run; the three things worth doing, with predicted savings), then the integrity "

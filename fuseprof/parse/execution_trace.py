@@ -13,13 +13,15 @@ A view's storage is its base's, so dataflow by storage goes through views and sl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import pandas as pd
 
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.textio import read_bytes
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EXECUTION_TRACE = "execution_trace.json.gz"  # its name in a bundle's raw/, beside the Chrome trace
 
@@ -98,4 +100,6 @@ def read_execution_trace(path: Path) -> pd.DataFrame:
             continue  # the root and thread nodes
         rows.append({"rf_id": rf_id, "name": node.name, "reads": _storages(node.inputs),
                      "writes": _storages(node.outputs)})
+    import pandas as pd  # lazily: which file is beside a trace is asked before pandas is loaded (answers)
+
     return pd.DataFrame(rows, columns=["rf_id", "name", "reads", "writes"])

@@ -39,16 +39,17 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
-from fuseprof.parse.frames import read_frame, write_frame
 from fuseprof.parse.hashing import ENV, content_key, default_root, file_sha256
 from fuseprof.parse.owned import remove_stale_partials, temporary_name
-from fuseprof.parse.trace_events import TraceTables, read_trace_tables
+
+if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written: a kept answer needs neither
+    import pandas as pd
+
+    from fuseprof.parse.trace_events import TraceTables
 
 FORMAT = 1
 _TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters", "memory")
@@ -157,6 +158,8 @@ class TraceStore:
             for name, digest in wanted.items():
                 if file_sha256(folder / name) != digest:
                     raise ValueError(f"{name} does not match its digest")
+                from fuseprof.parse.frames import read_frame
+
                 frames[name.removesuffix(".parquet")] = read_frame(folder / name)
             if _meta_digest(manifest["meta"]) != manifest["meta_sha256"]:
                 raise ValueError("its metadata does not match its digest")
@@ -213,6 +216,8 @@ class TraceStore:
         try:
             files = {}
             for name, frame in frames.items():
+                from fuseprof.parse.frames import write_frame
+
                 write_frame(frame, tmp / f"{name}.parquet")
                 files[f"{name}.parquet"] = file_sha256(tmp / f"{name}.parquet")
             (tmp / _MANIFEST).write_text(json.dumps({"files": files, "meta": meta,
@@ -229,6 +234,8 @@ class TraceStore:
         """The decoded tables of the trace at ``path`` (from the store, else decoded and stored, in the
         background if asked) and the warnings its decoding gave, to be shown by the caller (a warm read
         shows the same ones)."""
+        from fuseprof.parse.trace_events import TraceTables, read_trace_tables
+
         key = key or content_key(path) if self.root is not None else None
         found = self.get_frames(key, "tables") if key is not None else None
         if found is not None:
