@@ -12,7 +12,8 @@ fresh process timed from outside (start-up and imports included):
                finder included, and the store written
     warm       the same command again: the store answers
 
-It prints the medians, the ratios to json.load (time, and peak RSS: each process's own VmHWM), the
+It prints the medians, the ratios to json.load (wall time; CPU time, the process's and its children's; and
+peak RSS: each process's own VmHWM), the
 MB of JSON per second per core (the command runs on one core), and seconds per 100 MB (linear growth
 keeps it flat across sizes). The machines are shared: compare the ratios, which come from one run.
 """
@@ -23,6 +24,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -71,25 +73,31 @@ def build(target_mb: float, out: Path) -> dict[str, int]:
             "kernels": sum(1 for e in events if e.get("cat") == "kernel") * copies}
 
 
-def run(code: str, path: Path, store: Path) -> tuple[float, float]:
-    """Wall seconds of a fresh process running ``code`` on ``path``, and its peak RSS in MB."""
+def run(code: str, path: Path, store: Path) -> tuple[float, float, float]:
+    """Wall seconds of a fresh process running ``code`` on ``path``, its CPU seconds (its own and its
+    children's, from our children's rusage) and its peak RSS in MB."""
     env = {**os.environ, "FUSEPROF_CACHE": str(store)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{path}: failed ({done.returncode}): {done.stderr[-2000:]}")
-    return wall, float(done.stderr.strip().splitlines()[-1])
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu, float(done.stderr.strip().splitlines()[-1])
 
 
-def measure(path: Path, repeats: int, tmp: Path) -> dict[str, tuple[float, float]]:
-    runs: dict[str, list[tuple[float, float]]] = {"json": [], "cold": [], "warm": []}
+def measure(path: Path, repeats: int, tmp: Path) -> dict[str, tuple[float, float, float]]:
+    """Per side: the median wall and CPU seconds over ``repeats`` interleaved runs, and the largest peak RSS."""
+    runs: dict[str, list[tuple[float, float, float]]] = {"json": [], "cold": [], "warm": []}
     for r in range(repeats):
         store = tmp / f"store-{path.name}-{r}"
         runs["json"].append(run(_JSON, path, store))
         runs["cold"].append(run(_FUSEPROF, path, store))
         runs["warm"].append(run(_FUSEPROF, path, store))
-    return {k: (statistics.median(w for w, _ in v), max(p for _, p in v)) for k, v in runs.items()}
+    return {k: (statistics.median(w for w, _, _ in v), statistics.median(c for _, c, _ in v), max(p for *_, p in v))
+            for k, v in runs.items()}
 
 
 def main() -> None:
@@ -99,7 +107,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved runs of each side per file (default 3)")
     args = parser.parse_args()
     print(f"{'file':>14} {'JSON MB':>7} {'events':>9} | {'json.load s':>11} {'cold s':>7} {'warm s':>7} | "
-          f"{'cold x':>6} {'warm x':>6} | {'json MB':>7} {'cold MB':>7} {'RSS x':>5} | {'MB/s/core':>9} {'s/100MB':>7}")
+          f"{'cold x':>6} {'warm x':>6} | {'CPU: json':>9} {'cold':>6} {'warm':>5} {'cold x':>6} {'warm x':>6} | "
+          f"{'json MB':>7} {'cold MB':>7} {'RSS x':>5} | {'MB/s/core':>9} {'s/100MB':>7}")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for scale in (float(s) for s in args.scales.split(",")):
@@ -112,10 +121,10 @@ def main() -> None:
             mb = plain.stat().st_size / 1e6
             for path in (plain, gz):
                 m = measure(path, args.repeats, tmp)
-                (j, jp), (c, cp), (w, _) = m["json"], m["cold"], m["warm"]
+                (j, jc, jp), (c, cc, cp), (w, wc, _) = m["json"], m["cold"], m["warm"]
                 print(f"{path.name:>14} {mb:>7.0f} {counts['events']:>9,} | {j:>11.2f} {c:>7.2f} {w:>7.2f} | "
-                      f"{c / j:>6.2f} {w / j:>6.2f} | {jp:>7.0f} {cp:>7.0f} {cp / jp:>5.2f} | {mb / c:>9.1f} "
-                      f"{100 * c / mb:>7.2f}", flush=True)
+                      f"{c / j:>6.2f} {w / j:>6.2f} | {jc:>9.2f} {cc:>6.2f} {wc:>5.2f} {cc / jc:>6.2f} {wc / jc:>6.2f} | "
+                      f"{jp:>7.0f} {cp:>7.0f} {cp / jp:>5.2f} | {mb / c:>9.1f} {100 * c / mb:>7.2f}", flush=True)
             plain.unlink()
             gz.unlink()
 

@@ -233,10 +233,10 @@ def test_the_jobs_path_ends_when_two_communicators_collectives_cross() -> None:
 
     from fuseprof.analysis.job_path import LEG_COLUMNS, _walk
 
-    def legs(rows: list[tuple[int, int, int, int]]) -> pd.DataFrame:
+    def legs(rows: list[tuple[int, int, int, int]]) -> list[object]:  # a rank's legs, as rows in end order
         frame = pd.DataFrame([("s", a, b, c, d, "work", "aten::mm", "", b - a) for a, b, c, d in rows],
                              columns=LEG_COLUMNS)
-        return frame.sort_values("end_ns")
+        return list(frame.sort_values("end_ns").itertuples(index=False))
 
     walked_legs = {0: legs([(0, 10, 30, 10), (30, 40, 60, 40)]), 1: legs([(0, 45, 58, 45)])}
     arrivals = {(0, 40): (1, 50), (1, 45): (0, 55), (0, 10): (0, 10)}  # C2 waits for rank 1, C1 "for" rank 0 later
