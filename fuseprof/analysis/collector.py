@@ -19,7 +19,8 @@ FIRST_GENERATION_THRESHOLD = 100_000
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
-    """The collector's first threshold at least ``FIRST_GENERATION_THRESHOLD`` inside the block."""
+    """The collector's first threshold at least ``FIRST_GENERATION_THRESHOLD`` inside the block (or the function
+    it decorates: ``@fewer_collections()``)."""
     before = gc.get_threshold()
     gc.set_threshold(max(before[0], FIRST_GENERATION_THRESHOLD), *before[1:])
     try:

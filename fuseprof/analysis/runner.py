@@ -80,15 +80,11 @@ def _tables(store: TraceStore, path: Path, key: str) -> TraceTables:
     return _LAST[key] if key in _LAST else store.tables(path, key)[0]
 
 
+@fewer_collections()
 def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, bool, bool, list[str]]:
     """Pass 1 for one trace: (content key, replays graphs, is a capture trace, its decoding's warnings).
     ``alone``: the only trace, analysed in this process: its tables are stored in the background."""
     prefer_jemalloc()
-    with fewer_collections():
-        return _decoded(path, root, alone)
-
-
-def _decoded(path: Path, root: str | None, alone: bool) -> tuple[str, bool, bool, list[str]]:
     store = TraceStore(Path(root) if root else None)
     key = content_key(path) if store.root is not None else f"unstored:{path.resolve()}"  # no store: no hashing
     found = store.get_frames(key, "facts")
@@ -103,18 +99,13 @@ def _decoded(path: Path, root: str | None, alone: bool) -> tuple[str, bool, bool
     return key, replays, capture, said
 
 
+@fewer_collections()
 def _analyse(job: Job, key: str, captures: Captures, options: Options, root: str | None,
              alone: bool = False) -> str | TraceAnalysis:
     """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
     analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be written) or is the
     only one, analysed in this process (then stored in the background)."""
     prefer_jemalloc()
-    with fewer_collections():
-        return _analysed(job, key, captures, options, root, alone)
-
-
-def _analysed(job: Job, key: str, captures: Captures, options: Options, root: str | None, alone: bool
-              ) -> str | TraceAnalysis:
     store = TraceStore(Path(root) if root else None)
     et_key = file_sha256(job.execution_trace) if job.execution_trace is not None else None
     part = analysis_part(",".join(k for _, k in captures) or None, options, et_key) if job.ncu_rows is None else None
