@@ -73,9 +73,9 @@ class Dep:
 class StepGraph:
     """One step's items (parallel lists: ``kind`` call/gpu/end, ``role``, ``name``, ``lane`` — a thread or
     a stream —, original ``t0``/``t1``, the GPU event's index in the events for GPU items), their start
-    dependencies (``deps``, with the ``binding`` one's position), the GPU item each synchronising call waited for
-    (``sync_on``, -1: none) and a topological order of (item, 0: start / 1: end). Built whole before any
-    replay: ``fuseprof.analysis.whatif`` keeps its inputs in ``replay_inputs``."""
+    dependencies (``deps``, with the ``binding`` one's position) and the GPU item each synchronising call waited
+    for (``sync_on``, -1: none). Built whole before any replay: ``fuseprof.analysis.whatif`` keeps its inputs in
+    ``replay_inputs``."""
 
     step: str
     start_ns: int
@@ -90,13 +90,19 @@ class StepGraph:
     deps: list[list[Dep]] = field(default_factory=list)
     binding: list[int] = field(default_factory=list)
     sync_on: list[int] = field(default_factory=list)
-    order: list[tuple[int, int]] = field(default_factory=list)
     replay_inputs: object = field(default=None, repr=False, compare=False)  # whatif's, built on the first replay
 
     def add(self, kind: str, role: str, name: str, lane: str, t0: int, t1: int, event: object = None) -> int:
-        for column, value in (("kind", kind), ("role", role), ("name", name), ("lane", lane), ("t0", t0),
-                              ("t1", t1), ("event", event), ("deps", []), ("binding", -1), ("sync_on", -1)):
-            getattr(self, column).append(value)
+        self.kind.append(kind)
+        self.role.append(role)
+        self.name.append(name)
+        self.lane.append(lane)
+        self.t0.append(t0)
+        self.t1.append(t1)
+        self.event.append(event)
+        self.deps.append([])
+        self.binding.append(-1)
+        self.sync_on.append(-1)
         return len(self.kind) - 1
 
     @property
@@ -118,7 +124,7 @@ def _steps(events: pd.DataFrame, calls: pd.DataFrame, iterations: Iterations) ->
     """(name, start, end of its range) per step whose GPU work the window holds; one for the whole window without
     iterations."""
     if iterations.found and events["profiler_step"].notna().any():
-        shown = set(events["profiler_step"].dropna().astype(str))
+        shown = set(events["profiler_step"].dropna().astype(str).tolist())
         ranges = iterations.ranges.assign(name=iterations.ranges["name"].astype(str))
         return [(r.name, int(r.start_ns), int(r.start_ns + r.dur_ns)) for r in ranges.itertuples() if r.name in shown]
     starts = [events["start_ns"].min()] + ([calls["start_ns"].min()] if len(calls) else [])
@@ -142,19 +148,23 @@ def bind(graph: StepGraph) -> None:
     """Each item's binding dependency (the latest to allow its start; ties by ``_PRIORITY``) and every lag:
     the measured gap on the binding one, the smaller of the gap and the kind's median bound lag on the others."""
     gaps: dict[str, list[int]] = defaultdict(list)
+    t0, binding = graph.t0, graph.binding
     for v, deps in enumerate(graph.deps):
         if not deps:
             continue
-        avail = [min(graph.avail(d), graph.t0[v]) for d in deps]
-        best = max(range(len(deps)), key=lambda i: (avail[i], -_PRIORITY[deps[i].kind]))
-        graph.binding[v] = best
+        best, best_key = 0, None
         for i, d in enumerate(deps):
-            d.lag = graph.t0[v] - avail[i]
+            at = min(graph.avail(d), t0[v])
+            d.lag = t0[v] - at
+            key = (at, -_PRIORITY[d.kind])
+            if best_key is None or key > best_key:  # the first of the latest, as max() takes
+                best, best_key = i, key
+        binding[v] = best
         gaps[deps[best].kind].append(deps[best].lag)
     typical = {kind: int(np.median(values)) for kind, values in gaps.items()}
     for v, deps in enumerate(graph.deps):
         for i, d in enumerate(deps):
-            if i != graph.binding[v]:
+            if i != binding[v]:
                 d.lag = min(d.lag, typical.get(d.kind, 0))
     _contention(graph, typical)
 
@@ -185,9 +195,10 @@ def _contention(graph: StepGraph, typical: dict[str, int]) -> None:
                 break
 
 
-def _order(graph: StepGraph) -> None:
-    """A topological order of item starts and ends (Kahn's): a launch dependency needs its call's start, the
-    others their source's end, a sync's end the end of the work it waited for."""
+def topological_order(graph: StepGraph) -> list[tuple[int, int]]:
+    """A topological order of (item, 0: start / 1: end) (Kahn's): a launch dependency needs its call's start, the
+    others their source's end, a sync's end the end of the work it waited for. What the sequential replay walks
+    (``fuseprof.analysis.whatif``), worked out when it first does."""
     n = len(graph.kind)
     after: list[list[int]] = [[] for _ in range(2 * n)]
     needs = [0] * (2 * n)
@@ -213,7 +224,7 @@ def _order(graph: StepGraph) -> None:
                 ready.append(b)
     if len(order) != 2 * n:
         raise RuntimeError(f"step {graph.step}: the dependency graph has a cycle")  # built acyclic: a bug if seen
-    graph.order = order
+    return order
 
 
 def _roles(calls: pd.DataFrame, registry: Registry, launched: set[object]) -> pd.Series:
@@ -256,7 +267,6 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
         _add_gpu(graph, [gpu.rows[k] for k in in_step], history, by_correlation, wait_times)
         _add_end(graph)
         bind(graph)
-        _order(graph)
         out.append(graph)
     return out
 

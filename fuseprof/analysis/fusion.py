@@ -192,7 +192,7 @@ def find_chains(events: pd.DataFrame, registry: Registry, graph: OpGraph | None 
         return pd.DataFrame()
     rows = events.iloc[order]
     step = rows["profiler_step"] if "profiler_step" in rows else rows["step"]
-    columns = {"op": [None if pd.isna(v) else str(v) for v in rows["op"]],
+    columns = {"op": [None if pd.isna(v) else str(v) for v in rows["op"].tolist()],
                "name": rows["name"].tolist(), "dims": rows["input_dims"].tolist(),
                "types": rows["input_type"].tolist(), "concrete": rows["concrete"].tolist(),
                "dur": rows["dur_ns"].tolist(), "start": rows["start_ns"].tolist(), "module": rows["module"].tolist(),

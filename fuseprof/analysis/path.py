@@ -21,7 +21,7 @@ from fuseprof.analysis.critical_path import (
     walk,
     walk_segments,
 )
-from fuseprof.analysis.whatif import Plan, fuse_plan, replay, zero_plan
+from fuseprof.analysis.whatif import Plan, fuse_plan, replay, step_times, zero_plan
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
 
@@ -46,8 +46,9 @@ def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceT
     path = labelled(graphs, path, events, HostLookup(tables, registry))
     path["bound"] = path["category"].map(CATEGORIES)
     ranges = path["ranges"].astype(object).where(path["ranges"].notna(), "").astype(str)
-    own = [r == s or r.startswith(s + " / ") for r, s in zip(ranges, path["step"])]  # the step's own range: not news
-    path["ranges"] = [r[len(s) + 3:] if o and r != s else "" if o else r for r, s, o in zip(ranges, path["step"], own)]
+    ranges, steps = ranges.tolist(), path["step"].tolist()
+    own = [r == s or r.startswith(s + " / ") for r, s in zip(ranges, steps)]  # the step's own range: not news
+    path["ranges"] = [r[len(s) + 3:] if o and r != s else "" if o else r for r, s, o in zip(ranges, steps, own)]
     return path
 
 
@@ -81,26 +82,32 @@ def path_top(graphs: Sequence[StepGraph], path: pd.DataFrame, top: int) -> pd.Da
     table = grouped.head(top).reset_index().rename(columns={"dur_ns": "time_ns"})
     table["share_pct"] = 100.0 * table["time_ns"] / max(int(path["dur_ns"].sum()), 1)
     columns_of = {c: keyed[c].to_numpy() for c in (*_GROUP, "graph", "item", "to_item", "dep", "dur_ns")}
-    savings = []
+    rows = []
     for row in table.itertuples():
         match = np.ones(len(keyed), bool)
         for c in _GROUP:
             match &= columns_of[c] == getattr(row, c)
-        savings.append(_saving(graphs, {c: columns_of[c][match] for c in ("graph", "item", "to_item", "dep", "dur_ns")}))
-    table["step_saving_if_zero_ns"] = savings
+        rows.append({c: columns_of[c][match] for c in ("graph", "item", "to_item", "dep", "dur_ns")})
+    table["step_saving_if_zero_ns"] = _savings(graphs, rows)
     return table[columns]
 
 
-def _saving(graphs: Sequence[StepGraph], segments: dict[str, np.ndarray]) -> int:
-    """The step time saved, over every step, if ``segments`` of the path (its columns as arrays) took no time."""
-    total = 0
-    by_graph = segments["graph"].astype(np.int64)
-    for k in np.unique(by_graph).tolist():
-        mine = by_graph == k
-        g = graphs[k]
-        total += g.span_ns - replay(g, zero_plan(g, *(segments[c][mine].astype(np.int64).tolist()
-                                                    for c in ("item", "to_item", "dep", "dur_ns"))))
-    return total
+def _savings(graphs: Sequence[StepGraph], rows: list[dict[str, np.ndarray]]) -> list[int]:
+    """Per row, the step time saved over the steps it lies in if its ``segments`` of the path (its columns as
+    arrays) took no time: every row's plans replayed at once (``whatif.step_times``)."""
+    plans, involved = [], np.zeros((len(rows), len(graphs)), bool)
+    for r, segments in enumerate(rows):
+        by_graph = segments["graph"].astype(np.int64)
+        plan = [Plan() for _ in graphs]
+        for k in np.unique(by_graph).tolist():
+            mine = by_graph == k
+            involved[r, k] = True
+            plan[k] = zero_plan(graphs[k], *(segments[c][mine].astype(np.int64).tolist()
+                                             for c in ("item", "to_item", "dep", "dur_ns")))
+        plans.append(plan)
+    spans = np.array([g.span_ns for g in graphs], np.int64)
+    saved = np.where(involved, spans - step_times(graphs, plans), 0)
+    return [int(x) for x in saved.sum(axis=1)]
 
 
 def chains_of(row: pd.Series) -> list[tuple[list[object], float]]:
@@ -113,9 +120,10 @@ def chains_of(row: pd.Series) -> list[tuple[list[object], float]]:
     return [(members[i:i + size], float(predicted) / count) for i in range(0, len(members), size)]
 
 
-def plan_saving(graphs: Sequence[StepGraph], plans: Sequence[Plan]) -> int:
-    """The step time saved over every step by each step's plan."""
-    return sum(g.span_ns - replay(g, p) for g, p in zip(graphs, plans))
+def plan_savings(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]]) -> list[int]:
+    """Per row of ``plans`` (one plan per step), the step time saved over every step: every row replayed at once."""
+    spans = sum(g.span_ns for g in graphs)
+    return [spans - int(t) for t in step_times(graphs, plans).sum(axis=1)]
 
 
 def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame) -> pd.Series:
@@ -125,16 +133,21 @@ def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame) -> pd
         for e in g.event:
             if e is not None:
                 graph_of[e].append(k)
-    out = []
+    out: list[int | None] = []
+    plans: list[list[Plan]] = []
     for _, row in fusion.iterrows():
         chains = chains_of(row)
+        if not chains or not graphs:
+            out.append(None)
+            continue
         per_graph: list[list[tuple[list[object], float]]] = [[] for _ in graphs]
         for chain in chains:  # a chain goes to the steps its kernels ran in (each step's plan: its own chains)
             for k in dict.fromkeys(k for e in chain[0] for k in graph_of.get(e, ())):
                 per_graph[k].append(chain)
-        out.append(plan_saving(graphs, [fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)])
-                   if chains and graphs else None)
-    return pd.Series(out, index=fusion.index, dtype="Float64")
+        plans.append([fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)])
+        out.append(len(plans) - 1)
+    saved = plan_savings(graphs, plans)
+    return pd.Series([None if k is None else saved[k] for k in out], index=fusion.index, dtype="Float64")
 
 
 def result_graphs(result: TraceAnalysis, tables: TraceTables) -> list[StepGraph]:

@@ -215,10 +215,11 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
     time_of, count_of, order_of = time_ns.to_dict(), count.to_dict(), order.to_dict()
     category_of, kernel_of = category.to_dict(), kernel.to_dict()
     for key, op, dims, types, concrete, ranges, module, phase in zip(
-            longest.index, longest["op"].astype(object), longest["input_dims"], longest["input_type"],
-            longest["concrete"], longest["ranges"] if "ranges" in longest else none,
-            longest["module"].astype(object) if "module" in longest else none,
-            longest["phase"].astype(object) if "phase" in longest else none):
+            longest.index.tolist(), longest["op"].astype(object).tolist(), longest["input_dims"].tolist(),
+            longest["input_type"].tolist(), longest["concrete"].tolist(),
+            longest["ranges"].tolist() if "ranges" in longest else none,
+            longest["module"].astype(object).tolist() if "module" in longest else none,
+            longest["phase"].astype(object).tolist() if "phase" in longest else none):
         op = op if isinstance(op, str) else ""
         role = registry.role(op)
         units[int(key)] = Unit(

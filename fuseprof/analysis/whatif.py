@@ -28,7 +28,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fuseprof.analysis.critical_path import BEFORE, Dep, StepGraph, bind
+import numpy as np
+
+from fuseprof.analysis.critical_path import BEFORE, Dep, StepGraph, bind, topological_order
+from fuseprof.analysis.replay_lanes import StepArrays, Union, batches, replay_union
 
 # A CUDA graph replay's time per node on the H200: 0.5-0.9 µs (../shared/DESIGN.md, measured); the upper end.
 GRAPH_NODE_NS = 900
@@ -56,6 +59,24 @@ def replay(graph: StepGraph, plan: Plan = Plan()) -> int:
     return _times(graph, plan)[1][-1] - graph.start_ns
 
 
+def step_times(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]]) -> np.ndarray:
+    """``replay`` of many plans over many steps (rows: ``plans``, columns: ``graphs``; ``plans[p][k]`` is row p's
+    plan for step k), all at once on arrays (``fuseprof.analysis.replay_lanes``); a batch whose times do not
+    settle there is replayed in sequence."""
+    out = np.zeros((len(plans), len(graphs)), np.int64)
+    if not graphs or not plans:
+        return out
+    union = Union([_inputs(g).arrays() for g in graphs])
+    ends = union.offsets + np.array([len(g.kind) - 1 for g in graphs], np.int64)  # each step's end point
+    for rows in batches(len(plans), union.size):
+        times = replay_union(union, [plans[p] for p in rows])
+        if times is None:
+            out[rows.start:rows.stop] = [[replay(g, plans[p][k]) for k, g in enumerate(graphs)] for p in rows]
+        else:
+            out[rows.start:rows.stop] = times[1][:, ends]
+    return out
+
+
 def replayed(graph: StepGraph, plan: Plan) -> StepGraph:
     """The step graph at its replayed times, its binding dependencies found again (what ``walk`` reads): the
     critical path after the plan."""
@@ -69,8 +90,8 @@ def replayed(graph: StepGraph, plan: Plan) -> StepGraph:
 
 
 class _Flat:
-    """A step graph's replay inputs as plain tuples, its unchanged replay and its GPU items by event: built once
-    per graph, since a table replays each step once per row. Each dependency is (source, point, lag, whether the lag is the host's
+    """A step graph's sequential replay inputs as plain tuples and its unchanged replay: built once per graph,
+    since a table replays each step once per row. Each dependency is (source, point, lag, whether the lag is the host's
     own, fixed time): point -2 is a fixed time (the step's start plus an offset), -1 the source's end, else an
     offset into the source's run."""
 
@@ -80,18 +101,48 @@ class _Flat:
         self.deps = [tuple((d.src, -2 if d.src == BEFORE else -1 if d.offset is None else d.offset, d.lag,
                             d.kind in HOST_LAGS, graph.start_ns + (d.offset or 0)) for d in deps)
                      for deps in graph.deps]
+        self.order = topological_order(graph)
         self.position = [0] * len(graph.kind)
-        for k, (v, phase) in enumerate(graph.order):
+        for k, (v, phase) in enumerate(self.order):
             if phase == 0:
                 self.position[v] = k
         self.base = _run(graph, self, Plan(), list(self.dur), [0] * len(self.dur), [0] * len(self.dur), 0)
-        self.items = {e: v for v, e in enumerate(graph.event) if e is not None}  # which item each GPU event is
+
+
+class _Inputs:
+    """A step graph's replay inputs, each built on first use and kept (in its ``replay_inputs``): the sequential
+    replay's tuples, the arrays replay's arrays, and which item each GPU event is (each fusion row's plan asks)."""
+
+    def __init__(self, graph: StepGraph) -> None:
+        self.graph = graph
+        self._flat: _Flat | None = None
+        self._arrays: StepArrays | None = None
+        self._items: dict[object, int] | None = None
+
+    def items(self) -> dict[object, int]:
+        if self._items is None:
+            self._items = {e: v for v, e in enumerate(self.graph.event) if e is not None}
+        return self._items
+
+    def flat(self) -> _Flat:
+        if self._flat is None:
+            self._flat = _Flat(self.graph)
+        return self._flat
+
+    def arrays(self) -> StepArrays:
+        if self._arrays is None:
+            self._arrays = StepArrays.of(self.graph, HOST_LAGS)
+        return self._arrays
+
+
+def _inputs(graph: StepGraph) -> _Inputs:
+    if graph.replay_inputs is None:
+        graph.replay_inputs = _Inputs(graph)
+    return graph.replay_inputs  # type: ignore[return-value]
 
 
 def _flat(graph: StepGraph) -> _Flat:
-    if graph.replay_inputs is None:
-        graph.replay_inputs = _Flat(graph)
-    return graph.replay_inputs  # type: ignore[return-value]
+    return _inputs(graph).flat()
 
 
 def _times(graph: StepGraph, plan: Plan) -> tuple[list[int], list[int]]:
@@ -120,7 +171,7 @@ def _run(graph: StepGraph, flat: _Flat, plan: Plan, dur: list[int], start: list[
     plus their lags; an end is the start plus the duration, or a sync's (the module docstring)."""
     scale, lags, t0, t1, sync_on, deps = plan.host_scale, plan.lag, graph.t0, graph.t1, graph.sync_on, flat.deps
     relagged = {v for v, _ in lags}
-    order = graph.order
+    order = flat.order
     for k in range(first, len(order)):
         v, phase = order[k]
         if phase == 0:
@@ -148,7 +199,7 @@ def calibrated_scale(graphs: Sequence[StepGraph], measured_ns: float) -> float:
     the profiler (which slows the host: every op it records, more with an execution trace or the Python stack),
     found by bisection in [0, 4]; 0 where the GPU's own path is longer than the measured step."""
     def median(scale: float) -> float:
-        return float(statistics.median(replay(g, Plan(host_scale=scale)) for g in graphs))
+        return float(statistics.median(step_times(graphs, [[Plan(host_scale=scale)] * len(graphs)])[0].tolist()))
 
     lo, hi = 0.0, 4.0
     if median(lo) >= measured_ns:
@@ -160,9 +211,8 @@ def calibrated_scale(graphs: Sequence[StepGraph], measured_ns: float) -> float:
 
 
 def _items_of(graph: StepGraph) -> dict[object, int]:
-    """Which item each GPU event (by its index in the events) is: built once per graph, as each fusion row's
-    plan asks."""
-    return _flat(graph).items
+    """Which item each GPU event (by its index in the events) is."""
+    return _inputs(graph).items()
 
 
 def _launch_call(graph: StepGraph, v: int) -> int | None:

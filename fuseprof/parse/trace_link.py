@@ -26,7 +26,8 @@ def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None, out
     if spans.empty or points.empty:
         return out
     by_thread: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
-    for s, d, n, t in zip(spans["start_ns"], spans["dur_ns"], spans["name"], spans["tid"]):
+    for s, d, n, t in zip(spans["start_ns"].tolist(), spans["dur_ns"].tolist(), spans["name"].tolist(),
+                          spans["tid"].tolist()):
         by_thread[t].append((int(s), int(s) + int(d), str(n)))
     values: dict[int, str] = {}
     for tid, part in points.groupby("tid", sort=False):
@@ -45,7 +46,7 @@ def rows_named(frame: pd.DataFrame, *patterns: str) -> pd.DataFrame:
     if not patterns or frame.empty:
         return frame.iloc[:0]
     pattern = re.compile("|".join(f"(?:{p})" for p in patterns))
-    return frame[np.fromiter((pattern.search(n) is not None for n in frame["name"].astype(str)), bool, len(frame))]
+    return frame[np.fromiter((pattern.search(n) is not None for n in frame["name"].astype(str).tolist()), bool, len(frame))]
 
 
 def numbered(spans: pd.DataFrame) -> pd.DataFrame:

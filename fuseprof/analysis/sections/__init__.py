@@ -121,7 +121,7 @@ class Context:
         start, end = int(events["start_ns"].min()), int(events["end_ns"].max())
         if self.iterations.found and "profiler_step" in events:
             steps = self.iterations.ranges[self.iterations.ranges["name"].astype(str).isin(
-                set(events["profiler_step"].dropna().astype(str)))]
+                set(events["profiler_step"].dropna().astype(str).tolist()))]
             if len(steps):
                 start = min(start, int(steps["start_ns"].min()))
                 end = max(end, int((steps["start_ns"] + steps["dur_ns"]).max()))

@@ -1,0 +1,107 @@
+"""The what-if replay on arrays (``fuseprof.analysis.replay_lanes``) against the sequential replay that defines it
+(``whatif.replay``: one dependency at a time, in topological order): every step of real captures — a decode of
+many syncs, a training step (autograd's thread hand-overs), side streams that wait on each other, a two-GPU rank
+with collectives, a rank set of 90 short steps — under every kind of plan the analysis makes (fused chains, things
+on the path zeroed, the host scaled, graph capture, compiled regions, overlapped communication) and random ones,
+to the ns."""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fuseprof.analysis import analyze
+from fuseprof.analysis.path import chains_of, result_graphs
+from fuseprof.analysis.replay_lanes import StepArrays, Union, replay_union
+from fuseprof.analysis.whatif import (
+    HOST_LAGS,
+    Plan,
+    compile_plan,
+    fuse_plan,
+    graph_plan,
+    overlap_plan,
+    replay,
+    step_times,
+)
+from fuseprof.parse.store import default_store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TRACES = [FIXTURES / "truth" / f"{name}.json.gz" for name in
+          ("decode_eager", "train_foreach", "known_path", "sync_bound", "dataloader_wait", "prefill_compiled")] + \
+    [FIXTURES / "tp2" / "tp_mlp-rank0.json.gz", FIXTURES / "bundles" / "llama4l-eager-h200"]
+
+
+def _plans(result, graphs, rng: random.Random) -> list[list[Plan]]:  # type: ignore[no-untyped-def]
+    """Every kind of plan the analysis and ``fuseprof whatif`` make, and random durations and lags."""
+    chains = [chains_of(row) for _, row in result.fusion.iterrows()]
+    rows = [[Plan() for _ in graphs], [Plan(host_scale=0.5) for _ in graphs], [Plan(host_scale=1.7) for _ in graphs]]
+    rows += [[fuse_plan(g, c) for g in graphs] for c in chains[:6]]
+    rows += [[fuse_plan(g, c).merge(Plan(host_scale=0.8)) for g in graphs] for c in chains[:2]]
+    rows += [[graph_plan(g) for g in graphs], [overlap_plan(g) for g in graphs],
+             [compile_plan(g, [x for c in chains for x in c]) for g in graphs]]
+    for _ in range(4):
+        row = []
+        for g in graphs:
+            plan = Plan()
+            for v in rng.sample(range(len(g.kind)), min(6, len(g.kind))):
+                plan.duration[v] = rng.randint(0, 2 * max(1, g.t1[v] - g.t0[v]))
+            for v in rng.sample(range(len(g.kind)), min(6, len(g.kind))):
+                if g.deps[v]:
+                    plan.lag[(v, rng.randrange(len(g.deps[v])))] = rng.randint(-1_000, 5_000)
+            row.append(plan)
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name)
+def test_the_arrays_replay_equals_the_sequential_one_to_the_ns(trace: Path) -> None:
+    result = analyze([trace])[0]
+    graphs = result_graphs(result, default_store().tables(result.source)[0])
+    assert graphs
+    plans = _plans(result, graphs, random.Random(0))
+    fast = step_times(graphs, plans)
+    slow = np.array([[replay(g, p) for g, p in zip(graphs, row)] for row in plans])
+    assert fast.shape == (len(plans), len(graphs)) and (fast == slow).all()
+    assert (fast[0] == [g.span_ns for g in graphs]).all()  # unchanged: every step's span
+    # not the fallback: every batch was computed on the arrays
+    union = Union([StepArrays.of(g, HOST_LAGS) for g in graphs])
+    assert replay_union(union, plans) is not None
+
+
+def test_every_start_and_end_too() -> None:
+    """Not only the step's end: every item's replayed start and end equal the sequential replay's."""
+    from fuseprof.analysis.whatif import _times
+
+    trace = FIXTURES / "truth" / "known_path.json.gz"
+    result = analyze([trace])[0]
+    graphs = result_graphs(result, default_store().tables(result.source)[0])
+    plans = _plans(result, graphs, random.Random(1))
+    union = Union([StepArrays.of(g, HOST_LAGS) for g in graphs])
+    found = replay_union(union, plans)
+    assert found is not None
+    for p, row in enumerate(plans):
+        for k, (g, plan) in enumerate(zip(graphs, row)):
+            start, end = _times(g, plan)
+            at = slice(int(union.offsets[k]), int(union.offsets[k]) + len(g.kind))
+            assert (found[0][p, at] + g.start_ns == start).all() and (found[1][p, at] + g.start_ns == end).all()
+
+
+def test_a_rank_of_many_short_steps() -> None:
+    """90 steps of ~28 items (the rank set's traces): one set of arrays for all of them."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+    from make_rank_set import make_rank_set  # type: ignore[import-not-found]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        make_rank_set(Path(tmp), ranks=2, steps=90, slow_rank=1)
+        trace = sorted(Path(tmp).glob("*.json"))[1]
+        result = analyze([trace])[0]
+        graphs = result_graphs(result, default_store().tables(trace)[0])
+        assert len(graphs) == 90
+        plans = _plans(result, graphs, random.Random(2))
+        slow = np.array([[replay(g, p) for g, p in zip(graphs, row)] for row in plans])
+        assert (step_times(graphs, plans) == slow).all()
