@@ -73,6 +73,8 @@ class Job:
     in_folder: bool = False  # found by reading a folder, not named: a JSON there that is no trace is skipped
 
 
+Facts = tuple[str, bool, bool, list[str]]  # content key, replays graphs, is a capture trace, decoding's warnings
+
 _LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: its pass 2 reads no Parquet
 
 
@@ -81,7 +83,7 @@ def _tables(store: TraceStore, path: Path, key: str) -> TraceTables:
 
 
 @fewer_collections()
-def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, bool, bool, list[str]]:
+def _decode(path: Path, root: str | None, alone: bool = False) -> Facts:
     """Pass 1 for one trace: (content key, replays graphs, is a capture trace, its decoding's warnings).
     ``alone``: the only trace, analysed in this process: its tables are stored in the background."""
     prefer_jemalloc()
@@ -101,10 +103,12 @@ def _decode(path: Path, root: str | None, alone: bool = False) -> tuple[str, boo
 
 @fewer_collections()
 def _analyse(job: Job, key: str, captures: Captures, options: Options, root: str | None,
-             alone: bool = False) -> str | TraceAnalysis:
+             alone: bool = False, here: bool = False) -> str | TraceAnalysis:
     """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
     analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be written) or is the
-    only one, analysed in this process (then stored in the background)."""
+    only one, analysed in this process (then stored in the background). ``here``: run in the process that
+    asked (``--workers 1``): an analysis it computed and stored comes back as it is, its events to be rebuilt
+    when used, instead of read back from the store."""
     prefer_jemalloc()
     store = TraceStore(Path(root) if root else None)
     et_key = file_sha256(job.execution_trace) if job.execution_trace is not None else None
@@ -120,7 +124,12 @@ def _analyse(job: Job, key: str, captures: Captures, options: Options, root: str
         if part is not None:
             save_analysis(store, key, part, result, background=True)
         return result
-    return part if part is not None and save_analysis(store, key, part, result) else result
+    if part is None or not save_analysis(store, key, part, result):
+        return result
+    if here:
+        result.defer_events(partial(_rebuilt_events, root, job.path, key, captures, options))
+        return result
+    return part
 
 
 def _rebuilt_events(root: str | None, path: Path, key: str, captures: Captures, options: Options) -> pd.DataFrame:
@@ -133,6 +142,8 @@ def _run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: int,
          progress: Progress | None, what: str) -> list[Any]:
     """``fn`` over ``calls``: here for one call or ``workers`` 1, else a process pool or a Dask cluster."""
     results: list[Any] = [None] * len(calls)
+    if not calls:
+        return results
     if scheduler is None and (len(calls) == 1 or workers == 1):
         for i, call in enumerate(calls):
             results[i] = fn(*call)
@@ -218,12 +229,18 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     root = str(store.root) if store.root is not None else None if alone else _temporary_root()
     store = TraceStore(Path(root) if root else None)
     given = [Path(graph_capture)] if isinstance(graph_capture, (str, Path)) else [Path(p) for p in graph_capture or ()]
-    jobs, traces, facts = _pass_one(jobs, given, root, alone, workers, scheduler, progress)
-    captures, kept = _pair(jobs, facts, given)
-    capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
+    here = scheduler is None and (workers == 1 or len(jobs) == 1)
     try:
-        answers = _run(_analyse, [(j, facts[i][0], captures, options, root, alone) for i, j in kept], workers,
-                       scheduler, progress, "analysed")
+        jobs, traces, facts, early = _pass_one(jobs, given, root, alone, workers, scheduler, progress,
+                                               options if not given and not alone else None, here)
+        captures, kept = _pair(jobs, facts, given)
+        capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
+        answers: list[Any] = [early[i] if not captures else None for i, _ in kept]
+        todo = [k for k, answer in enumerate(answers) if answer is None]
+        done = _run(_analyse, [(kept[k][1], facts[kept[k][0]][0], captures, options, root, alone, here) for k in todo],
+                    workers, scheduler, progress, "analysed")
+        for k, answer in zip(todo, done):
+            answers[k] = answer
     finally:
         _LAST.clear()  # a notebook analysing trace after trace keeps none of their tables
     results = []
@@ -248,31 +265,45 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
 
 
 def _pass_one(jobs: list[Job], given: list[Path], root: str | None, alone: bool, workers: int, scheduler: str | None,
-              progress: Progress | None) -> tuple[list[Job], list[Path], list[tuple[str, bool, bool, list[str]]]]:
+              progress: Progress | None, options: Options | None, here: bool
+              ) -> tuple[list[Job], list[Path], list[Facts], list[str | TraceAnalysis | None]]:
     """Every trace and given capture decoded (and stored): the jobs left once the folder files that are no trace
-    are set aside, the paths decoded, and each one's facts (``_decode``)."""
+    are set aside, the paths decoded, each one's facts (``_decode``) and, per job, its analysis where pass 1 made
+    it (``_decode_member``; None: pass 2 makes it)."""
     traces = [j.path for j in jobs] + given
-    skippable = [j.in_folder for j in jobs] + [False] * len(given)
-    found = _run(_decode_member, [(t, root, alone, s) for t, s in zip(traces, skippable)], workers, scheduler, progress,
-                 "decoded")
-    jobs, traces, facts = _without_non_traces(jobs, given, found)
+    members = [(j.path, root, alone, j.in_folder, j, options, here) for j in jobs] + \
+        [(p, root, alone, False, None, None, here) for p in given]
+    found = _run(_decode_member, members, workers, scheduler, progress, "decoded")
+    facts_found = [f[0] if f is not None else None for f in found]
+    answers = [f[1] if f is not None else None for f in found[:len(jobs)]]
+    jobs_kept, traces, facts = _without_non_traces(jobs, given, facts_found)
     _after_decoding(traces, facts)
-    return jobs, traces, facts
+    early = [a for a, f in zip(answers, facts_found) if f is not None]
+    return jobs_kept, traces, facts, early
 
 
-def _decode_member(path: Path, root: str | None, alone: bool, skippable: bool
-                   ) -> tuple[str, bool, bool, list[str]] | None:
-    """``_decode``, or None for a file read from a folder that is valid JSON but no trace (``NotATraceError``)."""
+def _decode_member(path: Path, root: str | None, alone: bool, skippable: bool, job: Job | None = None,
+                   options: Options | None = None, here: bool = False
+                   ) -> tuple[Facts, str | TraceAnalysis | None] | None:
+    """``_decode``, and, for a trace that neither replays graphs nor was taken while capturing them, its analysis
+    with no capture trace (``_analyse``) while its tables are still in this process — what pass 2 would make
+    unless another trace of the run replays graphs (then its captures shape every analysis, and pass 2 makes
+    them: the one made here is stored under another name and unused). None for a file read from a folder that
+    is valid JSON but no trace (``NotATraceError``)."""
     try:
-        return _decode(path, root, alone)
+        facts = _decode(path, root, alone)
     except NotATraceError:
         if skippable:
             return None
         raise
+    key, replays, capture, _ = facts
+    if job is None or options is None or replays or capture or key not in _LAST:
+        return facts, None  # no job, a capture given by name, a graph pair, or found decoded in the store
+    return facts, _analyse(job, key, (), options, root, alone, here)
 
 
-def _without_non_traces(jobs: list[Job], given: list[Path], found: list[tuple[str, bool, bool, list[str]] | None]
-                        ) -> tuple[list[Job], list[Path], list[tuple[str, bool, bool, list[str]]]]:
+def _without_non_traces(jobs: list[Job], given: list[Path], found: list[Facts | None]
+                        ) -> tuple[list[Job], list[Path], list[Facts]]:
     """The jobs, trace paths and pass-1 facts without the folder files that are no trace, each named in a
     warning; none left is an error."""
     kept = [k for k, f in enumerate(found[:len(jobs)]) if f is not None]
@@ -287,7 +318,7 @@ def _without_non_traces(jobs: list[Job], given: list[Path], found: list[tuple[st
     return jobs, [j.path for j in jobs] + given, facts  # type: ignore[return-value]
 
 
-def _after_decoding(traces: list[Path], facts: list[tuple[str, bool, bool, list[str]]]) -> None:
+def _after_decoding(traces: list[Path], facts: list[Facts]) -> None:
     """What pass 1 found, before any analysis: its decoding warnings said, and each trace given once."""
     for _, _, _, said in facts:
         for text in said:
@@ -320,7 +351,7 @@ def _distinct_ranks(results: list[TraceAnalysis]) -> None:
         seen[times] = result.name
 
 
-def _pair(jobs: list[Job], facts: list[tuple[str, bool, bool, list[str]]], given: list[Path]
+def _pair(jobs: list[Job], facts: list[Facts], given: list[Path]
           ) -> tuple[Captures, list[tuple[int, Job]]]:
     """The capture traces (given, or the captures among traces when some replay graphs: an engine that
     captures each batch size in its own run leaves several) and the jobs to analyse: a capture trace found
