@@ -161,12 +161,20 @@ def bind(graph: StepGraph) -> None:
                 best, best_key = i, key
         binding[v] = best
         gaps[deps[best].kind].append(deps[best].lag)
-    typical = {kind: int(np.median(values)) for kind, values in gaps.items()}
+    typical = {kind: _median(values) for kind, values in gaps.items()}
     for v, deps in enumerate(graph.deps):
         for i, d in enumerate(deps):
             if i != binding[v]:
                 d.lag = min(d.lag, typical.get(d.kind, 0))
     _contention(graph, typical)
+
+
+def _median(values: list[int]) -> int:
+    """``int(np.median(values))`` without NumPy's cost per call (a step binds a few kinds of lags, and a trace has
+    thousands of steps): the middle value, or the mean of the middle two, truncated."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else int((ordered[middle - 1] + ordered[middle]) / 2)
 
 
 def _contention(graph: StepGraph, typical: dict[str, int]) -> None:
@@ -252,7 +260,7 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
     events = events.assign(lane=device_streams(events).to_numpy())
     history = StreamHistory(events)
     waits = calls[calls["role"] == "wait call"]
-    wait_times = {tid: np.sort(part["start_ns"].to_numpy(np.int64)) for tid, part in waits.groupby("tid")}
+    wait_times = {tid: sorted(part["start_ns"].astype("int64").tolist()) for tid, part in waits.groupby("tid")}
     gpu = _GpuRows(events)
     call_rows = _call_rows(calls)
     call_starts = calls["start_ns"].to_numpy(np.int64)
@@ -325,7 +333,7 @@ def _add_calls(graph: StepGraph, calls: Sequence[tuple[int, int, str, str, str, 
 
 
 def _add_gpu(graph: StepGraph, in_step: Sequence[tuple[int, int, str, str, str, object, str, object]],
-             history: StreamHistory, by_correlation: dict[object, int], wait_times: dict[str, np.ndarray]) -> None:
+             history: StreamHistory, by_correlation: dict[object, int], wait_times: dict[str, list[int]]) -> None:
     """The step's GPU work (``_GpuRows``, in start order) as items, after its launch call, its stream's previous
     work and, where its thread queued a stream wait (``wait_times``: every thread's, in order; those between a
     step's launches are the step's own), the latest work on another stream."""
@@ -346,7 +354,7 @@ def _add_gpu(graph: StepGraph, in_step: Sequence[tuple[int, int, str, str, str, 
                 graph.deps[v].append(Dep(BEFORE, "stream", previous - graph.start_ns))
         times = wait_times.get(tid)
         if call is not None and times is not None and \
-                np.searchsorted(times, graph.t0[call], "right") > np.searchsorted(times, launched.get(lane, graph.start_ns)):
+                bisect.bisect_right(times, graph.t0[call]) > bisect.bisect_left(times, launched.get(lane, graph.start_ns)):
             other = _latest_ended(graph, done, lane, t0)
             if other is not None:
                 graph.deps[v].append(Dep(other, "wait", None))
@@ -377,11 +385,11 @@ class StreamHistory:
     far: when the work queued on a stream ahead of a time had ended, by one search."""
 
     def __init__(self, events: pd.DataFrame) -> None:
-        self._by_lane: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._by_lane: dict[str, tuple[list[int], list[int]]] = {}
         for lane, part in events[["start_ns", "end_ns"]].groupby(events["lane"].to_numpy(), sort=False):
             ordered = part.sort_values("start_ns", kind="stable")
-            self._by_lane[str(lane)] = (ordered["start_ns"].to_numpy(np.int64),
-                                        np.maximum.accumulate(ordered["end_ns"].to_numpy(np.int64)))
+            self._by_lane[str(lane)] = (ordered["start_ns"].to_numpy(np.int64).tolist(),
+                                        np.maximum.accumulate(ordered["end_ns"].to_numpy(np.int64)).tolist())
 
     def ended_before(self, lane: str, first: int) -> int | None:
         """When the other steps' work queued on ``lane`` ahead of a step's first work there (starting at
@@ -390,8 +398,8 @@ class StreamHistory:
         trace whose host runs steps ahead, the previous steps' kernels start after the step's host range began,
         and are still ahead of it."""
         starts, ends = self._by_lane[lane]
-        k = int(np.searchsorted(starts, first, side="left"))
-        return int(ends[k - 1]) if k else None
+        k = bisect.bisect_left(starts, first)
+        return ends[k - 1] if k else None
 
 
 def _add_syncs(graph: StepGraph) -> None:

@@ -102,9 +102,16 @@ def _launches(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         return np.array([], np.int64), np.array([], np.int64)
     replay = timed["graph_replay"].astype("string") if "graph_replay" in timed else pd.Series(
         pd.NA, index=timed.index, dtype="string")
-    key = ("g" + replay).fillna("e" + pd.Series(timed.index, index=timed.index).astype("string"))
-    units = timed.groupby(key, sort=False).agg(anchor=("anchor", "min"),
-                                               what=("name", lambda names: "\x00".join(map(str, names))))
+    replayed = replay.notna().to_numpy()
+    # an eager event is a launch of its own; a graph launch's kernels are one, in their order (by first position)
+    position = np.arange(len(timed))
+    eager = pd.DataFrame({"first": position[~replayed], "anchor": timed["anchor"].to_numpy()[~replayed],
+                          "what": [str(n) for n in timed["name"].to_numpy(object)[~replayed]]})
+    graphs = timed[replayed].assign(first=position[replayed]).groupby(replay[replayed], sort=False).agg(
+        first=("first", "min"), anchor=("anchor", "min"), what=("name", lambda names: "\x00".join(map(str, names))))
+    if len(graphs):  # concatenated only then: an empty frame's columns could turn the int64 times to float
+        eager = pd.concat([eager, graphs.reset_index(drop=True)], ignore_index=True).sort_values("first", kind="stable")
+    units = eager
     units = units.sort_values("anchor", kind="stable")
     anchors = units["anchor"].to_numpy(np.int64)
     gaps = np.diff(anchors, prepend=anchors[0])

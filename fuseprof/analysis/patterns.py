@@ -664,7 +664,11 @@ def kernels(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     if not entry.fused:
         return []
     wanted = re.compile(entry.fused, re.IGNORECASE)
-    return [Found(True, (u,), u.op or u.kernel) for u in units if wanted.search(u.kernel) or wanted.search(u.op)]
+    named: dict[tuple[str, str], bool] = {}  # a window repeats a few hundred (kernel, op) names: each searched once
+    for u in units:
+        if (u.kernel, u.op) not in named:
+            named[(u.kernel, u.op)] = bool(wanted.search(u.kernel) or wanted.search(u.op))
+    return [Found(True, (u,), u.op or u.kernel) for u in units if named[(u.kernel, u.op)]]
 
 
 Pattern = Callable[[Units, CatalogueEntry, Costs], list[Found]]

@@ -33,6 +33,10 @@ import numpy as np
 from fuseprof.analysis.critical_path import BEFORE, Dep, StepGraph, bind, topological_order
 from fuseprof.analysis.replay_lanes import StepArrays, Union, batches, replay_union
 
+# Steps of fewer items than this on average are replayed in sequence: building their arrays costs more than the
+# replays (measured: a rank set's 90 steps of ~28 items, 17 plans: arrays 36 ms, in sequence 20 ms; a Llama decode
+# step of 3,731 items, 8 plans: arrays 4 ms after 17 ms of building once, in sequence 16 ms)
+ARRAYS_FROM = 256
 # A CUDA graph replay's time per node on the H200: 0.5-0.9 µs (../shared/DESIGN.md, measured); the upper end.
 GRAPH_NODE_NS = 900
 
@@ -65,6 +69,9 @@ def step_times(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]]) -> 
     settle there is replayed in sequence."""
     out = np.zeros((len(plans), len(graphs)), np.int64)
     if not graphs or not plans:
+        return out
+    if sum(len(g.kind) for g in graphs) < ARRAYS_FROM * len(graphs):  # short steps: the arrays cost more to build
+        out[:] = [[replay(g, row[k]) for k, g in enumerate(graphs)] for row in plans]
         return out
     union = Union([_inputs(g).arrays() for g in graphs])
     ends = union.offsets + np.array([len(g.kind) - 1 for g in graphs], np.int64)  # each step's end point
