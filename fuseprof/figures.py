@@ -171,7 +171,9 @@ def roofline_figure(placed: pd.DataFrame, roofs: list[Roof], reference: Roof | N
     points = placed[(placed["flops"].fillna(0) > 0) & (placed["dram_bytes"].fillna(0) > 0)].copy()
     pipes = sorted(set(points["roof_pipe"].dropna().astype(str)) & set(PIPES) | {"fp32"}, key=list(PIPES).index)
     fig = go.Figure()
-    ai = np.logspace(-2, 4, 200)
+    # the curve's x by Python's pow, one value at a time: NumPy's vectorised power differs in the last bit between
+    # CPUs (AVX-512 or not), and a committed notebook's figure must come out the same on every machine
+    ai = np.array([10.0 ** x for x in np.linspace(-2, 4, 200).tolist()])
     for roof in roofs:
         _draw_roof(fig, roof, pipes, ai, "black", "")
     if reference is not None and reference.label not in {r.label for r in roofs}:

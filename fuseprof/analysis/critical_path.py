@@ -404,13 +404,17 @@ class StreamHistory:
 
 def _add_syncs(graph: StepGraph) -> None:
     """Each synchronising call waits for the GPU item that ended last while it ran, among the work launched
-    before it started (a sync cannot wait for work launched after it: on a trace whose GPU clock is off, an item
-    launched later can seem to end inside it)."""
+    before it started, and queued behind none launched after (a sync cannot wait for work launched after it: on a
+    trace whose GPU clock is off, an item launched later can seem to end inside it; and work queued behind that
+    would close a cycle — the sync, a call after it, its launch, the work behind it, the sync)."""
     gpu = [v for v, k in enumerate(graph.kind) if k == "gpu"]
     if not gpu:
         return
-    launched = {v: next((graph.t0[d.src] for d in graph.deps[v] if d.kind == "launch" and d.src != BEFORE), None)
-                for v in gpu}
+    launched: dict[int, int | None] = {}  # per GPU item: the latest launch it waits for, its own or its queue's
+    for v in gpu:  # in the order added: what it is queued behind (stream, stream wait) comes first
+        points = [graph.t0[d.src] if d.kind == "launch" else launched[d.src] for d in graph.deps[v]
+                  if d.src != BEFORE and d.kind in ("launch", "stream", "wait")]
+        launched[v] = max((p for p in points if p is not None), default=None)
     order = sorted(gpu, key=lambda v: graph.t1[v])
     ends = np.array([graph.t1[v] for v in order], np.int64)
     for v, role in enumerate(graph.role):
@@ -454,7 +458,7 @@ def walk_segments(graph: StepGraph) -> list[Segment]:
     """``walk``'s rows (``PATH_COLUMNS``), in time order: many steps' paths make one table at once."""
     rows: list[Segment] = []
     v, t = len(graph.kind) - 1, graph.end_ns
-    while True:
+    for _ in range(2 * len(graph.kind) + 2):  # a path visits an item once: more steps is a cycle, never an endless walk
         g = graph.sync_on[v]
         if g >= 0 and graph.t1[g] > graph.t0[v] and t >= graph.t1[g]:
             rows.append((graph.t1[g], t, "sync", v, graph.lane[v], -1, -1))
@@ -473,9 +477,9 @@ def walk_segments(graph: StepGraph) -> list[Segment]:
         if dep is None or dep.src == BEFORE:
             if at > graph.start_ns:
                 rows.append((graph.start_ns, at, "previous step", -1, graph.lane[v], v, b))
-            break
+            return rows[::-1]
         v, t = dep.src, at
-    return rows[::-1]
+    raise RuntimeError(f"step {graph.step}: the dependency graph has a cycle")  # built acyclic: a bug if seen
 
 
 def _item_category(graph: StepGraph, v: int) -> str:

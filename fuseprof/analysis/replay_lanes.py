@@ -185,8 +185,11 @@ class Union:
         self.is_call = self.group == 0
         level = joined("level")
         self.acyclic = bool((level >= 0).all())
+        # what no plan changes, of a bound on every time a replay reaches (``replay_union``): the original times,
+        # the offsets, the fixed times and the synchronising calls' tails (a scale on the host leaves them whole)
         self.reach = (int(np.abs(self.t0).max(initial=0)) + int(np.abs(self.t1).max(initial=0))
-                      + int(np.abs(self.dep_point).sum()) + int(np.abs(self.dep_fixed).sum()))
+                      + int(np.abs(self.dep_point).sum()) + int(np.abs(self.dep_fixed).sum())
+                      + int(np.abs(self.tail).sum()))
         # items by (level, kind, lane, item): each (level, kind) a group, its lanes end to end, each in order
         ordered = np.lexsort((np.arange(self.size), self.lane, self.group, level))
         key = level[ordered] * len(_GROUPS) + self.group[ordered]
@@ -228,7 +231,8 @@ def replay_union(union: Union, plans: Sequence[Sequence[Plan]]) -> tuple[np.ndar
     dur, lag, sync = _inputs(union, plans)
     start = np.broadcast_to(union.t0, dur.shape).copy()
     end = np.broadcast_to(union.t1, dur.shape).copy()
-    # every time a replay reaches lies within ±reach: a lane's first item cuts its running sum by more than twice that
+    # every time a replay reaches is a fixed time plus durations, lags, offsets and tails along a path, so within
+    # ±reach: a lane's first item cuts its running sum by more than twice that
     reach = union.reach + int(np.abs(dur).sum(axis=1).max(initial=0)) + int(np.abs(lag).sum(axis=1).max(initial=0))
     cut = 4 * reach + 1
     if cut * (union.size + 1) >= 2**61:

@@ -230,11 +230,26 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     store = TraceStore(Path(root) if root else None)
     given = [Path(graph_capture)] if isinstance(graph_capture, (str, Path)) else [Path(p) for p in graph_capture or ()]
     here = scheduler is None and (workers == 1 or len(jobs) == 1)
+    jobs, facts, captures, kept, answers = _both_passes(jobs, given, options, root, alone, workers, scheduler,
+                                                        progress, here)
+    capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
+    results = [_result(store, root, job, facts[i][0], answer, captures, options, capture_names)
+               for (i, job), answer in zip(kept, answers)]
+    wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
+    _distinct_ranks(results)
+    return results
+
+
+def _both_passes(jobs: list[Job], given: list[Path], options: Options, root: str | None, alone: bool, workers: int,
+                 scheduler: str | None, progress: Progress | None, here: bool
+                 ) -> tuple[list[Job], list[Facts], Captures, list[tuple[int, Job]], list[Any]]:
+    """Pass 1 (every trace decoded, and analysed where no capture trace can shape it) and pass 2 (the rest): the
+    jobs left, every trace's facts, the capture traces, the jobs analysed (with their positions) and each one's
+    answer (``_analyse``'s)."""
     try:
-        jobs, traces, facts, early = _pass_one(jobs, given, root, alone, workers, scheduler, progress,
-                                               options if not given and not alone else None, here)
+        jobs, facts, early = _pass_one(jobs, given, root, alone, workers, scheduler, progress,
+                                       options if not given and not alone else None, here)
         captures, kept = _pair(jobs, facts, given)
-        capture_names = ", ".join(j.name for j in jobs if any(j.path == c[0] for c in captures))
         answers: list[Any] = [early[i] if not captures else None for i, _ in kept]
         todo = [k for k, answer in enumerate(answers) if answer is None]
         done = _run(_analyse, [(kept[k][1], facts[kept[k][0]][0], captures, options, root, alone, here) for k in todo],
@@ -243,34 +258,35 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             answers[k] = answer
     finally:
         _LAST.clear()  # a notebook analysing trace after trace keeps none of their tables
-    results = []
-    for (i, job), answer in zip(kept, answers):
-        events = partial(_rebuilt_events, root, job.path, facts[i][0], captures, options)
-        result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, facts[i][0], answer, job.name,
-                                                                                events, options.registry)
-        if result is None:  # found damaged (and removed): computed and stored again, here
-            again = _analyse(job, facts[i][0], captures, options, root)
-            result = again if isinstance(again, TraceAnalysis) else load_analysis(store, facts[i][0], again, job.name,
-                                                                                  events, options.registry)
-        if result is None:
-            raise FuseprofError(f"trace store: the analysis of {job.path} cannot be stored and read back under "
-                                f"{root}; set FUSEPROF_CACHE=off to work without the store")
-        result.name, result.source = job.name, job.path
-        if capture_names:
-            result.notes.append(f"graph capture {capture_names} used to attribute the replayed kernels")
-        results.append(result)
-    wait_for_writes()  # the store is whole, and its warnings said, when the results are handed over
-    _distinct_ranks(results)
-    return results
+    return jobs, facts, captures, kept, answers
+
+
+def _result(store: TraceStore, root: str | None, job: Job, key: str, answer: str | TraceAnalysis, captures: Captures,
+            options: Options, capture_names: str) -> TraceAnalysis:
+    """One job's analysis from its answer: itself, or read back from the store (computed and stored again, here,
+    where the stored one was found damaged and removed)."""
+    events = partial(_rebuilt_events, root, job.path, key, captures, options)
+    result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, key, answer, job.name, events,
+                                                                            options.registry)
+    if result is None:
+        again = _analyse(job, key, captures, options, root)
+        result = again if isinstance(again, TraceAnalysis) else load_analysis(store, key, again, job.name, events,
+                                                                              options.registry)
+    if result is None:
+        raise FuseprofError(f"trace store: the analysis of {job.path} cannot be stored and read back under "
+                            f"{root}; set FUSEPROF_CACHE=off to work without the store")
+    result.name, result.source = job.name, job.path
+    if capture_names:
+        result.notes.append(f"graph capture {capture_names} used to attribute the replayed kernels")
+    return result
 
 
 def _pass_one(jobs: list[Job], given: list[Path], root: str | None, alone: bool, workers: int, scheduler: str | None,
               progress: Progress | None, options: Options | None, here: bool
-              ) -> tuple[list[Job], list[Path], list[Facts], list[str | TraceAnalysis | None]]:
+              ) -> tuple[list[Job], list[Facts], list[str | TraceAnalysis | None]]:
     """Every trace and given capture decoded (and stored): the jobs left once the folder files that are no trace
-    are set aside, the paths decoded, each one's facts (``_decode``) and, per job, its analysis where pass 1 made
-    it (``_decode_member``; None: pass 2 makes it)."""
-    traces = [j.path for j in jobs] + given
+    are set aside, each one's facts (``_decode``) and, per job, its analysis where pass 1 made it
+    (``_decode_member``; None: pass 2 makes it)."""
     members = [(j.path, root, alone, j.in_folder, j, options, here) for j in jobs] + \
         [(p, root, alone, False, None, None, here) for p in given]
     found = _run(_decode_member, members, workers, scheduler, progress, "decoded")
@@ -278,8 +294,8 @@ def _pass_one(jobs: list[Job], given: list[Path], root: str | None, alone: bool,
     answers = [f[1] if f is not None else None for f in found[:len(jobs)]]
     jobs_kept, traces, facts = _without_non_traces(jobs, given, facts_found)
     _after_decoding(traces, facts)
-    early = [a for a, f in zip(answers, facts_found) if f is not None]
-    return jobs_kept, traces, facts, early
+    early = [a for a, f in zip(answers, facts_found) if f is not None]  # the jobs' own (the given captures follow)
+    return jobs_kept, facts, early
 
 
 def _decode_member(path: Path, root: str | None, alone: bool, skippable: bool, job: Job | None = None,
