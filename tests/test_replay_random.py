@@ -267,3 +267,25 @@ def test_a_cycle_is_an_error_not_an_endless_walk() -> None:
     g.binding = [0, 0, 0]
     with pytest.raises(RuntimeError, match="cycle"):
         walk(g)
+
+
+def test_a_step_the_arrays_cannot_hold_is_replayed_in_sequence_beside_the_others(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``step_times`` over steps of which some have a cycle in their items' own order (not in their starts and
+    ends): those replayed in sequence, the rest on the arrays, every answer the sequential one."""
+    import fuseprof.analysis.whatif as whatif
+
+    monkeypatch.setattr(whatif, "ARRAYS_FROM", 0)  # the arrays whatever the steps' size
+    rng = random.Random(7)
+    graphs, cyclic = [], 0
+    while len(graphs) < 12 or not cyclic:
+        g = _random_graph(rng)
+        try:
+            topological_order(g)
+        except RuntimeError:
+            continue
+        if not StepArrays.of(g, HOST_LAGS).acyclic:
+            cyclic += 1
+        graphs.append(g)
+    plans = [[Plan(host_scale=s)] * len(graphs) for s in (1, 0.5, 0)]
+    slow = [[replay(g, p) for g, p in zip(graphs, row)] for row in plans]
+    assert step_times(graphs, plans).tolist() == slow and 0 < cyclic < len(graphs)

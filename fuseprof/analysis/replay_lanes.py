@@ -63,6 +63,13 @@ class StepArrays:
     chain: np.ndarray
     level: np.ndarray
 
+    @property
+    def acyclic(self) -> bool:
+        """Whether the items' own order (a sync after the work it waited for) has no cycle: the arrays can hold
+        the step (a start-and-end order can exist where this one does not: work queued behind what a sync
+        launched)."""
+        return bool(len(self.level) == 0 or self.level[0] >= 0)
+
     @classmethod
     def of(cls, graph: StepGraph, host_lags: Sequence[str]) -> StepArrays:
         n, start, host = len(graph.kind), graph.start_ns, set(host_lags)
@@ -105,7 +112,8 @@ def _chains(lane: list[int], src: list[int], point: list[int], first_dep: list[i
 def _levels(kind: list[int], chain: list[int], src: list[int], first_dep: list[int], sync_on: list[int]
             ) -> np.ndarray:
     """Each item's level (the module docstring), its sources first (Kahn's order over the items: the dependencies
-    and the work a sync waited for); -1 for every item when they form a cycle (the graph is built acyclic)."""
+    and the work a sync waited for); -1 for every item when they form a cycle (possible where the order of starts
+    and ends has none: work a sync waited for queued behind what the sync itself launched)."""
     n = len(kind)
     after: list[list[int]] = [[] for _ in range(n)]
     needs = [0] * n

@@ -65,22 +65,27 @@ def replay(graph: StepGraph, plan: Plan = Plan()) -> int:
 
 def step_times(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]]) -> np.ndarray:
     """``replay`` of many plans over many steps (rows: ``plans``, columns: ``graphs``; ``plans[p][k]`` is row p's
-    plan for step k), all at once on arrays (``fuseprof.analysis.replay_lanes``); a batch whose times do not
-    settle there is replayed in sequence."""
+    plan for step k), all at once on arrays (``fuseprof.analysis.replay_lanes``); in sequence where that costs
+    less (short steps) or the arrays cannot hold a step (its items' own order has a cycle, or its times would pass
+    int64's reach)."""
     out = np.zeros((len(plans), len(graphs)), np.int64)
     if not graphs or not plans:
         return out
     if sum(len(g.kind) for g in graphs) < ARRAYS_FROM * len(graphs):  # short steps: the arrays cost more to build
         out[:] = [[replay(g, row[k]) for k, g in enumerate(graphs)] for row in plans]
         return out
-    union = Union([_inputs(g).arrays() for g in graphs])
-    ends = union.offsets + np.array([len(g.kind) - 1 for g in graphs], np.int64)  # each step's end point
+    arrays = [_inputs(g).arrays() for g in graphs]
+    on_arrays = [k for k, a in enumerate(arrays) if a.acyclic]
+    for k in sorted(set(range(len(graphs))) - set(on_arrays)):
+        out[:, k] = [replay(graphs[k], row[k]) for row in plans]
+    if not on_arrays:
+        return out
+    union = Union([arrays[k] for k in on_arrays])
+    ends = union.offsets + np.array([len(graphs[k].kind) - 1 for k in on_arrays], np.int64)  # each step's end point
     for rows in batches(len(plans), union.size):
-        times = replay_union(union, [plans[p] for p in rows])
-        if times is None:
-            out[rows.start:rows.stop] = [[replay(g, plans[p][k]) for k, g in enumerate(graphs)] for p in rows]
-        else:
-            out[rows.start:rows.stop] = times[1][:, ends]
+        times = replay_union(union, [[plans[p][k] for k in on_arrays] for p in rows])
+        out[rows.start:rows.stop, on_arrays] = times[1][:, ends] if times is not None else \
+            [[replay(graphs[k], plans[p][k]) for k in on_arrays] for p in rows]
     return out
 
 
