@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,8 +45,34 @@ def rank_summary(results: list[TraceAnalysis]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("rank").reset_index(drop=True)
 
 
-def _groups(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, int]]:
+Group = tuple[int, str, pd.DataFrame, int]
+# what every across-ranks table reads of the last rank set (its collectives grouped, and those matched), worked out
+# once: each costs the rank set's size. Keyed by the analyses themselves (held, so no other object takes their
+# ids), their ranks and their collectives tables (numbering ranks replaces both); the tables that read them must
+# not change them.
+_LAST_SET: dict[str, Any] = {}
+
+
+def _once(results: list[TraceAnalysis], name: str, compute: Callable[[list[TraceAnalysis]], Iterable[Any]]
+          ) -> list[Any]:
+    ranks = tuple(r.rank for r in results)
+    held = _LAST_SET.get("results", ())
+    if not (len(held) == len(results) and all(a is b and a.collectives is c for a, b, c in
+                                              zip(held, results, _LAST_SET["collectives"]))
+            and _LAST_SET["ranks"] == ranks):
+        _LAST_SET.clear()
+        _LAST_SET.update(results=tuple(results), ranks=ranks, collectives=tuple(r.collectives for r in results))
+    if name not in _LAST_SET:
+        _LAST_SET[name] = list(compute(results))
+    return _LAST_SET[name]  # type: ignore[no-any-return]
+
+
+def _groups(results: list[TraceAnalysis]) -> list[Group]:
     """Each collective key (``match``) with its rows on every rank holding it, and the number of ranks."""
+    return _once(results, "groups", _grouped)
+
+
+def _grouped(results: list[TraceAnalysis]) -> Iterator[Group]:
     apart = set(ranks_apart(results))
     per_rank = [r.collectives for r in results if not r.collectives.empty and r.rank not in apart]
     if not per_rank:
@@ -133,10 +160,14 @@ def _verdict(group: pd.DataFrame, ranks: int) -> str:
     return "matched" if last_start - first_end <= transfer else "refused: no overlap"
 
 
-def matched_collectives(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, bool]]:
+def matched_collectives(results: list[TraceAnalysis]) -> list[tuple[int, str, pd.DataFrame, bool]]:
     """Each collective (its position among all matches, its ``match``, one row per rank, whether it is in
     the steady state) that every rank's trace holds and that pairs one collective (``_verdict``). A
     communicator's first collective is not steady: its skew is the ranks' start-up offset."""
+    return _once(results, "matched", _matched)
+
+
+def _matched(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFrame, bool]]:
     seen: set[str] = set()
     for position, match, group, ranks in _groups(results):
         if _verdict(group, ranks) == "matched":
