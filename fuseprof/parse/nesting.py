@@ -11,10 +11,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 
-def around(spans: Iterable[tuple[int | float, int | float, Any]],
-           points: Iterable[tuple[int | float, Any]]) -> Iterator[tuple[Any, list[Any]]]:
-    """For each point (time, key) with spans (start, end, value) around it: its key and those spans' values,
-    outermost first. Points are visited in time order (ties in the order given)."""
+def _walk(spans: Iterable[tuple[int | float, int | float, Any]], points: Iterable[tuple[int | float, Any]]
+          ) -> Iterator[tuple[int | float, Any, list[tuple[int | float, Any]]]]:
+    """Per point (time, key), in time order (ties in the order given): its time, its key and the stack of (end,
+    value) of the spans started by then, outermost first, whose top has not ended by it (entries below may
+    have: spans that overlap without nesting)."""
     ordered = sorted(spans, key=lambda x: (x[0], -x[1]))
     stack: list[tuple[int | float, Any]] = []
     k = 0
@@ -26,6 +27,14 @@ def around(spans: Iterable[tuple[int | float, int | float, Any]],
             k += 1
         while stack and stack[-1][0] <= t:
             stack.pop()
+        yield t, key, stack
+
+
+def around(spans: Iterable[tuple[int | float, int | float, Any]],
+           points: Iterable[tuple[int | float, Any]]) -> Iterator[tuple[Any, list[Any]]]:
+    """For each point (time, key) with spans (start, end, value) around it: its key and those spans' values,
+    outermost first. Points are visited in time order (ties in the order given)."""
+    for t, key, stack in _walk(spans, points):
         live = [value for end, value in stack if end > t]
         if live:
             yield key, live
@@ -33,5 +42,6 @@ def around(spans: Iterable[tuple[int | float, int | float, Any]],
 
 def innermost(spans: Iterable[tuple[int | float, int | float, Any]],
               points: Iterable[tuple[int | float, Any]]) -> dict[Any, Any]:
-    """Per point (time, key), the value of the innermost span around it, where one is."""
-    return {key: live[-1] for key, live in around(spans, points)}
+    """Per point (time, key), the value of the innermost span around it, where one is: the top of the walk's stack
+    (``around``'s last, without its list per point)."""
+    return {key: stack[-1][1] for _, key, stack in _walk(spans, points) if stack}
