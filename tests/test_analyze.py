@@ -154,3 +154,35 @@ def test_a_trace_without_gpu_work_is_refused_with_what_it_holds(keep, reason: st
     assert main(["analyze", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert f"it holds {len(held):,} {reason}" in err and "\n" not in err, err
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_folder_says_every_trace_s_warnings_before_one_of_them_fails(workers: int, tmp_path, capsys,
+                                                                      monkeypatch) -> None:
+    """Pass 1 analyses each trace while its tables are held; a trace whose analysis fails there (a CPU-only run)
+    still fails where it always did: after every trace was decoded, their warnings said (a GPU event written
+    twice) and the folder's checks made (a copy of a trace given twice is named as such, not the CPU-only one)."""
+    monkeypatch.setenv("FUSEPROF_CACHE", str(tmp_path / "store"))
+    raw = json.loads(gzip.open(FIXTURES / "tp2" / "tp_mlp-rank0.json.gz").read())
+    kernel = next(e for e in raw["traceEvents"] if e.get("cat") == "kernel")
+    raw["traceEvents"].append(dict(kernel))  # written twice: one warning
+    cpu = json.loads(gzip.open(FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz").read())
+    cpu["traceEvents"] = [e for e in cpu["traceEvents"] if e.get("ph") != "X" or e.get("cat") == "cpu_op"]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "a_twice.json").write_text(json.dumps(raw))
+    (folder / "b_cpu.json").write_text(json.dumps(cpu))
+    assert main(["analyze", str(folder), "--workers", str(workers)]) == 2
+    err = capsys.readouterr().err
+    assert err.index("1 GPU events appear twice") < err.index("b_cpu.json: no GPU kernels"), err
+    (folder / "c_copy.json").write_text(json.dumps(raw))  # the same bytes as a_twice.json
+    assert main(["analyze", str(folder), "--workers", str(workers)]) == 2
+    assert "c_copy.json holds the same bytes as" in capsys.readouterr().err
+
+
+def test_progress_counts_every_trace_analysed() -> None:
+    """The analyses pass 1 made count among the analysed: a progress bar reaches its end."""
+    seen: list[tuple[str, int, int]] = []
+    analyze([FIXTURES / "tp2"], workers=1, progress=lambda what, done, total: seen.append((what, done, total)))
+    assert [s for s in seen if s[0] == "decoded"][-1] == ("decoded", 2, 2)
+    assert [s for s in seen if s[0] == "analysed"] == [("analysed", 1, 2), ("analysed", 2, 2)]

@@ -99,3 +99,18 @@ def test_sixteen_ranks_sort_numerically(tmp_path, capsys) -> None:
     header = next(line for line in capsys.readouterr().out.splitlines() if "rank 0 waits" in line)
     positions = [header.index(f"rank {k} waits") for k in range(16)]
     assert positions == sorted(positions)
+
+
+def test_the_across_ranks_tables_read_the_ranks_as_they_are_now() -> None:
+    """The collectives are grouped once per across-ranks build (``ranks.one_rank_set``), never kept beyond it: a
+    rank's clock corrected in place after one call is what the next call reads."""
+    from fuseprof.analysis.ranks import numbered_ranks
+    from fuseprof.analysis.sections import build_across
+
+    results = numbered_ranks(analyze([FIXTURES / "tp2"], workers=1))
+    before = int(collective_skew(results)["skew_ns"].iloc[0])
+    assert int(build_across(results)["collectives"]["skew_ns"].iloc[0]) == before
+    results[1].collectives["start_ns"] += 5_000
+    results[1].collectives["end_ns"] += 5_000
+    assert int(collective_skew(results)["skew_ns"].iloc[0]) == before + 5_000
+    assert int(build_across(results)["collectives"]["skew_ns"].iloc[0]) == before + 5_000

@@ -251,6 +251,26 @@ def test_a_sync_never_waits_for_work_queued_behind_a_later_launch() -> None:
     topological_order(g)  # acyclic: the replay and the walk can take it
 
 
+def test_another_thread_s_later_launch_does_not_stop_a_sync_waiting() -> None:
+    """Thread T launches K_b at 10 and synchronises from 20 to 200; thread T2 launches K_c at 30, and K_b waits on
+    its stream for K_c. K_b is queued behind a launch made after the sync started, but on a thread the sync does
+    not hand work to: no cycle, and K_b (the work that ended last while the sync ran) is what it waited for."""
+    from fuseprof.analysis.critical_path import Dep, _add_syncs
+
+    g = StepGraph("step", 0, 300)
+    a0 = g.add("call", "launch", "cudaLaunchKernel", "T", 0, 2)
+    a1 = g.add("call", "launch", "cudaLaunchKernel", "T", 10, 12)
+    sync = g.add("call", "sync", "cudaDeviceSynchronize", "T", 20, 200)
+    c = g.add("call", "launch", "cudaLaunchKernel", "T2", 30, 32)
+    ka = g.add("gpu", "kernel", "K_a", "0:7", 15, 35)
+    kc = g.add("gpu", "kernel", "K_c", "0:9", 40, 55)
+    kb = g.add("gpu", "kernel", "K_b", "0:8", 60, 190)
+    g.deps[ka], g.deps[kc] = [Dep(a0, "launch", 0)], [Dep(c, "launch", 0)]
+    g.deps[kb] = [Dep(a1, "launch", 0), Dep(kc, "wait", None)]
+    _add_syncs(g)
+    assert g.sync_on[sync] == kb
+
+
 def test_a_cycle_is_an_error_not_an_endless_walk() -> None:
     """Two calls of no duration at one time, each bound to the other (no builder makes this; a trace of
     zero-length nested calls came close): the walk stops with an error after visiting every item, instead of

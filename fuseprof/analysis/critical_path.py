@@ -403,30 +403,67 @@ class StreamHistory:
 
 
 def _add_syncs(graph: StepGraph) -> None:
-    """Each synchronising call waits for the GPU item that ended last while it ran, among the work launched
-    before it started, and queued behind none launched after (a sync cannot wait for work launched after it: on a
-    trace whose GPU clock is off, an item launched later can seem to end inside it; and work queued behind that
-    would close a cycle — the sync, a call after it, its launch, the work behind it, the sync)."""
+    """Each synchronising call waits for the GPU item that ended last while it ran, among the work launched before
+    it started, and queued behind none that its own threads launched after (a sync cannot wait for work launched
+    after it: on a trace whose GPU clock is off, an item launched later can seem to end inside it; and work queued
+    behind a launch that came after the sync on its thread, or on a thread it hands work to, would close a cycle —
+    the sync, that launch, the work behind it, the sync. Another thread's later launch closes none: allowed)."""
     gpu = [v for v, k in enumerate(graph.kind) if k == "gpu"]
     if not gpu:
         return
-    launched: dict[int, int | None] = {}  # per GPU item: the latest launch it waits for, its own or its queue's
+    threads = _thread_groups(graph)
+    own: dict[int, int | None] = {}  # per GPU item: when its launch call started
+    behind: dict[int, dict[int, int]] = {}  # per GPU item and thread group: the latest launch it is queued behind
     for v in gpu:  # in the order added: what it is queued behind (stream, stream wait) comes first
-        points = [graph.t0[d.src] if d.kind == "launch" else launched[d.src] for d in graph.deps[v]
-                  if d.src != BEFORE and d.kind in ("launch", "stream", "wait")]
-        launched[v] = max((p for p in points if p is not None), default=None)
+        own[v] = None
+        latest: dict[int, int] = {}
+        for d in graph.deps[v]:
+            if d.src == BEFORE:
+                continue
+            if d.kind == "launch":
+                own[v] = graph.t0[d.src]
+                found = {threads[graph.lane[d.src]]: graph.t0[d.src]}
+            elif d.kind in ("stream", "wait"):
+                found = behind[d.src]
+            else:
+                continue
+            for group, at in found.items():
+                if at > latest.get(group, at - 1):
+                    latest[group] = at
+        behind[v] = latest
     order = sorted(gpu, key=lambda v: graph.t1[v])
     ends = np.array([graph.t1[v] for v in order], np.int64)
     for v, role in enumerate(graph.role):
         if role != "sync" or graph.kind[v] != "call":
             continue
+        mine = threads[graph.lane[v]]
         k = int(np.searchsorted(ends, graph.t1[v], "right")) - 1
         while k >= 0 and ends[k] > graph.t0[v]:
-            at = launched[order[k]]
-            if at is None or at < graph.t0[v]:
+            launched, late = own[order[k]], behind[order[k]].get(mine)
+            if (launched is None or launched < graph.t0[v]) and (late is None or late < graph.t0[v]):
                 graph.sync_on[v] = order[k]
                 break
             k -= 1
+
+
+def _thread_groups(graph: StepGraph) -> dict[str, int]:
+    """Per host thread of the step, its group: threads that hand work to each other (a wake dependency) are one."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for v, kind in enumerate(graph.kind):
+        if kind == "call":
+            root(graph.lane[v])
+            for d in graph.deps[v]:
+                if d.kind == "wake" and d.src != BEFORE:
+                    parent[root(graph.lane[d.src])] = root(graph.lane[v])
+    roots = {x: root(x) for x in parent}
+    numbers = {r: i for i, r in enumerate(dict.fromkeys(roots.values()))}
+    return {x: numbers[r] for x, r in roots.items()}
 
 
 def _add_end(graph: StepGraph) -> None:

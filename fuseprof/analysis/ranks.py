@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -46,25 +48,31 @@ def rank_summary(results: list[TraceAnalysis]) -> pd.DataFrame:
 
 
 Group = tuple[int, str, pd.DataFrame, int]
-# what every across-ranks table reads of the last rank set (its collectives grouped, and those matched), worked out
-# once: each costs the rank set's size. Keyed by the analyses themselves (held, so no other object takes their
-# ids), their ranks and their collectives tables (numbering ranks replaces both); the tables that read them must
-# not change them.
-_LAST_SET: dict[str, Any] = {}
+# What every across-ranks table reads of one rank set (its collectives grouped, and those matched) costs the rank
+# set's size each time: inside ``one_rank_set`` it is worked out once. A context variable: each thread (and each
+# task) its own; nothing is kept once the block ends.
+_RANK_SET: ContextVar[dict[str, Any] | None] = ContextVar("fuseprof_rank_set", default=None)
+
+
+@contextmanager
+def one_rank_set(results: list[TraceAnalysis]) -> Iterator[None]:
+    """Within the block, the across-ranks tables of ``results`` (unchanged meanwhile) share their groupings."""
+    token = _RANK_SET.set({"results": tuple(results)})
+    try:
+        yield
+    finally:
+        _RANK_SET.reset(token)
 
 
 def _once(results: list[TraceAnalysis], name: str, compute: Callable[[list[TraceAnalysis]], Iterable[Any]]
           ) -> list[Any]:
-    ranks = tuple(r.rank for r in results)
-    held = _LAST_SET.get("results", ())
-    if not (len(held) == len(results) and all(a is b and a.collectives is c for a, b, c in
-                                              zip(held, results, _LAST_SET["collectives"]))
-            and _LAST_SET["ranks"] == ranks):
-        _LAST_SET.clear()
-        _LAST_SET.update(results=tuple(results), ranks=ranks, collectives=tuple(r.collectives for r in results))
-    if name not in _LAST_SET:
-        _LAST_SET[name] = list(compute(results))
-    return _LAST_SET[name]  # type: ignore[no-any-return]
+    scope = _RANK_SET.get()
+    if scope is None or len(scope["results"]) != len(results) or \
+            any(a is not b for a, b in zip(scope["results"], results)):
+        return list(compute(results))
+    if name not in scope:
+        scope[name] = list(compute(results))
+    return scope[name]  # type: ignore[no-any-return]
 
 
 def _groups(results: list[TraceAnalysis]) -> list[Group]:

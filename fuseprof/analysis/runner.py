@@ -252,8 +252,13 @@ def _both_passes(jobs: list[Job], given: list[Path], options: Options, root: str
         captures, kept = _pair(jobs, facts, given)
         answers: list[Any] = [early[i] if not captures else None for i, _ in kept]
         todo = [k for k, answer in enumerate(answers) if answer is None]
+        ready = len(kept) - len(todo)
+        if progress:
+            for k in range(1, ready + 1):  # the analyses pass 1 made count among the analysed
+                progress("analysed", k, len(kept))
         done = _run(_analyse, [(kept[k][1], facts[kept[k][0]][0], captures, options, root, alone, here) for k in todo],
-                    workers, scheduler, progress, "analysed")
+                    workers, scheduler, (lambda what, k, n: progress(what, ready + k, ready + n)) if progress else None,
+                    "analysed")
         for k, answer in zip(todo, done):
             answers[k] = answer
     finally:
@@ -304,8 +309,9 @@ def _decode_member(path: Path, root: str | None, alone: bool, skippable: bool, j
     """``_decode``, and, for a trace that neither replays graphs nor was taken while capturing them, its analysis
     with no capture trace (``_analyse``) while its tables are still in this process — what pass 2 would make
     unless another trace of the run replays graphs (then its captures shape every analysis, and pass 2 makes
-    them: the one made here is stored under another name and unused). None for a file read from a folder that
-    is valid JSON but no trace (``NotATraceError``)."""
+    them: the one made here is stored under another name and unused); an analysis that fails is left to pass 2,
+    whose error comes where it always came. None for a file read from a folder that is valid JSON but no trace
+    (``NotATraceError``)."""
     try:
         facts = _decode(path, root, alone)
     except NotATraceError:
@@ -315,7 +321,10 @@ def _decode_member(path: Path, root: str | None, alone: bool, skippable: bool, j
     key, replays, capture, _ = facts
     if job is None or options is None or replays or capture or key not in _LAST:
         return facts, None  # no job, a capture given by name, a graph pair, or found decoded in the store
-    return facts, _analyse(job, key, (), options, root, alone, here)
+    try:
+        return facts, _analyse(job, key, (), options, root, alone, here)
+    except FuseprofError:  # said by pass 2, in its turn: after every trace's decoding, its warnings and checks
+        return facts, None
 
 
 def _without_non_traces(jobs: list[Job], given: list[Path], found: list[Facts | None]

@@ -197,10 +197,14 @@ def build_all(context: Context) -> dict[str, pd.DataFrame]:
 
 
 def build_across(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
-    """The across-ranks sections' tables for several ranks' analyses."""
+    """The across-ranks sections' tables for several ranks' analyses (their collectives grouped and matched once
+    for all of them: ``ranks.one_rank_set``)."""
+    from fuseprof.analysis.ranks import one_rank_set
+
     out: dict[str, pd.DataFrame] = {}
-    for section in rank_sections():
-        assert section.build_ranks is not None, section.name
-        out.update(section.build_ranks(results))
+    with one_rank_set(results):
+        for section in rank_sections():
+            assert section.build_ranks is not None, section.name
+            out.update(section.build_ranks(results))
     return out
 
