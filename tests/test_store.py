@@ -17,7 +17,7 @@ import fuseprof.parse.trace_events as trace_events
 from fuseprof.analysis import analyze
 from fuseprof.cli import main
 from fuseprof.errors import FuseprofWarning
-from fuseprof.parse.frames import read_frame, write_frame
+from fuseprof.parse.frames import pack_frames, unpack_frame
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import FIXTURES, TRACES
 
@@ -48,21 +48,27 @@ def _same(a, b) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("trace", REAL, ids=lambda p: p.name)
-def test_frames_round_trip_the_decoded_tables_exactly(trace: Path, tmp_path: Path) -> None:
+def test_frames_round_trip_the_decoded_tables_exactly(trace: Path) -> None:
     tables = read_trace_tables(trace)
-    for name in ("gpu", "ops", "launches", "modules", "annotations"):
-        frame = getattr(tables, name)
-        write_frame(frame, tmp_path / f"{name}.parquet")
-        pd.testing.assert_frame_equal(read_frame(tmp_path / f"{name}.parquet"), frame, check_exact=True)
+    names = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters",
+             "memory")
+    data, spans = pack_frames({name: getattr(tables, name) for name in names})
+    assert list(spans) == list(names)
+    ends = [start + length for start, length in spans.values()]
+    assert [start for start, _ in spans.values()] == [0, *ends[:-1]] and ends[-1] == len(data)  # back to back
+    for name in reversed(names):  # each read alone, from its own span
+        start, length = spans[name]
+        pd.testing.assert_frame_equal(unpack_frame(data[start:start + length]), getattr(tables, name), check_exact=True)
 
 
-def test_frames_keep_each_kind_of_null_and_nested_cells(tmp_path: Path) -> None:
+def test_frames_keep_each_kind_of_null_and_nested_cells() -> None:
     frame = pd.DataFrame({"shapes": [[[2048, 4096], []], None, float("nan"), pd.NA, [["a", 1.5]]],
                           "n": pd.array([1, None, 3, 4, 2**62], dtype="Int64"), "f": [0.1, np.nan, 2.0, -0.0, 1e300]},
                          index=pd.Index([10, 3, 7, 8, 1], name="label"))
     frame.insert(1, "text", pd.Series(["aten::mm", None, float("nan"), "x", ""], dtype=object, index=frame.index))
-    write_frame(frame, tmp_path / "f.parquet")
-    back = read_frame(tmp_path / "f.parquet")
+    data, spans = pack_frames({"f": frame, "empty": frame.iloc[:0]})
+    back = unpack_frame(data[:spans["f"][1]])
+    pd.testing.assert_frame_equal(unpack_frame(data[spans["f"][1]:]), frame.iloc[:0], check_exact=True)
     pd.testing.assert_frame_equal(back, frame, check_exact=True)
     assert back["shapes"].iloc[1] is None and back["shapes"].iloc[3] is pd.NA and np.isnan(back["shapes"].iloc[2])
     assert back["text"].iloc[1] is None and np.isnan(back["text"].iloc[2])
@@ -105,13 +111,14 @@ def test_a_damaged_entry_is_rebuilt_with_a_warning(store: Path, damage: str) -> 
     cold = analyze([EAGER])[0]
     [entry] = store_module.TraceStore(store).entries()
     analysis = next(entry.glob("analysis-*"))
-    victim = analysis / "fusion.parquet"
+    victim = analysis / "frames.arrows"  # every frame of the analysis, packed; the fusion table's span damaged
+    start, length, _ = json.loads((analysis / "manifest.json").read_text())["frames"]["fusion"]
     if damage == "flip":
         data = bytearray(victim.read_bytes())
-        data[len(data) // 2] ^= 0xFF
+        data[start + length // 2] ^= 0xFF
         victim.write_bytes(bytes(data))
     elif damage == "truncate":
-        victim.write_bytes(victim.read_bytes()[:100])
+        victim.write_bytes(victim.read_bytes()[:start + length // 2])
     elif damage == "manifest":
         (analysis / "manifest.json").write_text("{")
     elif damage == "metadata":  # the device and notes edited, the files left whole

@@ -1,4 +1,4 @@
-"""The trace store: each trace decoded once, its tables kept as Parquet under the hash of its bytes.
+"""The trace store: each trace decoded once, its tables kept (Arrow, one file an entry) under the hash of its bytes.
 
 Decoding JSON is most of what reading a trace costs, and a user analyses the same trace again and
 again (another ``--window``, ``fusion``, ``report``, ``diff``). The first reading writes the decoded
@@ -13,8 +13,11 @@ in an entry beside the tables (``put_frames`` / ``get_frames``: the analysis cac
             hashes while the command imports): a renamed or copied trace hits, an edited one misses
     version each entry lives under v<format>-<fuseprof version>-<hash of fuseprof's own source>:
             another fuseprof (a release, or a local edit) never reads an older entry; it rebuilds
-    trust   every file's SHA-256 is in the entry's manifest, checked on each read, with Parquet's
-            page checksums; a damaged or partial entry is removed and rebuilt, with a warning
+    entry   a folder: ``manifest.json`` (each frame's span in the pack and its SHA-256, the metadata and its
+            digest) and ``frames.arrows``, every frame of the entry packed in one file
+            (``fuseprof.parse.frames.pack_frames``: a rank's 33 small tables are one write, not 33)
+    trust   every frame's SHA-256 is in the entry's manifest, checked before it is decoded, and the
+            metadata's; a damaged or partial entry is removed and rebuilt, with a warning
     writes  into a temporary folder renamed into place: a reader never sees half an entry, and
             two processes storing one trace at once both succeed. A store that cannot be written
             (read-only, full) is a warning; the analysis goes on without it.
@@ -43,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
-from fuseprof.parse.hashing import ENV, content_key, default_root, file_sha256
+from fuseprof.parse.hashing import ENV, content_key, default_root
 from fuseprof.parse.owned import remove_stale_partials, temporary_name
 
 if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written: a kept answer needs neither
@@ -51,9 +54,10 @@ if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written
 
     from fuseprof.parse.trace_events import TraceTables
 
-FORMAT = 1
+FORMAT = 2  # 2: an entry's frames in one pack file (1: a Parquet file each)
 _TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters", "memory")
 _MANIFEST = "manifest.json"
+_PACK = "frames.arrows"  # the entry's frames, one Arrow IPC stream each (``fuseprof.parse.frames.pack_frames``)
 ROOT_MARKER = ".fuseprof-store"
 VERSION_MARKER = ".fuseprof-store-version"
 _VERSION_NAME = re.compile(r"^v\d+-[0-9A-Za-z.+]+-[0-9a-f]{12}$")
@@ -152,15 +156,18 @@ class TraceStore:
             return None
         try:
             manifest = json.loads((folder / _MANIFEST).read_text())
-            wanted = {n: d for n, d in manifest["files"].items()
-                      if (only is None or n.removesuffix(".parquet") in only) and n.removesuffix(".parquet") not in skip}
+            wanted = {n: span for n, span in manifest["frames"].items() if (only is None or n in only) and n not in skip}
             frames = {}
-            for name, digest in wanted.items():
-                if file_sha256(folder / name) != digest:
-                    raise ValueError(f"{name} does not match its digest")
-                from fuseprof.parse.frames import read_frame
+            if wanted:
+                from fuseprof.parse.frames import unpack_frame
 
-                frames[name.removesuffix(".parquet")] = read_frame(folder / name)
+                with (folder / _PACK).open("rb") as fh:
+                    for name, (start, length, digest) in wanted.items():
+                        fh.seek(start)
+                        data = fh.read(length)
+                        if hashlib.sha256(data).hexdigest() != digest:
+                            raise ValueError(f"{name} does not match its digest")
+                        frames[name] = unpack_frame(data)
             if _meta_digest(manifest["meta"]) != manifest["meta_sha256"]:
                 raise ValueError("its metadata does not match its digest")
             return frames, manifest["meta"]
@@ -214,13 +221,15 @@ class TraceStore:
         tmp = Path(tempfile.mkdtemp(prefix=f".{part}-", suffix=temporary_name("", "tmp").removeprefix("."),
                                     dir=folder.parent))
         try:
-            files = {}
-            for name, frame in frames.items():
-                from fuseprof.parse.frames import write_frame
+            spans: dict[str, tuple[int, int, str]] = {}
+            if frames:
+                from fuseprof.parse.frames import pack_frames
 
-                write_frame(frame, tmp / f"{name}.parquet")
-                files[f"{name}.parquet"] = file_sha256(tmp / f"{name}.parquet")
-            (tmp / _MANIFEST).write_text(json.dumps({"files": files, "meta": meta,
+                data, where = pack_frames(frames)
+                (tmp / _PACK).write_bytes(data)
+                spans = {name: (start, length, hashlib.sha256(data[start:start + length]).hexdigest())
+                         for name, (start, length) in where.items()}
+            (tmp / _MANIFEST).write_text(json.dumps({"frames": spans, "meta": meta,
                                                      "meta_sha256": _meta_digest(meta)}))
             try:
                 tmp.rename(folder)
