@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.aggregate import aggregate
 from fuseprof.analysis.modes import modes
 from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.model.dataflow import ShapeDataflow, infer_outputs, links_to_nothing, tensor_arguments
@@ -263,8 +264,8 @@ def chain_groups(events: pd.DataFrame, copy: CopyModel, registry: Registry, take
     if chains.empty:
         return pd.DataFrame()
     chains = chains.assign(key=linked_keys(chains, events))
-    groups = chains.groupby("key", sort=False).agg(
-        signature=("signature", _label), count=("measured_ns", "size"), kernels_per_chain=("kernels", "first"),
+    groups = aggregate(
+        chains.groupby("key", sort=False), signature=("signature", _label), count=("measured_ns", "size"), kernels_per_chain=("kernels", "first"),
         measured_ns=("measured_ns", "sum"), chain_bytes=("chain_bytes", lambda v: v.sum(min_count=len(v))),
         fused_bytes=("fused_bytes", lambda v: v.sum(min_count=len(v))), module=("module", "first"),
         members=("members", lambda m: [x for ms in m for x in ms]))

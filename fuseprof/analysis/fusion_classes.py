@@ -31,6 +31,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.aggregate import aggregate
 from fuseprof.analysis.fusion import CopyModel
 from fuseprof.analysis.patterns import Costs, Found, attention, clip, epilogue, linear_ce, sibling_cost, zero_grad
 from fuseprof.analysis.units import Unit, Units
@@ -134,8 +135,8 @@ def class_opportunities(rows: list[dict[str, object]], taken: set[object]) -> pd
         return pd.DataFrame()
     frame = pd.DataFrame(kept)
     frame["key"] = frame["class"] + ": " + frame["signature"]
-    groups = frame.groupby("key", sort=False).agg(
-        **{"class": ("class", "first")}, signature=("signature", "first"), count=("measured_ns", "size"),
+    groups = aggregate(
+        frame.groupby("key", sort=False), **{"class": ("class", "first")}, signature=("signature", "first"), count=("measured_ns", "size"),
         kernels_per_chain=("kernels", "first"), measured_ns=("measured_ns", "sum"),
         chain_bytes=("chain_bytes", "sum"), fused_bytes=("fused_bytes", "sum"),
         predicted_fused_ns=("predicted_ns", lambda v: v.sum(min_count=len(v))),  # one unknown: the group's unknown

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.aggregate import aggregate
 from fuseprof.analysis.ranks import matched_collectives, ranks_apart
 
 if TYPE_CHECKING:
@@ -61,8 +62,8 @@ def path_legs(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
     number = pd.Series(new.astype(np.int64)).groupby(graph).cumsum().to_numpy()
     seg = seg.assign(leg=graph * (len(seg) + 2) + np.where(comm, number, number + 1), comm=comm)
     work, kernels = seg[~comm], seg[comm]
-    legs = work.groupby("leg").agg(graph=("graph", "first"), start_ns=("start_ns", "min"), cut=("end_ns", "max"))
-    cuts = kernels.groupby("leg").agg(graph=("graph", "first"), k_start=("start_ns", "min"), end_ns=("end_ns", "max"),
+    legs = aggregate(work.groupby("leg"), graph=("graph", "first"), start_ns=("start_ns", "min"), cut=("end_ns", "max"))
+    cuts = aggregate(kernels.groupby("leg"), graph=("graph", "first"), k_start=("start_ns", "min"), end_ns=("end_ns", "max"),
                                       item=("item", "first"))
     both = legs.join(cuts[["k_start", "end_ns", "item"]], how="outer")
     both["graph"] = both["graph"].fillna(cuts["graph"]).astype(np.int64)

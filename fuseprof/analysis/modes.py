@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.aggregate import aggregate
+
 
 def modes(values: pd.Series, key: pd.Series) -> pd.Series:
     """Per distinct ``key`` (parallel to ``values``): its most frequent non-null value, ties to the one seen
@@ -16,6 +18,6 @@ def modes(values: pd.Series, key: pd.Series) -> pd.Series:
     keep = values.notna().to_numpy()
     frame = pd.DataFrame({"key": np.asarray(key.to_numpy())[keep], "value": values.to_numpy()[keep],
                           "seen": np.flatnonzero(keep)})
-    counted = frame.groupby(["key", "value"], sort=False).agg(n=("seen", "size"), seen=("seen", "min")).reset_index()
+    counted = aggregate(frame.groupby(["key", "value"], sort=False), n=("seen", "size"), seen=("seen", "min")).reset_index()
     best = counted.sort_values(["n", "seen"], ascending=[False, True], kind="stable").drop_duplicates("key")
     return best.set_index("key")["value"].astype(object)

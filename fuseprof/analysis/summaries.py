@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.aggregate import aggregate
 from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.analysis.modes import modes
 from fuseprof.model.derived import add_rates
@@ -17,7 +18,7 @@ from fuseprof.ranges import first_range_label
 
 def category_table(events: pd.DataFrame) -> pd.DataFrame:
     """Per category: events, GPU time (sum of durations), share of the trace's GPU event time."""
-    grouped = events.groupby("category").agg(count=("dur_ns", "size"), time_ns=("dur_ns", "sum"))
+    grouped = aggregate(events.groupby("category"), count=("dur_ns", "size"), time_ns=("dur_ns", "sum"))
     grouped = grouped.reindex([c for c in CATEGORIES if c in grouped.index] +
                               sorted(set(grouped.index) - set(CATEGORIES)))
     grouped["share_pct"] = 100 * grouped["time_ns"] / grouped["time_ns"].sum()
@@ -43,8 +44,8 @@ def _category_by_time(events: pd.DataFrame, key: pd.Series) -> pd.Series:
 
 def top_kernels(events: pd.DataFrame, n: int) -> pd.DataFrame:
     """Kernels (and copies) by total time, with the op and module that launch them most often."""
-    grouped = _with_modes(events.groupby("name", sort=False).agg(
-        count=("dur_ns", "size"), time_ns=("dur_ns", "sum"), mean_ns=("dur_ns", "mean")),
+    grouped = _with_modes(aggregate(
+        events.groupby("name", sort=False), count=("dur_ns", "size"), time_ns=("dur_ns", "sum"), mean_ns=("dur_ns", "mean")),
         events, events["name"], ("op", "module"))
     grouped.insert(0, "category", _category_by_time(events, events["name"]))
     grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
@@ -61,8 +62,8 @@ def top_ops(events: pd.DataFrame, n: int) -> pd.DataFrame:
     """CPU ops (by name and input shapes) by the GPU time of the kernels they launched."""
     rows = events.assign(signature=_signature(events))
     calls = rows.groupby("signature", sort=False)["op_id"].nunique()
-    grouped = _with_modes(rows.groupby("signature", sort=False).agg(
-        op=("op", "first"), kernels=("dur_ns", "size"), time_ns=("dur_ns", "sum")), rows, rows["signature"], ("module",))
+    grouped = _with_modes(aggregate(
+        rows.groupby("signature", sort=False), op=("op", "first"), kernels=("dur_ns", "size"), time_ns=("dur_ns", "sum")), rows, rows["signature"], ("module",))
     grouped.insert(1, "category", _category_by_time(rows, rows["signature"]))
     grouped["calls"] = calls
     grouped["kernels_per_call"] = grouped["kernels"] / grouped["calls"].where(grouped["calls"] > 0)
@@ -75,13 +76,13 @@ def launch_stats(events: pd.DataFrame) -> pd.DataFrame:
     per call, host time per call and launch-to-start latency (first GPU start − launch call start:
     queueing plus launch latency), median and 90th percentile, in ns."""
     rows = events[events["launch_api"].notna()]
-    calls = rows.groupby(["launch_api", "correlation"], sort=False).agg(
-        kernels=("dur_ns", "size"), host_ns=("launch_dur_ns", "first"), first_start_ns=("start_ns", "min"),
+    calls = aggregate(
+        rows.groupby(["launch_api", "correlation"], sort=False), kernels=("dur_ns", "size"), host_ns=("launch_dur_ns", "first"), first_start_ns=("start_ns", "min"),
         launch_start_ns=("launch_start_ns", "first")).reset_index()
     calls["latency_ns"] = (calls["first_start_ns"] - calls["launch_start_ns"].astype("Int64")).astype("float64")
     calls["host_ns"] = calls["host_ns"].astype("float64")
-    out = calls.groupby("launch_api").agg(
-        launches=("kernels", "size"), kernels=("kernels", "sum"), host_median_ns=("host_ns", "median"),
+    out = aggregate(
+        calls.groupby("launch_api"), launches=("kernels", "size"), kernels=("kernels", "sum"), host_median_ns=("host_ns", "median"),
         host_p90_ns=("host_ns", lambda s: s.quantile(0.9)), latency_median_ns=("latency_ns", "median"),
         latency_p90_ns=("latency_ns", lambda s: s.quantile(0.9)))
     out["kernels_per_launch"] = out["kernels"] / out["launches"]
@@ -126,7 +127,7 @@ def op_roofline(events: pd.DataFrame, roof: Roof, registry: Registry) -> pd.Data
     if "ncu_flops" not in with_op:
         with_op = with_op.assign(ncu_flops=np.nan, ncu_dram_bytes=np.nan)
     calls = with_op.groupby("op_id", sort=False)
-    per_call = calls.agg(op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
+    per_call = aggregate(calls, op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
                          concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
     per_call[["ncu_flops", "ncu_dram_bytes"]] = calls[["ncu_flops", "ncu_dram_bytes"]].sum(min_count=1)
     estimates = [registry.estimate(o, d, t, c) for o, d, t, c in
@@ -139,8 +140,8 @@ def op_roofline(events: pd.DataFrame, roof: Roof, registry: Registry) -> pd.Data
         return pd.DataFrame()
     per_call["signature"] = per_call["op"] + " " + per_call["dims"].map(str) + " " + per_call["types"].map(
         lambda t: str([x for x in t if x]) if isinstance(t, list) else "")
-    out = per_call.groupby("signature", sort=False).agg(
-        op=("op", "first"), roof_pipe=("roof_pipe", "first"), calls=("time_ns", "size"), flops=("flops", "first"),
+    out = aggregate(
+        per_call.groupby("signature", sort=False), op=("op", "first"), roof_pipe=("roof_pipe", "first"), calls=("time_ns", "size"), flops=("flops", "first"),
         dram_bytes=("dram_bytes", "first"), time_ns=("time_ns", "sum"), kernels_per_call=("kernels", "mean"),
         ncu_flops=("ncu_flops", "mean"), ncu_dram_bytes=("ncu_dram_bytes", "mean"))
     out["duration_ns"] = out["time_ns"] / out["calls"]
