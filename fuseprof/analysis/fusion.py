@@ -265,7 +265,8 @@ def chain_groups(events: pd.DataFrame, copy: CopyModel, registry: Registry, take
         return pd.DataFrame()
     chains = chains.assign(key=linked_keys(chains, events))
     groups = aggregate(
-        chains.groupby("key", sort=False), signature=("signature", _label), count=("measured_ns", "size"), kernels_per_chain=("kernels", "first"),
+        chains.groupby("key", sort=False), signature=("signature", _label), count=("measured_ns", "size"),
+        kernels_per_chain=("kernels", "first"),
         measured_ns=("measured_ns", "sum"), chain_bytes=("chain_bytes", lambda v: v.sum(min_count=len(v))),
         fused_bytes=("fused_bytes", lambda v: v.sum(min_count=len(v))), module=("module", "first"),
         members=("members", lambda m: [x for ms in m for x in ms]))

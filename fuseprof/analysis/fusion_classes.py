@@ -136,7 +136,8 @@ def class_opportunities(rows: list[dict[str, object]], taken: set[object]) -> pd
     frame = pd.DataFrame(kept)
     frame["key"] = frame["class"] + ": " + frame["signature"]
     groups = aggregate(
-        frame.groupby("key", sort=False), **{"class": ("class", "first")}, signature=("signature", "first"), count=("measured_ns", "size"),
+        frame.groupby("key", sort=False), **{"class": ("class", "first")}, signature=("signature", "first"),
+        count=("measured_ns", "size"),
         kernels_per_chain=("kernels", "first"), measured_ns=("measured_ns", "sum"),
         chain_bytes=("chain_bytes", "sum"), fused_bytes=("fused_bytes", "sum"),
         predicted_fused_ns=("predicted_ns", lambda v: v.sum(min_count=len(v))),  # one unknown: the group's unknown

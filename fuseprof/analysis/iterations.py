@@ -108,8 +108,9 @@ def _launches(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     position = np.arange(len(timed))
     eager = pd.DataFrame({"first": position[~replayed], "anchor": timed["anchor"].to_numpy()[~replayed],
                           "what": [str(n) for n in timed["name"].to_numpy(object)[~replayed]]})
-    graphs = aggregate(
-        timed[replayed].assign(first=position[replayed]).groupby(replay[replayed], sort=False), first=("first", "min"), anchor=("anchor", "min"), what=("name", lambda names: "\x00".join(map(str, names))))
+    graphs = aggregate(timed[replayed].assign(first=position[replayed]).groupby(replay[replayed], sort=False),
+                       first=("first", "min"), anchor=("anchor", "min"),
+                       what=("name", lambda names: "\x00".join(map(str, names))))
     if len(graphs):  # concatenated only then: an empty frame's columns could turn the int64 times to float
         eager = pd.concat([eager, graphs.reset_index(drop=True)], ignore_index=True).sort_values("first", kind="stable")
     units = eager

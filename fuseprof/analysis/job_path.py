@@ -63,8 +63,8 @@ def path_legs(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
     seg = seg.assign(leg=graph * (len(seg) + 2) + np.where(comm, number, number + 1), comm=comm)
     work, kernels = seg[~comm], seg[comm]
     legs = aggregate(work.groupby("leg"), graph=("graph", "first"), start_ns=("start_ns", "min"), cut=("end_ns", "max"))
-    cuts = aggregate(kernels.groupby("leg"), graph=("graph", "first"), k_start=("start_ns", "min"), end_ns=("end_ns", "max"),
-                                      item=("item", "first"))
+    cuts = aggregate(kernels.groupby("leg"), graph=("graph", "first"), k_start=("start_ns", "min"),
+                     end_ns=("end_ns", "max"), item=("item", "first"))
     both = legs.join(cuts[["k_start", "end_ns", "item"]], how="outer")
     both["graph"] = both["graph"].fillna(cuts["graph"]).astype(np.int64)
     both["start_ns"] = both["start_ns"].fillna(both["k_start"])

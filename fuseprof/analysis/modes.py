@@ -18,6 +18,7 @@ def modes(values: pd.Series, key: pd.Series) -> pd.Series:
     keep = values.notna().to_numpy()
     frame = pd.DataFrame({"key": np.asarray(key.to_numpy())[keep], "value": values.to_numpy()[keep],
                           "seen": np.flatnonzero(keep)})
-    counted = aggregate(frame.groupby(["key", "value"], sort=False), n=("seen", "size"), seen=("seen", "min")).reset_index()
+    counted = aggregate(frame.groupby(["key", "value"], sort=False), n=("seen", "size"),
+                        seen=("seen", "min")).reset_index()
     best = counted.sort_values(["n", "seen"], ascending=[False, True], kind="stable").drop_duplicates("key")
     return best.set_index("key")["value"].astype(object)

@@ -45,7 +45,8 @@ def _category_by_time(events: pd.DataFrame, key: pd.Series) -> pd.Series:
 def top_kernels(events: pd.DataFrame, n: int) -> pd.DataFrame:
     """Kernels (and copies) by total time, with the op and module that launch them most often."""
     grouped = _with_modes(aggregate(
-        events.groupby("name", sort=False), count=("dur_ns", "size"), time_ns=("dur_ns", "sum"), mean_ns=("dur_ns", "mean")),
+        events.groupby("name", sort=False), count=("dur_ns", "size"), time_ns=("dur_ns", "sum"),
+        mean_ns=("dur_ns", "mean")),
         events, events["name"], ("op", "module"))
     grouped.insert(0, "category", _category_by_time(events, events["name"]))
     grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
@@ -63,7 +64,8 @@ def top_ops(events: pd.DataFrame, n: int) -> pd.DataFrame:
     rows = events.assign(signature=_signature(events))
     calls = rows.groupby("signature", sort=False)["op_id"].nunique()
     grouped = _with_modes(aggregate(
-        rows.groupby("signature", sort=False), op=("op", "first"), kernels=("dur_ns", "size"), time_ns=("dur_ns", "sum")), rows, rows["signature"], ("module",))
+        rows.groupby("signature", sort=False), op=("op", "first"), kernels=("dur_ns", "size"),
+        time_ns=("dur_ns", "sum")), rows, rows["signature"], ("module",))
     grouped.insert(1, "category", _category_by_time(rows, rows["signature"]))
     grouped["calls"] = calls
     grouped["kernels_per_call"] = grouped["kernels"] / grouped["calls"].where(grouped["calls"] > 0)
@@ -77,12 +79,14 @@ def launch_stats(events: pd.DataFrame) -> pd.DataFrame:
     queueing plus launch latency), median and 90th percentile, in ns."""
     rows = events[events["launch_api"].notna()]
     calls = aggregate(
-        rows.groupby(["launch_api", "correlation"], sort=False), kernels=("dur_ns", "size"), host_ns=("launch_dur_ns", "first"), first_start_ns=("start_ns", "min"),
+        rows.groupby(["launch_api", "correlation"], sort=False), kernels=("dur_ns", "size"),
+        host_ns=("launch_dur_ns", "first"), first_start_ns=("start_ns", "min"),
         launch_start_ns=("launch_start_ns", "first")).reset_index()
     calls["latency_ns"] = (calls["first_start_ns"] - calls["launch_start_ns"].astype("Int64")).astype("float64")
     calls["host_ns"] = calls["host_ns"].astype("float64")
     out = aggregate(
-        calls.groupby("launch_api"), launches=("kernels", "size"), kernels=("kernels", "sum"), host_median_ns=("host_ns", "median"),
+        calls.groupby("launch_api"), launches=("kernels", "size"), kernels=("kernels", "sum"),
+        host_median_ns=("host_ns", "median"),
         host_p90_ns=("host_ns", lambda s: s.quantile(0.9)), latency_median_ns=("latency_ns", "median"),
         latency_p90_ns=("latency_ns", lambda s: s.quantile(0.9)))
     out["kernels_per_launch"] = out["kernels"] / out["launches"]
@@ -141,7 +145,8 @@ def op_roofline(events: pd.DataFrame, roof: Roof, registry: Registry) -> pd.Data
     per_call["signature"] = per_call["op"] + " " + per_call["dims"].map(str) + " " + per_call["types"].map(
         lambda t: str([x for x in t if x]) if isinstance(t, list) else "")
     out = aggregate(
-        per_call.groupby("signature", sort=False), op=("op", "first"), roof_pipe=("roof_pipe", "first"), calls=("time_ns", "size"), flops=("flops", "first"),
+        per_call.groupby("signature", sort=False), op=("op", "first"), roof_pipe=("roof_pipe", "first"),
+        calls=("time_ns", "size"), flops=("flops", "first"),
         dram_bytes=("dram_bytes", "first"), time_ns=("time_ns", "sum"), kernels_per_call=("kernels", "mean"),
         ncu_flops=("ncu_flops", "mean"), ncu_dram_bytes=("ncu_dram_bytes", "mean"))
     out["duration_ns"] = out["time_ns"] / out["calls"]
