@@ -19,11 +19,15 @@ def md_text(value: object) -> str:
 
 def cells_as_text(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with list and dict cells (input shapes, members) as JSON text, which CSV, JSON records and HTML
-    tables all carry as written."""
+    tables all carry as written; a new frame, or ``frame`` itself where no cell is one (only a column of Python
+    objects can hold one: the others are not read)."""
+    nested = [c for c, dtype in frame.dtypes.items() if pd.api.types.is_object_dtype(dtype) and
+              any(isinstance(v, (list, dict)) for v in frame[c].to_numpy())]
+    if not nested:
+        return frame
     out = frame.copy()
-    for column in out.columns:
-        if any(isinstance(v, (list, dict)) for v in out[column]):
-            out[column] = out[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
+    for column in nested:
+        out[column] = out[column].map(lambda v: json.dumps(v) if isinstance(v, (list, dict)) else v)
     return out
 
 

@@ -15,6 +15,7 @@ import pytest
 import fuseprof.parse.store as store_module
 import fuseprof.parse.trace_events as trace_events
 from fuseprof.analysis import analyze
+from fuseprof.analysis.analyze import windowed_events
 from fuseprof.cli import main
 from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.frames import pack_frames, unpack_frame
@@ -72,6 +73,30 @@ def test_frames_keep_each_kind_of_null_and_nested_cells() -> None:
     pd.testing.assert_frame_equal(back, frame, check_exact=True)
     assert back["shapes"].iloc[1] is None and back["shapes"].iloc[3] is pd.NA and np.isnan(back["shapes"].iloc[2])
     assert back["text"].iloc[1] is None and np.isnan(back["text"].iloc[2])
+
+
+@pytest.mark.parametrize("storage", ["python", "pyarrow"])
+def test_frames_keep_text_dtypes_with_their_storage_in_the_labels_too(storage: str) -> None:
+    text = pd.StringDtype(storage, na_value=np.nan)
+    frame = pd.DataFrame({"kind": pd.array(["kernel", None, "memcpy"], dtype=text),
+                          "op": pd.array(["aten::mm", "x", None], dtype=pd.StringDtype(storage))},
+                         index=pd.Index(["a", "b", "c"], dtype=text))
+    frame.columns = pd.Index(frame.columns, dtype=text)
+    data, spans = pack_frames({"f": frame})
+    back = unpack_frame(data)
+    pd.testing.assert_frame_equal(back, frame, check_exact=True)
+    assert (back.columns.dtype, back.index.dtype, back["op"].dtype) == (text, text, pd.StringDtype(storage))
+
+
+def test_tables_hold_python_backed_text_whatever_the_callers_setting() -> None:
+    """The decoder and the analysis build their tables with pandas' Python-backed text (fuseprof.parse.text_arrays),
+    so a table is the same whoever made it; the caller's own setting is left as it was."""
+    with pd.option_context("mode.string_storage", "pyarrow"):
+        tables = read_trace_tables(EAGER)
+        events = windowed_events(tables).events
+        assert pd.get_option("mode.string_storage") == "pyarrow"
+    text = [d for d in [*tables.gpu.dtypes, *events.dtypes] if isinstance(d, pd.StringDtype)]
+    assert len(text) > 5 and {d.storage for d in text} == {"python"}
 
 
 def test_a_warm_run_reads_the_store_and_gives_the_same_answer(store: Path, monkeypatch) -> None:

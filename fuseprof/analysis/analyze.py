@@ -34,6 +34,7 @@ from fuseprof.model.registry_data import DEFAULT
 from fuseprof.model.roofline import Roof, capture_roof
 from fuseprof.parse.dispatch import inside
 from fuseprof.parse.execution_trace import is_execution_trace
+from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.trace_events import TraceTables
 
 
@@ -190,6 +191,7 @@ def no_gpu_reason(tables: TraceTables) -> str:
     return "it holds no CPU op or runtime call either (an empty or foreign trace)"
 
 
+@python_strings()
 def windowed_events(tables: TraceTables, options: Options = Options(), captures: Sequence[TraceTables] = (),
                     ncu_rows: pd.DataFrame | None = None) -> WindowedEvents:
     """The events an analysis's tables are computed from (a stored analysis rebuilds them with this
@@ -208,6 +210,7 @@ def windowed_events(tables: TraceTables, options: Options = Options(), captures:
     return WindowedEvents(every, events, mask, window, graph_check, iterations)
 
 
+@python_strings()
 def analyze_tables(tables: TraceTables, options: Options = Options(), name: str | None = None,
                    captures: Sequence[TraceTables] = (), ncu_rows: pd.DataFrame | None = None,
                    execution_trace: pd.DataFrame | None = None) -> TraceAnalysis:

@@ -11,7 +11,7 @@ tables the decoder made, to the bit.
 
 A store entry holds a trace's ten decoded tables or an analysis's two dozen, most of them a few rows: written as
 one file each, opening, framing and closing a file cost more than the rows (a rank of a generated rank set: 33
-Parquet files, ~15 ms). ``pack_frames`` writes them as Arrow IPC streams one after another in one buffer (zstd
+Parquet files, ~15 ms). ``pack_frames`` writes them as Arrow IPC streams one after another in one buffer (LZ4
 per column buffer), and names each one's span; ``unpack_frame`` reads one back. The store checks each
 span's SHA-256 before it decodes it.
 """
@@ -132,7 +132,8 @@ def frame_table(frame: pd.DataFrame) -> pa.Table:
     arrays.append(pa.Array.from_pandas(frame.index.to_series(index=None)))
     names.append("__index__")
     meta = {"dtypes": dtypes, "codecs": codecs, "columns": [str(c) for c in frame.columns],
-            "index_name": frame.index.name, "index_dtype": str(frame.index.dtype),
+            "index_name": frame.index.name, "index_dtype": _dtype_name(frame.index.dtype),
+            "columns_dtype": _dtype_name(frame.columns.dtype),
             "range_index": isinstance(frame.index, pd.RangeIndex)}
     return pa.Table.from_arrays(arrays, names=names).replace_schema_metadata({_META: json.dumps(meta).encode()})
 
@@ -143,7 +144,7 @@ def table_frame(table: pa.Table) -> pd.DataFrame:
     index_values = table.column("__index__").to_pandas()
     index = pd.RangeIndex(len(index_values)) if meta["range_index"] and (
         index_values.to_numpy() == np.arange(len(index_values))).all() else pd.Index(
-        index_values.to_numpy(), dtype=meta["index_dtype"])
+        index_values.to_numpy(), dtype=_dtype(meta["index_dtype"]))
     out = {}
     for column in meta["columns"]:
         dtype, data = meta["dtypes"][column], table.column(column)
@@ -159,12 +160,15 @@ def table_frame(table: pa.Table) -> pd.DataFrame:
             series = data.to_pandas()
             series.index = index
             out[column] = series if _dtype_name(series.dtype) == dtype else series.astype(_dtype(dtype))
-    result = pd.DataFrame(out, index=index, columns=meta["columns"]) if out else pd.DataFrame(index=index)
+    if out:  # the labels' dtype as written (text labels: their storage too)
+        result = pd.DataFrame(out, index=index, columns=pd.Index(meta["columns"], dtype=_dtype(meta["columns_dtype"])))
+    else:
+        result = pd.DataFrame(index=index)
     result.index.name = meta["index_name"]
     return result
 
 
-_IPC = pa.ipc.IpcWriteOptions(compression="zstd")
+_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 Spans = dict[str, tuple[int, int]]  # frame name -> (offset, length) in a pack
 
 

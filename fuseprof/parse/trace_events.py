@@ -41,6 +41,7 @@ import pandas as pd
 
 from fuseprof.errors import FuseprofWarning, NotATraceError, TraceFormatError
 from fuseprof.parse.nesting import around, innermost
+from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.textio import read_bytes
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -664,6 +665,7 @@ def _joined_ops(by_kind: dict[str, list[_Event]], gpu_args: list[Any], launch_ar
     return [e for e, k in zip(by_kind["ops"], kept) if k], _host_leaves(by_kind["ops"], kept), forward
 
 
+@python_strings()
 def read_trace_tables(path: Path) -> TraceTables:
     """Decode ``path`` (``.json`` or ``.json.gz``) into ``TraceTables``."""
     trace, base_ns = _decode(path)

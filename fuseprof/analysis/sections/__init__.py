@@ -26,6 +26,7 @@ import pandas as pd
 
 from fuseprof.analysis.iterations import NONE as NO_ITERATIONS
 from fuseprof.analysis.iterations import Iterations
+from fuseprof.parse.text_arrays import python_strings
 
 if TYPE_CHECKING:
     from fuseprof.analysis.analyze import TraceAnalysis
@@ -196,6 +197,7 @@ def build_all(context: Context) -> dict[str, pd.DataFrame]:
     return context.built
 
 
+@python_strings()
 def build_across(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
     """The across-ranks sections' tables for several ranks' analyses (their collectives grouped and matched once
     for all of them: ``ranks.one_rank_set``)."""
