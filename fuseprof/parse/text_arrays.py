@@ -3,8 +3,8 @@
 Why: pandas 3 infers a column of text as ``str`` backed by Arrow where pyarrow is installed. Each operation on such
 a column (a row filter's take, a cast, ``to_numpy``, a factorize) is a ``pyarrow.compute`` call costing tens of µs
 whatever the rows, and an analysis filters, joins and groups its tables of a few hundred rows thousands of times:
-the Python-backed arrays of the same dtype (pandas' ``mode.string_storage``) cut a rank's analysis by ~8% of its
-instructions under callgrind (``scripts/bench_instructions.py``). They hold the same values under the same
+the Python-backed arrays of the same dtype (pandas' ``mode.string_storage``) cut two ranks' cold analysis by 7% of
+its instructions under callgrind. They hold the same values under the same
 missing-value rules, and the answers are the same to the byte (``scripts/snapshot_analyses.py`` on every committed
 and shared trace). What builds a trace's tables runs inside it — the decoder (``read_trace_tables``), the analysis
 (``windowed_events``, ``analyze_tables``), the across-ranks tables (``build_across``) — so the tables hold the same
