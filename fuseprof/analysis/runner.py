@@ -75,7 +75,7 @@ class Job:
 
 Facts = tuple[str, bool, bool, list[str]]  # content key, replays graphs, is a capture trace, decoding's warnings
 
-_LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: its pass 2 reads no Parquet
+_LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: its pass 2 reads them from no file
 
 
 def _tables(store: TraceStore, path: Path, key: str) -> TraceTables:

@@ -1,6 +1,6 @@
 """A trace verb's whole answer kept in the trace store, and given back when nothing that shaped it changed.
 
-Why: a stored analysis still costs importing pandas and pyarrow (half a second) and one Parquet read per table,
+Why: a stored analysis still costs importing pandas and pyarrow (half a second) and reading its tables back,
 about 0.2 s a rank; a user, a script or CI asking the same question of the same traces again wants the same text
 back at the cost of hashing the files. The answer is kept under a key of everything that shapes it:
 

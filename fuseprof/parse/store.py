@@ -180,7 +180,7 @@ class TraceStore:
     def put_frames(self, key: str, part: str, frames: dict[str, pd.DataFrame], meta: dict[str, Any],
                    background: bool = False) -> bool:
         """Store ``frames`` and ``meta`` (JSON) under ``key``/``part``, whole or not at all; whether it
-        is there now. ``background``: in a thread, while the caller goes on (Parquet's encoding and
+        is there now. ``background``: in a thread, while the caller goes on (Arrow's encoding and
         compression run outside the GIL, on another core); ``wait_for_writes`` (which ``analyze`` calls
         before it returns, and any read of the store calls first) waits for it. The frames must not change
         meanwhile."""
