@@ -41,3 +41,8 @@ def test_aggregate_is_pandas_named_aggregation(events: pd.DataFrame, keys: str |
     pd.testing.assert_frame_equal(aggregate(grouped, **NAMED), expected, check_exact=True)
     if rows == "all" and keys == "name":
         assert len(expected) > 1  # groups, not one: the kernels' names say something on every trace here
+
+
+def test_a_groupby_without_its_groups_as_index_is_refused(events: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match="as_index=False"):
+        aggregate(events.groupby("name", as_index=False), count=("dur_ns", "size"))

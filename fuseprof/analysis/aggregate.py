@@ -18,6 +18,9 @@ from pandas.core.groupby import DataFrameGroupBy
 
 def aggregate(grouped: DataFrameGroupBy, **named: tuple[str, str | Callable[[pd.Series], Any]]) -> pd.DataFrame:
     """``grouped.agg(**named)``: each ``name=(column, how)`` — ``how`` a reduction's name (``sum``, ``size``,
-    ``first``, ``min``, ``max``, ``mean``, ``median``, ``nunique``) or a function of one group's values."""
+    ``first``, ``min``, ``max``, ``mean``, ``median``, ``nunique``) or a function of one group's values. The groups
+    index the result (``as_index``, pandas' default; a groupby without it is refused)."""
+    if not grouped.as_index:
+        raise ValueError("aggregate: a groupby with as_index=False (its reductions are frames, not columns)")
     return pd.DataFrame({name: getattr(grouped[column], how)() if isinstance(how, str) else grouped[column].agg(how)
                          for name, (column, how) in named.items()})

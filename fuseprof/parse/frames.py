@@ -160,10 +160,10 @@ def table_frame(table: pa.Table) -> pd.DataFrame:
             series = data.to_pandas()
             series.index = index
             out[column] = series if _dtype_name(series.dtype) == dtype else series.astype(_dtype(dtype))
-    if out:  # the labels' dtype as written (text labels: their storage too)
-        result = pd.DataFrame(out, index=index, columns=pd.Index(meta["columns"], dtype=_dtype(meta["columns_dtype"])))
-    else:
-        result = pd.DataFrame(index=index)
+    result = pd.DataFrame(out, index=index, columns=meta["columns"]) if out else pd.DataFrame(index=index)
+    labels = _dtype(meta["columns_dtype"])
+    if out and (isinstance(labels, pd.StringDtype) or labels == "object"):  # text labels: their dtype and storage
+        result.columns = pd.Index(meta["columns"], dtype=labels)  # (other labels come back as their text, as written)
     result.index.name = meta["index_name"]
     return result
 

@@ -1,26 +1,49 @@
-"""Text in pandas' Python-backed string arrays while a trace is analysed.
+"""Text in pandas' Python-backed string arrays while a trace's tables are built.
 
 Why: pandas 3 infers a column of text as ``str`` backed by Arrow where pyarrow is installed. Each operation on such
 a column (a row filter's take, a cast, ``to_numpy``, a factorize) is a ``pyarrow.compute`` call costing tens of µs
 whatever the rows, and an analysis filters, joins and groups its tables of a few hundred rows thousands of times:
 the Python-backed arrays of the same dtype (pandas' ``mode.string_storage``) cut two ranks' cold analysis by 7% of
-its instructions under callgrind. They hold the same values under the same
-missing-value rules, and the answers are the same to the byte (``scripts/snapshot_analyses.py`` on every committed
-and shared trace). What builds a trace's tables runs inside it — the decoder (``read_trace_tables``), the analysis
-(``windowed_events``, ``analyze_tables``), the across-ranks tables (``build_across``) — so the tables hold the same
-dtypes whoever calls them: the runner, a library caller, a stored analysis rebuilding its events. The caller's own
-setting is restored after, since a library call must not change its host's session."""
+its instructions under callgrind. They hold the same values under the same missing-value rules, and the answers are
+the same to the byte (``scripts/snapshot_analyses.py`` on every committed and shared trace). What builds a trace's
+tables runs inside it — the decoder (``read_trace_tables``), the analysis (``windowed_events``, ``analyze_tables``),
+the across-ranks tables (``build_across``) — so the tables hold the same dtypes whoever calls them: the runner, a
+library caller, a stored analysis rebuilding its events.
+
+The setting is the process's (pandas has no per-thread options), so blocks that overlap in several threads (a Dask
+worker's threads, a caller's thread pool) share one: the first to enter sets it, the last to leave puts back what
+was there before the first, and no block sees it change under it. The caller's own setting is restored after,
+since a library call must not change its host's session; another thread of the host running pandas meanwhile
+makes its text Python-backed too (the same values)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pandas as pd
+
+_OPTION = "mode.string_storage"
+_LOCK = threading.Lock()
+_inside = 0  # blocks open now, in every thread
+_before: Any = None  # the setting the first of them found
 
 
 @contextmanager
 def python_strings() -> Iterator[None]:
     """pandas' string storage ``python`` inside the block (or the function it decorates: ``@python_strings()``)."""
-    with pd.option_context("mode.string_storage", "python"):
+    global _inside, _before
+    with _LOCK:
+        if _inside == 0:
+            _before = pd.get_option(_OPTION)
+            pd.set_option(_OPTION, "python")
+        _inside += 1
+    try:
         yield
+    finally:
+        with _LOCK:
+            _inside -= 1
+            if _inside == 0:
+                pd.set_option(_OPTION, _before)
