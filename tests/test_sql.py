@@ -25,7 +25,10 @@ def test_top_kernels_equal_the_analysis_table() -> None:
               "ORDER BY time_ns DESC, name LIMIT 15", [result])
     expected = result.top_kernels[["name", "count", "time_ns"]].sort_values(["time_ns", "name"],
                                                                              ascending=[False, True])
-    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), check_dtype=False)
+    # values and names to the bit; not the text's storage (the analysis holds Python-backed text:
+    # fuseprof.parse.text_arrays; DuckDB's answer is built with pandas' default)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), check_dtype=False,
+                                  check_column_type=False)
 
 
 def test_gemm_time_per_step_equals_each_steps_categories() -> None:
