@@ -14,16 +14,17 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from fuseprof.parse.held_setting import HeldSetting
+
 FIRST_GENERATION_THRESHOLD = 100_000
+_THRESHOLDS: HeldSetting[tuple[int, ...]] = HeldSetting(
+    gc.get_threshold, lambda t: gc.set_threshold(*t),
+    lambda found: (max(found[0], FIRST_GENERATION_THRESHOLD), *found[1:]))
 
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """The collector's first threshold at least ``FIRST_GENERATION_THRESHOLD`` inside the block (or the function
-    it decorates: ``@fewer_collections()``)."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], FIRST_GENERATION_THRESHOLD), *before[1:])
-    try:
+    it decorates: ``@fewer_collections()``); blocks that overlap in threads share it (``fuseprof.parse.held_setting``)."""
+    with _THRESHOLDS.block():
         yield
-    finally:
-        gc.set_threshold(*before)

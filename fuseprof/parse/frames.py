@@ -11,9 +11,9 @@ tables the decoder made, to the bit.
 
 A store entry holds a trace's ten decoded tables or an analysis's two dozen, most of them a few rows: written as
 one file each, opening, framing and closing a file cost more than the rows (a rank of a generated rank set: 33
-Parquet files, 62 ms to write; packed, 19 ms). ``pack_frames`` writes them as Arrow IPC streams one after another in one buffer (LZ4
-per column buffer), and names each one's span; ``unpack_frame`` reads one back. The store checks each
-span's SHA-256 before it decodes it.
+Parquet files, 62 ms to write; packed, 19 ms). ``pack_frames`` writes them as Arrow IPC streams one after another
+in one buffer (LZ4 per column buffer), and names each one's span; ``unpack_frame`` reads one back. The store checks
+each span's SHA-256 before it decodes it.
 """
 
 from __future__ import annotations

@@ -227,7 +227,8 @@ class TraceStore:
 
                 data, where = pack_frames(frames)
                 (tmp / _PACK).write_bytes(data)
-                spans = {name: (start, length, hashlib.sha256(data[start:start + length]).hexdigest())
+                view = memoryview(data)  # each span hashed where it lies, not copied out
+                spans = {name: (start, length, hashlib.sha256(view[start:start + length]).hexdigest())
                          for name, (start, length) in where.items()}
             (tmp / _MANIFEST).write_text(json.dumps({"frames": spans, "meta": meta,
                                                      "meta_sha256": _meta_digest(meta)}))

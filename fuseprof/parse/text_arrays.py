@@ -10,40 +10,27 @@ tables runs inside it — the decoder (``read_trace_tables``), the analysis (``w
 the across-ranks tables (``build_across``) — so the tables hold the same dtypes whoever calls them: the runner, a
 library caller, a stored analysis rebuilding its events.
 
-The setting is the process's (pandas has no per-thread options), so blocks that overlap in several threads (a Dask
-worker's threads, a caller's thread pool) share one: the first to enter sets it, the last to leave puts back what
-was there before the first, and no block sees it change under it. The caller's own setting is restored after,
-since a library call must not change its host's session; another thread of the host running pandas meanwhile
-makes its text Python-backed too (the same values)."""
+The setting is the process's (pandas has no per-thread options): ``fuseprof.parse.held_setting`` holds it while
+any block is open in any thread and puts back the caller's own after the last, since a library call must not change
+its host's session; another thread of the host running pandas meanwhile makes its text Python-backed too (the same
+values)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pandas as pd
 
+from fuseprof.parse.held_setting import HeldSetting
+
 _OPTION = "mode.string_storage"
-_LOCK = threading.Lock()
-_inside = 0  # blocks open now, in every thread
-_before: Any = None  # the setting the first of them found
+_STORAGE: HeldSetting[str] = HeldSetting(lambda: pd.get_option(_OPTION), lambda v: pd.set_option(_OPTION, v),
+                                         lambda _found: "python")
 
 
 @contextmanager
 def python_strings() -> Iterator[None]:
     """pandas' string storage ``python`` inside the block (or the function it decorates: ``@python_strings()``)."""
-    global _inside, _before
-    with _LOCK:
-        if _inside == 0:
-            _before = pd.get_option(_OPTION)
-            pd.set_option(_OPTION, "python")
-        _inside += 1
-    try:
+    with _STORAGE.block():
         yield
-    finally:
-        with _LOCK:
-            _inside -= 1
-            if _inside == 0:
-                pd.set_option(_OPTION, _before)
