@@ -96,39 +96,6 @@ def test_frames_with_labels_that_are_not_text_keep_their_values() -> None:
         assert list(back.columns) == [str(x) for x in labels] and back.to_numpy().tolist() == [[1, 2], [3, 4]]
 
 
-def test_python_backed_text_holds_while_blocks_overlap_in_threads() -> None:
-    """Two threads' blocks overlap (A enters, B enters, A leaves, B leaves): B keeps Python-backed text after A
-    has left, and the setting from before A comes back only when B leaves."""
-    import threading
-
-    from fuseprof.parse.text_arrays import python_strings
-
-    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
-    seen: dict[str, str] = {}
-
-    def first() -> None:
-        with python_strings():
-            a_in.set()
-            b_in.wait(10)
-        a_out.set()
-
-    def second() -> None:
-        a_in.wait(10)
-        with python_strings():
-            b_in.set()
-            a_out.wait(10)
-            seen["b after a left"] = pd.Series(["x"]).dtype.storage
-        seen["after both"] = pd.get_option("mode.string_storage")
-
-    with pd.option_context("mode.string_storage", "pyarrow"):
-        threads = [threading.Thread(target=first), threading.Thread(target=second)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(20)
-    assert seen == {"b after a left": "python", "after both": "pyarrow"}
-
-
 def test_tables_hold_python_backed_text_whatever_the_callers_setting() -> None:
     """The decoder and the analysis build their tables with pandas' Python-backed text (fuseprof.parse.text_arrays),
     so a table is the same whoever made it; the caller's own setting is left as it was."""
