@@ -52,7 +52,7 @@ import pandas as pd
 
 from fuseprof.analysis.graphs import KERNEL_LAUNCH, capture_numbers, kernel_launches, outermost
 from fuseprof.analysis.timeline import stream_labels
-from fuseprof.model.intervals import union_ns
+from fuseprof.model.intervals import apart, union_ns
 from fuseprof.parse.trace_events import TraceTables
 
 LONE_GAP_NS, LONE_GAP_SHARE = 10**9, 0.5  # one idle stretch over 1 s holding over half the span: not one run
@@ -82,13 +82,17 @@ def _pct(part: float, whole: float) -> float:
 
 
 def _overlap_on_streams(events: pd.DataFrame) -> int:
-    total = 0
+    """The kernels' time that overlaps another kernel's of the same stream (a stream of one GPU: two GPUs share
+    stream ids): every stream's at once, its intervals apart from the others' (``intervals.apart``)."""
     kernels = events[events["kind"].isin(["kernel", "communication"])]
-    for _, part in kernels.groupby(stream_labels(kernels)):  # a stream of one GPU: two GPUs share stream ids
-        start = part["start_ns"].to_numpy(np.int64)
-        end = start + part["dur_ns"].to_numpy(np.int64)
-        total += int((end - start).sum()) - union_ns(start, end)
-    return total
+    codes, streams = pd.factorize(stream_labels(kernels))
+    kept = codes >= 0
+    start = kernels["start_ns"].to_numpy(np.int64)[kept]
+    end = start + kernels["dur_ns"].to_numpy(np.int64)[kept]
+    moved = apart(codes[kept], start, end, len(streams))
+    unions = union_ns(*moved[:2]) if moved is not None else \
+        sum(union_ns(start[codes[kept] == k], end[codes[kept] == k]) for k in range(len(streams)))
+    return int((end - start).sum()) - unions
 
 
 def _largest_gap(events: pd.DataFrame) -> int:

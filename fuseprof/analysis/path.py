@@ -78,16 +78,13 @@ def path_top(graphs: Sequence[StepGraph], path: pd.DataFrame, top: int) -> pd.Da
     if path.empty:
         return pd.DataFrame(columns=columns)
     keyed = path.assign(**{c: path[c].astype(object).where(path[c].notna(), "") for c in _GROUP})
-    grouped = keyed.groupby(_GROUP, sort=False)["dur_ns"].sum().sort_values(ascending=False, kind="stable")
-    table = grouped.head(top).reset_index().rename(columns={"dur_ns": "time_ns"})
+    groups = keyed.groupby(_GROUP, sort=False)
+    grouped = groups["dur_ns"].sum().sort_values(ascending=False, kind="stable").head(top)
+    table = grouped.reset_index().rename(columns={"dur_ns": "time_ns"})
     table["share_pct"] = 100.0 * table["time_ns"] / max(int(path["dur_ns"].sum()), 1)
-    columns_of = {c: keyed[c].to_numpy() for c in (*_GROUP, "graph", "item", "to_item", "dep", "dur_ns")}
-    rows = []
-    for row in table.itertuples():
-        match = np.ones(len(keyed), bool)
-        for c in _GROUP:
-            match &= columns_of[c] == getattr(row, c)
-        rows.append({c: columns_of[c][match] for c in ("graph", "item", "to_item", "dep", "dur_ns")})
+    columns_of = {c: keyed[c].to_numpy() for c in ("graph", "item", "to_item", "dep", "dur_ns")}
+    members = groups.indices  # each group's rows, in the path's order
+    rows = [{c: values[members[key]] for c, values in columns_of.items()} for key in grouped.index]
     table["step_saving_if_zero_ns"] = _savings(graphs, rows)
     return table[columns]
 
@@ -97,13 +94,15 @@ def _savings(graphs: Sequence[StepGraph], rows: list[dict[str, np.ndarray]]) -> 
     arrays) took no time: every row's plans replayed at once (``whatif.step_times``)."""
     plans, involved = [], np.zeros((len(rows), len(graphs)), bool)
     for r, segments in enumerate(rows):
-        by_graph = segments["graph"].astype(np.int64)
+        order = np.argsort(segments["graph"].astype(np.int64), kind="stable")  # each step's segments together
+        by_graph = segments["graph"].astype(np.int64)[order]
+        columns = [segments[c].astype(np.int64)[order].tolist() for c in ("item", "to_item", "dep", "dur_ns")]
+        cuts = [0, *(np.flatnonzero(np.diff(by_graph)) + 1).tolist(), len(by_graph)] if len(by_graph) else [0]
         plan = [Plan() for _ in graphs]
-        for k in np.unique(by_graph).tolist():
-            mine = by_graph == k
+        for a, b in zip(cuts, cuts[1:]):
+            k = int(by_graph[a])
             involved[r, k] = True
-            plan[k] = zero_plan(graphs[k], *(segments[c][mine].astype(np.int64).tolist()
-                                             for c in ("item", "to_item", "dep", "dur_ns")))
+            plan[k] = zero_plan(graphs[k], *(values[a:b] for values in columns))
         plans.append(plan)
     spans = np.array([g.span_ns for g in graphs], np.int64)
     saved = np.where(involved, spans - step_times(graphs, plans), 0)

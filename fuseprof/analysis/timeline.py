@@ -15,46 +15,71 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fuseprof.model.intervals import merge, overlap_ns, union_ns
+from fuseprof.model.intervals import apart, covered_ns, group_sums, merge
 
 
 def breakdown(gpu: pd.DataFrame) -> dict[str, int]:
     """span, busy, idle and busy by kind of one set of GPU events (the module docstring's formulas)."""
     start = gpu["start_ns"].to_numpy(np.int64)
-    return _breakdown(start, start + gpu["dur_ns"].to_numpy(np.int64), gpu["kind"].to_numpy(object))
+    codes = np.zeros(start.size, np.int64)
+    if not start.size:
+        return {"span_ns": 0, "busy_ns": 0, "idle_ns": 0, **dict.fromkeys(_BY_KIND, 0), "events": 0}
+    return _totals(codes, start, start + gpu["dur_ns"].to_numpy(np.int64), gpu["kind"].to_numpy(object), 1)[0]
 
 
 def breakdowns(gpu: pd.DataFrame, key: pd.Series | str) -> list[tuple[object, dict[str, int]]]:
     """``breakdown`` of each group of ``gpu`` by ``key`` (as ``groupby(key, sort=False)`` makes them: a missing
-    key is no group), in the groups' order: the columns read once, each group its slice of them (a trace of
-    many steps pays numpy's cost per step, not pandas's)."""
+    key is no group), in the groups' order, every group at once on arrays (``intervals.apart``): a trace of many
+    steps pays numpy's cost once, not once per step."""
+    groups = list(gpu.groupby(key, sort=False).indices.items())
+    codes = np.full(len(gpu), -1, np.int64)
+    for k, (_, rows) in enumerate(groups):
+        codes[rows] = k
+    kept = codes >= 0
     start = gpu["start_ns"].to_numpy(np.int64)
     end, kind = start + gpu["dur_ns"].to_numpy(np.int64), gpu["kind"].to_numpy(object)
-    grouped = gpu.groupby(key, sort=False)
-    return [(group, _breakdown(start[rows], end[rows], kind[rows])) for group, rows in grouped.indices.items()]
+    totals = _totals(codes[kept], start[kept], end[kept], kind[kept], len(groups))
+    return [(group, totals[k]) for k, (group, _) in enumerate(groups)]
 
 
-def _breakdown(start: np.ndarray, end: np.ndarray, kind: np.ndarray) -> dict[str, int]:
-    def merged(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return merge(start[mask], end[mask])
+_BY_KIND = ("computation_ns", "communication_ns", "exposed_communication_ns", "memcpy_ns", "exposed_memcpy_ns",
+            "memset_ns")
 
-    compute = merged(kind == "kernel")
-    comm = merged(kind == "communication")
-    memcpy = merged(kind == "memcpy")
-    memset = merged(kind == "memset")
 
-    def total(m: tuple[np.ndarray, np.ndarray]) -> int:
-        return int((m[1] - m[0]).sum())
+def _totals(codes: np.ndarray, start: np.ndarray, end: np.ndarray, kind: np.ndarray, groups: int
+            ) -> list[dict[str, int]]:
+    """The module docstring's formulas for each of ``groups`` non-empty groups (``codes``: each event's)."""
+    moved = apart(codes, start, end, groups) if groups > 1 else (start, end, 0)
+    if moved is None:  # beyond int64 on one line: group by group
+        return [_totals(np.zeros(int(m.sum()), np.int64), start[m], end[m], kind[m], 1)[0]
+                for m in (codes == k for k in range(groups))]
+    s, e, width = moved
 
-    span = int(end.max() - start.min()) if start.size else 0
-    busy = union_ns(start, end)
-    return {
-        "span_ns": span, "busy_ns": busy, "idle_ns": span - busy,
-        "computation_ns": total(compute), "communication_ns": total(comm),
-        "exposed_communication_ns": total(comm) - overlap_ns(comm, compute),
-        "memcpy_ns": total(memcpy), "exposed_memcpy_ns": total(memcpy) - overlap_ns(memcpy, compute),
-        "memset_ns": total(memset), "events": int(start.size),
-    }
+    def group_of(points: np.ndarray) -> np.ndarray:
+        return points // width if width else np.zeros(points.size, np.int64)
+
+    def merged(mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return merge(s, e) if mask is None else merge(s[mask], e[mask])
+
+    def total(m: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        return group_sums(group_of(m[0]), m[1] - m[0], groups)
+
+    def exposed(m: tuple[np.ndarray, np.ndarray], under: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        return total(m) - group_sums(group_of(m[0]), covered_ns(under, m[0], m[1]), groups)
+
+    compute, comm = merged(kind == "kernel"), merged(kind == "communication")
+    memcpy, memset = merged(kind == "memcpy"), merged(kind == "memset")
+    last, first = np.full(groups, np.iinfo(np.int64).min), np.full(groups, np.iinfo(np.int64).max)
+    np.maximum.at(last, codes, end)
+    np.minimum.at(first, codes, start)
+    span, busy = last - first, total(merged())
+    columns = {"span_ns": span, "busy_ns": busy, "idle_ns": span - busy,
+               "computation_ns": total(compute), "communication_ns": total(comm),
+               "exposed_communication_ns": exposed(comm, compute),
+               "memcpy_ns": total(memcpy), "exposed_memcpy_ns": exposed(memcpy, compute),
+               "memset_ns": total(memset), "events": np.bincount(codes, minlength=groups)}
+    lists = {name: values.tolist() for name, values in columns.items()}
+    return [{name: values[k] for name, values in lists.items()} for k in range(groups)]
 
 
 def stream_labels(gpu: pd.DataFrame) -> pd.Series:

@@ -43,3 +43,26 @@ def covered_ns(merged: tuple[np.ndarray, np.ndarray], start: np.ndarray, end: np
     if merged[0].size == 0:
         return np.zeros(start.size, np.int64)
     return _measure_before(merged, end) - _measure_before(merged, np.minimum(start, end))
+
+
+def apart(codes: np.ndarray, start: np.ndarray, end: np.ndarray, groups: int
+          ) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Intervals of ``groups`` groups (``codes``: each interval's group, 0..groups-1) moved onto one line where no
+    two groups meet: group k's into [k·width, (k+1)·width), its lengths and order unchanged. Then one ``merge``,
+    ``union_ns`` or ``covered_ns`` on the moved intervals is every group's at once, and ``moved // width`` is the
+    group of any point of them. None where int64 cannot hold the line (the caller goes group by group)."""
+    if start.size == 0:
+        return start.astype(np.int64), end.astype(np.int64), 1
+    low = int(min(start.min(), end.min()))
+    width = int(max(start.max(), end.max())) - low + 1
+    if width * groups >= 1 << 62:
+        return None
+    shift = codes.astype(np.int64) * width - low
+    return start + shift, end + shift, width
+
+
+def group_sums(codes: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, the exact int64 sum of ``values`` (``codes``: each value's group)."""
+    out = np.zeros(groups, np.int64)
+    np.add.at(out, codes, values.astype(np.int64))
+    return out

@@ -1,0 +1,81 @@
+"""Every step's timeline at once (``timeline.breakdowns`` on ``intervals.apart``) against a plain sweep over each
+step's own GPU events, on real traces; the same where the groups cannot share one int64 line (the group-by-group
+path: the trace's clock jumps); and each stream's kernel overlap at once against a sweep per stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fuseprof.analysis.analyze import Options, windowed_events
+from fuseprof.analysis.integrity import _overlap_on_streams
+from fuseprof.analysis.timeline import breakdowns
+from fuseprof.model.intervals import apart
+from fuseprof.parse.trace_events import read_trace_tables
+from tests.conftest import FIXTURES, TRACES, covered_ns, shared_traces
+
+REAL = {"tp2": lambda: FIXTURES / "tp2" / "tp_mlp-rank0.json.gz",  # GEMM, elementwise, GEMM, all-reduce per step
+        "register sweep": lambda: TRACES / "rmsnorm_swiglu_register_sweep-float16-h200-20261129t094431z" / "raw"
+        / "profiler_trace.json.gz",
+        "b200": lambda: FIXTURES / "thirdparty" / "b200_eager.json.gz",  # kernels that overlap on one stream
+        # communication and memcpy beside the kernels, on streams of their own
+        "ddp": lambda: shared_traces() / "h200_2gpu" / "ddp_step_rank0.json.gz",
+        "mi300 resnet": lambda: shared_traces() / "mi300_resnet_act_checkpoint.json.gz"}
+
+
+def _events(name: str) -> pd.DataFrame:
+    return windowed_events(read_trace_tables(REAL[name]()), Options()).events
+
+
+def _swept(part: pd.DataFrame) -> dict[str, int]:
+    """One group's timeline by the tests' own sweep (``conftest.covered_ns``) over its rows; time shared by two
+    sets is |A| + |B| - |A ∪ B|."""
+    rows = list(zip(part["start_ns"].tolist(), (part["start_ns"] + part["dur_ns"]).tolist(), part["kind"].tolist()))
+    of = {k: [(s, e) for s, e, kind in rows if kind == k] for k in ("kernel", "communication", "memcpy", "memset")}
+    length = {k: covered_ns(spans) for k, spans in of.items()}
+
+    def exposed(k: str) -> int:  # its time minus the time it shares with computation
+        return length[k] - (length[k] + length["kernel"] - covered_ns(of[k] + of["kernel"]))
+
+    span = max(e for _, e, _ in rows) - min(s for s, _, _ in rows)
+    busy = covered_ns([(s, e) for s, e, _ in rows])
+    return {"span_ns": span, "busy_ns": busy, "idle_ns": span - busy, "computation_ns": length["kernel"],
+            "communication_ns": length["communication"], "exposed_communication_ns": exposed("communication"),
+            "memcpy_ns": length["memcpy"], "exposed_memcpy_ns": exposed("memcpy"), "memset_ns": length["memset"],
+            "events": len(rows)}
+
+
+@pytest.mark.parametrize("name", REAL)
+@pytest.mark.parametrize("jump", [0, 1 << 61], ids=["as recorded", "the clock jumps before the last group"])
+def test_every_groups_timeline_at_once_is_each_groups_own(name: str, jump: int) -> None:
+    """By profiler step (by kind where the trace has no steps); with the last group moved 2⁶¹ ns later, the
+    groups cannot share one int64 line and go one by one, to the same values."""
+    events = _events(name)
+    key = "profiler_step" if events["profiler_step"].notna().any() else "kind"
+    last = events[key] == events[key].dropna().iloc[-1]
+    events = events.assign(start_ns=events["start_ns"] + np.where(last, jump, 0))
+    groups = list(events.groupby(key, sort=False))
+    assert len(groups) >= 2
+    got = breakdowns(events, key)
+    assert [g for g, _ in got] == [g for g, _ in groups]  # the groups' order, as groupby(sort=False) gives them
+    assert [t for _, t in got] == [_swept(part) for _, part in groups]
+    if name in ("ddp", "mi300 resnet"):  # the traces where communication runs under computation
+        assert any(t["exposed_communication_ns"] < t["communication_ns"] for _, t in got)
+    start = events["start_ns"].to_numpy(np.int64)
+    end = start + events["dur_ns"].to_numpy(np.int64)
+    codes = pd.factorize(events[key])[0]
+    assert (apart(codes, start, end, len(groups)) is None) == (jump > 0)
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_kernel_overlap_on_one_stream_is_the_sum_of_each_streams_own(name: str) -> None:
+    events = _events(name)
+    kernels = events[events["kind"].isin(["kernel", "communication"])]
+    want = 0
+    for _, part in kernels.groupby(kernels["stream"].astype(str)):
+        spans = list(zip(part["start_ns"].tolist(), (part["start_ns"] + part["dur_ns"]).tolist()))
+        want += sum(e - s for s, e in spans) - covered_ns(spans)
+    assert _overlap_on_streams(events) == want
+    if name == "b200":
+        assert want > 0
