@@ -47,10 +47,9 @@ class OpGraph:
     _by_consumer: dict[int, dict[int, list[tuple[int, int]]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        for producer, output, consumer, argument in zip(self.edges["producer"], self.edges["output"],
-                                                        self.edges["consumer"], self.edges["argument"]):
-            self._by_consumer.setdefault(int(consumer), {}).setdefault(int(argument), []).append(
-                (int(producer), int(output)))
+        columns = (self.edges[c].astype("int64").tolist() for c in ("producer", "output", "consumer", "argument"))
+        for producer, output, consumer, argument in zip(*columns):
+            self._by_consumer.setdefault(consumer, {}).setdefault(argument, []).append((producer, output))
 
     def producers(self, op_id: int) -> dict[int, list[tuple[int, int]]]:
         """Argument position → the (op, output) that produced it (a TensorList's several); arguments from
@@ -77,10 +76,11 @@ def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry, r
     read regrouped (``ShapeDataflow``)."""
     flow, shapes = ShapeDataflow(reshapes), RecordedShapes()
     edges = []
-    steps = sorted([(s, 0, i) for i, s in enumerate(nodes["start_ns"])] + [(s, 1, i) for i, s in enumerate(
-        views["start_ns"])])  # a view at the same time as an op comes after it (a view of its output)
-    view_rows = list(zip(views["name"], views["input_dims"], views["input_type"], views["concrete"]))
-    node_rows = list(zip(nodes["op_id"], nodes["op"], nodes["input_dims"], nodes["input_type"]))
+    steps = sorted([(s, 0, i) for i, s in enumerate(nodes["start_ns"].tolist())] + [(s, 1, i) for i, s in enumerate(
+        views["start_ns"].tolist())])  # a view at the same time as an op comes after it (a view of its output)
+    view_rows = list(zip(*(views[c].tolist() for c in ("name", "input_dims", "input_type", "concrete"))))
+    node_rows = list(zip(nodes["op_id"].astype("int64").tolist(), *(nodes[c].tolist() for c in ("op", "input_dims",
+                                                                                                 "input_type"))))
     for _, is_view, i in steps:
         if is_view:
             name, dims, types, concrete = view_rows[i]
