@@ -47,7 +47,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 
 from fuseprof.analysis.fusion import CopyModel
 from fuseprof.analysis.units import Unit, Units
@@ -518,7 +518,14 @@ _TRAINING_PASSES = ("forward", "backward", "recomputation")
 
 
 def _in_region(unit: Unit, region: re.Pattern[str] | None) -> bool:
-    return region is not None and any(region.search(part) for part in unit.ranges.split(" / "))
+    return region is not None and _ranges_in(unit.ranges, region)
+
+
+@lru_cache(maxsize=4096)
+def _ranges_in(ranges: str, region: re.Pattern[str]) -> bool:
+    """Whether one of the ranges (outermost first, joined by ' / ') matches ``region``: asked once per distinct
+    ranges text, not per unit (a trace repeats a few range paths over tens of thousands of units)."""
+    return any(region.search(part) for part in ranges.split(" / "))
 
 
 def _runs(units: Units, member: Callable[[Unit], bool]) -> list[list[Unit]]:
