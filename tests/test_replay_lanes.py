@@ -7,9 +7,11 @@ to the ns."""
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +114,25 @@ def test_a_rank_of_many_short_steps() -> None:
         plans = _plans(result, graphs, random.Random(2))
         slow = np.array([[replay(g, p) for g, p in zip(graphs, row)] for row in plans])
         assert (_on_arrays(graphs, plans) == slow).all()
+
+
+def test_a_step_graph_is_freed_the_moment_it_is_dropped() -> None:
+    """A step graph keeps its replay inputs (the sequential replay's, the arrays, which item each GPU event is) and
+    they keep nothing of it: dropped, it is freed by its count of references, with the collector off — no cycle left
+    for the collector's next pass to traverse (every step graph of a rank used to wait for it: 54k objects per rank
+    of 270 steps, a 22 ms pass)."""
+    from fuseprof.analysis.whatif import _arrays
+
+    trace = FIXTURES / "truth" / "known_path.json.gz"
+    result = analyze([trace])[0]
+    graphs = result_graphs(result, default_store().tables(result.source)[0])
+    plans = _plans(result, graphs, random.Random(3))  # the fuse plans ask each graph's items
+    assert (step_times(graphs, plans)[0] == [g.span_ns for g in graphs]).all()
+    assert all(_arrays(g) is not None and g.replay_inputs is not None for g in graphs)
+    refs = [weakref.ref(g) for g in graphs]
+    gc.disable()
+    try:
+        del graphs
+        assert [r() for r in refs] == [None] * len(refs)
+    finally:
+        gc.enable()
