@@ -19,7 +19,7 @@ import pytest
 
 from fuseprof.analysis import analyze
 from fuseprof.analysis.path import chains_of, result_graphs
-from fuseprof.analysis.replay_lanes import StepArrays, Union, replay_union
+from fuseprof.analysis.replay_lanes import Union, replay_union
 from fuseprof.analysis.whatif import (
     HOST_LAGS,
     Plan,
@@ -61,9 +61,8 @@ def _plans(result, graphs, rng: random.Random) -> list[list[Plan]]:  # type: ign
 
 
 def _on_arrays(graphs, plans) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Every step's replayed time on the arrays, whatever the steps' size (``step_times`` replays short ones in
-    sequence)."""
-    union = Union([StepArrays.of(g, HOST_LAGS) for g in graphs])
+    """Every step's replayed time on the arrays (``step_times`` replays a step they cannot hold in sequence)."""
+    union = Union.of(graphs, HOST_LAGS)
     found = replay_union(union, plans)
     assert found is not None  # not a fallback
     return found[1][:, union.offsets + np.array([len(g.kind) - 1 for g in graphs])]
@@ -90,7 +89,7 @@ def test_every_start_and_end_too() -> None:
     result = analyze([trace])[0]
     graphs = result_graphs(result, default_store().tables(result.source)[0])
     plans = _plans(result, graphs, random.Random(1))
-    union = Union([StepArrays.of(g, HOST_LAGS) for g in graphs])
+    union = Union.of(graphs, HOST_LAGS)
     found = replay_union(union, plans)
     assert found is not None
     for p, row in enumerate(plans):
@@ -121,14 +120,13 @@ def test_a_step_graph_is_freed_the_moment_it_is_dropped() -> None:
     they keep nothing of it: dropped, it is freed by its count of references, with the collector off — no cycle left
     for the collector's next pass to traverse (every step graph of a rank used to wait for it: 54k objects per rank
     of 270 steps, a 22 ms pass)."""
-    from fuseprof.analysis.whatif import _arrays
-
     trace = FIXTURES / "truth" / "known_path.json.gz"
     result = analyze([trace])[0]
     graphs = result_graphs(result, default_store().tables(result.source)[0])
     plans = _plans(result, graphs, random.Random(3))  # the fuse plans ask each graph's items
-    assert (step_times(graphs, plans)[0] == [g.span_ns for g in graphs]).all()
-    assert all(_arrays(g) is not None and g.replay_inputs is not None for g in graphs)
+    assert (step_times(graphs, plans)[0] == [g.span_ns for g in graphs]).all()  # the arrays, kept on the first
+    assert [replay(g, p) for g, p in zip(graphs, plans[0])] == [g.span_ns for g in graphs]  # the sequential inputs
+    assert all(g.replay_inputs is not None for g in graphs)
     refs = [weakref.ref(g) for g in graphs]
     gc.disable()
     try:

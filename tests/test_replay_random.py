@@ -143,7 +143,7 @@ def _compare(graphs: list[StepGraph], rng: random.Random) -> None:
     per_graph = [_random_plans(rng, g) for g in graphs]
     rows = max(len(p) for p in per_graph)
     plans = [[mine[r % len(mine)] for mine in per_graph] for r in range(rows)]
-    union = Union([StepArrays.of(g, HOST_LAGS) for g in graphs])
+    union = Union.of(graphs, HOST_LAGS)
     found = replay_union(union, plans)
     if found is None:  # only for an item graph with a cycle (a sync after work queued behind what it launched)
         assert not union.acyclic
@@ -162,7 +162,7 @@ def test_random_graphs_every_start_and_end() -> None:
                 topological_order(g)  # nested calls can close a cycle in the builder itself: no replay at all
             except RuntimeError:
                 continue
-            if (StepArrays.of(g, HOST_LAGS).level < 0).any():
+            if (StepArrays.of([g], HOST_LAGS).level < 0).any():
                 _compare([g], rng)  # on its own: it would send the whole union to the fallback
                 alone += 1
             else:
@@ -210,7 +210,7 @@ def test_minimal_sync_tails_past_the_cut() -> None:
     g = _tail_chain(10, 10**6, ladder)
     assert len(g.kind) == 41
     plan = Plan(host_scale=0)
-    union = Union([StepArrays.of(g, HOST_LAGS)])
+    union = Union.of([g], HOST_LAGS)
     found = replay_union(union, [[plan]])
     assert found is not None
     start, end = _times(g, plan)
@@ -219,16 +219,15 @@ def test_minimal_sync_tails_past_the_cut() -> None:
 
 
 def test_step_times_with_the_host_at_zero() -> None:
-    """The same leak seen in the step's time through ``step_times`` (a step of >= 256
-    items goes to the arrays): 40 overlapping syncs on A, a ladder of 42 quick syncs on B (tail 0, a level each),
-    then 30 long-tail syncs on B, whose times the leak pushed past A's end."""
+    """The same leak seen in the step's time through ``step_times``: 40 overlapping syncs on A, a ladder of 42
+    quick syncs on B (tail 0, a level each), then 30 long-tail syncs on B, whose times the leak pushed past A's
+    end."""
     ladder = []
     for i in range(42):
         t = 500 + 10 * i
         ladder += [(t, t + 1, "launch", "M", "B", ("b", i)), (t + 2, t + 5, "sync", "w", "B", None)]
     g = _tail_chain(40, 1000, ladder, more=30)
     plan = Plan(host_scale=0)
-    assert len(g.kind) >= 256
     assert step_times([g], [[plan]])[0, 0] == replay(g, plan)
 
 
@@ -289,12 +288,9 @@ def test_a_cycle_is_an_error_not_an_endless_walk() -> None:
         walk(g)
 
 
-def test_a_step_the_arrays_cannot_hold_is_replayed_in_sequence_beside_the_others(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_step_the_arrays_cannot_hold_is_replayed_in_sequence_beside_the_others() -> None:
     """``step_times`` over steps of which some have a cycle in their items' own order (not in their starts and
     ends): those replayed in sequence, the rest on the arrays, every answer the sequential one."""
-    import fuseprof.analysis.whatif as whatif
-
-    monkeypatch.setattr(whatif, "ARRAYS_FROM", 0)  # the arrays whatever the steps' size
     rng = random.Random(7)
     graphs, cyclic = [], 0
     while len(graphs) < 12 or not cyclic:
@@ -303,7 +299,7 @@ def test_a_step_the_arrays_cannot_hold_is_replayed_in_sequence_beside_the_others
             topological_order(g)
         except RuntimeError:
             continue
-        if not StepArrays.of(g, HOST_LAGS).acyclic:
+        if not StepArrays.of([g], HOST_LAGS).acyclic:
             cyclic += 1
         graphs.append(g)
     plans = [[Plan(host_scale=s)] * len(graphs) for s in (1, 0.5, 0)]

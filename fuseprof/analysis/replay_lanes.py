@@ -19,20 +19,24 @@ steps took 2 s). Here the same numbers come from NumPy, every plan and every ste
 
 So one pass over the groups gives every time exactly, the sequential replay's answer to the ns
 (tests/test_replay_lanes.py checks it on every step of the committed traces). A step of very many levels (a
-synchronisation after every op) costs a few NumPy calls per level; ``whatif.step_times`` replays those in
-sequence. Times are kept relative to each step's start, so every sum stays far from int64's limits.
+synchronisation after every op) costs a few NumPy calls per level (a trace of such steps: 5 ms where the sequential
+replay takes 2), and steps of a few dozen items cost more in NumPy calls than in items, so all the steps replayed
+together are built and grouped together (a rank's 90 steps of ~28 items, for the fusion table and the path: 7 ms,
+in sequence 13; 270 steps: 23 ms, in sequence 50). Times are kept relative to each step's start, so every sum
+stays far from int64's limits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from itertools import accumulate
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.critical_path import StepGraph
+    from fuseprof.analysis.critical_path import Dep, StepGraph
     from fuseprof.analysis.whatif import Plan
 
 _NEG = -(2**62)  # no dependency of that kind: below every time
@@ -40,12 +44,18 @@ _CELLS = 2**21  # plans × items per batch (a few int64 matrices of this many ce
 _GROUPS = ("call", "gpu", "end")  # the kinds in the order a level takes them (a host call launches GPU work)
 
 
+_Arrays = TypeVar("_Arrays", bound="StepArrays")  # ``of`` builds a StepArrays or a Union
+
+
 @dataclass
 class StepArrays:
-    """One step graph as arrays (built once per graph, kept in its ``replay_inputs``): items' original times
-    relative to the step's start, kind, lane, the synchronising calls' waited-for item and tail, and the
-    dependencies flat (item, source, point: -2 fixed / -1 end / else an offset into the source, lag, whether the
-    lag is the host's own, the fixed time) with each item's chain dependency (on the previous item of its lane)."""
+    """Step graphs as arrays, laid end to end (each one's items, lanes and dependencies past the last's): items'
+    original times relative to their step's start, kind, lane, the synchronising calls' waited-for item and tail,
+    and the dependencies flat (item, source, point: -2 fixed / -1 end / else an offset into the source, lag,
+    whether the lag is the host's own, the fixed time) with each item's chain dependency (on the previous item of
+    its lane); where each graph's items and dependencies begin. One graph's are kept in its ``replay_inputs``; the
+    many short steps of a rank are built together, since a step of a few dozen items costs more in NumPy calls
+    than in items."""
 
     t0: np.ndarray
     t1: np.ndarray
@@ -62,36 +72,75 @@ class StepArrays:
     dep_fixed: np.ndarray
     chain: np.ndarray
     level: np.ndarray
+    item_starts: np.ndarray  # per graph: its first item
+    dep_starts: np.ndarray  # per graph: its first dependency
 
     @property
     def acyclic(self) -> bool:
         """Whether the items' own order (a sync after the work it waited for) has no cycle: the arrays can hold
-        the step (a start-and-end order can exist where this one does not: work queued behind what a sync
+        the steps (a start-and-end order can exist where this one does not: work queued behind what a sync
         launched)."""
-        return bool(len(self.level) == 0 or self.level[0] >= 0)
+        return bool((self.level >= 0).all())
 
     @classmethod
-    def of(cls, graph: StepGraph, host_lags: Sequence[str]) -> StepArrays:
-        n, start, host = len(graph.kind), graph.start_ns, set(host_lags)
-        t0 = np.array(graph.t0, np.int64) - start
-        t1 = np.array(graph.t1, np.int64) - start
-        kinds = [_GROUPS.index(k) for k in graph.kind]
-        lanes: dict[tuple[str, str], int] = {}
-        lane = [lanes.setdefault((k, x), len(lanes)) for k, x in zip(graph.kind, graph.lane)]
-        sync_on = np.array(graph.sync_on, np.int64)
-        tail = np.where(sync_on >= 0, t1 - t1[np.maximum(sync_on, 0)], 0)
-        counts = [len(d) for d in graph.deps]
+    def of(cls: type[_Arrays], graphs: Sequence[StepGraph], host_lags: Sequence[str]) -> _Arrays:
+        """The arrays of ``graphs``: each graph's lanes, chains and levels worked out on its own (in Python, where a
+        graph's lists are short and at hand), the times and the flat dependencies as arrays for all at once."""
+        host, kind_of = set(host_lags), {k: i for i, k in enumerate(_GROUPS)}
+        kinds: list[int] = []
+        lane: list[int] = []
+        counts: list[int] = []
+        deps: list[Dep] = []
+        src: list[int] = []
+        point: list[int] = []
+        chain: list[int] = []
+        level: list[int] = []
+        item_starts: list[int] = []
+        dep_starts: list[int] = []
+        lanes_before = 0
+        for graph in graphs:
+            base, dep_base = len(kinds), len(deps)
+            item_starts.append(base)
+            dep_starts.append(dep_base)
+            own_kinds = [kind_of[k] for k in graph.kind]
+            lanes: dict[tuple[str, str], int] = {}
+            own_lane = [lanes.setdefault((k, x), len(lanes)) for k, x in zip(graph.kind, graph.lane)]
+            own_counts = [len(d) for d in graph.deps]
+            flat = [d for item_deps in graph.deps for d in item_deps]
+            own_src = [d.src for d in flat]
+            own_point = [-2 if d.src < 0 else -1 if d.offset is None else d.offset for d in flat]
+            first = [0, *accumulate(own_counts)]
+            own_chain = _chains(own_lane, own_src, own_point, first)
+            level += _levels(own_kinds, own_chain, own_src, first, graph.sync_on)
+            kinds += own_kinds
+            lane += [lanes_before + x for x in own_lane]
+            lanes_before += len(lanes)
+            counts += own_counts
+            deps += flat
+            src += [u + base if u >= 0 else u for u in own_src]
+            point += own_point
+            chain += [c + dep_base if c >= 0 else -1 for c in own_chain]
+        n = len(kinds)
         first_dep = np.zeros(n + 1, np.int64)
         np.cumsum(counts, out=first_dep[1:])
-        flat = [d for deps in graph.deps for d in deps]
-        src = [d.src for d in flat]
-        point = [-2 if d.src < 0 else -1 if d.offset is None else d.offset for d in flat]
-        chain = _chains(lane, src, point, first_dep.tolist())
-        return cls(t0, t1, np.array(kinds, np.int64), np.array(lane, np.int64), sync_on, tail, first_dep[:-1],
+        starts = np.array(item_starts, np.int64)
+        item_base = np.repeat(starts, np.diff(np.append(starts, n)))  # per item: its graph's first item
+        empty = np.zeros(0, np.int64)
+        t0 = np.concatenate([np.asarray(g.t0, np.int64) - g.start_ns for g in graphs]) if graphs else empty
+        t1 = np.concatenate([np.asarray(g.t1, np.int64) - g.start_ns for g in graphs]) if graphs else empty
+        sync = np.concatenate([np.asarray(g.sync_on, np.int64) for g in graphs]) if graphs else empty
+        sync = np.where(sync >= 0, sync + item_base, -1)
+        return cls(t0, t1, np.array(kinds, np.int64), np.array(lane, np.int64), sync,
+                   np.where(sync >= 0, t1 - t1[np.maximum(sync, 0)], 0), first_dep[:-1],
                    np.repeat(np.arange(n, dtype=np.int64), counts), np.array(src, np.int64),
-                   np.array(point, np.int64), np.array([d.lag for d in flat], np.int64),
-                   np.array([d.kind in host for d in flat], bool), np.array([d.offset or 0 for d in flat], np.int64),
-                   np.array(chain, np.int64), _levels(kinds, chain, src, first_dep.tolist(), graph.sync_on))
+                   np.array(point, np.int64), np.array([d.lag for d in deps], np.int64),
+                   np.array([d.kind in host for d in deps], bool), np.array([d.offset or 0 for d in deps], np.int64),
+                   np.array(chain, np.int64), np.array(level, np.int64), starts, np.array(dep_starts, np.int64))
+
+    def graph_acyclic(self) -> list[bool]:
+        """Per graph: whether the arrays can hold it (``acyclic``, graph by graph)."""
+        bounds = [*self.item_starts.tolist(), len(self.level)]
+        return [bool((self.level[a:b] >= 0).all()) for a, b in zip(bounds, bounds[1:])]
 
 
 def _chains(lane: list[int], src: list[int], point: list[int], first_dep: list[int]) -> list[int]:
@@ -110,7 +159,7 @@ def _chains(lane: list[int], src: list[int], point: list[int], first_dep: list[i
 
 
 def _levels(kind: list[int], chain: list[int], src: list[int], first_dep: list[int], sync_on: list[int]
-            ) -> np.ndarray:
+            ) -> list[int]:
     """Each item's level (the module docstring), its sources first (Kahn's order over the items: the dependencies
     and the work a sync waited for); -1 for every item when they form a cycle (possible where the order of starts
     and ends has none: work a sync waited for queued behind what the sync itself launched)."""
@@ -147,7 +196,7 @@ def _levels(kind: list[int], chain: list[int], src: list[int], first_dep: list[i
             needs[w] -= 1
             if needs[w] == 0:
                 ready.append(w)
-    return np.array(level, np.int64) if done == n else np.full(n, -1, np.int64)
+    return level if done == n else [-1] * n
 
 
 @dataclass
@@ -163,36 +212,16 @@ class _Group:
     no_deps: np.ndarray  # per position: no dependency at all (it starts when it did)
 
 
-class Union:
-    """Several step graphs as one set of arrays (each graph's items, lanes and dependencies offset past the last's),
-    grouped for the passes."""
+@dataclass
+class Union(StepArrays):
+    """Step graphs' arrays grouped for the passes (``Union.of(graphs, host_lags)``); ``offsets``: where each graph's
+    items begin."""
 
-    def __init__(self, arrays: Sequence[StepArrays]) -> None:
-        items = np.cumsum([0] + [len(a.t0) for a in arrays])
-        deps = np.cumsum([0] + [len(a.dep_src) for a in arrays])
-        lanes = np.cumsum([0] + [int(a.lane.max()) + 1 if len(a.lane) else 0 for a in arrays])
-        self.offsets, self.dep_offsets, self.size = items[:-1], deps[:-1], int(items[-1])
-
-        def joined(name: str, shift: np.ndarray | None = None, keep_negative: bool = False) -> np.ndarray:
-            parts = []
-            for k, a in enumerate(arrays):
-                part = getattr(a, name)
-                if shift is not None:
-                    part = np.where(part >= 0, part + shift[k], part) if keep_negative else part + shift[k]
-                parts.append(part)
-            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
-
-        self.t0, self.t1, self.group = joined("t0"), joined("t1"), joined("group")
-        self.lane = joined("lane", lanes[:-1])
-        self.sync_on, self.tail = joined("sync_on", self.offsets, True), joined("tail")
-        self.first_dep = joined("first_dep", self.dep_offsets)
-        self.dep_item, self.dep_src = joined("dep_item", self.offsets), joined("dep_src", self.offsets, True)
-        self.dep_point, self.dep_lag = joined("dep_point"), joined("dep_lag")
-        self.dep_host, self.dep_fixed = joined("dep_host"), joined("dep_fixed")
-        self.chain = joined("chain", self.dep_offsets, True)
+    def __post_init__(self) -> None:
+        self.size = len(self.t0)
+        self.offsets, self.dep_offsets = self.item_starts, self.dep_starts
         self.is_call = self.group == 0
-        level = joined("level")
-        self.acyclic = bool((level >= 0).all())
+        level = self.level
         # what no plan changes, of a bound on every time a replay reaches (``replay_union``): the original times,
         # the offsets, the fixed times and the synchronising calls' tails (a scale on the host leaves them whole)
         self.reach = (int(np.abs(self.t0).max(initial=0)) + int(np.abs(self.t1).max(initial=0))
@@ -258,21 +287,35 @@ def _inputs(union: Union, plans: Sequence[Sequence[Plan]]) -> tuple[np.ndarray, 
     dur = np.broadcast_to(base_dur, (p, union.size)).copy()
     lag = np.broadcast_to(union.dep_lag, (p, len(union.dep_lag))).copy()
     sync = np.broadcast_to(union.sync_on >= 0, (p, union.size)).copy()
+    offsets, first_dep = union.offsets.tolist(), union.first_dep.tolist()
+    # every plan's durations and lags as (row, position, value), set at once: a rank's short steps make thousands
+    # of small plans, and NumPy's cost per call would be most of the replay
+    dur_row: list[int] = []
+    dur_at: list[int] = []
+    dur_value: list[int] = []
+    lag_row: list[int] = []
+    lag_at: list[int] = []
+    lag_value: list[int] = []
     for row, per_graph in enumerate(plans):
         for k, plan in enumerate(per_graph):
-            if plan.host_scale != 1:
+            if plan.host_scale != 1:  # before the plan's own durations, which override it
                 items, deps = union.items_of(k), union.deps_of(k)
                 calls = items[union.is_call[items]]
                 dur[row, calls] = np.rint(plan.host_scale * base_dur[calls]).astype(np.int64)
                 hosts = deps[union.dep_host[deps]]
                 lag[row, hosts] = np.rint(plan.host_scale * union.dep_lag[hosts]).astype(np.int64)
             if plan.duration:
-                at = np.fromiter(plan.duration.keys(), np.int64, len(plan.duration)) + union.offsets[k]
-                dur[row, at] = np.fromiter(plan.duration.values(), np.int64, len(plan.duration))
-                sync[row, at] = False
+                dur_row += [row] * len(plan.duration)
+                dur_at += [v + offsets[k] for v in plan.duration]
+                dur_value += plan.duration.values()
             if plan.lag:
-                at = np.array([union.first_dep[union.offsets[k] + v] + i for v, i in plan.lag], np.int64)
-                lag[row, at] = np.fromiter(plan.lag.values(), np.int64, len(plan.lag))
+                lag_row += [row] * len(plan.lag)
+                lag_at += [first_dep[offsets[k] + v] + i for v, i in plan.lag]
+                lag_value += plan.lag.values()
+    rows, at = np.array(dur_row, np.int64), np.array(dur_at, np.int64)
+    dur[rows, at] = np.array(dur_value, np.int64)
+    sync[rows, at] = False
+    lag[np.array(lag_row, np.int64), np.array(lag_at, np.int64)] = np.array(lag_value, np.int64)
     return dur, lag, sync
 
 

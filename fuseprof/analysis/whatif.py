@@ -25,18 +25,15 @@ from __future__ import annotations
 
 import copy
 import statistics
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from fuseprof.analysis.critical_path import BEFORE, Dep, StepGraph, bind, topological_order
-from fuseprof.analysis.replay_lanes import StepArrays, Union, batches, replay_union
+from fuseprof.analysis.replay_lanes import Union, batches, replay_union
 
-# Steps of fewer items than this on average are replayed in sequence: building their arrays costs more than the
-# replays (measured: a rank set's 90 steps of ~28 items, 17 plans: arrays 36 ms, in sequence 20 ms; a Llama decode
-# step of 3,731 items, 8 plans: arrays 4 ms after 17 ms of building once, in sequence 16 ms)
-ARRAYS_FROM = 256
 # A CUDA graph replay's time per node on the H200: 0.5-0.9 µs (../shared/DESIGN.md, measured); the upper end.
 GRAPH_NODE_NS = 900
 
@@ -65,27 +62,21 @@ def replay(graph: StepGraph, plan: Plan = Plan()) -> int:
 
 def step_times(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]]) -> np.ndarray:
     """``replay`` of many plans over many steps (rows: ``plans``, columns: ``graphs``; ``plans[p][k]`` is row p's
-    plan for step k), all at once on arrays (``fuseprof.analysis.replay_lanes``); in sequence where that costs
-    less (short steps) or the arrays cannot hold a step (its items' own order has a cycle, or its times would pass
-    int64's reach)."""
+    plan for step k), all at once on arrays (``fuseprof.analysis.replay_lanes``); in sequence where the arrays
+    cannot hold a step (its items' own order has a cycle, or its times would pass int64's reach)."""
     out = np.zeros((len(plans), len(graphs)), np.int64)
     if not graphs or not plans:
         return out
-    if sum(len(g.kind) for g in graphs) < ARRAYS_FROM * len(graphs):  # short steps: the arrays cost more to build
-        out[:] = [[replay(g, row[k]) for k, g in enumerate(graphs)] for row in plans]
-        return out
-    arrays = [_arrays(g) for g in graphs]
-    on_arrays = [k for k, a in enumerate(arrays) if a.acyclic]
-    for k in sorted(set(range(len(graphs))) - set(on_arrays)):
+    held, union = _union(graphs)
+    for k in sorted(set(range(len(graphs))) - set(held)):
         out[:, k] = [replay(graphs[k], row[k]) for row in plans]
-    if not on_arrays:
+    if not held:
         return out
-    union = Union([arrays[k] for k in on_arrays])
-    ends = union.offsets + np.array([len(graphs[k].kind) - 1 for k in on_arrays], np.int64)  # each step's end point
+    ends = union.offsets + np.array([len(graphs[k].kind) - 1 for k in held], np.int64)  # each step's end point
     for rows in batches(len(plans), union.size):
-        times = replay_union(union, [[plans[p][k] for k in on_arrays] for p in rows])
-        out[rows.start:rows.stop, on_arrays] = times[1][:, ends] if times is not None else \
-            [[replay(graphs[k], plans[p][k]) for k in on_arrays] for p in rows]
+        times = replay_union(union, [[plans[p][k] for k in held] for p in rows])
+        out[rows.start:rows.stop, held] = times[1][:, ends] if times is not None else \
+            [[replay(graphs[k], plans[p][k]) for k in held] for p in rows]
     return out
 
 
@@ -124,14 +115,17 @@ class _Flat:
 @dataclass
 class _Inputs:
     """A step graph's replay inputs, each built on first use and kept (in its ``replay_inputs``): the sequential
-    replay's tuples, the arrays replay's arrays, and which item each GPU event is (each fusion row's plan asks).
+    replay's tuples, which item each GPU event is (each fusion row's plan asks), and, on the first of several
+    steps replayed together, their arrays (``_union``).
     It holds no reference back to its graph: graph → inputs → graph would be a cycle, and every step graph (its
     items, dependencies and inputs) would then outlive its analysis until the collector's next pass, which
     traverses all of it (a rank of 270 steps: 54k objects, a 22 ms pass per rank)."""
 
     flat: _Flat | None = None
-    arrays: StepArrays | None = None
     items: dict[object, int] | None = None
+    # the steps from this one on that were replayed together (weak references: strong ones would make the cycle
+    # again, through this one), the positions of those the arrays hold, and their arrays
+    union: tuple[list[weakref.ref[StepGraph]], list[int], Union] | None = None
 
 
 def _inputs(graph: StepGraph) -> _Inputs:
@@ -147,11 +141,20 @@ def _flat(graph: StepGraph) -> _Flat:
     return inputs.flat
 
 
-def _arrays(graph: StepGraph) -> StepArrays:
-    inputs = _inputs(graph)
-    if inputs.arrays is None:
-        inputs.arrays = StepArrays.of(graph, HOST_LAGS)
-    return inputs.arrays
+def _union(graphs: Sequence[StepGraph]) -> tuple[list[int], Union]:
+    """The positions of the steps the arrays can hold, and their arrays (``replay_lanes``: all built together),
+    once for every replay of the same steps (the fusion table's, the path's, ``calibrated_scale``'s forty)."""
+    inputs = _inputs(graphs[0])
+    if inputs.union is not None:
+        refs, held, union = inputs.union
+        if len(refs) == len(graphs) and all(r() is g for r, g in zip(refs, graphs)):
+            return held, union
+    union = Union.of(graphs, HOST_LAGS)
+    held = [k for k, ok in enumerate(union.graph_acyclic()) if ok]
+    if len(held) < len(graphs):  # a step whose items' own order has a cycle: the others without it
+        union = Union.of([graphs[k] for k in held], HOST_LAGS)
+    inputs.union = ([weakref.ref(g) for g in graphs], held, union)
+    return held, union
 
 
 def _times(graph: StepGraph, plan: Plan) -> tuple[list[int], list[int]]:
