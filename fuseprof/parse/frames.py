@@ -108,13 +108,18 @@ def _dtype(name: str) -> Any:
     return name
 
 
+_PLAIN = frozenset("biuf")  # NumPy's bool, integer and float kinds: Arrow takes the array as it is (NaN as null)
+
+
 def frame_table(frame: pd.DataFrame) -> pa.Table:
     """``frame`` as an Arrow table that ``table_frame`` turns back into it (the module docstring)."""
     dtypes, codecs, arrays, names = {}, {}, [], []
-    for column in frame.columns:
-        name, series = str(column), frame[column]
+    for column, series in frame.items():
+        name = str(column)
         dtypes[name] = _dtype_name(series.dtype)
-        if dtypes[name] == "object":
+        if series.dtype.kind in _PLAIN and isinstance(series.dtype, np.dtype):  # a NumPy number: no pandas detour
+            arrays.append(pa.array(series.to_numpy(), from_pandas=True))
+        elif dtypes[name] == "object":
             values = series.to_numpy(dtype=object)
             nulls = pd.isna(values)
             kinds = _null_kinds(values, nulls)
