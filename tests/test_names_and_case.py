@@ -87,3 +87,24 @@ def test_decoder_layer_case_checks_against_float64_and_refuses_shapes_it_does_no
         # the call writes its new keys at their slots and nothing else
         changed = (inputs[0].k_cache != before).any(dim=(0, 1, 3))
         assert changed.nonzero().flatten().tolist() == list(range(16 - shape[1], 16))
+
+
+@pytest.mark.parametrize("pattern", ["GraphLaunch", r"Launch\w*Kernel|LaunchKernelEx|LaunchCooperativeKernel",
+                                     r"Synchronize|Memcpy\w*Async", "StreamBeginCapture", "^cuda"])
+def test_matching_is_a_search_of_every_row(pattern: str) -> None:
+    """``matching`` searches each distinct name once; the answer is a search of every row (a missing name: no) on
+    the runtime calls of a graph capture and of its replays."""
+    import re
+
+    import pandas as pd
+
+    from fuseprof.parse.trace_events import read_trace_tables
+    from fuseprof.parse.trace_link import matching
+    from tests.conftest import FIXTURES
+
+    names = pd.concat([read_trace_tables(FIXTURES / "h200-graphs" / f"graph-{which}.json.gz").launches["name"]
+                       for which in ("capture", "replay")], ignore_index=True)
+    names = pd.concat([names, pd.Series([None, float("nan")], dtype=object)], ignore_index=True)
+    expected = [isinstance(n, str) and re.search(pattern, n) is not None for n in names.tolist()]
+    assert matching(names, pattern).tolist() == expected
+    assert matching(names.iloc[:0], pattern).tolist() == []

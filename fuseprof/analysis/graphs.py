@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.parse.trace_events import TraceTables
-from fuseprof.parse.trace_link import enclosing
+from fuseprof.parse.trace_link import enclosing, matching
 
 GRAPH_LAUNCH = re.compile(r"GraphLaunch")
 KERNEL_LAUNCH = re.compile(r"Launch\w*Kernel|LaunchKernelEx|LaunchCooperativeKernel")
@@ -37,7 +37,7 @@ _REPLAY_ID_SCALE = 10**9
 
 
 def is_graph_launch(api: pd.Series) -> pd.Series:
-    return api.astype("string").str.contains(GRAPH_LAUNCH.pattern, regex=True).fillna(False).astype(bool)
+    return pd.Series(matching(api, GRAPH_LAUNCH), index=api.index, name=api.name)
 
 
 def capture_numbers(thread: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -51,13 +51,13 @@ def capture_numbers(thread: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 
 def kernel_launches(calls: pd.DataFrame) -> pd.Series:
     """Which runtime/driver calls launch a kernel."""
-    return calls["name"].astype(str).str.contains(KERNEL_LAUNCH.pattern, regex=True)
+    return pd.Series(matching(calls["name"], KERNEL_LAUNCH), index=calls.index, name="name")
 
 
 def graph_nodes(calls: pd.DataFrame) -> pd.Series:
     """Which runtime/driver calls, made inside a stream capture, become a node of the graph (a kernel, an
     asynchronous copy or fill)."""
-    return calls["name"].astype(str).str.contains(GRAPH_NODE.pattern, regex=True)
+    return pd.Series(matching(calls["name"], GRAPH_NODE), index=calls.index, name="name")
 
 
 def capture_windows(*captures: TraceTables) -> list[pd.DataFrame]:
@@ -151,8 +151,7 @@ def attribute_replays(events: pd.DataFrame, windows: list[pd.DataFrame]) -> tupl
 def is_capture_trace(tables: TraceTables) -> bool:
     """A trace taken while graphs were captured: stream-capture windows holding launch calls."""
     names = tables.launches["name"]
-    return bool(names.str.contains("StreamBeginCapture").any()) and bool(
-        names.str.contains(KERNEL_LAUNCH.pattern, regex=True).any())
+    return bool(matching(names, "StreamBeginCapture").any()) and bool(matching(names, KERNEL_LAUNCH).any())
 
 
 def has_graph_replays(tables: TraceTables) -> bool:

@@ -54,6 +54,7 @@ from fuseprof.analysis.graphs import KERNEL_LAUNCH, capture_numbers, kernel_laun
 from fuseprof.analysis.timeline import stream_labels
 from fuseprof.model.intervals import apart, union_ns
 from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_link import matching
 
 LONE_GAP_NS, LONE_GAP_SHARE = 10**9, 0.5  # one idle stretch over 1 s holding over half the span: not one run
 CAPTURE_DISAGREES_PCT = 5.0  # % of attributed replay time whose kernel name and captured op disagree: another graph
@@ -109,8 +110,7 @@ def _written_twice(kernels: pd.DataFrame) -> pd.DataFrame:
     """Kernel records beyond the first of their name under one kernel launch call: a launch runs one kernel (a
     graph launch runs many, under one correlation id, and is not one), so the rest are the same record written
     again, elsewhere in time (a merged or edited trace), and every time table counts them."""
-    plain = kernels[kernels["launch_api"].astype("string").str.contains(KERNEL_LAUNCH.pattern, regex=True)
-                    .fillna(False).astype(bool)]
+    plain = kernels[matching(kernels["launch_api"], KERNEL_LAUNCH)]
     return plain[plain.duplicated(["correlation", "name"], keep="first")]
 
 
