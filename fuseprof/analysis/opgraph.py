@@ -91,14 +91,14 @@ def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry, r
                 flow.alias(base, [Value(shape, arguments[0].dtype)])
             continue
         op_id, op, dims, types = node_rows[i]
-        arguments = shapes.arguments(dims, types)
         role = registry.role(op)
+        arguments, outputs = shapes.of(op, role, dims, types)
         links = flow.link(arguments, [links_to_nothing(role, i) for i in range(len(arguments))], role.reduces)
         edges += [(int(p[0]), int(p[1]), int(op_id), k) for k, p in enumerate(links) if p is not None]
         for k, listed in enumerate(dims if isinstance(dims, list) else []):  # a TensorList: cat's, stack's inputs
             if isinstance(listed, list) and listed and isinstance(listed[0], list):
                 edges += [(int(p[0]), int(p[1]), int(op_id), k) for p in flow.link_list(listed)]
-        flow.produce(int(op_id), shapes.outputs(op, role, dims, types))
+        flow.produce(int(op_id), outputs)
     return edges
 
 

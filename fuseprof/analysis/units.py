@@ -222,9 +222,10 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
             longest["phase"].astype(object).tolist() if "phase" in longest else none):
         op = op if isinstance(op, str) else ""
         role = registry.role(op)
+        arguments, outputs = shapes.of(op, role, dims, types)
         units[int(key)] = Unit(
             op_id=int(key), op=op, kinds=registry.kinds(op, tuple(names[key])), category=str(category_of[key]),
-            gemm=role.gemm, args=shapes.arguments(dims, types), outputs=shapes.outputs(op, role, dims, types),
+            gemm=role.gemm, args=arguments, outputs=outputs,
             time_ns=int(time_of[key]), kernels=int(count_of[key]), kernel=str(kernel_of[key]),
             ranges=ranges if isinstance(ranges, str) else "", order=int(order_of[key]),
             inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "",

@@ -98,18 +98,22 @@ class RecordedShapes:
         self._outputs: dict[tuple[str, str, str], tuple[Value, ...]] = {}
 
     def arguments(self, dims: Any, types: Any) -> tuple[Value | None, ...]:
+        return self._arguments_of((repr(dims), repr(types)), dims, types)
+
+    def of(self, op: str, role: OpRole, dims: Any, types: Any) -> tuple[tuple[Value | None, ...], tuple[Value, ...]]:
+        """The op's recorded arguments and ``infer_outputs`` of them (``role``: ``op``'s in the registry): the
+        recorded lists' text made once for both."""
         key = (repr(dims), repr(types))
+        arguments = self._arguments_of(key, dims, types)
+        found = self._outputs.get((op, *key))
+        if found is None:
+            found = self._outputs[(op, *key)] = tuple(infer_outputs(role, arguments))
+        return arguments, found
+
+    def _arguments_of(self, key: tuple[str, str], dims: Any, types: Any) -> tuple[Value | None, ...]:
         found = self._arguments.get(key)
         if found is None:
             found = self._arguments[key] = tuple(tensor_arguments(dims, types))
-        return found
-
-    def outputs(self, op: str, role: OpRole, dims: Any, types: Any) -> tuple[Value, ...]:
-        """``infer_outputs`` of the op's recorded arguments (``role``: ``op``'s in the registry)."""
-        key = (op, repr(dims), repr(types))
-        found = self._outputs.get(key)
-        if found is None:
-            found = self._outputs[key] = tuple(infer_outputs(role, self.arguments(dims, types)))
         return found
 
 
