@@ -182,6 +182,11 @@ def event_op_graph(events: pd.DataFrame, registry: Registry) -> OpGraph:
     return op_graph_of_nodes(nodes, registry)
 
 
+def _as_dict(series: pd.Series) -> dict[Any, Any]:
+    """``series.to_dict()`` without its conversion call per value: ``tolist`` gives the same Python values."""
+    return dict(zip(series.index.tolist(), series.tolist()))
+
+
 def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry,
                  regions: tuple[str, ...] = ()) -> Units:
     """The units of the window's events, linked by ``graph`` (the trace's op graph), or by the window's
@@ -212,8 +217,8 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
     none = [None] * len(longest)
     units: dict[int, Unit] = {}
     shapes = RecordedShapes()
-    time_of, count_of, order_of = time_ns.to_dict(), count.to_dict(), order.to_dict()
-    category_of, kernel_of = category.to_dict(), kernel.to_dict()
+    time_of, count_of, order_of = _as_dict(time_ns), _as_dict(count), _as_dict(order)
+    category_of, kernel_of = _as_dict(category), _as_dict(kernel)
     for key, op, dims, types, concrete, ranges, module, phase in zip(
             longest.index.tolist(), longest["op"].astype(object).tolist(), longest["input_dims"].tolist(),
             longest["input_type"].tolist(), longest["concrete"].tolist(),
