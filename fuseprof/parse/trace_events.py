@@ -606,11 +606,23 @@ def _memory_rows(events: list[_Event], ops: list[_Event], path: Path) -> pd.Data
     return frame
 
 
+def _kind(cat: str) -> str:
+    """Which of ``_by_kind``'s lists a complete event of category ``cat`` (today's name) goes to: a Python function
+    only when it is a module's (its name says), any other only when it is a GPU event or launch whose category is
+    unreadable (its args hold a correlation id)."""
+    if cat in GPU_CATEGORIES:
+        return "gpu"
+    if cat in LAUNCH_CATEGORIES:
+        return "launches"
+    return {"cpu_op": "ops", "user_annotation": "annotations", "python_function": "python function"}.get(cat, "other")
+
+
 def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
     """The trace's events by what they are: GPU work, CPU ops, launch calls, modules, annotations, memory."""
     by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": [],
                                         "memory": []}
     lost: Counter[str] = Counter()
+    kind_of: dict[str, str] = {}  # per category as written: a trace has a dozen, over hundreds of thousands of events
     for e in trace.traceEvents:
         if e.ph != "X":
             if e.ph in ("i", "I") and e.name == MEMORY_EVENT and e.ts is not None:
@@ -618,19 +630,17 @@ def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
             elif e.ph not in _PHASES:
                 lost[f"ph {e.ph!r}"] += 1
             continue
-        cat = category(e.cat)
-        if cat in GPU_CATEGORIES:
-            by_kind["gpu"].append(e)
-        elif cat == "cpu_op":
-            by_kind["ops"].append(e)
-        elif cat in LAUNCH_CATEGORIES:
-            by_kind["launches"].append(e)
-        elif cat == "python_function" and e.name.startswith("nn.Module: "):
-            by_kind["modules"].append(e)
-        elif cat == "user_annotation":
-            by_kind["annotations"].append(e)
-        elif cat != "python_function" and _CORRELATION in bytes(e.args):
-            lost[f"category {e.cat!r}"] += 1
+        kind = kind_of.get(e.cat)
+        if kind is None:
+            kind = kind_of[e.cat] = _kind(category(e.cat))
+        if kind == "python function":
+            if e.name.startswith("nn.Module: "):
+                by_kind["modules"].append(e)
+        elif kind == "other":
+            if _CORRELATION in bytes(e.args):
+                lost[f"category {e.cat!r}"] += 1
+        else:
+            by_kind[kind].append(e)
     if lost:
         said = ", ".join(f"{key} ×{n:,}" for key, n in sorted(lost.items()))
         warnings.warn(f"{path}: {sum(lost.values()):,} event(s) left out, their kind unreadable ({said}): a complete "
