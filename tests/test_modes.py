@@ -48,6 +48,7 @@ def test_the_most_frequent_value_of_each_key(events: pd.DataFrame, value: str, k
     found = modes(events[value], events[key])
     expected = _reference(events[value].tolist(), events[key].tolist())
     assert list(zip(found.index.tolist(), found.tolist())) == expected
+    assert found.dtype == object and (found.name, found.index.name) == ("value", "key")
     if expected:
         assert len(expected) < len(events)  # keys repeat: there was something to count
 

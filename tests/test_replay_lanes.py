@@ -116,13 +116,14 @@ def test_a_rank_of_many_short_steps() -> None:
 
 
 def test_a_step_graph_is_freed_the_moment_it_is_dropped() -> None:
-    """A step graph keeps its replay inputs (the sequential replay's, the arrays, which item each GPU event is) and
-    they keep nothing of it: dropped, it is freed by its count of references, with the collector off — no cycle left
-    for the collector's next pass to traverse (every step graph of a rank used to wait for it: 54k objects per rank
-    of 270 steps, a 22 ms pass)."""
+    """A step graph keeps its replay inputs (the sequential replay's, which item each GPU event is, and on the first
+    step the arrays of all) and they keep nothing of it: dropped, it is freed by its count of references, with the
+    collector off — no cycle left for the collector's next pass to traverse (every step graph of a rank used to wait
+    for it: 54k objects per rank of 270 steps, a 22 ms pass)."""
     trace = FIXTURES / "truth" / "known_path.json.gz"
     result = analyze([trace])[0]
     graphs = result_graphs(result, default_store().tables(result.source)[0])
+    assert len(graphs) > 1
     plans = _plans(result, graphs, random.Random(3))  # the fuse plans ask each graph's items
     assert (step_times(graphs, plans)[0] == [g.span_ns for g in graphs]).all()  # the arrays, kept on the first
     assert [replay(g, p) for g, p in zip(graphs, plans[0])] == [g.span_ns for g in graphs]  # the sequential inputs
@@ -134,3 +135,20 @@ def test_a_step_graph_is_freed_the_moment_it_is_dropped() -> None:
         assert [r() for r in refs] == [None] * len(refs)
     finally:
         gc.enable()
+
+
+def test_the_kept_arrays_answer_only_the_steps_they_were_built_for() -> None:
+    """The arrays are kept on the first step for the next replay of the same steps: another list that starts with
+    the same step (fewer steps, others, the same step twice, the first list again) gets its own answer, each the
+    sequential replay's."""
+    trace = FIXTURES / "truth" / "known_path.json.gz"
+    result = analyze([trace])[0]
+    graphs = result_graphs(result, default_store().tables(result.source)[0])
+    assert len(graphs) >= 3
+    chains = [chains_of(row) for _, row in result.fusion.iterrows()]
+    for picked in ([0, 1], [0, 2], [0], [0, 1, 2], [0, 0], [0, 1], [2, 0]):
+        steps = [graphs[k] for k in picked]
+        plans = [[Plan() for _ in steps], [Plan(host_scale=0.5) for _ in steps],
+                 [fuse_plan(g, chains[0]) for g in steps]]
+        slow = [[replay(g, p) for g, p in zip(steps, row)] for row in plans]
+        assert step_times(steps, plans).tolist() == slow, picked

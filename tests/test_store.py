@@ -96,6 +96,15 @@ def test_frames_with_labels_that_are_not_text_keep_their_values() -> None:
         assert list(back.columns) == [str(x) for x in labels] and back.to_numpy().tolist() == [[1, 2], [3, 4]]
 
 
+def test_frames_with_a_label_twice_or_a_nested_index_are_refused() -> None:
+    """A frame the store could not give back as it was is an error, not a damaged entry: a column label twice (its
+    columns would come back as one), an index of several levels."""
+    with pytest.raises(ValueError, match="column labels are unique"):
+        pack_frames({"f": pd.DataFrame([[1, 2.5]], columns=["a", "a"])})
+    with pytest.raises(ValueError, match="single-level index"):
+        pack_frames({"f": pd.DataFrame({"a": [1]}, index=pd.MultiIndex.from_tuples([(1, 2)]))})
+
+
 def test_tables_hold_python_backed_text_whatever_the_callers_setting() -> None:
     """The decoder and the analysis build their tables with pandas' Python-backed text (fuseprof.parse.text_arrays),
     so a table is the same whoever made it; the caller's own setting is left as it was."""

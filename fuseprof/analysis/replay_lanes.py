@@ -53,9 +53,9 @@ class StepArrays:
     original times relative to their step's start, kind, lane, the synchronising calls' waited-for item and tail,
     and the dependencies flat (item, source, point: -2 fixed / -1 end / else an offset into the source, lag,
     whether the lag is the host's own, the fixed time) with each item's chain dependency (on the previous item of
-    its lane); where each graph's items and dependencies begin. One graph's are kept in its ``replay_inputs``; the
-    many short steps of a rank are built together, since a step of a few dozen items costs more in NumPy calls
-    than in items."""
+    its lane); where each graph's items and dependencies begin. All the steps replayed together are built together
+    (a step of a few dozen items costs more in NumPy calls than in items), and kept, grouped (``Union``), in the
+    first step's ``replay_inputs`` (``whatif._union``)."""
 
     t0: np.ndarray
     t1: np.ndarray

@@ -113,6 +113,8 @@ _PLAIN = frozenset("biuf")  # NumPy's bool, integer and float kinds: Arrow takes
 
 def frame_table(frame: pd.DataFrame) -> pa.Table:
     """``frame`` as an Arrow table that ``table_frame`` turns back into it (the module docstring)."""
+    if not frame.columns.is_unique:
+        raise ValueError("the trace store keeps frames whose column labels are unique")
     dtypes, codecs, arrays, names = {}, {}, [], []
     for column, series in frame.items():
         name = str(column)
