@@ -20,12 +20,13 @@ def modes(values: pd.Series, key: pd.Series) -> pd.Series:
     key_codes, keys = pd.factorize(np.asarray(key.to_numpy())[keep])
     value_codes, found = pd.factorize(values.to_numpy()[keep])
     positions = np.flatnonzero(keep)[key_codes >= 0]  # a null key is no group
-    pairs = key_codes[key_codes >= 0].astype(np.int64) * max(len(found), 1) + value_codes[key_codes >= 0]
+    width = max(len(found), 1)  # a pair's number: its key's times this, plus its value's
+    pairs = key_codes[key_codes >= 0].astype(np.int64) * width + value_codes[key_codes >= 0]
     pair_codes, distinct = pd.factorize(pairs)
     counts = np.bincount(pair_codes, minlength=len(distinct))
     seen = positions[np.unique(pair_codes, return_index=True)[1]]  # each pair's first row (codes: in that order)
     ranked = np.lexsort((seen, -counts))  # most frequent first, then first seen
-    owner = distinct[ranked] // max(len(found), 1)
+    owner = distinct[ranked] // width
     winners = ranked[np.sort(np.unique(owner, return_index=True)[1])]  # each key's first in that order
-    index = pd.Index(keys[distinct[winners] // max(len(found), 1)], name="key")
-    return pd.Series(found[distinct[winners] % max(len(found), 1)], index=index, dtype=object, name="value")
+    index = pd.Index(keys[distinct[winners] // width], name="key")
+    return pd.Series(found[distinct[winners] % width], index=index, dtype=object, name="value")
