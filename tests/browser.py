@@ -120,19 +120,32 @@ def open_in_perfetto(page: Any, url: str, process: str, timeout_ms: int = 90_000
     page.wait_for_timeout(1500)
 
 
-def perfetto_query(page: Any, sql: str, timeout_ms: int = 30_000) -> str:
+def perfetto_query(page: Any, sql: str, timeout_ms: int = 30_000, attempts: int = 3) -> str:
     """Run ``sql`` in the loaded Perfetto UI's own trace processor (its omnibox's SQL mode); the page's text
-    once a result is shown."""
+    once a result is shown.
+
+    Why the waits: ``:`` switches the omnibox to SQL mode on the UI's next redraw, and a query filled in before
+    that redraw is wiped by it — the UI then runs an empty box ("No valid SQL to run"; seen once in CI on a busy
+    machine). So the query goes in only once the box is drawn in query mode, and an empty run is tried again."""
     box = page.locator(".pf-omnibox input").first
     box.click()
-    box.type(":")  # the omnibox's SQL mode
-    box.fill(sql)  # the query at once: typed key by key, a busy page dropped its last quote
-    if box.input_value() != sql:
-        raise AssertionError(f"the Perfetto omnibox holds {box.input_value()!r}, not the query")
-    box.press("Enter")
-    page.wait_for_selector("text=Query result", timeout=timeout_ms)
-    page.wait_for_timeout(500)
-    return str(page.inner_text("body"))
+    box.type(":")
+    page.wait_for_selector(".pf-omnibox--query-mode input", timeout=timeout_ms)
+    box = page.locator(".pf-omnibox--query-mode input").first
+    answered = "h1.pf-header-title:has-text('Query result')"
+    for attempt in range(attempts):
+        box.fill(sql)  # the query at once: typed key by key, a busy page dropped its last quote
+        if box.input_value() != sql:
+            raise AssertionError(f"the Perfetto omnibox holds {box.input_value()!r}, not the query")
+        box.press("Enter")
+        # A retry waits for a header without "(error)": the empty run's header stays until the next answer.
+        page.wait_for_selector(answered if attempt == 0 else f"{answered}:not(:has-text('(error)'))",
+                               timeout=timeout_ms)
+        page.wait_for_timeout(500)
+        text = str(page.inner_text("body"))
+        if "No valid SQL to run" not in text:
+            break
+    return text
 
 
 def perfetto_import_errors(page: Any, url: str, timeout_ms: int = 30_000) -> dict[str, int]:

@@ -185,6 +185,10 @@ def test_workers_that_die_end_the_run_with_one_error(monkeypatch) -> None:
         # seconds on a loaded 2-core machine, and that must not read as a cluster left with none
         with pytest.raises(FuseprofError, match="the workers died on every try at one of the traces"):
             cluster.run_on_cluster(local.scheduler_address, os._exit, [(3,)], None, "traces")
+        # the nanny restarts the last killed worker; closing the cluster mid-restart is Dask's own race
+        # ("can only join a started process", seen once on a loaded machine), so wait for the worker first
+        with distributed.Client(local.scheduler_address) as client:
+            client.wait_for_workers(1, timeout=60)
     monkeypatch.setattr(cluster, "ANSWER_S", 3.0)
     with distributed.LocalCluster(n_workers=0, dashboard_address=None) as local:
         worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", local.scheduler_address,
