@@ -18,7 +18,7 @@ from fuseprof.analysis import analyze
 from fuseprof.analysis.analyze import windowed_events
 from fuseprof.cli import main
 from fuseprof.errors import FuseprofWarning
-from fuseprof.parse.frames import pack_frames, unpack_frame
+from fuseprof.parse.frames import COMPRESS_FROM_BYTES, frame_table, pack_frames, unpack_frame
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import FIXTURES, TRACES
 
@@ -60,6 +60,21 @@ def test_frames_round_trip_the_decoded_tables_exactly(trace: Path) -> None:
     for name in reversed(names):  # each read alone, from its own span
         start, length = spans[name]
         pd.testing.assert_frame_equal(unpack_frame(data[start:start + length]), getattr(tables, name), check_exact=True)
+
+
+def test_only_frames_of_a_quarter_megabyte_or_more_are_compressed() -> None:
+    """A frame's Arrow bytes (its column and its index, 16 bytes a row) at the threshold: its span is well
+    below them (LZ4 took the runs of zeros); just under it, the span is above them (the bytes plus the stream's
+    framing): compressing a few rows cost ~10x writing them. Both read back exactly."""
+    rows = COMPRESS_FROM_BYTES // 16
+    big, small = pd.DataFrame({"x": np.zeros(rows)}), pd.DataFrame({"x": np.zeros(rows - 1)})
+    assert frame_table(big).nbytes == COMPRESS_FROM_BYTES > frame_table(small).nbytes
+    data, spans = pack_frames({"big": big, "small": small})
+    assert spans["big"][1] < 0.75 * COMPRESS_FROM_BYTES
+    assert spans["small"][1] > frame_table(small).nbytes
+    for name, frame in (("big", big), ("small", small)):
+        start, length = spans[name]
+        pd.testing.assert_frame_equal(unpack_frame(data[start:start + length]), frame, check_exact=True)
 
 
 def test_frames_keep_each_kind_of_null_and_nested_cells() -> None:

@@ -12,8 +12,10 @@ tables the decoder made, to the bit.
 A store entry holds a trace's ten decoded tables or an analysis's two dozen, most of them a few rows: written as
 one file each, opening, framing and closing a file cost more than the rows (a rank of a generated rank set: 33
 Parquet files, 62 ms to write; packed, 19 ms). ``pack_frames`` writes them as Arrow IPC streams one after another
-in one buffer (LZ4 per column buffer), and names each one's span; ``unpack_frame`` reads one back. The store checks
-each span's SHA-256 before it decodes it.
+in one buffer, and names each one's span; ``unpack_frame`` reads one back. The store checks each span's SHA-256
+before it decodes it. A frame of at least ``COMPRESS_FROM_BYTES`` is LZ4-compressed per column buffer; a smaller one
+is not: LZ4 starts a frame per buffer, ~5 µs each, so a table of a few rows cost 60–250 µs to compress against
+6–20 µs to write (an analysis's two dozen small tables: ~3 ms a rank) to save a few kilobytes.
 """
 
 from __future__ import annotations
@@ -175,7 +177,8 @@ def table_frame(table: pa.Table) -> pd.DataFrame:
     return result
 
 
-_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
+COMPRESS_FROM_BYTES = 256 * 1024
+_LZ4, _PLAIN_IPC = pa.ipc.IpcWriteOptions(compression="lz4"), pa.ipc.IpcWriteOptions()
 Spans = dict[str, tuple[int, int]]  # frame name -> (offset, length) in a pack
 
 
@@ -185,7 +188,8 @@ def pack_frames(frames: Mapping[str, pd.DataFrame]) -> tuple[bytes, Spans]:
     spans: Spans = {}
     for name, frame in frames.items():
         table, start = frame_table(frame), sink.tell()
-        with pa.ipc.new_stream(sink, table.schema, options=_IPC) as writer:
+        options = _LZ4 if table.nbytes >= COMPRESS_FROM_BYTES else _PLAIN_IPC
+        with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
             writer.write_table(table)
         spans[name] = (start, sink.tell() - start)
     return sink.getvalue().to_pybytes(), spans
