@@ -138,7 +138,9 @@ def frame_table(frame: pd.DataFrame) -> pa.Table:
         names.append(name)
     if frame.index.nlevels != 1:
         raise ValueError("the trace store keeps frames with a single-level index")
-    arrays.append(pa.Array.from_pandas(frame.index.to_series(index=None)))
+    index = frame.index  # a NumPy number index (nearly every frame's) as it is: a Series of it costs ~70 µs
+    arrays.append(pa.array(index.to_numpy(), from_pandas=True) if isinstance(index.dtype, np.dtype)
+                  and index.dtype.kind in _PLAIN else pa.Array.from_pandas(index.to_series(index=None)))
     names.append("__index__")
     meta = {"dtypes": dtypes, "codecs": codecs, "columns": [str(c) for c in frame.columns],
             "index_name": frame.index.name, "index_dtype": _dtype_name(frame.index.dtype),
