@@ -179,18 +179,18 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFr
     host = gaps[(gaps["idle_launch_ns"] > 0) & gaps["tid"].notna()] if "idle_launch_ns" in gaps else gaps.iloc[:0]
     if host.empty:
         return pd.DataFrame(columns=["name", "kind", "overlap_ns", "share_of_host_idle_pct"])
-    spans = pd.concat([tables.ops.assign(kind="op"), tables.annotations.assign(kind="range")], ignore_index=True)
-    own = set(zip(iterations["start_ns"], iterations["dur_ns"]))
-    spans = spans[[(s, d) not in own for s, d in zip(spans["start_ns"], spans["dur_ns"])]]
+    own = set(zip(iterations["start_ns"].tolist(), iterations["dur_ns"].tolist()))
     parts = []
     for tid, part in host.groupby("tid"):
-        mine = spans[spans["tid"] == str(tid)]
-        start = mine["start_ns"].to_numpy(np.int64)
         gaps_of_tid = merge(part["gap_start_ns"].to_numpy(np.int64), part["launch_ns"].astype("Int64").to_numpy(np.int64))
-        parts.append(mine[["name", "kind"]].assign(
-            overlap_ns=covered_ns(gaps_of_tid, start, start + mine["dur_ns"].to_numpy(np.int64))))
+        for kind, table in (("op", tables.ops), ("range", tables.annotations)):
+            mine = table[(table["tid"] == str(tid)).to_numpy(bool)]
+            start, dur = mine["start_ns"].to_numpy(np.int64), mine["dur_ns"].to_numpy(np.int64)
+            overlap = covered_ns(gaps_of_tid, start, start + dur)
+            # the iterations' own ranges left out, among the few spans that overlap (not every op of the trace)
+            kept = [i for i in np.flatnonzero(overlap > 0).tolist() if (int(start[i]), int(dur[i])) not in own]
+            parts.append(mine[["name"]].iloc[kept].assign(kind=kind, overlap_ns=overlap[kept]))
     overlaps = pd.concat(parts, ignore_index=True)
-    overlaps = overlaps[overlaps["overlap_ns"] > 0]
     total = int((host["launch_ns"].astype("Int64") - host["gap_start_ns"]).clip(lower=0).sum())
     out = overlaps.groupby(["name", "kind"], sort=False)["overlap_ns"].sum().astype(np.int64).reset_index()
     out["share_of_host_idle_pct"] = 100 * out["overlap_ns"] / total if total else np.nan
