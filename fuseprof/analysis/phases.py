@@ -90,6 +90,8 @@ def point_phases(points: pd.DataFrame, tables: TraceTables, registry: Registry) 
     out["phase_range"] = enclosing(optimizer, points, None)
     out.loc[out["phase_range"].notna().to_numpy(), "phase"] = "optimizer"
     backward = run_sequence.notna()
+    if not backward.any():  # no autograd run around any point (inference): no forward op to name
+        return out
     out.loc[backward.to_numpy(), "phase"] = "backward"
     forward = _forward_modules(tables, runs)
     found = run_sequence[backward].astype(int).map(lambda s: forward.get(s, (None, None)))
@@ -105,10 +107,11 @@ def gpu_phases(events: pd.DataFrame, tables: TraceTables, registry: Registry) ->
                         "forward_module": pd.Series(pd.NA, index=events.index, dtype="string")})
     points = launch_points(events)
     out.loc[points.index] = point_phases(points, tables, registry)[list(out.columns)]
-    numbered = events["op_id"].astype("Float64").map(
-        tables.ops.dropna(subset=["external_id"]).drop_duplicates("external_id").set_index("external_id")["sequence"])
-    recomputed = (out["phase"] == "backward") & numbered.notna()
-    out.loc[recomputed.to_numpy(), "phase"] = "recomputation"
+    backward = out["phase"] == "backward"
+    if backward.any():  # a backward kernel whose op has a sequence number re-ran the forward (checkpointing)
+        numbered = events["op_id"].astype("Float64").map(tables.ops.dropna(subset=["external_id"]).drop_duplicates(
+            "external_id").set_index("external_id")["sequence"])
+        out.loc[(backward & numbered.notna()).to_numpy(), "phase"] = "recomputation"
     out.loc[(events["category"] == "communication").to_numpy(), "phase"] = "communication"
     return out
 
