@@ -59,6 +59,8 @@ def optimizer_instances(events: pd.DataFrame, tables: TraceTables, registry: Reg
     if entry is None or events.empty:
         return []
     steps = rows_named(tables.annotations, entry.region).sort_values("start_ns", kind="stable")
+    if steps.empty:  # no optimizer range (inference): no launch points to place
+        return []
     points = launch_points(events)
     launch, tid = points["start_ns"].to_numpy(np.int64), points["tid"].to_numpy()
     rows, previous_end = [], -1
