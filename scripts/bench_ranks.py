@@ -12,10 +12,12 @@ Peak RSS is the process's VmHWM (ru_maxrss would count the RSS of the parent it 
 "+MB" is above the same process's peak after its imports. The
 straggler named by fuseprof is printed too (it must be the injected rank and GEMM in every row).
 
-    python scripts/bench_ranks.py --speed [--ranks 128] [--steps 90] [--workers 1]
+    python scripts/bench_ranks.py --speed [--ranks 128] [--steps 90] [--workers 1] [--repeats 1]
 
 times, instead, each fresh process from outside (CPU: its own and every worker's, from the children's
-rusage; wall), in one run on one rank set:
+rusage; wall), in one run on one rank set, ``repeats`` rounds of them one after another (the medians, and the
+median of each round's own ratio: this machine's speed drifts by a fifth within minutes, so a ratio is taken
+between runs of the same round):
     json.load  every rank's file loaded by ``json.load`` in one process
     cold       ``fuseprof analyze FOLDER --format json --workers W`` into an empty trace store
     warm       the same again: the store answers
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -83,8 +86,10 @@ def timed(command: list[str], store: Path) -> tuple[float, float]:
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
 
 
-def speed(n: int, steps: int, workers: int) -> None:
+def speed(n: int, steps: int, workers: int, repeats: int = 1) -> None:
     """The --speed table (the module docstring) for one rank set of ``n`` ranks."""
+    from statistics import median
+
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "ranks"
         subprocess.run([sys.executable, str(ROOT / "scripts" / "make_rank_set.py"), str(folder), "--ranks", str(n),
@@ -92,24 +97,41 @@ def speed(n: int, steps: int, workers: int) -> None:
         files = sorted(str(p) for p in folder.glob("*.json"))
         size = sum(Path(f).stat().st_size for f in files) / 1e6
         analyze = [sys.executable, "-m", "fuseprof.cli", "analyze", str(folder), "--format", "json"]
-        load = timed([sys.executable, "-c", "import json, sys\nfor p in sys.argv[1:]:\n    json.load(open(p))",
-                      *files], Path(tmp) / "unused")
-        cold = timed([*analyze, "--workers", str(workers)], Path(tmp) / "store-1")
-        warm = timed([*analyze, "--workers", str(workers)], Path(tmp) / "store-1")
-        two = timed([*analyze, "--workers", "2"], Path(tmp) / "store-2")
-        print(f"{n} ranks, {size:.0f} MB of JSON ({size / n:.1f} MB a rank), {steps} steps each")
+        names = ["json.load", f"cold, {workers} w", f"warm, {workers} w", "cold, 2 w"]
+        rounds: list[dict[str, tuple[float, float]]] = []
+        for r in range(repeats):
+            stores = [Path(tmp) / f"store-{r}-{k}" for k in range(3)]
+            times = {"json.load": timed([sys.executable, "-c", "import json, sys\nfor p in sys.argv[1:]:\n"
+                                         "    json.load(open(p))", *files], Path(tmp) / "unused")}
+            times[names[1]] = timed([*analyze, "--workers", str(workers)], stores[0])
+            times[names[2]] = timed([*analyze, "--workers", str(workers)], stores[0])
+            times[names[3]] = timed([*analyze, "--workers", "2"], stores[1])
+            times["dask"] = _dask(analyze, stores[2])
+            rounds.append(times)
+        print(f"{n} ranks, {size:.0f} MB of JSON ({size / n:.1f} MB a rank), {steps} steps each"
+              + (f"; medians of {repeats} rounds" if repeats > 1 else ""))
         print(f"{'':>12} {'CPU s':>7} {'wall s':>7} {'CPU x json.load':>16}")
-        for name, (cpu, wall) in (("json.load", load), (f"cold, {workers} w", cold), (f"warm, {workers} w", warm),
-                                  ("cold, 2 w", two)):
-            print(f"{name:>12} {cpu:>7.1f} {wall:>7.1f} {cpu / load[0]:>16.2f}", flush=True)
-        try:
-            from dask.distributed import LocalCluster
-        except ImportError:
+        for name in names:
+            cpu, wall = (median(t[name][i] for t in rounds) for i in (0, 1))
+            ratio = median(t[name][0] / t["json.load"][0] for t in rounds)
+            print(f"{name:>12} {cpu:>7.1f} {wall:>7.1f} {ratio:>16.2f}", flush=True)
+        if rounds[0]["dask"][1] != rounds[0]["dask"][1]:
             print("dask: not installed (pip install 'fuseprof[dask]')")
             return
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-            dask = timed([*analyze, "--scheduler", cluster.scheduler_address], Path(tmp) / "store-3")
-        print(f"{'cold, dask 2':>12} {'':>7} {dask[1]:>7.1f}   wall x --workers 2: {dask[1] / two[1]:.2f}")
+        wall = median(t["dask"][1] for t in rounds)
+        ratio = median(t["dask"][1] / t["cold, 2 w"][1] for t in rounds)
+        print(f"{'cold, dask 2':>12} {'':>7} {wall:>7.1f}   wall x --workers 2: {ratio:.2f}")
+
+
+def _dask(analyze: list[str], store: Path) -> tuple[float, float]:
+    """``timed`` of the command on a local 2-worker Dask cluster (wall; CPU: the command's alone); NaN without
+    dask."""
+    try:
+        from dask.distributed import LocalCluster
+    except ImportError:
+        return math.nan, math.nan
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        return timed([*analyze, "--scheduler", cluster.scheduler_address], store)
 
 
 def main() -> None:
@@ -118,10 +140,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="profiler steps per rank (default 300; --speed 90)")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default 2; --speed 1)")
     parser.add_argument("--speed", action="store_true", help="time cold and warm runs against json.load instead")
+    parser.add_argument("--repeats", type=int, default=1, help="--speed: rounds, one after another (medians)")
     args = parser.parse_args()
     if args.speed:
         for n in (int(r) for r in (args.ranks or "128").split(",")):
-            speed(n, args.steps or 90, args.workers or 1)
+            speed(n, args.steps or 90, args.workers or 1, max(args.repeats, 1))
         return
     args.ranks, args.steps, args.workers = args.ranks or "4,8,16,32", args.steps or 300, args.workers or 2
     print(f"{'ranks':>5} {'JSON MB':>8} | {'at once peak MB':>15} {'+MB':>6} | {'fuseprof parent MB':>18} {'+MB':>6} "
