@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -190,6 +190,45 @@ def _first_per_unit(positions: np.ndarray, codes: np.ndarray) -> tuple[np.ndarra
     return positions[first[at]], found[at]
 
 
+class _PerUnit(NamedTuple):
+    """The units' sums and picks. Indexed by a unit's code (its place among the units by first event):
+    ``time_ns`` summed, ``kernels`` (its events), ``order`` (its first place by start, from 1). One per unit, in the
+    order of their longest events: ``codes``, ``longest`` (that event's position) and ``described`` (the position
+    of the event whose kernel and category it takes: its longest kernel, else its longest event)."""
+
+    time_ns: np.ndarray
+    kernels: np.ndarray
+    order: np.ndarray
+    codes: np.ndarray
+    longest: np.ndarray
+    described: np.ndarray
+
+
+def _per_unit(events: pd.DataFrame) -> tuple[np.ndarray, _PerUnit]:
+    """Each event's unit id (its op call; ``_KERNEL_ONLY`` + its position where no op launched it), and the units'
+    sums and picks (``_PerUnit``), on positions: the module's ``window_units`` says what they are."""
+    n = len(events)
+    keys = events["op_id"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    unit = np.where(np.isnan(keys), _KERNEL_ONLY + np.arange(n), keys).astype(np.int64)
+    codes = pd.factorize(unit)[0]
+    k = int(codes.max()) + 1 if n else 0
+    dur = events["dur_ns"].to_numpy()
+    time_ns = np.zeros(k, dur.dtype)
+    np.add.at(time_ns, codes, dur)
+    rank = np.empty(n, np.int64)  # the event's place by start (ties: the earlier row), from 1
+    rank[np.argsort(events["start_ns"].to_numpy(), kind="stable")] = np.arange(1, n + 1)
+    order = np.full(k, n + 1, np.int64)
+    np.minimum.at(order, codes, rank)
+    by_length = np.argsort(-dur, kind="stable")  # longest first, ties in the window's order
+    longest, longest_codes = _first_per_unit(by_length, codes)
+    kernel_rows = by_length[(events["kind"] == "kernel").to_numpy(bool)[by_length]]
+    main_rows, main_codes = _first_per_unit(kernel_rows, codes)
+    main_of = np.full(k, -1, np.int64)
+    main_of[main_codes] = main_rows
+    described = np.where(main_of[longest_codes] >= 0, main_of[longest_codes], longest)
+    return unit, _PerUnit(time_ns, np.bincount(codes, minlength=k), order, longest_codes, longest, described)
+
+
 def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry,
                  regions: tuple[str, ...] = ()) -> Units:
     """The units of the window's events, linked by ``graph`` (the trace's op graph), or by the window's
@@ -203,26 +242,8 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
     replayed = bool(events["graph_attributed"].any()) if "graph_attributed" in events else False
     if graph is None or replayed:
         graph = event_op_graph(events, registry)
-    n = len(events)
-    keys = events["op_id"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
-    unit = np.where(np.isnan(keys), _KERNEL_ONLY + np.arange(n), keys).astype(np.int64)
-    codes = pd.factorize(unit)[0]
-    k = int(codes.max()) + 1 if n else 0
-    dur = events["dur_ns"].to_numpy()
-    time_ns = np.zeros(k, dur.dtype)
-    np.add.at(time_ns, codes, dur)
-    count = np.bincount(codes, minlength=k)
-    rank = np.empty(n, np.int64)  # the event's place by start (ties: the earlier row), from 1
-    rank[np.argsort(events["start_ns"].to_numpy(), kind="stable")] = np.arange(1, n + 1)
-    order = np.full(k, n + 1, np.int64)
-    np.minimum.at(order, codes, rank)
-    by_length = np.argsort(-dur, kind="stable")  # longest first, ties in the window's order
-    longest, longest_codes = _first_per_unit(by_length, codes)
-    kernel_rows = by_length[(events["kind"] == "kernel").to_numpy(bool)[by_length]]
-    main_rows, main_codes = _first_per_unit(kernel_rows, codes)
-    main_of = np.full(k, -1, np.int64)
-    main_of[main_codes] = main_rows
-    described = np.where(main_of[longest_codes] >= 0, main_of[longest_codes], longest)
+    unit, per = _per_unit(events)
+    longest, described = per.longest, per.described
     labels: dict[int, list[Any]] = {}
     names: dict[int, dict[str, None]] = {}
     for key, label, name in zip(unit.tolist(), events.index.tolist(), events["name"].astype(str).tolist()):
@@ -238,7 +259,7 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
     units: dict[int, Unit] = {}
     shapes = RecordedShapes()
     for key, code, op, dims, types, concrete, ranges, module, phase, category, kernel in zip(
-            unit[longest].tolist(), longest_codes.tolist(), at_longest("op", True), at_longest("input_dims"),
+            unit[longest].tolist(), per.codes.tolist(), at_longest("op", True), at_longest("input_dims"),
             at_longest("input_type"), at_longest("concrete"), at_longest("ranges"), at_longest("module", True),
             at_longest("phase", True), events["category"].take(described).astype(object).tolist(),
             events["name"].take(described).astype(object).tolist()):
@@ -248,8 +269,8 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
         units[key] = Unit(
             op_id=key, op=op, kinds=registry.kinds(op, tuple(names[key])), category=str(category),
             gemm=role.gemm, args=arguments, outputs=outputs,
-            time_ns=int(time_ns[code]), kernels=int(count[code]), kernel=str(kernel),
-            ranges=ranges if isinstance(ranges, str) else "", order=int(order[code]),
+            time_ns=int(per.time_ns[code]), kernels=int(per.kernels[code]), kernel=str(kernel),
+            ranges=ranges if isinstance(ranges, str) else "", order=int(per.order[code]),
             inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "",
             phase=phase if isinstance(phase, str) else "")
     return Units(units, graph, regions)
