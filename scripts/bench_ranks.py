@@ -115,7 +115,7 @@ def speed(n: int, steps: int, workers: int, repeats: int = 1) -> None:
             cpu, wall = (median(t[name][i] for t in rounds) for i in (0, 1))
             ratio = median(t[name][0] / t["json.load"][0] for t in rounds)
             print(f"{name:>12} {cpu:>7.1f} {wall:>7.1f} {ratio:>16.2f}", flush=True)
-        if rounds[0]["dask"][1] != rounds[0]["dask"][1]:
+        if math.isnan(rounds[0]["dask"][1]):
             print("dask: not installed (pip install 'fuseprof[dask]')")
             return
         wall = median(t["dask"][1] for t in rounds)

@@ -113,6 +113,11 @@ def _dtype(name: str) -> Any:
 _PLAIN = frozenset("biuf")  # NumPy's bool, integer and float kinds: Arrow takes the array as it is (NaN as null)
 
 
+def _numpy_numbers(dtype: Any) -> bool:
+    """A NumPy bool, integer or float dtype: its values go to Arrow as they are, with no pandas detour."""
+    return isinstance(dtype, np.dtype) and dtype.kind in _PLAIN
+
+
 def frame_table(frame: pd.DataFrame) -> pa.Table:
     """``frame`` as an Arrow table that ``table_frame`` turns back into it (the module docstring)."""
     if not frame.columns.is_unique:
@@ -121,7 +126,7 @@ def frame_table(frame: pd.DataFrame) -> pa.Table:
     for column, series in frame.items():
         name = str(column)
         dtypes[name] = _dtype_name(series.dtype)
-        if series.dtype.kind in _PLAIN and isinstance(series.dtype, np.dtype):  # a NumPy number: no pandas detour
+        if _numpy_numbers(series.dtype):
             arrays.append(pa.array(series.to_numpy(), from_pandas=True))
         elif dtypes[name] == "object":
             values = series.to_numpy(dtype=object)
@@ -139,8 +144,8 @@ def frame_table(frame: pd.DataFrame) -> pa.Table:
     if frame.index.nlevels != 1:
         raise ValueError("the trace store keeps frames with a single-level index")
     index = frame.index  # a NumPy number index (nearly every frame's) as it is: a Series of it costs ~70 µs
-    arrays.append(pa.array(index.to_numpy(), from_pandas=True) if isinstance(index.dtype, np.dtype)
-                  and index.dtype.kind in _PLAIN else pa.Array.from_pandas(index.to_series(index=None)))
+    arrays.append(pa.array(index.to_numpy(), from_pandas=True) if _numpy_numbers(index.dtype)
+                  else pa.Array.from_pandas(index.to_series(index=None)))
     names.append("__index__")
     meta = {"dtypes": dtypes, "codecs": codecs, "columns": [str(c) for c in frame.columns],
             "index_name": frame.index.name, "index_dtype": _dtype_name(frame.index.dtype),
