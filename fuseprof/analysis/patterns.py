@@ -158,7 +158,7 @@ def _shape(value: object) -> str:
 
 def add_rmsnorm(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     found = []
-    for unit in units:
+    for unit in units.computing("rms norm", "pow"):
         # with shapes, the add must be of two activations (a norm's own + eps is not a residual add); a trace
         # without shapes leaves the unit's kinds to say it
         if unit.computes("rms norm") and unit.computes("add") and (_same_size_pair(unit) or not unit.tensors()):
@@ -200,7 +200,7 @@ def _norm_chain(first: Unit, units: Units) -> list[Unit]:
 
 def silu_mul(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     found = []
-    for unit in units:
+    for unit in units.computing("silu"):
         if unit.computes("silu", "mul"):
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (SiLU and product in one)"))
         elif unit.computes("silu"):
@@ -222,7 +222,7 @@ def _gemm_sources(units: Units, unit: Unit, position: int) -> tuple[list[Unit], 
 
 def gate_up(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     found = []
-    for unit in units.forward():
+    for unit in units.computing("mul", forward=True):  # each case below computes a product
         if unit.is_gemm and unit.computes("activation", "mul"):  # a GEMM with a gated-activation epilogue
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (gate, up and activation in one GEMM)"))
             continue
@@ -293,8 +293,8 @@ def _q_width(unit: Unit, costs: Costs) -> int | None:
 def _eager_sites(units: Units) -> list[tuple[Unit, Unit, Unit, list[Unit]]]:
     """(QKᵀ, softmax, ·V, the other units between them: scale, mask, dropout, casts) of each eager attention."""
     sites = []
-    for unit in units:
-        if not unit.computes("softmax") or _anchor(unit) or unit.computes("backward"):
+    for unit in units.computing("softmax"):
+        if _anchor(unit) or unit.computes("backward"):
             continue
         before, _ = units.sources(unit.op_id, 0, _not_anchor, depth=6)
         scores = [b for b in before if b.batched]
@@ -463,9 +463,9 @@ def _is_bias(add: Unit, gemm: Unit) -> bool:
 
 def rope_cache(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     found = []
-    writes = [u for u in units if u.computes("cache write") or u.computes("index_put") or u.computes("index_copy")]
+    writes = units.computing("cache write", "index_put", "index_copy")
     fused_rope = False
-    for unit in units:
+    for unit in units.computing("rotary", "neg"):
         writes_cache = unit.computes("cache write") or unit.computes("index_put") or unit.computes("index_copy")
         if unit.computes("rotary") or unit.computes("neg", "cat"):
             fused_rope = True
@@ -482,15 +482,15 @@ def rope_cache(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]
 
 
 def dequant_gemm(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
-    return [Found(True, (u,), f"{u.op or u.kernel} (quantized operands in the GEMM)") for u in units
-            if u.computes("quantized gemm")]
+    return [Found(True, (u,), f"{u.op or u.kernel} (quantized operands in the GEMM)")
+            for u in units.computing("quantized gemm")]
 
 
 def sampling(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     widths = [u.width for u in units if u.is_gemm and not u.batched and u.width]
     widest = max(widths, default=0)
     found = []
-    for unit in units:
+    for unit in units.computing("fused sampling", "sample"):
         if unit.computes("fused sampling"):
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (sampling in one)"))
         elif unit.computes("sample") and unit.tensors() and widest and unit.tensors()[0][1].dims[-1] == widest:
@@ -504,7 +504,7 @@ def sampling(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
 def optimizer(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     region = re.compile(entry.region) if entry.region else None
     inside = [u for u in units if _in_region(u, region)]
-    fused = [u for u in (inside or list(units)) if u.computes("fused optimizer")]
+    fused = [u for u in inside if u.computes("fused optimizer")] if inside else units.computing("fused optimizer")
     if fused:
         return [Found(True, tuple(fused), f"{fused[0].op or fused[0].kernel} ×{len(fused)}")]
     work = [u for u in inside if u.category == "elementwise"]
@@ -595,8 +595,8 @@ def zero_grad(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
 def grad_scaler(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     """The grad scaler's unscale and inf check, and its scale update: torch's GradScaler does each for every
     gradient in one multi-tensor op — done, its time the evidence."""
-    return [Found(True, (u,), f"{u.op} (every gradient in one multi-tensor pass)") for u in units
-            if u.computes("grad scaler")]
+    return [Found(True, (u,), f"{u.op} (every gradient in one multi-tensor pass)")
+            for u in units.computing("grad scaler")]
 
 
 LARGE_VOCABULARY = 8192  # logits at least this wide are a vocabulary's (a classifier's few classes are not)
@@ -612,7 +612,7 @@ def linear_ce(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     rate. The N × V writes it removes are memory it never allocates. Fused: a unit computing ``fused cross
     entropy``."""
     found = []
-    for unit in units:
+    for unit in units.computing("fused cross entropy", "log_softmax"):
         if unit.computes("fused cross entropy"):
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (the loss over the logits in one)"))
             continue
@@ -650,7 +650,7 @@ def chain(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     if not kinds:
         return []
     found = []
-    for unit in units.forward():
+    for unit in units.computing(kinds[0], forward=True):  # fused or the chain's first: both compute its first kind
         if unit.computes(*kinds):
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} ({' and '.join(kinds)} in one)"))
             continue

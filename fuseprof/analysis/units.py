@@ -114,6 +114,19 @@ class Units:
         """The units that are not backward ops, in order."""
         return [u for u in self.ordered if u.op_id not in self.backward]
 
+    def computing(self, *kinds: str, forward: bool = False) -> list[Unit]:
+        """The units that compute at least one of ``kinds``, in order (``forward``: backward ops left out). Where a
+        pattern acts only on units of some kinds, it walks these instead of asking every unit: a long trace has
+        tens of thousands of units and a pattern a few kinds, so a million ``computes`` calls became a lookup each."""
+        if not hasattr(self, "_by_kind"):
+            self._by_kind: dict[str, list[Unit]] = {}
+            for unit in self.ordered:
+                for kind in unit.kinds:
+                    self._by_kind.setdefault(kind, []).append(unit)
+        found = {u.op_id: u for kind in kinds for u in self._by_kind.get(kind, ())}
+        return sorted((u for u in found.values() if not (forward and u.op_id in self.backward)),
+                      key=lambda u: u.order)
+
     def same_input(self, a: Unit, b: Unit) -> bool:
         """Whether two GEMMs read one activation: the same producer (through casts: autocast casts it once per
         GEMM) where the graph links both, else the same shape and dtype."""
