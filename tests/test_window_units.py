@@ -45,3 +45,17 @@ def test_each_unit_sums_and_names_its_own_events(trace: Path) -> None:
         assert (unit.kernel, unit.category) == (str(rows[longest][4]), str(rows[longest][6]))
         kernel_only += key >= 10**15
     assert kernel_only > 0 if "graph" in trace.name else kernel_only == 0
+
+
+def test_units_computing_kinds_are_those_whose_kinds_hold_one_in_order() -> None:
+    """What the patterns walk (``Units.computing``): on the eager trace, for each kind and for pairs, the units whose
+    kinds hold one of them, in the units' order; with ``forward``, the backward ops left out."""
+    units = window_units(windowed_events(read_trace_tables(TRACES_WITH_UNITS[0])).events, None, DEFAULT)
+    every_kind = sorted({k for u in units for k in u.kinds})
+    assert len(every_kind) >= 3
+    for kinds in [(k,) for k in every_kind] + [tuple(every_kind[:2]), ("mul", "no such kind")]:
+        wanted = [u.op_id for u in units if set(u.kinds) & set(kinds)]
+        assert [u.op_id for u in units.computing(*kinds)] == wanted
+        assert [u.op_id for u in units.computing(*kinds, forward=True)] == \
+            [i for i in wanted if i not in units.backward]
+    assert units.computing("no such kind") == []
