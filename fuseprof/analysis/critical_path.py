@@ -32,9 +32,11 @@ what kind of time (``CATEGORIES``, grouped into ``BOUNDS``).
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -565,49 +567,66 @@ def labelled(graphs: Sequence[StepGraph], path: pd.DataFrame, events: pd.DataFra
     time's: the innermost op around it on its thread), the ``record_function`` ranges around it (``ranges``), and
     host time inside a data-loading range (the registry's host causes) as ``data loading``. Every step at once:
     the cost is the paths' length, not steps × trace."""
-    out = path.assign(name="", op=pd.NA, module=pd.NA, ranges=pd.NA)
-    items = list(zip(out["graph"].tolist(), out["item"].tolist()))
-    gpu = np.fromiter((v >= 0 and graphs[k].kind[v] == "gpu" for k, v in items), bool, len(items))
-    rows = events.loc[[graphs[k].event[v] for (k, v), g in zip(items, gpu) if g]]
-    for column in ("op", "module", "ranges"):
-        out.loc[gpu, column] = rows[column].to_numpy()
-    out.loc[gpu, "name"] = rows["name"].to_numpy()
-    calls = (out["item"] >= 0).to_numpy() & ~gpu
-    out.loc[calls, "name"] = [graphs[k].name[v] for (k, v), c in zip(items, calls) if c]
-    host = ~gpu
-    points = out.loc[host].assign(t=(out["start_ns"] + out["end_ns"]) // 2)
-    for lane, part in points.groupby("lane"):
-        for kind, column in (("ops", "op"), ("annotations", "ranges")):
-            spans = host_lookup.spans(kind, str(lane))
-            found = innermost(spans, zip(part["t"].tolist(), part.index)) if column == "op" else \
-                _all_around(spans, part)
-            out.loc[list(found), column] = list(found.values())
-    lags = (out["item"] < 0) & ~out["category"].isin(["host", "data loading"])  # latency, queueing: no host work
-    out.loc[lags, "name"] = out.loc[lags, "category"]
-    unnamed = host & (out["name"] == "")
-    out.loc[unnamed, "name"] = out.loc[unnamed, "op"].fillna("(Python, between ops)")
-    _sync_host(out, host_lookup)
+    graph_of, item_of = path["graph"].tolist(), path["item"].tolist()
+    gpu = [v >= 0 and graphs[k].kind[v] == "gpu" for k, v in zip(graph_of, item_of)]
+    # the labels as lists, set once: a step set's path is a few hundred rows, where each masked assignment into
+    # the frame cost a pandas call (about ninety a trace, whatever its size)
+    labels: dict[str, list[Any]] = {"name": [""] * len(path), "op": [pd.NA] * len(path),
+                                    "module": [pd.NA] * len(path), "ranges": [pd.NA] * len(path)}
+    on_gpu = [i for i, g in enumerate(gpu) if g]
+    rows = events.loc[[graphs[graph_of[i]].event[item_of[i]] for i in on_gpu]]
+    for column, values in labels.items():
+        for i, value in zip(on_gpu, rows[column].to_numpy().tolist()):
+            values[i] = value
+    for i, (k, v) in enumerate(zip(graph_of, item_of)):
+        if v >= 0 and not gpu[i]:
+            labels["name"][i] = graphs[k].name[v]
+    host = [i for i, g in enumerate(gpu) if not g]
+    middle = ((path["start_ns"] + path["end_ns"]) // 2).tolist()
+    lanes = path["lane"].tolist()
+    by_lane: dict[Any, list[int]] = {}
+    for i in host:
+        by_lane.setdefault(lanes[i], []).append(i)
+    for lane in sorted(by_lane):  # as a groupby walks them
+        points = [(middle[i], i) for i in by_lane[lane]]
+        found = innermost(host_lookup.spans("ops", str(lane)), points)
+        around_points = {i: " / ".join(live) for i, live in around(host_lookup.spans("annotations", str(lane)), points)}
+        for column, at_point in (("op", found), ("ranges", around_points)):
+            for i, value in at_point.items():
+                labels[column][i] = value
+    categories = path["category"].tolist()
+    for i, category in enumerate(categories):
+        if item_of[i] < 0 and category not in ("host", "data loading"):  # latency, queueing: no host work
+            labels["name"][i] = category
+    for i in host:
+        if labels["name"][i] == "":
+            op = labels["op"][i]
+            labels["name"][i] = "(Python, between ops)" if pd.isna(op) else op
+    categories = _sync_host(categories, lanes, middle, host_lookup)
     if host_lookup.loading:
-        inside = out["ranges"].fillna("").str.contains(host_lookup.loading, regex=True)
-        out.loc[inside & (out["category"] == "host"), "category"] = "data loading"
-    return out
+        loading = re.compile(host_lookup.loading)
+        categories = ["data loading" if c == "host" and loading.search(r if isinstance(r, str) else "") else c
+                      for c, r in zip(categories, labels["ranges"])]
+    text = pd.Series([""]).dtype  # what a column of text is made as here (pandas' string storage of the moment)
+    return path.assign(name=pd.Series(labels["name"], index=path.index, dtype=text),
+                       **{c: pd.Series(labels[c], index=path.index, dtype=object) for c in ("op", "module", "ranges")},
+                       category=pd.Series(categories, index=path.index, dtype=path["category"].dtype))
 
 
-def _sync_host(path: pd.DataFrame, host_lookup: HostLookup) -> None:
+def _sync_host(categories: list[str], lanes: list[Any], middle: list[int], host_lookup: HostLookup) -> list[str]:
     """Host time on the path inside a synchronising op (``.item()``, ``.cpu()``: ``idle.sync_spans``) — its own
-    work and its calls — is sync, as the idle analysis counts it."""
-    host = path["category"].isin(["host", "launch", "runtime"])
-    for lane in pd.unique(path.loc[host, "lane"]):
+    work and its calls — is sync, as the idle analysis counts it: ``categories`` with those segments' changed (by
+    their ``middle`` point on their lane)."""
+    by_lane: dict[Any, list[int]] = {}
+    for i, category in enumerate(categories):
+        if category in ("host", "launch", "runtime"):
+            by_lane.setdefault(lanes[i], []).append(i)
+    for lane, rows in by_lane.items():
         starts, ends = host_lookup.sync(str(lane))
         if not starts.size:
             continue
-        mine = host & (path["lane"] == lane)
-        middle = ((path.loc[mine, "start_ns"] + path.loc[mine, "end_ns"]) // 2).to_numpy(np.int64)
-        k = np.searchsorted(starts, middle, side="right") - 1
-        inside = (k >= 0) & (ends[np.maximum(k, 0)] > middle)
-        path.loc[path.index[mine][inside], "category"] = "sync"
-
-
-def _all_around(spans: list[tuple[int, int, str]], points: pd.DataFrame) -> dict[object, str]:
-    """Per point, the names of every span around it, outermost first, joined with ' / '."""
-    return {key: " / ".join(live) for key, live in around(spans, zip(points["t"].tolist(), points.index))}
+        at = np.array([middle[i] for i in rows], np.int64)
+        k = np.searchsorted(starts, at, side="right") - 1
+        for i in np.array(rows)[(k >= 0) & (ends[np.maximum(k, 0)] > at)].tolist():
+            categories[i] = "sync"
+    return categories

@@ -35,13 +35,16 @@ COLUMNS = ["step", "path_ns", "rank", "share_pct", "communication_ns", "top_what
 WAITING = ("communication", "queue", "launch latency", "event wait", "sync")  # not the rank's work
 
 
-def _text(value: object) -> str:
-    return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)  # type: ignore[arg-type]
+def _texts(column: pd.Series) -> np.ndarray:
+    """Each value as text, a missing one as '': worked out once per distinct value (a path repeats a few hundred
+    names over its tens of thousands of segments, and a text per row was a Python call each)."""
+    codes, distinct = pd.factorize(column.to_numpy(object))
+    return np.array([str(v) for v in distinct] + [""], dtype=object)[codes]
 
 
 def _tops(work: pd.DataFrame) -> pd.DataFrame:
     """Per leg (``leg`` key), its largest work by what, op and module: what, op, module, its ns."""
-    keyed = work.assign(**{c: work[c].map(_text) for c in ("name", "op", "module")})
+    keyed = work.assign(**{c: _texts(work[c]) for c in ("name", "op", "module")})
     sums = keyed.groupby(["leg", "name", "op", "module"], sort=False)["dur_ns"].sum().reset_index()
     best = sums.sort_values("dur_ns", ascending=False, kind="stable").drop_duplicates("leg")
     return best.set_index("leg").rename(columns={"name": "top_what", "op": "top_op", "module": "top_module",
