@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.aggregate import aggregate
 from fuseprof.analysis.ranks import matched_collectives, ranks_apart
 
 if TYPE_CHECKING:
@@ -35,54 +34,87 @@ COLUMNS = ["step", "path_ns", "rank", "share_pct", "communication_ns", "top_what
 WAITING = ("communication", "queue", "launch latency", "event wait", "sync")  # not the rank's work
 
 
-def _texts(column: pd.Series) -> np.ndarray:
+def _texts(column: pd.Series) -> list[str]:
     """Each value as text, a missing one as '': worked out once per distinct value (a path repeats a few hundred
     names over its tens of thousands of segments, and a text per row was a Python call each)."""
     codes, distinct = pd.factorize(column.to_numpy(object))
-    return np.array([str(v) for v in distinct] + [""], dtype=object)[codes]
+    return np.array([str(v) for v in distinct] + [""], dtype=object)[codes].tolist()  # type: ignore[no-any-return]
 
 
-def _tops(work: pd.DataFrame) -> pd.DataFrame:
-    """Per leg (``leg`` key), its largest work by what, op and module: what, op, module, its ns."""
-    keyed = work.assign(**{c: _texts(work[c]) for c in ("name", "op", "module")})
-    sums = keyed.groupby(["leg", "name", "op", "module"], sort=False)["dur_ns"].sum().reset_index()
-    best = sums.sort_values("dur_ns", ascending=False, kind="stable").drop_duplicates("leg")
-    return best.set_index("leg").rename(columns={"name": "top_what", "op": "top_op", "module": "top_module",
-                                                 "dur_ns": "top_ns"})
+def _leg_numbers(graph: np.ndarray, item: np.ndarray, comm: np.ndarray) -> np.ndarray:
+    """Per segment (in step and time order), its leg's key: a new one at each collective kernel on the path
+    (consecutive segments of one kernel are one cut) and after it, counted within the step."""
+    same_graph = np.r_[False, graph[1:] == graph[:-1]]
+    new = comm & ~(same_graph & np.r_[False, comm[:-1]] & (item == np.r_[-1, item[:-1]]))
+    counted = np.cumsum(new)
+    first = np.maximum.accumulate(np.where(~same_graph, np.arange(len(graph)), 0))  # each step's first segment
+    number = counted - (counted - new)[first]
+    return graph * (len(graph) + 2) + np.where(comm, number, number + 1)  # type: ignore[no-any-return]
+
+
+def _tops(legs: list[int], names: list[str], ops: list[str], modules: list[str], durations: list[int]
+          ) -> dict[int, tuple[str, str, str, int]]:
+    """Per leg, its largest work by what, op and module (summed over its segments; ties: the first seen)."""
+    summed: dict[tuple[int, str, str, str], int] = {}
+    for key in zip(legs, names, ops, modules):
+        summed[key] = 0
+    for key, ns in zip(zip(legs, names, ops, modules), durations):
+        summed[key] += ns
+    best: dict[int, tuple[str, str, str, int]] = {}
+    for (leg, name, op, module), ns in summed.items():
+        if leg not in best or ns > best[leg][3]:
+            best[leg] = (name, op, module, ns)
+    return best
 
 
 def path_legs(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
     """Every step's legs (the module docstring) from its labelled path (``fuseprof.analysis.path.step_paths``):
     the path cut at each collective kernel on it (consecutive segments of one kernel are one cut), and the tail
-    after the last (``kernel_start_ns`` null). Time the step waited for the previous step is not a leg's."""
-    seg = path[path["category"] != "previous step"].sort_values(["graph", "start_ns"], kind="stable")
-    if seg.empty:
+    after the last (``kernel_start_ns`` null). Time the step waited for the previous step is not a leg's.
+
+    On lists and arrays: a rank's path is a few hundred segments, and the frame operations this took (grouping,
+    joining, sorting) cost a pandas call each, about eighty a rank whatever its size."""
+    category = path["category"].to_numpy(object)
+    kept = np.flatnonzero(category != "previous step")
+    kept = kept[np.lexsort((path["start_ns"].to_numpy(np.int64)[kept], path["graph"].to_numpy(np.int64)[kept]))]
+    if not len(kept):
         return pd.DataFrame({c: pd.Series(dtype="Int64" if c.endswith("_ns") else object) for c in LEG_COLUMNS})
-    graph, item = seg["graph"].to_numpy(np.int64), seg["item"].to_numpy(np.int64)
-    comm = ((seg["category"] == "communication").to_numpy()) & (item >= 0)
-    same_graph = np.r_[False, graph[1:] == graph[:-1]]
-    new = comm & ~(same_graph & np.r_[False, comm[:-1]] & (item == np.r_[-1, item[:-1]]))
-    number = pd.Series(new.astype(np.int64)).groupby(graph).cumsum().to_numpy()
-    seg = seg.assign(leg=graph * (len(seg) + 2) + np.where(comm, number, number + 1), comm=comm)
-    work, kernels = seg[~comm], seg[comm]
-    legs = aggregate(work.groupby("leg"), graph=("graph", "first"), start_ns=("start_ns", "min"), cut=("end_ns", "max"))
-    cuts = aggregate(kernels.groupby("leg"), graph=("graph", "first"), k_start=("start_ns", "min"),
-                     end_ns=("end_ns", "max"), item=("item", "first"))
-    both = legs.join(cuts[["k_start", "end_ns", "item"]], how="outer")
-    both["graph"] = both["graph"].fillna(cuts["graph"]).astype(np.int64)
-    both["start_ns"] = both["start_ns"].fillna(both["k_start"])
-    both["comm_start_ns"] = both["k_start"].fillna(both["cut"])
-    both["end_ns"] = both["end_ns"].fillna(both["comm_start_ns"])
-    both["kernel_start_ns"] = pd.array([graphs[g].t0[int(i)] if i == i else None for g, i in
-                                        zip(both["graph"], both["item"])], dtype="Int64")
-    both["step"] = [graphs[g].step for g in both["graph"]]
-    tops = _tops(work[~work["category"].isin(WAITING)])
-    both = both.join(tops, how="left").sort_values(["graph", "end_ns"], kind="stable")
-    both[["top_what", "top_op", "top_module"]] = both[["top_what", "top_op", "top_module"]].fillna("")
-    both["top_ns"] = both["top_ns"].fillna(0).astype(np.int64)
-    for c in ("start_ns", "comm_start_ns", "end_ns"):
-        both[c] = both[c].astype(np.int64)
-    return both[LEG_COLUMNS].reset_index(drop=True)
+    graph, item = path["graph"].to_numpy(np.int64)[kept], path["item"].to_numpy(np.int64)[kept]
+    comm = (category[kept] == "communication") & (item >= 0)
+    leg = _leg_numbers(graph, item, comm).tolist()
+    work: dict[int, list[int]] = {}  # per leg: its step, first start, last end (the cut)
+    cuts: dict[int, list[int]] = {}  # per leg ending at a collective: its step, the kernel's start, end, item
+    for key, g, start, end, i, is_comm in zip(leg, graph.tolist(), path["start_ns"].to_numpy(np.int64)[kept].tolist(),
+                                              path["end_ns"].to_numpy(np.int64)[kept].tolist(), item.tolist(),
+                                              comm.tolist()):
+        into = cuts if is_comm else work
+        found = into.get(key)
+        if found is None:
+            into[key] = [g, start, end, i]
+        else:
+            found[1], found[2] = min(found[1], start), max(found[2], end)
+    own = [k for k, c in enumerate(comm.tolist()) if not c and category[kept[k]] not in WAITING]
+    rows = kept[own]
+    names, ops, modules = (_texts(path[c].iloc[rows]) for c in ("name", "op", "module"))
+    tops = _tops([leg[k] for k in own], names, ops, modules, path["dur_ns"].to_numpy(np.int64)[rows].tolist())
+    out = []
+    for key in sorted(work.keys() | cuts.keys()):
+        mine, cut = work.get(key), cuts.get(key)
+        g = mine[0] if mine is not None else cut[0]  # type: ignore[index]
+        comm_start = cut[1] if cut is not None else mine[2]  # type: ignore[index]
+        top = tops.get(key, ("", "", "", 0))
+        out.append((graphs[g].step, mine[1] if mine is not None else comm_start, comm_start,
+                    cut[2] if cut is not None else comm_start, graphs[g].t0[cut[3]] if cut is not None else None,
+                    *top, g))
+    out.sort(key=lambda row: (row[-1], row[3]))  # by step, then end
+    columns = list(zip(*out))
+    text = pd.Series([""]).dtype  # what a column of text is made as here (pandas' string storage of the moment)
+    return pd.DataFrame({
+        "step": pd.Series(columns[0], dtype=text), **{c: pd.Series(columns[k], dtype=np.int64) for k, c in
+                                                      ((1, "start_ns"), (2, "comm_start_ns"), (3, "end_ns"))},
+        "kernel_start_ns": pd.array(columns[4], dtype="Int64"),
+        **{c: pd.Series(columns[k], dtype=text) for k, c in ((5, "top_what"), (6, "top_op"), (7, "top_module"))},
+        "top_ns": pd.Series(columns[8], dtype=np.int64)})
 
 
 def _arrivals(results: Sequence[TraceAnalysis]) -> dict[tuple[int, int], tuple[int, int]]:
