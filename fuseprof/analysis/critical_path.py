@@ -45,6 +45,7 @@ from fuseprof.analysis.iterations import Iterations
 from fuseprof.analysis.timeline import device_streams
 from fuseprof.model.registry import Registry
 from fuseprof.parse.nesting import around, innermost
+from fuseprof.parse.text_arrays import text_dtype
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import rows_named
 
@@ -607,7 +608,7 @@ def labelled(graphs: Sequence[StepGraph], path: pd.DataFrame, events: pd.DataFra
         loading = re.compile(host_lookup.loading)
         categories = ["data loading" if c == "host" and loading.search(r if isinstance(r, str) else "") else c
                       for c, r in zip(categories, labels["ranges"])]
-    text = pd.Series([""]).dtype  # what a column of text is made as here (pandas' string storage of the moment)
+    text = text_dtype()
     return path.assign(name=pd.Series(labels["name"], index=path.index, dtype=text),
                        **{c: pd.Series(labels[c], index=path.index, dtype=object) for c in ("op", "module", "ranges")},
                        category=pd.Series(categories, index=path.index, dtype=path["category"].dtype))

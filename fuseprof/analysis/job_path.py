@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.ranks import matched_collectives, ranks_apart
+from fuseprof.parse.text_arrays import text_dtype
 
 if TYPE_CHECKING:
     from fuseprof.analysis.analyze import TraceAnalysis
@@ -108,7 +109,7 @@ def path_legs(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
                     *top, g))
     out.sort(key=lambda row: (row[-1], row[3]))  # by step, then end
     columns = list(zip(*out))
-    text = pd.Series([""]).dtype  # what a column of text is made as here (pandas' string storage of the moment)
+    text = text_dtype()
     return pd.DataFrame({
         "step": pd.Series(columns[0], dtype=text), **{c: pd.Series(columns[k], dtype=np.int64) for k, c in
                                                       ((1, "start_ns"), (2, "comm_start_ns"), (3, "end_ns"))},

@@ -34,3 +34,10 @@ def python_strings() -> Iterator[None]:
     """pandas' string storage ``python`` inside the block (or the function it decorates: ``@python_strings()``)."""
     with _STORAGE.block():
         yield
+
+
+def text_dtype() -> object:
+    """The dtype pandas gives a column of text made now (``str`` in the string storage of the moment: Python-backed
+    inside ``python_strings``): what a table built from lists gives its text columns, to be the same table as one
+    built by pandas' own operations."""
+    return pd.Series([""]).dtype
