@@ -6,7 +6,7 @@ call), the ``nn.Module`` path and the ``record_function`` range (a profiler step
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import pandas as pd
@@ -22,21 +22,21 @@ def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None, out
     ``name``, ``tid``) around it on the same thread: outermost first, joined by ``joiner``, or
     only the innermost (the outermost with ``outermost``) when ``joiner`` is None. Null where none
     encloses it."""
-    out = pd.Series(pd.NA, index=points.index, dtype="string")
     if spans.empty or points.empty:
-        return out
+        return pd.Series(pd.NA, index=points.index, dtype="string")
     by_thread: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
     for s, d, n, t in zip(spans["start_ns"].tolist(), spans["dur_ns"].tolist(), spans["name"].tolist(),
                           spans["tid"].tolist()):
         by_thread[t].append((int(s), int(s) + int(d), str(n)))
-    values: dict[int, str] = {}
-    for tid, part in points.groupby("tid", sort=False):
+    # filled by position and made a column once: setting tens of thousands of labels into a string column one
+    # list at a time cost more than the walk
+    found = np.full(len(points), None, dtype=object)
+    starts = points["start_ns"].to_numpy().tolist()
+    for tid, positions in points.groupby("tid", sort=False).indices.items():
         intervals = by_thread.get(str(tid), [])
-        for idx, live in around(intervals, zip(part["start_ns"].to_numpy().tolist(), part.index)):
-            values[idx] = (live[0] if outermost else live[-1]) if joiner is None else joiner.join(live)
-    if values:
-        out.loc[list(values)] = list(values.values())
-    return out
+        for k, live in around(intervals, ((starts[k], k) for k in positions.tolist())):
+            found[k] = (live[0] if outermost else live[-1]) if joiner is None else joiner.join(live)
+    return pd.Series(found, index=points.index, dtype="string")
 
 
 def matching(values: pd.Series, pattern: str | re.Pattern[str]) -> np.ndarray:
@@ -63,10 +63,17 @@ def numbered(spans: pd.DataFrame) -> pd.DataFrame:
     if spans.empty:
         return spans
     ordered = spans.sort_values("start_ns", kind="stable")
-    counts = ordered.groupby("name")["name"].transform("size")
-    rank = ordered.groupby("name").cumcount()
-    names = ordered["name"].where(counts == 1, ordered["name"] + " #" + rank.astype(str))
-    return ordered.assign(name=names)
+    names = ordered["name"].tolist()
+    counts = Counter(n for n in names if isinstance(n, str))
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for name in names:  # a missing name stays missing
+        if isinstance(name, str) and counts[name] > 1:
+            out.append(f"{name} #{seen[name]}")
+            seen[name] += 1
+        else:
+            out.append(name)
+    return ordered.assign(name=pd.Series(out, index=ordered.index, dtype=ordered["name"].dtype))
 
 
 def _launching_ops(ops: pd.DataFrame, gpu: pd.DataFrame, external: pd.Series) -> pd.DataFrame:
