@@ -50,9 +50,8 @@ def _compute_before(events: pd.DataFrame, starts: np.ndarray) -> list[dict[str, 
     compute = events[events["kind"] == "kernel"]
     nxt = np.searchsorted(starts, compute["start_ns"].to_numpy(np.int64), side="left")  # the collective after each
     inside = nxt < len(starts)
-    totals = (compute[inside].groupby([nxt[inside], compute.loc[inside, "category"].astype(str).to_numpy()])
-              ["dur_ns"].sum())
     out: list[dict[str, int]] = [{} for _ in starts]
-    for (k, category), ns in totals.items():
-        out[int(k)][str(category)] = int(ns)
-    return out
+    for k, category, ns in zip(nxt[inside].tolist(), compute.loc[inside, "category"].astype(str).tolist(),
+                               compute["dur_ns"].to_numpy(np.int64)[inside].tolist()):
+        out[k][category] = out[k].get(category, 0) + ns
+    return [dict(sorted(totals.items())) for totals in out]  # each by category, as a grouping sorts them

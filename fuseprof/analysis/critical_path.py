@@ -47,7 +47,7 @@ from fuseprof.model.registry import Registry
 from fuseprof.parse.nesting import around, innermost
 from fuseprof.parse.text_arrays import text_dtype
 from fuseprof.parse.trace_events import TraceTables
-from fuseprof.parse.trace_link import rows_named
+from fuseprof.parse.trace_link import named
 
 BEFORE = -1  # a dependency on the step's start (or on work before the step: a constant time)
 # what each kind of time on the path is, and the bound each belongs to
@@ -241,13 +241,13 @@ def topological_order(graph: StepGraph) -> list[tuple[int, int]]:
 def _roles(calls: pd.DataFrame, registry: Registry, launched: set[object]) -> pd.Series:
     """Per host call: sync, allocator or event wait (the registry's host causes), launch (it enqueued work that
     is in the trace), else runtime."""
-    role = pd.Series("runtime", index=calls.index, dtype=object)
+    role = np.full(len(calls), "runtime", dtype=object)
     role[calls["correlation"].isin(launched).to_numpy()] = "launch"
     for cause in registry.host_causes:
         if cause.calls:
-            role[rows_named(calls, cause.calls).index] = {"sync": "sync", "allocator": "allocator",
-                                                          "event wait": "wait call"}.get(cause.cause, "runtime")
-    return role
+            role[named(calls, cause.calls)] = {"sync": "sync", "allocator": "allocator",
+                                               "event wait": "wait call"}.get(cause.cause, "runtime")
+    return pd.Series(role, index=calls.index, dtype=object)
 
 
 def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, iterations: Iterations
@@ -308,7 +308,8 @@ class _GpuRows:
                              role, _text(ordered["name"]), ordered["lane"].tolist(), correlation,
                              _text(ordered["tid"]), ordered.index.tolist()))
         self.all = range(len(self.rows))
-        groups = ordered.groupby(ordered["profiler_step"].astype(str).to_numpy(), sort=False).indices
+        # a column grouped by an array, not the frame: a frame grouped by an array prints it into an exception
+        groups = ordered["start_ns"].groupby(ordered["profiler_step"].astype(str).to_numpy(), sort=False).indices
         self.by_step = {str(k): v.tolist() for k, v in groups.items()}
 
 
@@ -389,10 +390,10 @@ class StreamHistory:
 
     def __init__(self, events: pd.DataFrame) -> None:
         self._by_lane: dict[str, tuple[list[int], list[int]]] = {}
-        for lane, part in events[["start_ns", "end_ns"]].groupby(events["lane"].to_numpy(), sort=False):
-            ordered = part.sort_values("start_ns", kind="stable")
-            self._by_lane[str(lane)] = (ordered["start_ns"].to_numpy(np.int64).tolist(),
-                                        np.maximum.accumulate(ordered["end_ns"].to_numpy(np.int64)).tolist())
+        starts, ends = events["start_ns"].to_numpy(np.int64), events["end_ns"].to_numpy(np.int64)
+        for lane, rows in events["start_ns"].groupby(events["lane"].to_numpy(), sort=False).indices.items():
+            ordered = rows[np.argsort(starts[rows], kind="stable")]
+            self._by_lane[str(lane)] = (starts[ordered].tolist(), np.maximum.accumulate(ends[ordered]).tolist())
 
     def ended_before(self, lane: str, first: int) -> int | None:
         """When the other steps' work queued on ``lane`` ahead of a step's first work there (starting at

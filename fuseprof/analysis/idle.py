@@ -151,8 +151,11 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     inside = (gaps["step"].astype(object) == gaps["prev_step"].astype(object)) if has_steps else \
         pd.Series(True, index=gaps.index)
     columns = [f"idle_{c}_ns" for c in CAUSES]
-    keys = gaps.loc[inside, "step"].astype(object) if has_steps else pd.Series("all", index=gaps.index[inside])
-    idle = gaps[inside].groupby(keys)[columns].sum() if inside.any() else pd.DataFrame(columns=columns)
+    keys = gaps.loc[inside, "step"].astype(object).to_numpy() if has_steps else "all"
+    # grouped by a column of its own: a frame grouped by a Series or an array it does not hold prints that key
+    # into an exception pandas catches (a millisecond on a few hundred rows)
+    idle = gaps.loc[inside, columns].assign(idle_key=keys).groupby("idle_key")[columns].sum() if inside.any() \
+        else pd.DataFrame(columns=columns)
     rows = []
     by_step = idle.to_dict("index")
     for step, totals in groups:

@@ -49,13 +49,20 @@ def matching(values: pd.Series, pattern: str | re.Pattern[str]) -> np.ndarray:
     return (hits[codes] & (codes >= 0)) if len(distinct) else np.zeros(len(values), bool)
 
 
-def rows_named(frame: pd.DataFrame, *patterns: str) -> pd.DataFrame:
-    """The rows whose ``name`` any of ``patterns`` (regular expressions, searched) matches; none when no
-    pattern is given. The mask is a boolean array: an empty frame's stays a frame, not a column selection."""
+def named(frame: pd.DataFrame, *patterns: str) -> np.ndarray:
+    """Per row, whether any of ``patterns`` (regular expressions, searched) matches its ``name``; none when no
+    pattern is given."""
     patterns = tuple(p for p in patterns if p)
     if not patterns or frame.empty:
-        return frame.iloc[:0]
-    return frame[matching(frame["name"], "|".join(f"(?:{p})" for p in patterns))]
+        return np.zeros(len(frame), bool)
+    return matching(frame["name"], "|".join(f"(?:{p})" for p in patterns))
+
+
+def rows_named(frame: pd.DataFrame, *patterns: str) -> pd.DataFrame:
+    """The rows whose ``name`` any of ``patterns`` matches (``named``). The mask is a boolean array: an empty
+    frame's stays a frame, not a column selection."""
+    patterns = tuple(p for p in patterns if p)
+    return frame[named(frame, *patterns)] if patterns and len(frame) else frame.iloc[:0]
 
 
 def numbered(spans: pd.DataFrame) -> pd.DataFrame:
