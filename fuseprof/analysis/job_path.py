@@ -56,11 +56,9 @@ def _leg_numbers(graph: np.ndarray, item: np.ndarray, comm: np.ndarray) -> np.nd
 def _tops(legs: list[int], names: list[str], ops: list[str], modules: list[str], durations: list[int]
           ) -> dict[int, tuple[str, str, str, int]]:
     """Per leg, its largest work by what, op and module (summed over its segments; ties: the first seen)."""
-    summed: dict[tuple[int, str, str, str], int] = {}
-    for key in zip(legs, names, ops, modules):
-        summed[key] = 0
+    summed: dict[tuple[int, str, str, str], int] = {}  # in the order each key is first seen
     for key, ns in zip(zip(legs, names, ops, modules), durations):
-        summed[key] += ns
+        summed[key] = summed.get(key, 0) + ns
     best: dict[int, tuple[str, str, str, int]] = {}
     for (leg, name, op, module), ns in summed.items():
         if leg not in best or ns > best[leg][3]:
@@ -76,16 +74,17 @@ def path_legs(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
     On lists and arrays: a rank's path is a few hundred segments, and the frame operations this took (grouping,
     joining, sorting) cost a pandas call each, about eighty a rank whatever its size."""
     category = path["category"].to_numpy(object)
+    starts, graphs_of = path["start_ns"].to_numpy(np.int64), path["graph"].to_numpy(np.int64)
     kept = np.flatnonzero(category != "previous step")
-    kept = kept[np.lexsort((path["start_ns"].to_numpy(np.int64)[kept], path["graph"].to_numpy(np.int64)[kept]))]
+    kept = kept[np.lexsort((starts[kept], graphs_of[kept]))]  # by step, then start
     if not len(kept):
         return pd.DataFrame({c: pd.Series(dtype="Int64" if c.endswith("_ns") else object) for c in LEG_COLUMNS})
-    graph, item = path["graph"].to_numpy(np.int64)[kept], path["item"].to_numpy(np.int64)[kept]
+    graph, item = graphs_of[kept], path["item"].to_numpy(np.int64)[kept]
     comm = (category[kept] == "communication") & (item >= 0)
     leg = _leg_numbers(graph, item, comm).tolist()
     work: dict[int, list[int]] = {}  # per leg: its step, first start, last end (the cut)
     cuts: dict[int, list[int]] = {}  # per leg ending at a collective: its step, the kernel's start, end, item
-    for key, g, start, end, i, is_comm in zip(leg, graph.tolist(), path["start_ns"].to_numpy(np.int64)[kept].tolist(),
+    for key, g, start, end, i, is_comm in zip(leg, graph.tolist(), starts[kept].tolist(),
                                               path["end_ns"].to_numpy(np.int64)[kept].tolist(), item.tolist(),
                                               comm.tolist()):
         into = cuts if is_comm else work

@@ -61,8 +61,7 @@ def named(frame: pd.DataFrame, *patterns: str) -> np.ndarray:
 def rows_named(frame: pd.DataFrame, *patterns: str) -> pd.DataFrame:
     """The rows whose ``name`` any of ``patterns`` matches (``named``). The mask is a boolean array: an empty
     frame's stays a frame, not a column selection."""
-    patterns = tuple(p for p in patterns if p)
-    return frame[named(frame, *patterns)] if patterns and len(frame) else frame.iloc[:0]
+    return frame[named(frame, *patterns)] if any(patterns) and len(frame) else frame.iloc[:0]
 
 
 def numbered(spans: pd.DataFrame) -> pd.DataFrame:
