@@ -125,6 +125,30 @@ def test_a_two_worker_dask_cluster_gives_the_single_process_answer(tmp_path: Pat
     assert json.loads(capsys.readouterr().out)["across_ranks"]["stragglers"][0]["last_rank"] == 2
 
 
+def test_local_workers_and_the_store_give_the_single_process_answer(tmp_path: Path, monkeypatch) -> None:
+    """The three ways an analysis reaches the caller give the same one, every table to the dtype: made in this
+    process, handed back by a worker (its tables pickled: ``runner.Handed``), and read back from the store (a
+    second run finds every analysis there)."""
+    folder = tmp_path / "ranks"
+    make_rank_set(folder, ranks=4, steps=12, slow_rank=2, seed=4)
+    traces = sorted(folder.glob("*.json"))
+    monkeypatch.setenv("FUSEPROF_CACHE", "off")
+    alone = analyze(traces, workers=1)
+    monkeypatch.setenv("FUSEPROF_CACHE", str(tmp_path / "store"))
+    handed, stored = analyze(traces, workers=2), analyze(traces, workers=2)
+    for other in (handed, stored):
+        assert [r.name for r in other] == [r.name for r in alone]
+        for a, b in zip(alone, other):
+            assert (b.device, b.roof, b.window, b.rank, b.world_size, b.notes, b.top) == \
+                (a.device, a.roof, a.window, a.rank, a.world_size, a.notes, a.top)
+            assert list(b.frames) == list(a.frames)
+            for name, table in a.frames.items():
+                pd.testing.assert_frame_equal(table, b.frames[name], check_exact=True)
+            pd.testing.assert_frame_equal(a.events, b.events, check_exact=True)  # rebuilt from the stored tables
+        for name, table in across_ranks(alone).items():
+            pd.testing.assert_frame_equal(table, across_ranks(other)[name], check_exact=True)
+
+
 @pytest.mark.parametrize("where", ["nothing listening", "not an address", "a silent server"])
 def test_an_unreachable_scheduler_is_one_line(where: str, tmp_path: Path, capsys, monkeypatch) -> None:
     """Nothing at the port, an address Dask cannot parse, or a server that accepts and never answers the

@@ -9,12 +9,13 @@ processes (several), or on a Dask cluster (``scheduler``: a ``dask.distributed``
     2. analyse  each trace (with its capture trace, paired as before) into the store unless already
                 there, under a name of everything that shapes the answer (``stored.analysis_part``)
 
-The parent then reads each analysis back, its events only when a caller uses them (rebuilt from the
-stored tables): for N ranks it holds N sets of small tables, not N traces. One trace alone is kept in
+A worker hands each analysis it made back as its tables (``Handed``; one found in the store is read back
+from it), its events only when a caller uses them (rebuilt from the stored tables): for N ranks the parent
+holds N sets of small tables, not N traces. One trace alone is kept in
 this process and stored in the background. With the store off (FUSEPROF_CACHE=off) one trace needs
 none, and several pass through a temporary store, removed at exit. Workers on a cluster need
-the traces and the store folder at the same paths (a shared filesystem): they write the analyses,
-the parent reads them.
+the traces and the store folder at the same paths (a shared filesystem): they write the tables, the
+parent rebuilds events from them.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -44,7 +45,7 @@ from fuseprof.analysis.analyze import (
 )
 from fuseprof.analysis.collector import fewer_collections
 from fuseprof.analysis.graphs import has_graph_replays, is_capture_trace
-from fuseprof.analysis.stored import analysis_part, load_analysis, save_analysis
+from fuseprof.analysis.stored import analysis_from, analysis_meta, analysis_part, load_analysis, save_analysis
 from fuseprof.bundle.files import is_bundle
 from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError, NotATraceError, TraceFormatError
 from fuseprof.model.devices import require_device
@@ -75,6 +76,16 @@ class Job:
 
 Facts = tuple[str, bool, bool, list[str]]  # content key, replays graphs, is a capture trace, decoding's warnings
 
+
+class Handed(NamedTuple):
+    """An analysis a worker computed and stored, handed back as its tables and metadata (``stored.analysis_meta``):
+    pickled, a rank's two dozen small tables reach the parent in ~2 ms, where reading them back from the store
+    costs ~25 ms — in the parent, one rank after another, once every worker is done. Never its events: the parent
+    rebuilds them from the stored tables if a caller uses them."""
+
+    frames: dict[str, pd.DataFrame]
+    meta: dict[str, Any]
+
 _LAST: dict[str, TraceTables] = {}  # the tables this process decoded last: its pass 2 reads them from no file
 
 
@@ -103,12 +114,12 @@ def _decode(path: Path, root: str | None, alone: bool = False) -> Facts:
 
 @fewer_collections()
 def _analyse(job: Job, key: str, captures: Captures, options: Options, root: str | None,
-             alone: bool = False, here: bool = False) -> str | TraceAnalysis:
-    """Pass 2 for one trace: the name of its stored analysis (computed and stored unless there), or the
-    analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be written) or is the
-    only one, analysed in this process (then stored in the background). ``here``: run in the process that
-    asked (``--workers 1``): an analysis it computed and stored comes back as it is, its events to be rebuilt
-    when used, instead of read back from the store."""
+             alone: bool = False, here: bool = False) -> str | TraceAnalysis | Handed:
+    """Pass 2 for one trace: the name of its stored analysis where one was there already; one it computed and
+    stored, as ``Handed``; the analysis itself where it is not stored (a bundle's ncu rows, a store that cannot be
+    written) or is the only one, analysed in this process (then stored in the background). ``here``: run in the
+    process that asked (``--workers 1``): an analysis it computed and stored comes back as it is, its events to be
+    rebuilt when used."""
     prefer_jemalloc()
     store = TraceStore(Path(root) if root else None)
     et_key = file_sha256(job.execution_trace) if job.execution_trace is not None else None
@@ -129,7 +140,7 @@ def _analyse(job: Job, key: str, captures: Captures, options: Options, root: str
     if here:
         result.defer_events(partial(_rebuilt_events, root, job.path, key, captures, options))
         return result
-    return part
+    return Handed(dict(result.frames), analysis_meta(result))
 
 
 def _rebuilt_events(root: str | None, path: Path, key: str, captures: Captures, options: Options) -> pd.DataFrame:
@@ -266,17 +277,21 @@ def _both_passes(jobs: list[Job], given: list[Path], options: Options, root: str
     return jobs, facts, captures, kept, answers
 
 
-def _result(store: TraceStore, root: str | None, job: Job, key: str, answer: str | TraceAnalysis, captures: Captures,
-            options: Options, capture_names: str) -> TraceAnalysis:
-    """One job's analysis from its answer: itself, or read back from the store (computed and stored again, here,
-    where the stored one was found damaged and removed)."""
+def _result(store: TraceStore, root: str | None, job: Job, key: str, answer: str | TraceAnalysis | Handed,
+            captures: Captures, options: Options, capture_names: str) -> TraceAnalysis:
+    """One job's analysis from its answer: itself, its handed tables, or read back from the store (computed and
+    stored again, here, where the stored one was found damaged and removed)."""
     events = partial(_rebuilt_events, root, job.path, key, captures, options)
-    result = answer if isinstance(answer, TraceAnalysis) else load_analysis(store, key, answer, job.name, events,
-                                                                            options.registry)
-    if result is None:
-        again = _analyse(job, key, captures, options, root)
-        result = again if isinstance(again, TraceAnalysis) else load_analysis(store, key, again, job.name, events,
+
+    def analysis(answer: str | TraceAnalysis | Handed) -> TraceAnalysis | None:
+        if isinstance(answer, Handed):
+            return analysis_from(answer.frames, answer.meta, job.name, events, options.registry)
+        return answer if isinstance(answer, TraceAnalysis) else load_analysis(store, key, answer, job.name, events,
                                                                               options.registry)
+
+    result = analysis(answer)
+    if result is None:
+        result = analysis(_analyse(job, key, captures, options, root))
     if result is None:
         raise FuseprofError(f"trace store: the analysis of {job.path} cannot be stored and read back under "
                             f"{root}; set FUSEPROF_CACHE=off to work without the store")
@@ -288,7 +303,7 @@ def _result(store: TraceStore, root: str | None, job: Job, key: str, answer: str
 
 def _pass_one(jobs: list[Job], given: list[Path], root: str | None, alone: bool, workers: int, scheduler: str | None,
               progress: Progress | None, options: Options | None, here: bool
-              ) -> tuple[list[Job], list[Facts], list[str | TraceAnalysis | None]]:
+              ) -> tuple[list[Job], list[Facts], list[str | TraceAnalysis | Handed | None]]:
     """Every trace and given capture decoded (and stored): the jobs left once the folder files that are no trace
     are set aside, each one's facts (``_decode``) and, per job, its analysis where pass 1 made it
     (``_decode_member``; None: pass 2 makes it)."""
@@ -305,7 +320,7 @@ def _pass_one(jobs: list[Job], given: list[Path], root: str | None, alone: bool,
 
 def _decode_member(path: Path, root: str | None, alone: bool, skippable: bool, job: Job | None = None,
                    options: Options | None = None, here: bool = False
-                   ) -> tuple[Facts, str | TraceAnalysis | None] | None:
+                   ) -> tuple[Facts, str | TraceAnalysis | Handed | None] | None:
     """``_decode``, and, for a trace that neither replays graphs nor was taken while capturing them, its analysis
     with no capture trace (``_analyse``) while its tables are still in this process — what pass 2 would make
     unless another trace of the run replays graphs (then its captures shape every analysis, and pass 2 makes

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -34,26 +36,34 @@ def analysis_part(capture_key: str | None, options: Options, execution_trace_key
     return f"analysis-{hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}"
 
 
+def analysis_meta(result: TraceAnalysis) -> dict[str, Any]:
+    """What the store keeps of an analysis beside its tables, as the store gives it back: through JSON (a tuple
+    comes back a list), so an analysis handed over in memory equals one read back."""
+    return json.loads(json.dumps({"device": result.device, "roof": dataclasses.asdict(result.roof),
+                                  "window": result.window, "rank": result.rank, "world_size": result.world_size,
+                                  "notes": result.notes, "top": result.top}))
+
+
 def save_analysis(store: TraceStore, key: str, part: str, result: TraceAnalysis, background: bool = False) -> bool:
     """Store ``result`` in the entry of trace ``key`` (in the background if asked: ``TraceStore.put_frames``);
     False where the store could not keep it."""
-    meta = {"device": result.device, "roof": dataclasses.asdict(result.roof), "window": result.window,
-            "rank": result.rank, "world_size": result.world_size, "notes": result.notes, "top": result.top}
-    return store.put_frames(key, part, dict(result.frames), meta, background)  # events: rebuilt from the tables
+    return store.put_frames(key, part, dict(result.frames), analysis_meta(result), background)  # events: rebuilt
+
+
+def analysis_from(frames: dict[str, pd.DataFrame], meta: dict[str, Any], name: str,
+                  events: Callable[[], pd.DataFrame], registry: Registry) -> TraceAnalysis:
+    """The analysis of ``frames`` and ``meta`` (``analysis_meta``'s), named ``name``, its events from ``events``
+    when first used: rebuilt from the stored tables (``analyze.windowed_events``, a fraction of the analysis),
+    not stored twice."""
+    result = TraceAnalysis(name=name, device=meta["device"], roof=Roof(**meta["roof"]), events=pd.DataFrame(),
+                           frames=frames, window=meta["window"], rank=meta["rank"], world_size=meta.get("world_size"),
+                           notes=list(meta["notes"]), registry=registry, top=int(meta["top"]))
+    result.defer_events(events)
+    return result
 
 
 def load_analysis(store: TraceStore, key: str, part: str, name: str, events: Callable[[], pd.DataFrame],
                   registry: Registry) -> TraceAnalysis | None:
-    """The analysis ``part`` of trace ``key`` (named ``name``); None if absent. Its events come from
-    ``events`` when first used: rebuilt from the stored tables (``analyze.windowed_events``, a fraction of
-    the analysis), not stored twice."""
+    """The analysis ``part`` of trace ``key`` (named ``name``; ``analysis_from``); None if absent."""
     found = store.get_frames(key, part)
-    if found is None:
-        return None
-    frames, meta = found
-    result = TraceAnalysis(name=name, device=meta["device"], roof=Roof(**meta["roof"]), events=pd.DataFrame(),
-                           frames=frames, window=meta["window"], rank=meta["rank"], world_size=meta.get("world_size"),
-                           notes=list(meta["notes"]),
-                           registry=registry, top=int(meta["top"]))
-    result.defer_events(events)
-    return result
+    return None if found is None else analysis_from(*found, name, events, registry)
