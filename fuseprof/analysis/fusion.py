@@ -131,12 +131,20 @@ def _fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Re
 def gap_limit_ns(events: pd.DataFrame) -> float:
     """The idle gap a chain may not span: 5 × the larger of the trace's median kernel duration and its
     median gap between consecutive kernels on one stream (a host-bound decode launches with gaps of a
-    few µs, which a fused kernel would remove; a 55 ms pause between decode steps is no chain)."""
-    kernels = events[events["kind"] == "kernel"].sort_values("start_ns", kind="stable")
-    ends = kernels["start_ns"] + kernels["dur_ns"]
-    gaps = (kernels["start_ns"] - ends.groupby(kernels["stream"].astype("string")).shift()).dropna()
-    typical = max(float(kernels["dur_ns"].median()) if len(kernels) else 0.0,
-                  float(gaps[gaps > 0].median()) if (gaps > 0).any() else 0.0)
+    few µs, which a fused kernel would remove; a 55 ms pause between decode steps is no chain). On arrays: a
+    frame filtered and grouped cost a millisecond whatever its rows; the gaps are float differences, as a
+    grouped shift (NaN for each stream's first kernel) made them."""
+    kernel = (events["kind"] == "kernel").to_numpy(bool)
+    start, dur = events["start_ns"].to_numpy(np.int64)[kernel], events["dur_ns"].to_numpy(np.int64)[kernel]
+    order = np.argsort(start, kind="stable")
+    start, dur = start[order], dur[order]
+    stream = pd.factorize(events["stream"].astype("string").to_numpy()[kernel][order])[0]  # -1: no stream
+    by_stream = np.lexsort((np.arange(len(stream)), stream))
+    same = stream[by_stream][1:] == stream[by_stream][:-1]
+    later, earlier = by_stream[1:][same], by_stream[:-1][same]
+    gaps = start[later].astype(np.float64) - (start[earlier] + dur[earlier]).astype(np.float64)
+    gaps = gaps[(stream[later] >= 0) & (gaps > 0)]
+    typical = max(float(np.median(dur)) if len(dur) else 0.0, float(np.median(gaps)) if len(gaps) else 0.0)
     return 5 * typical
 
 

@@ -120,7 +120,7 @@ def attribute_replays(events: pd.DataFrame, windows: list[pd.DataFrame]) -> tupl
     named = any(w["kernel"].notna().any() for w in windows)
     expected = [tuple(None if pd.isna(k) else k for k in w["kernel"]) for w in windows]
     node_kinds = [tuple(w["node"]) for w in windows]  # a copy node replays as a memcpy, in its place
-    replays = [part for _, part in out[graph].groupby("correlation", sort=False)]
+    replays = [part for _, part in out[graph].groupby("correlation", sort=False)] if graph.any() else []
     seen: dict[tuple[object, ...], int] = defaultdict(int)
     for number, replay in enumerate(sorted(replays, key=lambda r: r["start_ns"].min()), start=1):
         rows = replay.sort_values("start_ns", kind="stable").index.to_numpy()

@@ -51,19 +51,25 @@ def _intervals(rows: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.n
 def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> pd.DataFrame:
     """One row per idle gap of the GPU: start, end, length, its time by cause (``idle_<cause>_ns``), its
     largest cause, the next event's step, launch start and launching thread."""
-    ordered = events.sort_values("start_ns", kind="stable")
-    start = ordered["start_ns"].to_numpy(np.int64)
-    end = (ordered["start_ns"] + ordered["dur_ns"]).to_numpy(np.int64)
+    order = np.argsort(events["start_ns"].to_numpy(np.int64), kind="stable")  # positions, not a sorted frame of
+    start = events["start_ns"].to_numpy(np.int64)[order]  # forty columns: the four read are taken at those alone
+    end = start + events["dur_ns"].to_numpy(np.int64)[order]
     s, e = merge(start, end)
     if s.size < 2:
         return pd.DataFrame(columns=_EMPTY)
-    nxt = ordered.iloc[np.searchsorted(start, s[1:], side="left")]
+    nxt = order[np.searchsorted(start, s[1:], side="left")]
     block = np.searchsorted(s, start, side="right") - 1  # the stretch of work each event belongs to
-    last = pd.Series(end).groupby(block).idxmax().to_numpy()  # the event that ends each stretch
-    prev = ordered.iloc[last[:-1]]
+    firsts = np.flatnonzero(np.diff(block, prepend=-1))  # starts sort the stretches: each one's rows are together
+    ends_last = np.flatnonzero(end == np.maximum.reduceat(end, firsts)[block])  # the events that end each stretch
+    last = ends_last[np.unique(block[ends_last], return_index=True)[1]]  # the first of them
+    prev = order[last[:-1]]
+
+    def at(column: str, rows: np.ndarray) -> np.ndarray:
+        return events[column].iloc[rows].to_numpy()
+
     gaps = pd.DataFrame({"gap_start_ns": e[:-1], "gap_end_ns": s[1:], "idle_ns": s[1:] - e[:-1],
-                         "step": nxt["profiler_step"].to_numpy(), "prev_step": prev["profiler_step"].to_numpy(),
-                         "launch_ns": nxt["launch_start_ns"].to_numpy(), "tid": nxt["tid"].to_numpy()})
+                         "step": at("profiler_step", nxt), "prev_step": at("profiler_step", prev),
+                         "launch_ns": at("launch_start_ns", nxt), "tid": at("tid", nxt)})
     gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
     launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
     split = np.where(launch.isna().to_numpy(), gs, np.clip(launch.fillna(0).to_numpy(np.int64), gs, ge))
