@@ -132,6 +132,9 @@ def test_a_registry_is_a_value() -> None:
     assert DEFAULT.extend().fingerprint() == DEFAULT.fingerprint()
     copied = pickle.loads(pickle.dumps(MINE))
     assert copied.fingerprint() == MINE.fingerprint() and copied.role("aten::copy_").first_argument == "overwritten"
+    assert copied.families == MINE.families and copied.roles == MINE.roles and copied == MINE
+    # a process receiving it again (a worker given rank after rank) keeps the one it has, its memos warm
+    assert pickle.loads(pickle.dumps(MINE)) is copied and pickle.loads(pickle.dumps(DEFAULT)) is not copied
     assert DEFAULT.match("kernel", "aten::native_layer_norm", "").family == "aten norm"
     assert MINE.match("kernel", "aten::native_layer_norm", "").family == "my LayerNorm"
     role = DEFAULT.extend(roles=[OpRole("aten::copy_")]).role("aten::copy_")
