@@ -124,9 +124,11 @@ def _arrivals(results: Sequence[TraceAnalysis]) -> dict[tuple[int, int], tuple[i
     for _, _, group, steady in matched_collectives(list(results)):
         if not steady:
             continue
-        last = group.loc[group["start_ns"].idxmax()]
-        for row in group.itertuples(index=False):
-            out[(int(row.rank), int(row.start_ns))] = (int(last["rank"]), int(last["start_ns"]))
+        ranks, starts = group["rank"].tolist(), group["start_ns"].tolist()  # lists: a frame's rows cost µs each
+        k = max(range(len(starts)), key=starts.__getitem__)  # the first of the latest, as idxmax
+        last = (int(ranks[k]), int(starts[k]))
+        for rank, start in zip(ranks, starts):
+            out[(int(rank), int(start))] = last
     return out
 
 

@@ -309,6 +309,32 @@ def median_ns(times: pd.Series | np.ndarray) -> int:
     return earliest + int(round(float(np.median((values - earliest).astype(np.float64)))))
 
 
+def others_medians(times: np.ndarray) -> list[int]:
+    """Per time, ``median_ns`` of the others (every time but that one), to the ns: from one sort, the k-th of the
+    others is the k-th of all before that time's place and the (k+1)-th from it on, their earliest the first
+    or (for the earliest itself) the second — n medians of n − 1 times each, a collective of 1,000 ranks a
+    million elements sorted, come at the cost of one sort."""
+    values = np.asarray(times, dtype=np.int64)
+    n = len(values)
+    if n < 3:  # one other at most: as median_ns makes it (none: its error)
+        return [median_ns(np.delete(values, i)) for i in range(n)]
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    place = np.empty(n, np.int64)
+    place[order] = np.arange(n)
+
+    def kth(k: int) -> np.ndarray:  # per time, the k-th smallest of the others
+        return np.where(k < place, ordered[k], ordered[k + 1])
+
+    earliest = np.where(place == 0, ordered[1], ordered[0])
+    middle = (n - 1) // 2
+    if (n - 1) % 2:  # an odd count: the middle one; an even count: the mean of the middle two, as np.median
+        median = (kth(middle) - earliest).astype(np.float64)
+    else:
+        median = ((kth(middle - 1) - earliest).astype(np.float64) + (kth(middle) - earliest).astype(np.float64)) / 2
+    return [e + int(round(m)) for e, m in zip(earliest.tolist(), median.tolist())]
+
+
 def arrival_lateness(results: list[TraceAnalysis]) -> pd.DataFrame:
     """Per steady-state collective and rank: how late the rank came (its start − the median start of the
     others; negative when early). A straggler's mean lateness stands above its spread; jitter's does not."""
@@ -317,10 +343,8 @@ def arrival_lateness(results: list[TraceAnalysis]) -> pd.DataFrame:
         if not steady:
             continue
         starts = group["start_ns"].to_numpy(np.int64)
-        for i, rank in enumerate(group["rank"].tolist()):
-            median = median_ns(np.delete(starts, i))  # the others' (arrays: a collective of 1,000 ranks)
-            rows.append({"match": match, "rank": int(rank), "lateness_ns": float(int(starts[i]) - median),
-                         "start_ns": int(starts[i])})
+        for rank, start, median in zip(group["rank"].tolist(), starts.tolist(), others_medians(starts)):
+            rows.append({"match": match, "rank": int(rank), "lateness_ns": float(start - median), "start_ns": start})
     return pd.DataFrame(rows, columns=["match", "rank", "lateness_ns", "start_ns"])
 
 
