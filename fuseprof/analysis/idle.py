@@ -154,24 +154,25 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     has_steps = events["profiler_step"].notna().any()
     groups = breakdowns(events, "profiler_step") if has_steps else [("all", breakdown(events))]
     # a step's gaps lie inside its span: both ends are its own work
-    inside = (gaps["step"].astype(object) == gaps["prev_step"].astype(object)) if has_steps else \
-        pd.Series(True, index=gaps.index)
-    columns = [f"idle_{c}_ns" for c in CAUSES]
-    keys = gaps.loc[inside, "step"].astype(object).to_numpy() if has_steps else "all"
-    # grouped by a column of its own: a frame grouped by a Series or an array it does not hold prints that key
-    # into an exception pandas catches (a millisecond on a few hundred rows)
-    idle = gaps.loc[inside, columns].assign(idle_key=keys).groupby("idle_key")[columns].sum() if inside.any() \
-        else pd.DataFrame(columns=columns)
+    inside = (gaps["step"].astype(object) == gaps["prev_step"].astype(object)).to_numpy(bool) if has_steps else \
+        np.ones(len(gaps), bool)
+    # summed per step as lists (a step's few gaps; a frame's filter and grouping cost a millisecond each)
+    idle = {c: gaps[f"idle_{c}_ns"].to_numpy(np.int64) for c in CAUSES}
+    keys = gaps["step"].astype(object).to_numpy() if has_steps else np.full(len(gaps), "all", dtype=object)
+    by_step: dict[object, dict[str, int]] = {}
+    for position in np.flatnonzero(inside).tolist():
+        if not pd.isna(keys[position]):  # a missing step is no group, as a grouping leaves it out
+            totals = by_step.setdefault(keys[position], dict.fromkeys(CAUSES, 0))
+            for cause, values in idle.items():
+                totals[cause] += int(values[position])
     rows = []
-    by_step = idle.to_dict("index")
     for step, totals in groups:
-        found = by_step.get(step, {})
         rows.append(_verdict({"step": step, "span_ns": totals["span_ns"], "busy_ns": totals["busy_ns"]},
-                             {c: int(found.get(f"idle_{c}_ns", 0)) for c in CAUSES}))
-    between = gaps[~inside]
-    if not between.empty:
-        rows.append(_verdict({"step": "(between steps)", "span_ns": int(between["idle_ns"].sum()), "busy_ns": 0},
-                             {c: int(between[f"idle_{c}_ns"].sum()) for c in CAUSES}))
+                             by_step.get(step, {})))
+    between = ~inside
+    if between.any():
+        rows.append(_verdict({"step": "(between steps)", "span_ns": int(gaps["idle_ns"].to_numpy(np.int64)[between].sum()),
+                              "busy_ns": 0}, {c: int(values[between].sum()) for c, values in idle.items()}))
     return pd.DataFrame(rows)
 
 
