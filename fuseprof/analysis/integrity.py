@@ -179,17 +179,17 @@ def _record_rows(events: pd.DataFrame, kernels: pd.DataFrame) -> list[tuple[str,
     ]
 
 
+# the columns the checks read: they filter the events a dozen times, each filter on these a third of the cost of one
+# on the events' forty
 _READ = frozenset(("kind", "start_ns", "dur_ns", "op", "launch_api", "ranges", "graph_replay", "capture_disagrees",
                    "input_dims", "module", "forward_module", "device", "stream", "correlation", "name", "linked_by"))
 
 
 def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series,
               lost: tuple[int, int] = (0, 0), window_asked: str | None = None, processes: int = 1) -> pd.DataFrame:
-    """The checks over a trace's GPU events (``window``: the events the tables cover;
-    ``device_named``: whether each event's device has a name in the trace; ``lost``: ``lost_launches``;
-    ``window_asked``: the ``--window`` given, whose left-out events are what was asked, not a fault;
-    ``processes``: how many processes' host calls the trace holds). The checks filter the events a dozen times:
-    on the columns they read (``_READ``), each filter costs a third of one on the events' forty."""
+    """The checks over a trace's GPU events (``window``: the events the tables cover; ``device_named``: whether each
+    event's device has a name in the trace; ``lost``: ``lost_launches``; ``window_asked``: the ``--window`` given, whose
+    left-out events are what was asked, not a fault; ``processes``: how many processes' host calls the trace holds)."""
     all_events = all_events[[c for c in all_events.columns if c in _READ]]
     events = all_events[window]
     kernels = events[events["kind"].isin(["kernel", "communication"])]
