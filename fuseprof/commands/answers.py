@@ -70,7 +70,7 @@ def answer_key(argv: Sequence[str], args: argparse.Namespace) -> str | None:
     digest.update(json.dumps([list(argv), os.getcwd(), settings, shutil.get_terminal_size().columns,
                               sys.stdout.isatty()]).encode())
     for path in dict.fromkeys(p.resolve() for p in files):
-        digest.update(f"\n{path}\0{content_key(path)}".encode())
+        digest.update(f"\n{path}\0{content_key(path, keep=True)}".encode())  # the store's key of it next
     return digest.hexdigest()
 
 

@@ -5,7 +5,7 @@ Hashing a 134 MB trace takes 0.13 s; importing pandas and pyarrow, which every a
 takes 0.45 s and leaves a core idle. ``prehash`` hashes the traces a command was given on that core
 (``hashlib`` releases the GIL on large buffers) while the imports run; ``content_key`` then answers from
 what it found, keyed by the file's path, size and modification time and used once (a later read of an
-edited file hashes it again), or hashes the file itself. Only regular files are read. This module imports nothing heavy: the CLI calls it before pandas is loaded.
+edited file hashes it again; the kept-answer key leaves it for the store's), or hashes the file itself. Only regular files are read. This module imports nothing heavy: the CLI calls it before pandas is loaded.
 """
 
 from __future__ import annotations
@@ -80,11 +80,16 @@ def prehash(paths: Iterable[Path]) -> None:
         thread.start()
 
 
-def content_key(path: Path) -> str:
-    """The trace store's key of a file: SHA-256 of its bytes (from ``prehash`` when it got there first)."""
+def content_key(path: Path, keep: bool = False) -> str:
+    """The trace store's key of a file: SHA-256 of its bytes (from ``prehash`` when it got there first). ``keep``:
+    leave it for the next call, which uses it up (a command's kept-answer key, then the store's key of the same
+    file in the same run: each file hashed once)."""
     require_regular(path)
     while _THREADS:
         _THREADS.pop().join()
     identity = _identity(path)
     found = _KEYS.pop(identity, None) if identity is not None else None  # used once: no stale key later
-    return found or file_sha256(path)
+    found = found or file_sha256(path)
+    if keep and identity is not None:
+        _KEYS[identity] = found
+    return found
