@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fuseprof.model.intervals import covered_ns, merge
+from fuseprof.model.intervals import covered_ns, merge, runs
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import rows_named
@@ -54,13 +54,13 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> 
     order = np.argsort(events["start_ns"].to_numpy(np.int64), kind="stable")  # positions, not a sorted frame of
     start = events["start_ns"].to_numpy(np.int64)[order]  # forty columns: the four read are taken at those alone
     end = start + events["dur_ns"].to_numpy(np.int64)[order]
-    s, e = merge(start, end)
-    if s.size < 2:
+    firsts = runs(start, end)  # the stretches of work, as ``merge`` makes them, each one's events together
+    if firsts.size < 2:
         return pd.DataFrame(columns=_EMPTY)
-    nxt = order[np.searchsorted(start, s[1:], side="left")]
-    block = np.searchsorted(s, start, side="right") - 1  # the stretch of work each event belongs to
-    firsts = np.flatnonzero(np.diff(block, prepend=-1))  # starts sort the stretches: each one's rows are together
-    ends_last = np.flatnonzero(end == np.maximum.reduceat(end, firsts)[block])  # the events that end each stretch
+    s, e = start[firsts], np.maximum.reduceat(end, firsts)
+    nxt = order[firsts[1:]]  # the first event of each stretch after a gap
+    block = np.repeat(np.arange(firsts.size), np.diff(np.append(firsts, start.size)))  # each event's stretch
+    ends_last = np.flatnonzero(end == e[block])  # the events that end each stretch
     last = ends_last[np.unique(block[ends_last], return_index=True)[1]]  # the first of them
     prev = order[last[:-1]]
 

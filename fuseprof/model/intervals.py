@@ -5,17 +5,26 @@ from __future__ import annotations
 import numpy as np
 
 
+def runs(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For intervals sorted by start: where each run of overlapping (or touching) ones begins, the positions of
+    the first members of ``merge``'s unions."""
+    if start.size == 0:
+        return np.zeros(0, np.int64)
+    reach = np.maximum.accumulate(end)
+    new = np.empty(start.size, dtype=bool)
+    new[0] = True
+    new[1:] = start[1:] > reach[:-1]
+    return np.flatnonzero(new)
+
+
 def merge(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of [start, end) intervals as sorted, disjoint intervals."""
     if start.size == 0:
         return start.astype(np.int64), end.astype(np.int64)
     order = np.argsort(start, kind="stable")
     s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    new = np.empty(s.size, dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > reach[:-1]
-    return s[new], np.maximum.reduceat(e, np.flatnonzero(new))
+    firsts = runs(s, e)
+    return s[firsts], np.maximum.reduceat(e, firsts)
 
 
 def union_ns(start: np.ndarray, end: np.ndarray) -> int:
