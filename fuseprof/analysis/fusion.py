@@ -42,6 +42,7 @@ from fuseprof.analysis.modes import modes
 from fuseprof.analysis.opgraph import OpGraph
 from fuseprof.model.dataflow import ShapeDataflow, infer_outputs, links_to_nothing, tensor_arguments
 from fuseprof.model.registry import ChainClass, Registry
+from fuseprof.model.value_key import value_key
 from fuseprof.parse.names import short_kernel_name
 
 
@@ -78,7 +79,7 @@ def copy_model_from_bench(timings: pd.DataFrame, min_bytes: float = 2e7) -> Copy
     return CopyModel(1e9 / slope, float(intercept), f"fit to {len(copies)} same-bytes copies")
 
 
-_FUSED_BYTES: dict[tuple[str, str, str], float] = {}
+_FUSED_BYTES: dict[tuple[bytes | str, str, str], float] = {}
 
 
 Internal = Sequence[frozenset[int]]  # per op of a chain: its argument positions an op of the chain produced
@@ -89,9 +90,9 @@ def fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Reg
     """External inputs read once plus outputs written once, for ops (name, input dims, input types,
     concrete inputs) in chain order. Which inputs an op of the chain produced: ``internal`` when the op graph
     knows (an execution trace's tensor identities), else the shape-and-dtype dataflow every reader of
-    dataflow shares (``fuseprof.model.dataflow``). Memoised on the chain's text and the registry: every
-    decoder layer and step repeats the same few chains."""
-    key = (repr(ops), repr(internal), registry.fingerprint())
+    dataflow shares (``fuseprof.model.dataflow``). Memoised on the chain's text (``value_key``) and the registry:
+    every decoder layer and step repeats the same few chains."""
+    key = (value_key(ops), repr(internal), registry.fingerprint())
     if key not in _FUSED_BYTES:
         if len(_FUSED_BYTES) > 100_000:
             _FUSED_BYTES.clear()

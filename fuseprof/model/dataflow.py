@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from fuseprof.model.op_models import DTYPE_BYTES, broadcast_shape
 from fuseprof.model.registry import OpRole
+from fuseprof.model.value_key import value_key
 
 
 class Value(NamedTuple):
@@ -91,27 +92,27 @@ def infer_outputs(role: OpRole, arguments: Sequence[Value | None]) -> list[Value
 class RecordedShapes:
     """Each op's recorded arguments (``tensor_arguments``) and outputs (``infer_outputs``), worked out once per
     distinct (op, dims, types): a trace repeats the same few shapes step after step, and the recorded lists'
-    text is cheaper to look up than the Values are to build. Kept by one pass over a trace (not process-wide:
-    a long-lived process reads many traces)."""
+    text (``value_key``) is cheaper to look up than the Values are to build. Kept by one pass over a trace (not
+    process-wide: a long-lived process reads many traces)."""
 
     def __init__(self) -> None:
-        self._arguments: dict[tuple[str, str], tuple[Value | None, ...]] = {}
-        self._outputs: dict[tuple[str, str, str], tuple[Value, ...]] = {}
+        self._arguments: dict[bytes | str, tuple[Value | None, ...]] = {}
+        self._outputs: dict[tuple[str, bytes | str], tuple[Value, ...]] = {}
 
     def arguments(self, dims: Any, types: Any) -> tuple[Value | None, ...]:
-        return self._arguments_of((repr(dims), repr(types)), dims, types)
+        return self._arguments_of(value_key((dims, types)), dims, types)
 
     def of(self, op: str, role: OpRole, dims: Any, types: Any) -> tuple[tuple[Value | None, ...], tuple[Value, ...]]:
         """The op's recorded arguments and ``infer_outputs`` of them (``role``: ``op``'s in the registry): the
         recorded lists' text made once for both."""
-        key = (repr(dims), repr(types))
+        key = value_key((dims, types))
         arguments = self._arguments_of(key, dims, types)
-        found = self._outputs.get((op, *key))
+        found = self._outputs.get((op, key))
         if found is None:
-            found = self._outputs[(op, *key)] = tuple(infer_outputs(role, arguments))
+            found = self._outputs[(op, key)] = tuple(infer_outputs(role, arguments))
         return arguments, found
 
-    def _arguments_of(self, key: tuple[str, str], dims: Any, types: Any) -> tuple[Value | None, ...]:
+    def _arguments_of(self, key: bytes | str, dims: Any, types: Any) -> tuple[Value | None, ...]:
         found = self._arguments.get(key)
         if found is None:
             found = self._arguments[key] = tuple(tensor_arguments(dims, types))
