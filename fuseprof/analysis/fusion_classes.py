@@ -73,7 +73,7 @@ def sibling_gemms(units: Units) -> list[list[Unit]]:
     found = []
     for members in groups.values():
         ids = {m.op_id for m in members}
-        apart = [m for m in members if not any(p.op_id in ids for p in units.producers(m.op_id))]
+        apart = [m for m in members if not units.producer_ids(m.op_id) & ids]
         if len(apart) >= 2:
             found.append(sorted(apart, key=lambda m: m.order))
     return found

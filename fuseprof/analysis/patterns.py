@@ -121,9 +121,9 @@ def _memory_saving(group: list[Unit], units: Units, costs: Costs) -> float:
     members = {u.op_id for u in group}
     moved = 0
     for unit in group:
-        inside = {p.op_id for p in units.producers(unit.op_id) if p.op_id in members}
+        inside = units.producer_ids(unit.op_id) & members
         for position, value in unit.tensors():
-            if not {p.op_id for p in units.producers(unit.op_id, position)} & inside:
+            if not units.producer_ids(unit.op_id, position) & inside:
                 moved += value.nbytes
         if not any(c.op_id in members for c in units.consumers(unit.op_id)):
             moved += sum(v.nbytes for v in unit.outputs)
@@ -417,10 +417,11 @@ def _qkv_by_width(units: Units, site: _Site, after: int, before: int, costs: Cos
     unlinked = not any(units.producers(where[0].op_id, where[1]) for where in (site.q, site.k, site.v) if where)
     for gemm in gemms:
         extra = (gemm.width or 0) - width
-        # as wide as q + 2·kv, and its output reaches this attention (where the graph links it anywhere)
-        reaches = unlinked or not units.consumers(gemm.op_id) or attention in units.reaches(
-            gemm.op_id, lambda u: u is attention, _not_anchor, depth=8)
-        if extra > 0 and extra % 2 == 0 and width % (extra // 2) == 0 and reaches:
+        # as wide as q + 2·kv, and its output reaches this attention (where the graph links it anywhere): the
+        # widths first, since the walk down the graph costs more and most GEMMs fail the widths
+        if extra > 0 and extra % 2 == 0 and width % (extra // 2) == 0 and (
+                unlinked or not units.consumers(gemm.op_id) or
+                attention in units.reaches(gemm.op_id, lambda u: u is attention, _not_anchor, depth=8)):
             return [Found(True, (gemm,), f"{gemm.op} [N = {gemm.width} = {width} + 2 × {extra // 2}] → attention")]
     narrow = [g for g in gemms if g.width and g.width <= width and width % g.width == 0]
     by_input: dict[str, list[Unit]] = {}

@@ -106,9 +106,15 @@ class Units:
 
     def producers(self, op_id: int, argument: int | None = None) -> list[Unit]:
         """The units that produced argument ``argument`` of ``op_id`` (every argument's when None)."""
+        return [self.by_id[i] for i in dict.fromkeys(self._producer_ids(op_id, argument))]
+
+    def producer_ids(self, op_id: int, argument: int | None = None) -> set[int]:
+        """``producers``' op ids, for a caller that only compares them (no unit is looked up)."""
+        return set(self._producer_ids(op_id, argument))
+
+    def _producer_ids(self, op_id: int, argument: int | None) -> list[int]:
         by_argument = self._producers.get(op_id, {})
-        ids = by_argument.get(argument, []) if argument is not None else [p for ps in by_argument.values() for p in ps]
-        return [self.by_id[i] for i in dict.fromkeys(ids)]
+        return by_argument.get(argument, []) if argument is not None else [p for ps in by_argument.values() for p in ps]
 
     def forward(self) -> list[Unit]:
         """The units that are not backward ops, in order."""
