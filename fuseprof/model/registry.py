@@ -413,7 +413,7 @@ class Registry:
     _by_name: dict[str, OpRole] = field(default_factory=dict, init=False, repr=False, compare=False)
     _cost_rows: dict[str, OpFamily | None] = field(default_factory=dict, init=False, repr=False, compare=False)
     _fingerprint: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
-    _kinds: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _kinds: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._by_name.update({r.name: r for r in self.roles})
@@ -452,7 +452,7 @@ class Registry:
         """What a unit computes (``OpKinds``, then ``KindRule``): by its op where a row names the op, else by
         its kernels' names (remembered per op and kernel)."""
         names = tuple(sorted(set(kernels)))
-        key = (op or "", "\x00".join(names))
+        key = (op or "", names)  # the names as a tuple: hashed from their cached hashes, no kilobytes joined
         if key not in self._kinds:
             found: set[str] = set()
             for row in self.op_kinds:
