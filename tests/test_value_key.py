@@ -51,3 +51,22 @@ def test_a_key_is_the_same_for_equal_values_built_apart() -> None:
     """The memos rely on equal values, made as separate lists (the decoder makes one per op), meeting one key."""
     for dims in itertools.product([[], [1], [4096, 11008]], repeat=2):
         assert value_key([list(d) for d in dims]) == value_key([list(d) for d in dims])
+
+
+@pytest.mark.parametrize("trace", REAL, ids=lambda p: p.parent.name)
+def test_recorded_shapes_by_list_identity_equal_those_by_value(trace: Path) -> None:
+    """The decoder shares one list per distinct text, and ``RecordedShapes`` remembers keys per pair of list
+    objects: what it gives for the shared lists equals what a fresh one gives for copies of them (every pair
+    looked up by value), op by op — the same dims with other types, or the reverse, must not meet one key."""
+    import copy
+
+    from fuseprof.model.dataflow import RecordedShapes
+    from fuseprof.model.registry_data import DEFAULT
+
+    ops = read_trace_tables(trace).ops
+    rows = list(zip(ops["name"], ops["input_dims"], ops["input_type"]))
+    shared, apart = RecordedShapes(), RecordedShapes()
+    for op, dims, types in rows:
+        role = DEFAULT.role(op)
+        assert shared.of(op, role, dims, types) == apart.of(op, role, copy.deepcopy(dims), copy.deepcopy(types))
+    assert len({id(d) for _, d, _ in rows}) < len(rows) / 2  # the decoder shared the lists

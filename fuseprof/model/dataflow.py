@@ -98,14 +98,27 @@ class RecordedShapes:
     def __init__(self) -> None:
         self._arguments: dict[bytes | str, tuple[Value | None, ...]] = {}
         self._outputs: dict[tuple[str, bytes | str], tuple[Value, ...]] = {}
+        self._by_identity: dict[tuple[int, int], tuple[Any, Any, bytes | str]] = {}
 
     def arguments(self, dims: Any, types: Any) -> tuple[Value | None, ...]:
-        return self._arguments_of(value_key((dims, types)), dims, types)
+        return self._arguments_of(self._key(dims, types), dims, types)
+
+    def _key(self, dims: Any, types: Any) -> bytes | str:
+        """``value_key`` of the pair, remembered per pair of list objects: the decoder gives ops that recorded one
+        text one list (``fuseprof.parse.shared_lists``), so most ops hand over objects seen already. The pair is
+        held with its key, so its ids stay theirs while this lives."""
+        pair = (id(dims), id(types))
+        held = self._by_identity.get(pair)
+        if held is not None and held[0] is dims and held[1] is types:
+            return held[2]
+        key = value_key((dims, types))
+        self._by_identity[pair] = (dims, types, key)
+        return key
 
     def of(self, op: str, role: OpRole, dims: Any, types: Any) -> tuple[tuple[Value | None, ...], tuple[Value, ...]]:
         """The op's recorded arguments and ``infer_outputs`` of them (``role``: ``op``'s in the registry): the
         recorded lists' text made once for both."""
-        key = value_key((dims, types))
+        key = self._key(dims, types)
         arguments = self._arguments_of(key, dims, types)
         found = self._outputs.get((op, key))
         if found is None:
