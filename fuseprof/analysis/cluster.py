@@ -44,12 +44,10 @@ def client_of(address: str, client: Callable[..., Any]) -> Any:
 
 def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
                    progress: Callable[[str, int, int], None] | None, what: str) -> list[Any]:
-    """``fn(*call)`` for each call on the cluster at ``address``, answers in call order. Each answer is fetched
-    as its task finishes, and the worker lets it go: fetched all at once at the end (``gather``), the transfers
-    waited for the last task and the workers held every answer until then (128 ranks: 22.5 → 22.1 s). A worker
-    that dies is one clear error, never a wait without end: Dask retries a task whose worker died and gives up
-    after a few (``KilledWorker``); a cluster left with no worker, or a scheduler that stops answering, for
-    ``ANSWER_S`` ends the run."""
+    """``fn(*call)`` for each call on the cluster at ``address``, answers in call order. A worker that dies is
+    one clear error, never a wait without end: Dask retries a task whose worker died and gives up after a few
+    (``KilledWorker``); a cluster left with no worker, or a scheduler that stops answering, for ``ANSWER_S``
+    ends the run."""
     try:
         from distributed import Client, KilledWorker, wait
         from distributed.client import FuturesCancelledError
@@ -57,8 +55,6 @@ def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[A
         raise FuseprofError("--scheduler needs dask.distributed: pip install 'fuseprof[dask]'") from None
     with _quiet("distributed.client"), client_of(address, Client) as client:
         futures = [client.submit(fn, *call, pure=False) for call in calls]
-        position = {future.key: i for i, future in enumerate(futures)}
-        results: list[Any] = [None] * len(calls)
         pending, done, stalled_since = set(futures), 0, None
         while pending:
             try:
@@ -74,12 +70,10 @@ def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[A
                 if future.status == "error" and isinstance(future.exception(), KilledWorker):
                     raise FuseprofError(f"--scheduler {address}: the workers died on every try at one of the "
                                         f"{what} ({done} of {len(calls)} done); see the workers' logs (memory?)")
-                results[position[future.key]] = future.result()
-                future.release()
                 done += 1
                 if progress:
                     progress(what, done, len(calls))
-        return results
+        return client.gather(futures)  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager
