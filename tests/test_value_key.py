@@ -1,6 +1,6 @@
 """``value_key``: two recorded values get one key exactly when their ``repr`` is one (the key the memos used
 before), on every op's shapes, dtypes and concrete inputs of real traces, and on the values JSON writes alike
-(None, NaN and the infinities are all ``null``) or cannot write (a NumPy scalar)."""
+(None, NaN and the infinities are all ``null``) or cannot write (a NumPy scalar, a lone surrogate)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_values_json_writes_alike_or_cannot_write_get_their_repr() -> None:
     merged = [None, float("nan"), float("inf"), -float("inf"), [None], [float("nan")], [[1, None]], [[1, float("nan")]],
               "null", ["null"], 1, 1.0, True, [1], [1.0], [True], ["1"], [np.int64(1)], [2**70], [-(2**70)], []]
     _one_key_per_repr(merged)
-    for unwritable in ([float("nan")], [np.int64(1)], "null"):
+    for unwritable in ([float("nan")], [np.int64(1)], "null", ["\ud800"]):
         assert value_key(unwritable) == repr(unwritable)
     assert value_key([[4096, 4096], ["c10::BFloat16"]]) == b'[[4096,4096],["c10::BFloat16"]]'
 
