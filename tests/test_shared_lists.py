@@ -11,7 +11,6 @@ import msgspec
 import pytest
 
 from fuseprof.parse import trace_events as te
-from fuseprof.parse.shared_lists import decode_sharing
 from tests.conftest import FIXTURES, TRACES
 
 REAL = [TRACES / "llama4l-eager-h200" / "raw" / "0-profiler_trace.json.gz", FIXTURES / "tp2" / "tp_mlp-rank0.json.gz",
@@ -29,7 +28,7 @@ def _ops_args(trace: Path) -> bytes:
 def test_every_op_reads_as_the_typed_decode_reads_it_and_equal_texts_share_a_list(trace: Path) -> None:
     text = _ops_args(trace)
     typed = te._MANY[te._Args].decode(text)
-    shared = decode_sharing(te._ARGS_SHARING, text, te._LISTED)
+    shared = te._ARGS_SHARING.decode(text)
     assert shared is not None and len(shared) == len(typed)
     for got, want in zip(shared, typed):
         assert (got is None) == (want is None)
@@ -44,7 +43,7 @@ def test_every_op_reads_as_the_typed_decode_reads_it_and_equal_texts_share_a_lis
                                   b'{"External id": "seven", "Input Dims": [[1]]}',
                                   b'{"Input Dims": ' + b"[" * 5000 + b"]" * 5000 + b"}"])
 def test_a_batch_the_typed_decode_must_decide_is_handed_back(args: bytes) -> None:
-    assert decode_sharing(te._ARGS_SHARING, b"[" + args + b"]", te._LISTED) is None
+    assert te._ARGS_SHARING.decode(b"[" + args + b"]") is None
 
 
 def test_a_shape_written_as_a_string_is_still_read_by_meaning(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ import pandas as pd
 
 from fuseprof.errors import FuseprofWarning, NotATraceError, TraceFormatError
 from fuseprof.parse.nesting import around, innermost
-from fuseprof.parse.shared_lists import as_text, decode_sharing
+from fuseprof.parse.shared_lists import SharingDecoder
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.textio import read_bytes
 
@@ -149,10 +149,8 @@ _ONE: dict[type, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(k | None,
                                               for k in (_Args, _Ids, _Memory)}
 _MANY: dict[type, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(list[k | None], strict=False)  # type: ignore[valid-type]
                                                for k in (_Args, _Ids, _Memory)}
-_LISTED = ("input_dims", "input_type", "concrete")  # an op's recorded lists: decoded once per distinct text
-_ARGS_SHARING = msgspec.json.Decoder(list[as_text(_Args, _LISTED) | None], strict=False)  # type: ignore[misc]
-# a batch that names none of them (GPU events, launch calls) is decoded the typed way: nothing to share
-_LISTED_KEYS = tuple(f'"{f.encode_name}"'.encode() for f in msgspec.structs.fields(_Args) if f.name in _LISTED)
+# an op's recorded lists, each decoded once per distinct text (``fuseprof.parse.shared_lists``), as leniently as _MANY
+_ARGS_SHARING = SharingDecoder(_Args, ("input_dims", "input_type", "concrete"), strict=False)
 
 
 _HEX = re.compile(r"^[+-]?0[xX][0-9a-fA-F]+$")
@@ -265,8 +263,7 @@ def _decode_all_args(events: list[_Event], kind: type, path: Path) -> list[Any]:
     joined = b",".join(e.args for e in events)
     old_id = _OLD_EXTERNAL_ID in joined  # PyTorch 1.8's Kineto wrote the key in lower case
     text = b"[" + (joined.replace(_OLD_EXTERNAL_ID, b'"External id"') if old_id else joined) + b"]"
-    shared = decode_sharing(_ARGS_SHARING, text, _LISTED) if kind is _Args and any(
-        key in text for key in _LISTED_KEYS) else None
+    shared = _ARGS_SHARING.decode(text) if kind is _Args else None
     if shared is not None:
         return shared
     try:
