@@ -2,7 +2,7 @@
 
     python scripts/bench_phases.py PATH [--traces 8] [--sections 8]
 
-PATH is a trace or a folder of traces (a rank set of ``scripts/make_rank_set.py``). In one process, per trace:
+PATH is a trace, a bundle or a folder of traces (a rank set of ``scripts/make_rank_set.py``). In one process, per trace:
 ``json.load`` of the file, then the phases of a cold ``fuseprof analyze``: the decode into tables
 (``TraceStore.tables``, less its write), the analysis (``analyze_tables``: the window's events, then every section), and the
 store's two writes (the tables, the analysis). It prints each phase's median CPU time per trace, its multiple
@@ -17,6 +17,7 @@ machine, in one run. The first trace of a folder is a warm-up (imports, first-ca
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib
 import json
 import statistics
@@ -34,9 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fuseprof.analysis import sections  # noqa: E402
-from fuseprof.analysis.analyze import Options, analyze_tables  # noqa: E402
+from fuseprof.analysis.analyze import Options, analyze_tables, trace_files  # noqa: E402
 from fuseprof.analysis.collector import fewer_collections  # noqa: E402
 from fuseprof.analysis.stored import analysis_part, save_analysis  # noqa: E402
+from fuseprof.errors import FuseprofError  # noqa: E402
 from fuseprof.parse.store import TraceStore, content_key  # noqa: E402
 
 # the module, not the function ``fuseprof.analysis`` exports under its name: its ``build_all`` is timed
@@ -94,7 +96,7 @@ def one_trace(path: Path, store: TraceStore, options: Options, into: dict[str, f
     """The phases' CPU seconds for one trace (``into``: its sections' added): ``json.load`` as a script runs it
     (the collector's settings as they are), fuseprof's phases as the command runs them (``fewer_collections``)."""
     times: dict[str, float] = {}
-    with open(path, "rb") as f:
+    with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as f:
         _, times["json.load"] = cpu(lambda: json.load(f))
     with fewer_collections():
         times.update(fuseprof_phases(path, store, options, into))
@@ -122,9 +124,10 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=8, help="a folder's first N traces, the first a warm-up")
     parser.add_argument("--sections", type=int, default=8, help="how many of the costliest sections to list")
     args = parser.parse_args()
-    paths = sorted(args.path.glob("*.json"))[:args.traces] if args.path.is_dir() else [args.path]
-    if not paths:
-        sys.exit(f"{args.path}: no trace")
+    try:
+        paths = trace_files(args.path)[:args.traces]
+    except FuseprofError as exc:
+        sys.exit(f"bench_phases: {exc}")
     options = Options()
     runs: list[dict[str, float]] = []
     section_runs: list[dict[str, float]] = []
