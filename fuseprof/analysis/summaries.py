@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.api.extensions import ExtensionArray
 
 from fuseprof.analysis.aggregate import aggregate
 from fuseprof.analysis.graphs import is_graph_launch
@@ -25,31 +26,76 @@ def category_table(events: pd.DataFrame) -> pd.DataFrame:
     return grouped.reset_index().sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _with_modes(grouped: pd.DataFrame, events: pd.DataFrame, key: pd.Series, columns: tuple[str, ...]
-                ) -> pd.DataFrame:
-    """``grouped`` (indexed by the groups of ``key``) with each of ``columns``' mode per group."""
-    for column in columns:
-        found = modes(events[column], key).reindex(grouped.index)
-        grouped[column] = found.where(found.notna(), None)
-    return grouped
+class _Groups:
+    """Rows grouped by a key, as ``groupby(key, sort=False)`` groups them — the groups in the order their keys first
+    appear, a null key in none — with the reductions the top tables take, on arrays. Why: each table groups a window's
+    events by one key and takes a handful of reductions; through pandas' groupby machinery each costs a fixed ~0.2 ms
+    however few the rows, once per rank of a rank set (both top tables: 9.3 → 5.0 ms a rank, ``scripts/bench_phases.py``).
+    The same values and dtypes as the groupby (tests/test_summaries.py holds them to it on the committed traces)."""
 
+    def __init__(self, key: pd.Series) -> None:
+        self.key = key
+        self.codes, self.keys = pd.factorize(key)  # the keys as an Index of the key's own dtype
+        self.keys.name = key.name
+        self.size = np.bincount(self.codes[self.codes >= 0], minlength=len(self.keys))
 
-def _category_by_time(events: pd.DataFrame, key: pd.Series) -> pd.Series:
-    """Per group of ``key``: the category of the kernels holding most of its GPU time (an aten::mm
-    whose first kernel is a memset is a GEMM, not a memset)."""
-    by = events.groupby([key, events["category"]], sort=False)["dur_ns"].sum().reset_index()
-    by.columns = ["key", "category", "time"]
-    return by.sort_values("time", ascending=False, kind="stable").drop_duplicates("key").set_index("key")["category"]
+    def sum(self, values: pd.Series) -> np.ndarray:
+        """Each group's sum of a NumPy number column (int64 stays int64: exact)."""
+        grouped = self.codes >= 0
+        out = np.zeros(len(self.keys), values.dtype)
+        np.add.at(out, self.codes[grouped], values.to_numpy()[grouped])
+        return out
+
+    def first(self, values: pd.Series) -> ExtensionArray:
+        """Each group's first non-null value (null where it has none), in the column's dtype."""
+        valid = np.flatnonzero(values.notna().to_numpy() & (self.codes >= 0))
+        groups, at = np.unique(self.codes[valid], return_index=True)
+        out = np.full(len(self.keys), None, dtype=object)
+        out[groups] = values.to_numpy(dtype=object)[valid[at]]
+        return pd.array(out, dtype=values.dtype)
+
+    def distinct(self, values: pd.Series) -> np.ndarray:
+        """Each group's number of distinct non-null values (``nunique``)."""
+        value_codes = pd.factorize(values)[0]
+        valid = (value_codes >= 0) & (self.codes >= 0)
+        width = int(value_codes[valid].max()) + 1 if valid.any() else 1  # a (group, value) pair as one number
+        pairs = np.unique(self.codes[valid].astype(np.int64) * width + value_codes[valid])
+        return np.bincount(pairs // width, minlength=len(self.keys)).astype(np.int64)
+
+    def main_category(self, events: pd.DataFrame) -> ExtensionArray:
+        """Each group's category holding most of its GPU time (an aten::mm whose first kernel is a memset is a GEMM,
+        not a memset); ties to the (group, category) pair seen first, as a stable sort of ``groupby([key,
+        category], sort=False)``'s sums takes it."""
+        category = events["category"]
+        category_codes, categories = pd.factorize(category)
+        valid = (self.codes >= 0) & (category_codes >= 0)
+        width = max(len(categories), 1)
+        pair_codes, pairs = pd.factorize(self.codes[valid].astype(np.int64) * width + category_codes[valid])
+        time = np.zeros(len(pairs), events["dur_ns"].dtype)
+        np.add.at(time, pair_codes, events["dur_ns"].to_numpy()[valid])
+        ranked = np.lexsort((np.arange(len(pairs)), -time))  # most time first, then first seen
+        owners, first = np.unique(pairs[ranked] // width, return_index=True)
+        out = np.full(len(self.keys), None, dtype=object)
+        out[owners] = np.asarray(categories, dtype=object)[pairs[ranked[first]] % width]
+        return pd.array(out, dtype=category.dtype)
+
+    def modes(self, events: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, pd.Series]:
+        """Each of ``columns``' most frequent value per group (``fuseprof.analysis.modes``), None where it has none:
+        a Series of Python objects indexed by the keys (a frame made from an object array would infer text)."""
+        out = {}
+        for column in columns:
+            found = modes(events[column], self.key).reindex(self.keys)
+            out[column] = found.where(found.notna(), None)
+        return out
 
 
 def top_kernels(events: pd.DataFrame, n: int) -> pd.DataFrame:
     """Kernels (and copies) by total time, with the op and module that launch them most often."""
-    grouped = _with_modes(aggregate(
-        events.groupby("name", sort=False), count=("dur_ns", "size"), time_ns=("dur_ns", "sum"),
-        mean_ns=("dur_ns", "mean")),
-        events, events["name"], ("op", "module"))
-    grouped.insert(0, "category", _category_by_time(events, events["name"]))
-    grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
+    groups = _Groups(events["name"])
+    time_ns = groups.sum(events["dur_ns"])
+    grouped = pd.DataFrame({"category": groups.main_category(events), "count": groups.size, "time_ns": time_ns,
+                            "mean_ns": time_ns / groups.size, **groups.modes(events, ("op", "module")),
+                            "share_pct": 100 * time_ns / events["dur_ns"].sum()}, index=groups.keys)
     return grouped.sort_values("time_ns", ascending=False).head(n).reset_index()
 
 
@@ -61,15 +107,12 @@ def _signature(events: pd.DataFrame) -> pd.Series:
 
 def top_ops(events: pd.DataFrame, n: int) -> pd.DataFrame:
     """CPU ops (by name and input shapes) by the GPU time of the kernels they launched."""
-    rows = events.assign(signature=_signature(events))
-    calls = rows.groupby("signature", sort=False)["op_id"].nunique()
-    grouped = _with_modes(aggregate(
-        rows.groupby("signature", sort=False), op=("op", "first"), kernels=("dur_ns", "size"),
-        time_ns=("dur_ns", "sum")), rows, rows["signature"], ("module",))
-    grouped.insert(1, "category", _category_by_time(rows, rows["signature"]))
-    grouped["calls"] = calls
-    grouped["kernels_per_call"] = grouped["kernels"] / grouped["calls"].where(grouped["calls"] > 0)
-    grouped["share_pct"] = 100 * grouped["time_ns"] / events["dur_ns"].sum()
+    groups = _Groups(_signature(events).rename("signature"))
+    time_ns, calls = groups.sum(events["dur_ns"]), groups.distinct(events["op_id"])
+    grouped = pd.DataFrame({"op": groups.first(events["op"]), "category": groups.main_category(events),
+                            "kernels": groups.size, "time_ns": time_ns, **groups.modes(events, ("module",)),
+                            "calls": calls, "kernels_per_call": groups.size / np.where(calls > 0, calls, np.nan),
+                            "share_pct": 100 * time_ns / events["dur_ns"].sum()}, index=groups.keys)
     return grouped.sort_values("time_ns", ascending=False).head(n).reset_index()
 
 
