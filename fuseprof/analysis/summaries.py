@@ -12,6 +12,7 @@ from fuseprof.analysis.aggregate import aggregate
 from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.analysis.modes import modes
 from fuseprof.model.derived import add_rates
+from fuseprof.model.intervals import group_sums
 from fuseprof.model.registry import CATEGORIES, Registry
 from fuseprof.model.roofline import Roof, judge
 from fuseprof.ranges import first_range_label
@@ -40,11 +41,9 @@ class _Groups:
         self.size = np.bincount(self.codes[self.codes >= 0], minlength=len(self.keys))
 
     def sum(self, values: pd.Series) -> np.ndarray:
-        """Each group's sum of a NumPy number column (int64 stays int64: exact)."""
+        """Each group's exact int64 sum of an integer column (``intervals.group_sums``)."""
         grouped = self.codes >= 0
-        out = np.zeros(len(self.keys), values.dtype)
-        np.add.at(out, self.codes[grouped], values.to_numpy()[grouped])
-        return out
+        return group_sums(self.codes[grouped], values.to_numpy()[grouped], len(self.keys))
 
     def first(self, values: pd.Series) -> ExtensionArray:
         """Each group's first non-null value (null where it has none), in the column's dtype."""
@@ -71,8 +70,7 @@ class _Groups:
         valid = (self.codes >= 0) & (category_codes >= 0)
         width = max(len(categories), 1)
         pair_codes, pairs = pd.factorize(self.codes[valid].astype(np.int64) * width + category_codes[valid])
-        time = np.zeros(len(pairs), events["dur_ns"].dtype)
-        np.add.at(time, pair_codes, events["dur_ns"].to_numpy()[valid])
+        time = group_sums(pair_codes, events["dur_ns"].to_numpy()[valid], len(pairs))
         ranked = np.lexsort((np.arange(len(pairs)), -time))  # most time first, then first seen
         owners, first = np.unique(pairs[ranked] // width, return_index=True)
         out = np.full(len(self.keys), None, dtype=object)
