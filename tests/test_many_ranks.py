@@ -265,3 +265,23 @@ def test_a_scheduler_that_dies_mid_run_is_one_error(capfd) -> None:
         for process in (worker, scheduler):
             process.kill()
             process.wait()
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2, 8, 64])
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 8, 9, 128, 1000])
+def test_cluster_batches_cover_every_call_once_largest_first(count: int, threads: int) -> None:
+    """The tasks of a cluster run: every call once and in order, never an empty task, groups never growing, and
+    once fewer calls are left than four per thread, one call a task (the workers finish together)."""
+    from fuseprof.analysis.cluster import batches
+
+    groups = batches(count, threads)
+    assert [k for group in groups for k in group] == list(range(count))
+    sizes = [len(group) for group in groups]
+    assert all(s >= 1 for s in sizes) and sizes == sorted(sizes, reverse=True)
+    left = count
+    for size in sizes:
+        if left < 4 * max(threads, 1):
+            assert size == 1
+        left -= size
+    if count >= 128 and threads <= 2:
+        assert len(groups) <= count // 3  # the point of it: far fewer tasks than calls

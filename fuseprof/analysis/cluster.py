@@ -1,7 +1,9 @@
 """Per-trace work on a Dask cluster (``--scheduler ADDRESS``): the same calls as the local pool.
 
-Each call is submitted as a task; its answer (a store key, or a small analysis) comes back through
-the scheduler. The workers read the traces and write the trace store at the paths the parent gives,
+The calls go as tasks of several calls each (``batches``), largest first: a task costs the scheduler, the
+worker's event loop and the client a fixed share whatever it holds, and 128 one-rank tasks paid it 128 times; the
+last tasks hold one call each, so the workers finish together. The answers (a store key, or a small analysis)
+come back through the scheduler. The workers read the traces and write the trace store at the paths the parent gives,
 so both must be on a filesystem every worker mounts at the same path (NFS, Lustre, a shared volume);
 an object store works where it is mounted as a filesystem (s3fs, gcsfuse).
 """
@@ -54,7 +56,10 @@ def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[A
     except ImportError:
         raise FuseprofError("--scheduler needs dask.distributed: pip install 'fuseprof[dask]'") from None
     with _quiet("distributed.client"), client_of(address, Client) as client:
-        futures = [client.submit(fn, *call, pure=False) for call in calls]
+        threads = sum(client.nthreads().values())
+        groups = batches(len(calls), threads)
+        futures = [client.submit(in_turn, fn, [calls[k] for k in group], pure=False) for group in groups]
+        size = {future.key: len(group) for future, group in zip(futures, groups)}
         pending, done, stalled_since = set(futures), 0, None
         while pending:
             try:
@@ -70,10 +75,28 @@ def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[A
                 if future.status == "error" and isinstance(future.exception(), KilledWorker):
                     raise FuseprofError(f"--scheduler {address}: the workers died on every try at one of the "
                                         f"{what} ({done} of {len(calls)} done); see the workers' logs (memory?)")
-                done += 1
+                done += size[future.key]
                 if progress:
                     progress(what, done, len(calls))
-        return client.gather(futures)  # type: ignore[no-any-return]
+        return [answer for answers in client.gather(futures) for answer in answers]
+
+
+def batches(count: int, threads: int) -> list[range]:
+    """``count`` calls as consecutive groups, one task each, for a cluster of ``threads`` worker threads: each
+    group a quarter of what is left over the threads (guided self-scheduling), at least one call. The large groups go
+    first and the one-call groups last, so no worker is left running a large group while the others idle:
+    128 calls on 2 threads are 32 tasks, not 128. ``threads`` 0 (no worker yet, an adaptive cluster) counts as one."""
+    out, start, share = [], 0, 4 * max(threads, 1)
+    while start < count:
+        size = max(1, (count - start) // share)
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+def in_turn(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """``fn(*call)`` for each of ``calls``, in order: one task's work on a worker."""
+    return [fn(*call) for call in calls]
 
 
 @contextlib.contextmanager
