@@ -27,6 +27,16 @@ def category_table(events: pd.DataFrame) -> pd.DataFrame:
     return grouped.reset_index().sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
 
 
+def _first_valid(codes: np.ndarray, groups: int, values: pd.Series) -> ExtensionArray:
+    """Per group (``codes``: each row's, -1 in none), its first non-null value of ``values`` in row order (null
+    where it has none), in the column's dtype: what a groupby's ``first`` takes."""
+    valid = np.flatnonzero(values.notna().to_numpy() & (codes >= 0))
+    found, at = np.unique(codes[valid], return_index=True)
+    out = np.full(groups, None, dtype=object)
+    out[found] = values.to_numpy(dtype=object)[valid[at]]
+    return pd.array(out, dtype=values.dtype)
+
+
 class _Groups:
     """Rows grouped by a key, as ``groupby(key, sort=False)`` groups them — the groups in the order their keys first
     appear, a null key in none — with the reductions the top tables take, on arrays. Why: each table groups a window's
@@ -47,11 +57,7 @@ class _Groups:
 
     def first(self, values: pd.Series) -> ExtensionArray:
         """Each group's first non-null value (null where it has none), in the column's dtype."""
-        valid = np.flatnonzero(values.notna().to_numpy() & (self.codes >= 0))
-        groups, at = np.unique(self.codes[valid], return_index=True)
-        out = np.full(len(self.keys), None, dtype=object)
-        out[groups] = values.to_numpy(dtype=object)[valid[at]]
-        return pd.array(out, dtype=values.dtype)
+        return _first_valid(self.codes, len(self.keys), values)
 
     def distinct(self, values: pd.Series) -> np.ndarray:
         """Each group's number of distinct non-null values (``nunique``)."""
@@ -117,22 +123,53 @@ def top_ops(events: pd.DataFrame, n: int) -> pd.DataFrame:
 def launch_stats(events: pd.DataFrame) -> pd.DataFrame:
     """Per launch API: calls (a graph launch is one call however many kernels it replays), kernels
     per call, host time per call and launch-to-start latency (first GPU start − launch call start:
-    queueing plus launch latency), median and 90th percentile, in ns."""
+    queueing plus launch latency), median and 90th percentile, in ns.
+
+    On arrays, as ``groupby([launch_api, correlation])`` then ``groupby(launch_api)`` make it (a kernel without a
+    correlation id is in no call; the APIs sorted): through pandas' groupby machinery the ten reductions cost
+    ~2.5 ms a rank whatever its size, the table's values a fraction of that (tests/test_summaries.py holds it to
+    that formulation on the committed traces)."""
     rows = events[events["launch_api"].notna()]
-    calls = aggregate(
-        rows.groupby(["launch_api", "correlation"], sort=False), kernels=("dur_ns", "size"),
-        host_ns=("launch_dur_ns", "first"), first_start_ns=("start_ns", "min"),
-        launch_start_ns=("launch_start_ns", "first")).reset_index()
-    calls["latency_ns"] = (calls["first_start_ns"] - calls["launch_start_ns"].astype("Int64")).astype("float64")
-    calls["host_ns"] = calls["host_ns"].astype("float64")
-    out = aggregate(
-        calls.groupby("launch_api"), launches=("kernels", "size"), kernels=("kernels", "sum"),
-        host_median_ns=("host_ns", "median"),
-        host_p90_ns=("host_ns", lambda s: s.quantile(0.9)), latency_median_ns=("latency_ns", "median"),
-        latency_p90_ns=("latency_ns", lambda s: s.quantile(0.9)))
+    api_of_row, apis = pd.factorize(rows["launch_api"], sort=True)
+    correlation_of_row, correlations = pd.factorize(rows["correlation"])
+    in_call = correlation_of_row >= 0
+    width = max(len(correlations), 1)
+    pair = api_of_row.astype(np.int64) * width + correlation_of_row  # a call: its API and correlation id
+    calls, inverse = np.unique(pair[in_call], return_inverse=True)
+    call_of_row = np.full(len(rows), -1, np.int64)  # each row's call, -1: none
+    call_of_row[in_call] = inverse
+    kernels = np.bincount(call_of_row[in_call], minlength=len(calls)).astype(np.int64)
+    first_start = np.full(len(calls), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first_start, call_of_row[in_call], rows["start_ns"].to_numpy(np.int64)[in_call])
+    host = np.asarray(pd.array(_first_valid(call_of_row, len(calls), rows["launch_dur_ns"])).astype("float64"))
+    launched = _first_valid(call_of_row, len(calls), rows["launch_start_ns"]).astype("Int64")
+    latency = np.asarray((pd.array(first_start) - launched).astype("float64"))
+    api_of_call = calls // width
+    per_api = [api_of_call == a for a in range(len(apis))]
+    launches = np.bincount(api_of_call, minlength=len(apis)).astype(np.int64)
+    apis.name = "launch_api"
+    out = pd.DataFrame({"launches": launches, "kernels": group_sums(api_of_call, kernels, len(apis)),
+                        "host_median_ns": [_median(host[m]) for m in per_api],
+                        "host_p90_ns": [_p90(host[m]) for m in per_api],
+                        "latency_median_ns": [_median(latency[m]) for m in per_api],
+                        "latency_p90_ns": [_p90(latency[m]) for m in per_api]}, index=apis)
     out["kernels_per_launch"] = out["kernels"] / out["launches"]
     out["graph"] = is_graph_launch(out.index.to_series()).to_numpy()
     return out.reset_index().sort_values("launches", ascending=False).reset_index(drop=True)
+
+
+def _median(values: np.ndarray) -> float:
+    """The median of the non-NaN values (NaN: none), as a groupby's ``median`` takes it: the middle value, or the
+    two middle ones' sum halved."""
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if len(values) else np.nan
+
+
+def _p90(values: np.ndarray) -> float:
+    """The 90th percentile of the non-NaN values, linearly interpolated (NaN: none), as ``Series.quantile(0.9)``
+    takes it (pandas asks NumPy for the percentile 0.9 × 100)."""
+    values = values[~np.isnan(values)]
+    return float(np.percentile(values, np.asarray([0.9]) * 100.0)[0]) if len(values) else np.nan
 
 
 def attach_ncu(events: pd.DataFrame, ncu_rows: pd.DataFrame) -> pd.DataFrame:
@@ -160,36 +197,52 @@ def attach_ncu(events: pd.DataFrame, ncu_rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _ncu_per_call(with_op: pd.DataFrame, calls: _Groups, modelled: list[int], by_signature: _Groups
+                  ) -> dict[str, np.ndarray]:
+    """ncu's FLOPs and DRAM bytes per call of each signature: each call's sum over its kernels (null: none
+    measured), their mean over the signature's calls. All null where ncu measured none of them (a trace alone);
+    else pandas' own float sums and means (compensated: NumPy's would differ in the last bits)."""
+    columns = ("ncu_flops", "ncu_dram_bytes")
+    if not all(c in with_op for c in columns) or with_op[list(columns)].isna().all(axis=None):
+        return {c: np.full(len(by_signature.keys), np.nan) for c in columns}
+    sums = with_op[list(columns)].groupby(calls.codes, sort=False).sum(min_count=1).iloc[modelled]
+    named = by_signature.codes >= 0  # a call without an op has no signature
+    return {c: sums[c][named].groupby(by_signature.codes[named], sort=False).mean().to_numpy() for c in columns}
+
+
 def op_roofline(events: pd.DataFrame, roof: Roof, registry: Registry) -> pd.DataFrame:
     """Per op signature with a shape model: analytic ``flops`` and ``dram_bytes`` per call (every input
     read once, every output written once), the measured GPU time of its kernels per call
     (``duration_ns``), and the roofline judgement of every row type (``fuseprof.model.roofline.judge``:
     the same columns as a kernel's); where ncu measured the same kernels (``attach_ncu``), its FLOPs
-    and DRAM bytes per call beside the analytic ones."""
+    and DRAM bytes per call beside the analytic ones. Grouped on arrays (``_Groups``: per call, then per
+    signature), as two groupbys would group them, without their fixed cost a rank (tests/test_summaries.py)."""
     with_op = events[events["op_id"].notna()]
     if with_op.empty or not any(isinstance(d, list) for d in with_op["input_dims"]):
         return pd.DataFrame()  # no recorded shapes: nothing to model, and nothing to pay for it
-    if "ncu_flops" not in with_op:
-        with_op = with_op.assign(ncu_flops=np.nan, ncu_dram_bytes=np.nan)
-    calls = with_op.groupby("op_id", sort=False)
-    per_call = aggregate(calls, op=("op", "first"), dims=("input_dims", "first"), types=("input_type", "first"),
-                         concrete=("concrete", "first"), time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"))
-    per_call[["ncu_flops", "ncu_dram_bytes"]] = calls[["ncu_flops", "ncu_dram_bytes"]].sum(min_count=1)
-    estimates = [registry.estimate(o, d, t, c) for o, d, t, c in
-                 zip(per_call["op"], per_call["dims"], per_call["types"], per_call["concrete"])]
-    per_call["flops"] = [e.flops if e else np.nan for e in estimates]
-    per_call["dram_bytes"] = [e.bytes if e else np.nan for e in estimates]
-    per_call["roof_pipe"] = [e.pipe if e else None for e in estimates]
-    per_call = per_call[per_call["roof_pipe"].notna()]
-    if per_call.empty:
+    calls = _Groups(with_op["op_id"])
+    op, dims, types, concrete = (calls.first(with_op[c]) for c in ("op", "input_dims", "input_type", "concrete"))
+    estimates = [registry.estimate(o, d, t, c) for o, d, t, c in zip(op, dims, types, concrete)]
+    chosen = [(k, e.pipe) for k, e in enumerate(estimates) if e and e.pipe is not None]  # the calls with a model
+    modelled = [k for k, _ in chosen]
+    if not modelled:
         return pd.DataFrame()
-    per_call["signature"] = per_call["op"] + " " + per_call["dims"].map(str) + " " + per_call["types"].map(
-        lambda t: str([x for x in t if x]) if isinstance(t, list) else "")
-    out = aggregate(
-        per_call.groupby("signature", sort=False), op=("op", "first"), roof_pipe=("roof_pipe", "first"),
-        calls=("time_ns", "size"), flops=("flops", "first"),
-        dram_bytes=("dram_bytes", "first"), time_ns=("time_ns", "sum"), kernels_per_call=("kernels", "mean"),
-        ncu_flops=("ncu_flops", "mean"), ncu_dram_bytes=("ncu_dram_bytes", "mean"))
+    signature = [None if pd.isna(op[k]) else f"{op[k]} {dims[k]} " + (
+        str([x for x in types[k] if x]) if isinstance(types[k], list) else "") for k in modelled]
+    by_signature = _Groups(pd.Series(signature, dtype=with_op["op"].dtype, name="signature"))
+    # the counts as one column over every call, so its dtype is the same (an op without a model makes them floats)
+    flops, dram_bytes = (pd.Series([getattr(e, field) if e else np.nan for e in estimates]).to_numpy()[modelled]
+                         for field in ("flops", "bytes"))
+    per_call = pd.DataFrame({"op": op[modelled], "roof_pipe": pd.array([pipe for _, pipe in chosen], dtype=object),
+                             "flops": flops, "dram_bytes": dram_bytes,
+                             "time_ns": calls.sum(with_op["dur_ns"])[modelled], "kernels": calls.size[modelled]})
+    time_ns = by_signature.sum(per_call["time_ns"])
+    out = pd.DataFrame({"op": by_signature.first(per_call["op"]),
+                        "roof_pipe": by_signature.first(per_call["roof_pipe"]), "calls": by_signature.size,
+                        "flops": by_signature.first(per_call["flops"]),
+                        "dram_bytes": by_signature.first(per_call["dram_bytes"]), "time_ns": time_ns,
+                        "kernels_per_call": by_signature.sum(per_call["kernels"]) / by_signature.size,
+                        **_ncu_per_call(with_op, calls, modelled, by_signature)}, index=by_signature.keys)
     out["duration_ns"] = out["time_ns"] / out["calls"]
     judge(add_rates(out), roof)
     return out.sort_values("time_ns", ascending=False).reset_index()
