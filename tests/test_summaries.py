@@ -114,6 +114,14 @@ def _ncu_measured(events: pd.DataFrame) -> pd.DataFrame:
     return events.assign(ncu_flops=values[:, 0], ncu_dram_bytes=values[:, 1])
 
 
+def _api_without_correlations(events: pd.DataFrame) -> pd.DataFrame:
+    """The most used launch API's kernels with no correlation id: in no call, so the API has no row."""
+    api = events["launch_api"].mode()
+    if api.empty:
+        return events
+    return events.assign(correlation=events["correlation"].where(events["launch_api"] != api.iloc[0]))
+
+
 def _with_nulls(events: pd.DataFrame) -> pd.DataFrame:
     """Every third event without a category, every second without an op, one in four without an op call; one in five
     without a correlation id, every second without its launch's host time, one in three without its launch start."""
@@ -137,6 +145,7 @@ def _ties(events: pd.DataFrame) -> pd.DataFrame:
 VARIANTS = {"as decoded": lambda e: e, "nulls": _with_nulls, "ties": _ties, "no events": lambda e: e.iloc[:0],
             "no category": lambda e: e.assign(category=pd.Series(pd.NA, index=e.index, dtype=e["category"].dtype)),
             "ncu measured": _ncu_measured,
+            "an API without correlations": _api_without_correlations,
             "no launch times": lambda e: e.assign(launch_dur_ns=pd.Series(pd.NA, index=e.index, dtype="Int64"),
                                                   launch_start_ns=pd.Series(pd.NA, index=e.index, dtype="Int64"))}
 
@@ -164,6 +173,8 @@ def test_launch_statistics_are_the_groupby_frame(events: pd.DataFrame, variant: 
     pd.testing.assert_frame_equal(launch_stats(rows), expected, check_exact=True)
     if variant == "as decoded":  # several calls per API, so medians and percentiles between values
         assert len(expected) >= 1 and expected["launches"].max() > 2
+    if variant == "an API without correlations":
+        assert events["launch_api"].mode().iloc[0] not in set(expected["launch_api"])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

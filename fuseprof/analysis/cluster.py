@@ -1,9 +1,10 @@
 """Per-trace work on a Dask cluster (``--scheduler ADDRESS``): the same calls as the local pool.
 
-The calls go as tasks of several calls each (``batches``), largest first: a task costs the scheduler, the
-worker's event loop and the client a fixed share whatever it holds, and 128 one-rank tasks paid it 128 times; the
-last tasks hold one call each, so the workers finish together. The answers (a store key, or a small analysis)
-come back through the scheduler. The workers read the traces and write the trace store at the paths the parent gives,
+The calls go as tasks of several calls each (``batches``: large groups first, one call a task at the end, so the
+workers finish together), fewer tasks for the scheduler, the workers' event loops and the client to handle (128
+ranks on two threads: 32 tasks, not 128). On a 2-core machine what that saves is within the machine's drift
+(docs/traces.md); fixed groups of 4 or 16 ranks, tried before, were not faster: their last group left one worker
+running alone. The answers (a store key, or a small analysis) come back through the scheduler. The workers read the traces and write the trace store at the paths the parent gives,
 so both must be on a filesystem every worker mounts at the same path (NFS, Lustre, a shared volume);
 an object store works where it is mounted as a filesystem (s3fs, gcsfuse).
 """
@@ -73,8 +74,9 @@ def run_on_cluster(address: str, fn: Callable[..., Any], calls: Sequence[tuple[A
             stalled_since = None
             for future in finished:
                 if future.status == "error" and isinstance(future.exception(), KilledWorker):
+                    task = f", in a task of {size[future.key]}" if size[future.key] > 1 else ""
                     raise FuseprofError(f"--scheduler {address}: the workers died on every try at one of the "
-                                        f"{what} ({done} of {len(calls)} done); see the workers' logs (memory?)")
+                                        f"{what}{task} ({done} of {len(calls)} done); see the workers' logs (memory?)")
                 done += size[future.key]
                 if progress:
                     progress(what, done, len(calls))
@@ -85,8 +87,11 @@ def batches(count: int, threads: int) -> list[range]:
     """``count`` calls as consecutive groups, one task each, for a cluster of ``threads`` worker threads: each
     group a quarter of what is left over the threads (guided self-scheduling), at least one call. The large groups go
     first and the one-call groups last, so no worker is left running a large group while the others idle:
-    128 calls on 2 threads are 32 tasks, not 128. ``threads`` 0 (no worker yet, an adaptive cluster) counts as one."""
-    out, start, share = [], 0, 4 * max(threads, 1)
+    128 calls on 2 threads are 32 tasks, not 128. With no worker yet (an adaptive cluster, still to grow) the size
+    of the cluster is unknown: one call a task, as a cluster of any size can share them."""
+    if threads < 1:
+        return [range(k, k + 1) for k in range(count)]
+    out, start, share = [], 0, 4 * threads
     while start < count:
         size = max(1, (count - start) // share)
         out.append(range(start, start + size))

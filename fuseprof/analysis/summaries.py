@@ -129,19 +129,16 @@ def launch_stats(events: pd.DataFrame) -> pd.DataFrame:
     correlation id is in no call; the APIs sorted): through pandas' groupby machinery the ten reductions cost
     ~2.5 ms a rank whatever its size, the table's values a fraction of that (tests/test_summaries.py holds it to
     that formulation on the committed traces)."""
-    rows = events[events["launch_api"].notna()]
+    rows = events[events["launch_api"].notna() & events["correlation"].notna()]  # a null key: in no group
     api_of_row, apis = pd.factorize(rows["launch_api"], sort=True)
     correlation_of_row, correlations = pd.factorize(rows["correlation"])
-    in_call = correlation_of_row >= 0
     width = max(len(correlations), 1)
     pair = api_of_row.astype(np.int64) * width + correlation_of_row  # a call: its API and correlation id
-    calls, inverse = np.unique(pair[in_call], return_inverse=True)
-    call_of_row = np.full(len(rows), -1, np.int64)  # each row's call, -1: none
-    call_of_row[in_call] = inverse
-    kernels = np.bincount(call_of_row[in_call], minlength=len(calls)).astype(np.int64)
+    calls, call_of_row = np.unique(pair, return_inverse=True)
+    kernels = np.bincount(call_of_row, minlength=len(calls)).astype(np.int64)
     first_start = np.full(len(calls), np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first_start, call_of_row[in_call], rows["start_ns"].to_numpy(np.int64)[in_call])
-    host = np.asarray(pd.array(_first_valid(call_of_row, len(calls), rows["launch_dur_ns"])).astype("float64"))
+    np.minimum.at(first_start, call_of_row, rows["start_ns"].to_numpy(np.int64))
+    host = np.asarray(_first_valid(call_of_row, len(calls), rows["launch_dur_ns"]).astype("float64"))
     launched = _first_valid(call_of_row, len(calls), rows["launch_start_ns"]).astype("Int64")
     latency = np.asarray((pd.array(first_start) - launched).astype("float64"))
     api_of_call = calls // width
@@ -206,8 +203,7 @@ def _ncu_per_call(with_op: pd.DataFrame, calls: _Groups, modelled: list[int], by
     if not all(c in with_op for c in columns) or with_op[list(columns)].isna().all(axis=None):
         return {c: np.full(len(by_signature.keys), np.nan) for c in columns}
     sums = with_op[list(columns)].groupby(calls.codes, sort=False).sum(min_count=1).iloc[modelled]
-    named = by_signature.codes >= 0  # a call without an op has no signature
-    return {c: sums[c][named].groupby(by_signature.codes[named], sort=False).mean().to_numpy() for c in columns}
+    return {c: sums[c].groupby(by_signature.codes, sort=False).mean().to_numpy() for c in columns}
 
 
 def op_roofline(events: pd.DataFrame, roof: Roof, registry: Registry) -> pd.DataFrame:
@@ -227,8 +223,8 @@ def op_roofline(events: pd.DataFrame, roof: Roof, registry: Registry) -> pd.Data
     modelled = [k for k, _ in chosen]
     if not modelled:
         return pd.DataFrame()
-    signature = [None if pd.isna(op[k]) else f"{op[k]} {dims[k]} " + (
-        str([x for x in types[k] if x]) if isinstance(types[k], list) else "") for k in modelled]
+    signature = [f"{op[k]} {dims[k]} " + (str([x for x in types[k] if x]) if isinstance(types[k], list) else "")
+                 for k in modelled]  # a call with a model has its op's name (the model is found by it)
     by_signature = _Groups(pd.Series(signature, dtype=with_op["op"].dtype, name="signature"))
     # the counts as one column over every call, so its dtype is the same (an op without a model makes them floats)
     flops, dram_bytes = (pd.Series([getattr(e, field) if e else np.nan for e in estimates]).to_numpy()[modelled]
