@@ -4,9 +4,10 @@ The calls go as tasks of several calls each (``batches``: large groups first, on
 workers finish together), fewer tasks for the scheduler, the workers' event loops and the client to handle (128
 ranks on two threads: 32 tasks, not 128). On a 2-core machine what that saves is within the machine's drift
 (docs/traces.md); fixed groups of 4 or 16 ranks, tried before, were not faster: their last group left one worker
-running alone. The answers (a store key, or a small analysis) come back through the scheduler. The workers read the traces and write the trace store at the paths the parent gives,
-so both must be on a filesystem every worker mounts at the same path (NFS, Lustre, a shared volume);
-an object store works where it is mounted as a filesystem (s3fs, gcsfuse).
+running alone. The answers (a store key, or a small analysis) come back through the scheduler. The workers read
+the traces and write the trace store at the paths the parent gives, so both must be on a filesystem every worker
+mounts at the same path (NFS, Lustre, a shared volume); an object store works where it is mounted as a filesystem
+(s3fs, gcsfuse).
 """
 
 from __future__ import annotations

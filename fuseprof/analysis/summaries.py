@@ -27,16 +27,6 @@ def category_table(events: pd.DataFrame) -> pd.DataFrame:
     return grouped.reset_index().sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _first_valid(codes: np.ndarray, groups: int, values: pd.Series) -> ExtensionArray:
-    """Per group (``codes``: each row's, -1 in none), its first non-null value of ``values`` in row order (null
-    where it has none), in the column's dtype: what a groupby's ``first`` takes."""
-    valid = np.flatnonzero(values.notna().to_numpy() & (codes >= 0))
-    found, at = np.unique(codes[valid], return_index=True)
-    out = np.full(groups, None, dtype=object)
-    out[found] = values.to_numpy(dtype=object)[valid[at]]
-    return pd.array(out, dtype=values.dtype)
-
-
 class _Groups:
     """Rows grouped by a key, as ``groupby(key, sort=False)`` groups them — the groups in the order their keys first
     appear, a null key in none — with the reductions the top tables take, on arrays. Why: each table groups a window's
@@ -56,8 +46,12 @@ class _Groups:
         return group_sums(self.codes[grouped], values.to_numpy()[grouped], len(self.keys))
 
     def first(self, values: pd.Series) -> ExtensionArray:
-        """Each group's first non-null value (null where it has none), in the column's dtype."""
-        return _first_valid(self.codes, len(self.keys), values)
+        """Each group's first non-null value in row order (null where it has none), in the column's dtype."""
+        valid = np.flatnonzero(values.notna().to_numpy() & (self.codes >= 0))
+        found, at = np.unique(self.codes[valid], return_index=True)
+        out = np.full(len(self.keys), None, dtype=object)
+        out[found] = values.to_numpy(dtype=object)[valid[at]]
+        return pd.array(out, dtype=values.dtype)
 
     def distinct(self, values: pd.Series) -> np.ndarray:
         """Each group's number of distinct non-null values (``nunique``)."""
@@ -133,19 +127,17 @@ def launch_stats(events: pd.DataFrame) -> pd.DataFrame:
     api_of_row, apis = pd.factorize(rows["launch_api"], sort=True)
     correlation_of_row, correlations = pd.factorize(rows["correlation"])
     width = max(len(correlations), 1)
-    pair = api_of_row.astype(np.int64) * width + correlation_of_row  # a call: its API and correlation id
-    calls, call_of_row = np.unique(pair, return_inverse=True)
-    kernels = np.bincount(call_of_row, minlength=len(calls)).astype(np.int64)
-    first_start = np.full(len(calls), np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first_start, call_of_row, rows["start_ns"].to_numpy(np.int64))
-    host = np.asarray(_first_valid(call_of_row, len(calls), rows["launch_dur_ns"]).astype("float64"))
-    launched = _first_valid(call_of_row, len(calls), rows["launch_start_ns"]).astype("Int64")
+    calls = _Groups(pd.Series(api_of_row.astype(np.int64) * width + correlation_of_row))  # a call: API, correlation
+    first_start = np.full(len(calls.keys), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first_start, calls.codes, rows["start_ns"].to_numpy(np.int64))
+    host = np.asarray(calls.first(rows["launch_dur_ns"]).astype("float64"))
+    launched = calls.first(rows["launch_start_ns"]).astype("Int64")
     latency = np.asarray((pd.array(first_start) - launched).astype("float64"))
-    api_of_call = calls // width
+    api_of_call = calls.keys.to_numpy() // width
     per_api = [api_of_call == a for a in range(len(apis))]
     launches = np.bincount(api_of_call, minlength=len(apis)).astype(np.int64)
     apis.name = "launch_api"
-    out = pd.DataFrame({"launches": launches, "kernels": group_sums(api_of_call, kernels, len(apis)),
+    out = pd.DataFrame({"launches": launches, "kernels": group_sums(api_of_call, calls.size, len(apis)),
                         "host_median_ns": [_median(host[m]) for m in per_api],
                         "host_p90_ns": [_p90(host[m]) for m in per_api],
                         "latency_median_ns": [_median(latency[m]) for m in per_api],
