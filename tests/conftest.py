@@ -74,7 +74,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
             f"{FUZZ_RESULTS['held']} hostile inputs held, {FUZZ_RESULTS['cleaned after kill -9']} runs killed with -9 "
             f"cleaned up; tracebacks {FUZZ_RESULTS['traceback']}, silently wrong {FUZZ_RESULTS['silently wrong']}, "
             f"hangs {FUZZ_RESULTS['hang']}, leftovers after kill -9 {FUZZ_RESULTS['leftover']}, "
-            f"unsafe {FUZZ_RESULTS['unsafe']}")
+            f"data lost {FUZZ_RESULTS['data lost']}, unsafe {FUZZ_RESULTS['unsafe']}")
 
 
 # The shared third-party traces (MI300, SGLang, vLLM, Inductor) with TraceLens's reports, beside the
