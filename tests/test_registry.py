@@ -110,11 +110,11 @@ def test_a_registry_file_does_the_same_through_the_cli(store: Path, tmp_path: Pa
 
 
 @pytest.mark.parametrize(("text", "said"), [
-    ("[[family]]\ncategory = 'gemm'\nop = 'x'\n", "category 'gemm' is not one of"),
-    ("[[family]]\ncategory = 'GEMM'\nop = '('\n", "a bad regular expression"),
-    ("[[family]]\ncategory = 'GEMM'\ncost = {model = 'nope'}\n", "model one of"),
-    ("[[familly]]\ncategory = 'GEMM'\n", "unknown table(s) familly"),
-    ("[[role]]\nname = 'aten::x'\nepilogu = true\n", "unexpected keyword argument 'epilogu'"),
+    ("[[family]]\ncategory = 'gemm'\nop = 'x'\n", "category: expected one of 'GEMM', 'convolution'"),
+    ("[[family]]\ncategory = 'GEMM'\nop = '('\n", "op: not a valid regular expression"),
+    ("[[family]]\ncategory = 'GEMM'\nop = 'x'\ncost = {model = 'nope'}\n", "model one of"),
+    ("[[familly]]\ncategory = 'GEMM'\nop = 'x'\n", "unknown table 'familly'; did you mean [[family]]?"),
+    ("[[role]]\nname = 'aten::x'\nepilogu = true\n", "epilogu'; did you mean 'epilogue'?"),
     ("not toml = = 1", "not valid TOML"),
 ])
 def test_a_wrong_registry_file_is_one_line(text: str, said: str, tmp_path: Path, capsys) -> None:

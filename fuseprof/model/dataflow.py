@@ -273,6 +273,10 @@ def _parsed(text: str) -> Any:
         return text
 
 
+VIEW_RULES = ("size", "same", "t", "transpose", "permute", "unsqueeze", "squeeze", "expand", "select", "slice",
+              "narrow")  # the rules view_shape knows: a registry file's OpRole.view is one of them
+
+
 def view_shape(rule: str, dims: Any, concrete: Any) -> tuple[int, ...] | None:
     """The shape of a view op's output, by the registry's rule for it (``OpRole.view``): ``size`` (the size
     argument: view, reshape, as_strided), ``transpose``, ``t``, ``permute``, ``unsqueeze``, ``squeeze``,

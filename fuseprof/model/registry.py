@@ -44,7 +44,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from fuseprof.errors import InvalidArgumentError
-from fuseprof.model.op_models import COST_MODELS, CostModel, Estimate, OpInputs
+from fuseprof.model.op_models import CostModel, Estimate, OpInputs
 
 if TYPE_CHECKING:  # classify takes pandas columns; the registry itself needs no pandas
     import pandas as pd
@@ -194,6 +194,11 @@ class KindRule:
     kind: str
     any_of: tuple[str, ...] = ()
     all_of: tuple[str, ...] = ()
+
+
+CATALOGUE_PATTERNS = ("add_rmsnorm", "silu_mul", "gate_up", "qkv", "attention", "epilogue", "rope_cache",
+                      "dequant_gemm", "sampling", "optimizer", "clip", "zero_grad", "grad_scaler", "linear_ce", "chain",
+                      "kernels")  # fuseprof.analysis.patterns.PATTERNS' names (a test keeps the two one list)
 
 
 @dataclass(frozen=True)
@@ -342,6 +347,12 @@ class KernelMatch:
 
     def __post_init__(self) -> None:
         _check_patterns(f"kernel match {self.case}:{self.variant}", self.pattern)
+        from fuseprof.case import builtin_case_names
+
+        known = builtin_case_names()  # a registry names no code to run: a path or module here would be imported
+        if not isinstance(self.case, str) or not self.case.isidentifier() or (known and self.case not in known):
+            raise InvalidArgumentError(f"case: a registry may name only a built-in case (fuseprof cases: "
+                                       f"{', '.join(known) or 'none installed'}), not {self.case!r}")
 
 
 @dataclass(frozen=True)
@@ -554,46 +565,6 @@ class Registry:
                        optimizers=(*optimizers, *self.optimizers))
 
 
-# --- a registry file (TOML): what a user adds without writing Python
-
-_SECTIONS: Mapping[str, type] = {"family": OpFamily, "role": OpRole, "catalogue": CatalogueEntry,
-                                 "known_fusion": KnownFusion, "kernel_match": KernelMatch, "chain_class": ChainClass,
-                                 "op_kinds": OpKinds, "kind_rule": KindRule, "host_cause": HostCause,
-                                 "phase_range": PhaseRange, "optimizer": OptimizerModel,
-                                 "iteration_range": IterationRange}
-
-
-def _cost(spec: Any, where: str) -> CostModel:
-    if not isinstance(spec, dict) or spec.get("model") not in COST_MODELS:
-        raise InvalidArgumentError(f"{where}: cost = {{model = ..., ...}} with model one of {', '.join(COST_MODELS)}")
-    arguments = {k: v for k, v in spec.items() if k != "model"}
-    try:
-        return COST_MODELS[spec["model"]](**arguments)  # type: ignore[no-any-return]
-    except TypeError as exc:
-        raise InvalidArgumentError(f"{where}: cost model {spec['model']}: {exc}") from None
-
-
-def _row(kind: str, data: Any, where: str) -> Any:
-    if not isinstance(data, dict):
-        raise InvalidArgumentError(f"{where}: [[{kind}]] must be a table of fields")
-    data = dict(data)
-    if kind == "family" and "cost" in data:
-        data["cost"] = _cost(data["cost"], where)
-    if kind == "role" and isinstance(data.get("gemm"), dict):
-        data["gemm"] = GemmOperands(**data["gemm"])
-    if kind == "kernel_match":
-        data["arguments"] = tuple(KernelArgument(**a) for a in data.get("arguments", ()))
-    for name, value in data.items():  # TOML arrays arrive as lists: the rows keep tuples
-        if isinstance(value, list):
-            data[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-    try:
-        return _SECTIONS[kind](**data)
-    except TypeError as exc:
-        raise InvalidArgumentError(f"{where}: {exc}") from None
-    except InvalidArgumentError as exc:
-        raise InvalidArgumentError(f"{where}: {exc}") from None
-
-
 _RECEIVED: dict[str, Registry] = {}  # this process's registries received from another, by fingerprint
 
 
@@ -607,33 +578,59 @@ def _received(fingerprint: str, fields_: dict[str, Any]) -> Registry:
     return found
 
 
+REGISTRY_BYTES = 8 << 20  # a registry file's size bound: the default registry as TOML is ~100 kB
+
+
 def load_registry(path: Path, base: Registry) -> Registry:
     """``base`` (``fuseprof.model.registry_data.DEFAULT``) extended by a TOML file of ``[[family]]``, ``[[role]]``,
     ``[[catalogue]]``, ``[[known_fusion]]``, ``[[kernel_match]]``, ``[[chain_class]]``, ``[[op_kinds]]``,
     ``[[kind_rule]]``, ``[[host_cause]]``, ``[[phase_range]]``, ``[[optimizer]]`` and ``[[iteration_range]]`` tables (fields as
     the classes of this module name them; a family's ``cost = {model = "elementwise", flops_per_element =
-    8}``). One line naming the file and the table for anything wrong."""
+    8}``), checked against ``fuseprof.model.registry_schema``: one line per error, naming the file, the table
+    and the key. Only a regular file of at most ``REGISTRY_BYTES`` is read (a FIFO would hang, /dev/zero
+    never end)."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
+    from fuseprof.model.registry_schema import rows
+
+    where = f"--registry {path}"
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb", opener=_regular_file_opener) as file:
+            raw = file.read(REGISTRY_BYTES + 1)
     except FileNotFoundError:
-        raise InvalidArgumentError(f"--registry {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgumentError(f"--registry {path}: unreadable ({exc})") from None
+        raise InvalidArgumentError(f"{where}: no such file") from None
+    except OSError as exc:
+        raise InvalidArgumentError(f"{where}: unreadable ({exc.strerror or exc})") from None
+    if len(raw) > REGISTRY_BYTES:
+        raise InvalidArgumentError(f"{where}: larger than {REGISTRY_BYTES >> 20} MB; a registry file lists rows, "
+                                   "not data")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise InvalidArgumentError(f"--registry {path}: not valid TOML ({exc})") from None
-    unknown = sorted(set(data) - set(_SECTIONS))
-    if unknown:
-        raise InvalidArgumentError(f"--registry {path}: unknown table(s) {', '.join(unknown)}; the tables are "
-                                   f"{', '.join(f'[[{k}]]' for k in _SECTIONS)}")
-    rows = {kind: [_row(kind, item, f"--registry {path}, [[{kind}]] #{i + 1}")
-                   for i, item in enumerate(data.get(kind, []))] for kind in _SECTIONS}
-    return base.extend(rows["family"], rows["role"], rows["catalogue"], rows["known_fusion"],
-                       rows["kernel_match"], rows["chain_class"], rows["op_kinds"], rows["kind_rule"],
-                       rows["host_cause"], rows["phase_range"], rows["optimizer"], rows["iteration_range"])
+        raise InvalidArgumentError(f"{where}: not valid TOML ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise InvalidArgumentError(f"{where}: not valid TOML (nested too deeply)") from None
+    made = rows(data, where)
+    return base.extend(made["family"], made["role"], made["catalogue"], made["known_fusion"], made["kernel_match"],
+                       made["chain_class"], made["op_kinds"], made["kind_rule"], made["host_cause"],
+                       made["phase_range"], made["optimizer"], made["iteration_range"])
+
+
+def _regular_file_opener(path: str, flags: int) -> int:
+    """``os.open`` that refuses anything but a regular file — opened without blocking, so a FIFO is refused,
+    not waited on; a directory, a device (/dev/zero) or a socket is refused before a byte is read."""
+    import os
+    import stat
+
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(0, "not a regular file")
+    return fd
 
 
 def classify(registry: Registry, kind: pd.Series, op: pd.Series, kernel: pd.Series) -> pd.DataFrame:
