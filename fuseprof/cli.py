@@ -55,6 +55,15 @@ def _terminated(signum, frame):  # type: ignore[no-untyped-def]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command's exit status; everything it prints passes through ``fuseprof.console.terminal_streams``
+    (control characters escaped, a reader that goes away leaves the status as the command made it)."""
+    from fuseprof.console import terminal_streams
+
+    with terminal_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import signal
     import threading
     import warnings
@@ -79,8 +88,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         remove_unfinished()
         print("fuseprof: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -1,15 +1,106 @@
-"""Progress messages: to stderr, so stdout carries only results (a bundle path, a table).
+"""What fuseprof writes to the terminal: progress messages to stderr (stdout carries only results), and the one
+layer every line of the CLI's output passes through.
+
+Why one layer: a kernel or file name is data, kept verbatim in JSON, Perfetto and SQL, but printed it can carry a
+terminal escape sequence (clear the screen, retitle the window, fake a line of output). ``terminal_streams``
+wraps stdout and stderr for the whole of a command, so a heading, an error quoting a DuckDB message, a warning
+naming a file and a table all show control characters as Python's repr writes them (``\\x1b``), whichever code
+printed them. Data a user asked for on stdout (CSV) is written ``verbatim``. The same layer keeps a command's
+exit status when the reader of a pipe goes away (``| head -n 1``): the rest of the output goes to /dev/null and
+the command runs on to its own status, so a failing gate still fails under ``pipefail``.
 
 Torch-free on purpose: ``ingest`` uses it on machines where importing torch is slow or absent.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
 
 Log = Callable[[str], None]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline (a leading \r: below)
+_VERBATIM = [0]  # depth of ``verbatim`` blocks now open
 
 
 def log_to_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` as the terminal is given it: control characters as repr writes them (``\\x1b``), but for tab,
+    newline and one carriage return that starts the text (a progress line redrawn in place)."""
+    head = "\r" if text.startswith("\r") else ""
+    return head + _CONTROL.sub(lambda m: repr(m.group())[1:-1], text[len(head):])
+
+
+def is_verbatim() -> bool:
+    """Whether writes now are data the user asked for (inside ``verbatim``)."""
+    return _VERBATIM[0] > 0
+
+
+@contextlib.contextmanager
+def verbatim() -> Iterator[None]:
+    """Writes in this block reach the stream unchanged: CSV a user redirects to a file, a kept answer already
+    escaped once, the output of the user's own script under ``fuseprof run``."""
+    _VERBATIM[0] += 1
+    try:
+        yield
+    finally:
+        _VERBATIM[0] -= 1
+
+
+class _TerminalStream(io.TextIOBase):
+    """A text stream that escapes control characters (``terminal_text``) and, when the reader of a pipe has
+    gone, points the file descriptor at /dev/null and goes on, so the command still ends with its own status."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def _guarded(self, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self.stream.fileno())
+            finally:
+                os.close(devnull)
+            return action()  # the buffered rest goes to /dev/null
+
+    def write(self, text: str) -> int:
+        shown = text if is_verbatim() else terminal_text(text)
+        self._guarded(lambda: self.stream.write(shown))
+        return len(text)
+
+    def flush(self) -> None:
+        self._guarded(self.stream.flush)
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def terminal_streams() -> Iterator[None]:
+    """stdout and stderr through ``_TerminalStream`` for the block (a CLI command), flushed at its end (a pipe
+    closed early then costs no "Exception ignored" line at exit), then as they were."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _TerminalStream(saved[0]), _TerminalStream(saved[1])  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        sys.stdout, sys.stderr = saved

@@ -25,7 +25,7 @@ from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now
 from fuseprof.capture.ncu_capture import capture_with_ncu
 from fuseprof.capture.torch_profile import export_gzipped_trace, profiled
 from fuseprof.case import user_frame
-from fuseprof.console import Log, log_to_stderr
+from fuseprof.console import Log, log_to_stderr, verbatim
 from fuseprof.errors import CaseNotFoundError, InvalidArgumentError, NcuError
 from fuseprof.parse.chrome_trace import read_chrome_trace
 from fuseprof.parse.ncu_csv import read_ncu_csv
@@ -63,7 +63,8 @@ def _run_script(opts: RunOptions) -> None:
     sys.path.insert(0, str(opts.script.resolve().parent))
     owner = os.getpid()
     try:
-        runpy.run_path(str(opts.script), run_name="__main__")
+        with verbatim():  # the user's own script prints what it likes (its colours too)
+            runpy.run_path(str(opts.script), run_name="__main__")
         _end_a_forked_child(owner, 0)
     except SystemExit as exc:
         _end_a_forked_child(owner, exc.code)

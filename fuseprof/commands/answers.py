@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from fuseprof.console import is_verbatim, terminal_text, verbatim
 from fuseprof.parse.hashing import content_key, default_root
 
 PART = "answer"
@@ -82,8 +83,8 @@ class _Tee(io.TextIOBase):
         self.stream, self.kept = stream, io.StringIO()
 
     def write(self, text: str) -> int:
-        if not text.startswith("\r"):
-            self.kept.write(text)
+        if not text.startswith("\r"):  # kept as the terminal is shown it (``fuseprof.console``), given back verbatim
+            self.kept.write(text if is_verbatim() else terminal_text(text))
         return self.stream.write(text)
 
     def flush(self) -> None:
@@ -109,8 +110,9 @@ def answered(argv: Sequence[str], args: argparse.Namespace, run: Callable[[], in
     store = default_store()
     found = store.get_frames(key, PART, only=())
     if found is not None:
-        sys.stdout.write(found[1]["stdout"])
-        sys.stderr.write(found[1]["stderr"])
+        with verbatim():
+            sys.stdout.write(found[1]["stdout"])
+            sys.stderr.write(found[1]["stderr"])
         return 0
     out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     sys.stdout, sys.stderr = out, err  # type: ignore[assignment]

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fuseprof.console import verbatim
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -66,7 +68,8 @@ def emit(frame: pd.DataFrame, fmt: str, wide: bool = False) -> None:
     from fuseprof.commands.render import table_text
 
     if fmt == "csv":
-        frame.to_csv(sys.stdout, index=False)
+        with verbatim():  # data: names as the trace holds them
+            frame.to_csv(sys.stdout, index=False)
     elif fmt == "json":
         sys.stdout.write(frame.to_json(orient="records", indent=1) + "\n")
     else:

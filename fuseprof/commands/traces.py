@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fuseprof.commands.base import Command, always, emit, format_option, out_option, wide_option
+from fuseprof.console import verbatim
 from fuseprof.errors import FuseprofError
 
 if TYPE_CHECKING:
@@ -82,7 +83,8 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(to_json(results) + "\n")
     elif args.format == "csv":
-        to_long_frame(results).to_csv(sys.stdout, index=False)
+        with verbatim():  # data: names as the trace holds them
+            to_long_frame(results).to_csv(sys.stdout, index=False)
     else:
         with width(args.wide):
             for result in results:
