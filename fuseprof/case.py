@@ -224,6 +224,20 @@ def validate_case(case: Case, where: str) -> Case:
     return case
 
 
+def builtin_case(name: str, where: str) -> Case:
+    """A case shipped in ``kernels/``, by its name alone: never a path or a module, so a file that names a case
+    (a registry's ``[[kernel_match]]``) can run no code but fuseprof's own; the user's own code runs only from a
+    case they name on the command line (``load_case``). ``where`` says who named it, for the error."""
+    known = builtin_case_names()
+    if name not in known:
+        raise CaseNotFoundError(f"{where}: case {name!r} is not a built-in case; a registry may name only these "
+                                f"(fuseprof cases): {', '.join(known) or '(none installed)'}")
+    case = getattr(importlib.import_module(f"fuseprof_kernels.{name}"), "CASE", None)
+    if not isinstance(case, Case):
+        raise CaseNotFoundError(f"{where}: fuseprof_kernels.{name}:CASE is not a fuseprof.case.Case")
+    return validate_case(case, name)
+
+
 def load_case(spec: str) -> Case:
     """Resolve a built-in case name, ``module:attribute`` (from the current directory too) or
     ``path/to/file.py:NAME`` to a validated Case."""

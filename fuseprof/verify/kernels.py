@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from fuseprof.case import Variant, load_case
+from fuseprof.case import Variant, builtin_case
 from fuseprof.model.registry import KernelArgument, KernelMatch, Registry
 from fuseprof.verify.replay import Program
 
@@ -49,7 +49,7 @@ def kernel_variant(signature: str, program: Program, device_type: str, registry:
     for row in registry.kernel_matches:
         if not re.fullmatch(row.pattern, signature):
             continue
-        kernel = load_case(row.case).variant(row.variant)
+        kernel = builtin_case(row.case, f"kernel match {row.pattern!r}").variant(row.variant)
         if kernel.unavailable_reason(device_type) is not None:
             return None
 
