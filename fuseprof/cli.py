@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from fuseprof import __version__
 from fuseprof.commands import COMMANDS
 from fuseprof.errors import FuseprofError
+from fuseprof.output_paths import check_outputs
 
 
 class _DefaultsShown(argparse.ArgumentDefaultsHelpFormatter):
@@ -74,6 +75,7 @@ def _main(argv: Sequence[str] | None) -> int:
         signal.signal(signal.SIGTERM, _terminated)
     command = COMMANDS[args.command]
     try:
+        check_outputs(args)  # an output never replaces an input, whatever the flags
         if command.kept is not None and command.kept(args):
             from fuseprof.commands.answers import answered
 

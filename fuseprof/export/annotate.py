@@ -16,6 +16,7 @@ from fuseprof.bundle.files import replace_atomically
 from fuseprof.errors import FuseprofError
 from fuseprof.export.chrome import annotated, read_original, to_json_text
 from fuseprof.export.findings import rank_waits, trace_findings
+from fuseprof.output_paths import refuse_overwriting
 from fuseprof.parse.store import default_store
 
 if TYPE_CHECKING:
@@ -45,8 +46,7 @@ def check_output(out: Path, sources: Sequence[Path], force: bool) -> None:
         raise FuseprofError(f"--perfetto {out}: is a folder; name the file to write")
     if not out.parent.is_dir():
         raise FuseprofError(f"--perfetto {out}: no such folder {out.parent}")
-    if any(out.resolve() == Path(s).resolve() for s in sources):
-        raise FuseprofError(f"--perfetto {out}: is one of the traces read; name another file")
+    refuse_overwriting("--perfetto", out, sources)
     if out.exists() and not force:
         raise FuseprofError(f"--perfetto {out}: exists; pass --force to replace it")
 
