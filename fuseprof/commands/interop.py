@@ -37,6 +37,8 @@ def _sql_arguments(p: argparse.ArgumentParser) -> None:
                         "BY module ORDER BY 2 DESC\"; omit it with --tables")
     trace_arguments(p, 15, "rows of the analysis's top tables", None)
     p.add_argument("--tables", action="store_true", help="list the tables and views with their columns and types")
+    p.add_argument("--external-access", action="store_true",
+                   help="let the query read files and URLs and DuckDB load extensions (off: it sees only the tables)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="how rows are printed")
     wide_option(p)
 
@@ -50,7 +52,7 @@ def _sql(args: argparse.Namespace) -> int:
     from fuseprof.export.sql import catalog, described, query
 
     tables = catalog(analyses(args))
-    frame = described(tables) if args.tables else query(tables, args.query)
+    frame = described(tables) if args.tables else query(tables, args.query, args.external_access)
     if args.format != "table":
         emit(frame, args.format, args.wide)
         return 0

@@ -88,14 +88,20 @@ def catalog(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def connect(tables: Mapping[str, pd.DataFrame]) -> Any:
-    """An in-memory DuckDB connection with ``tables`` registered and the views made."""
+def connect(tables: Mapping[str, pd.DataFrame], external_access: bool = False) -> Any:
+    """An in-memory DuckDB connection with ``tables`` registered (DataFrames in this process, no file read) and
+    the views made. Unless ``external_access`` is asked for, the query can reach nothing outside them: DuckDB's
+    file system (``read_csv('/etc/…')``, URLs) is off, no extension is installed or loaded on demand (a network
+    fetch), and the setting is locked, so the query cannot turn it back on."""
     try:
         import duckdb
     except ImportError:
         raise FuseprofError("fuseprof sql needs DuckDB: pip install 'fuseprof[interop]' (or pip install duckdb)") \
             from None
-    connection = duckdb.connect(":memory:")
+    locked = {"enable_external_access": False, "autoinstall_known_extensions": False,
+              "autoload_known_extensions": False, "lock_configuration": True}
+    config: dict[str, Any] = {} if external_access else locked
+    connection = duckdb.connect(":memory:", config=config)
     for name, frame in tables.items():
         connection.register(name, frame)
     for name, query in VIEWS.items():
@@ -104,8 +110,9 @@ def connect(tables: Mapping[str, pd.DataFrame]) -> Any:
     return connection
 
 
-def query(tables: Mapping[str, pd.DataFrame], text: str) -> pd.DataFrame:
-    """The result of one SQL statement over ``tables``; DuckDB's message, in one line, for a bad one."""
+def query(tables: Mapping[str, pd.DataFrame], text: str, external_access: bool = False) -> pd.DataFrame:
+    """The result of one SQL statement over ``tables`` (``connect``: nothing outside them unless ``external_access``);
+    DuckDB's message, in one line, for a bad one."""
     import duckdb
 
     try:
@@ -115,7 +122,7 @@ def query(tables: Mapping[str, pd.DataFrame], text: str) -> pd.DataFrame:
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
         what = f"{len(statements)} statements" if len(statements) != 1 else f"a {statements[0].type.name} statement"
         raise FuseprofError(f"sql: give one SELECT (or WITH … SELECT) statement; this is {what}")
-    connection = connect(tables)
+    connection = connect(tables, external_access)
     try:
         relation = connection.sql(text)
         if relation is None:  # a statement that returns no rows
@@ -148,10 +155,10 @@ def _has_view(connection: Any, name: str) -> bool:
     return bool(connection.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [name]).fetchone()[0])
 
 
-def sql(text: str, traces: Any, **analyze_options: Any) -> pd.DataFrame:
+def sql(text: str, traces: Any, external_access: bool = False, **analyze_options: Any) -> pd.DataFrame:
     """``fuseprof.sql``: one SQL statement over ``traces`` — paths (analysed with ``analyze_options``, as
     ``fuseprof.analyze`` takes them) or analyses already made (``fuseprof.analyze``'s report, a list of
-    ``TraceAnalysis``) — as a DataFrame."""
+    ``TraceAnalysis``) — as a DataFrame; files, URLs and extensions only with ``external_access`` (``connect``)."""
     from fuseprof.analysis.analyze import TraceAnalysis
 
     items = list(traces) if isinstance(traces, (list, tuple)) else [traces]
@@ -161,4 +168,4 @@ def sql(text: str, traces: Any, **analyze_options: Any) -> pd.DataFrame:
         from fuseprof.analysis import analyze
 
         results = analyze(items, **analyze_options)
-    return query(catalog(results), text)
+    return query(catalog(results), text, external_access)
