@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from pathlib import Path
 
@@ -37,6 +38,11 @@ def _plan(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
         fuse += [str(x) for x in given.get("fuse", [])]
         graph += [str(x) for x in given.get("graph", [])]
         compiled += [str(x) for x in given.get("compile", [])]
+    for option, given in (("--fuse", fuse), ("--graph", graph), ("--compile", compiled)):
+        empty = [g for g in given if not g.strip()]
+        if empty:  # an unset variable: '' would match every row, a plan the user never gave
+            raise InvalidArgumentError(f"{option} {empty[0]!r}: an empty plan entry (an unset variable?); give "
+                                       + ("top:N, all or a class" if option == "--fuse" else "step or a region's name"))
     if not fuse and not graph and not compiled and not args.overlap_communication and args.not_late is None:
         raise InvalidArgumentError("whatif: give a plan: --fuse top:N|all|CLASS, --graph step|REGION, "
                                    "--compile step|REGION, --overlap-communication, --not-late RANK or --plan FILE")
@@ -48,8 +54,8 @@ def _whatif(args: argparse.Namespace) -> int:
     from fuseprof.parse.store import default_store
 
     fuse, graph, compiled = _plan(args)
-    if args.step_time is not None and args.step_time <= 0:
-        raise InvalidArgumentError(f"--step-time {args.step_time}: give the measured step time in ms (> 0)")
+    if args.step_time is not None and not (math.isfinite(args.step_time) and args.step_time > 0):
+        raise InvalidArgumentError(f"--step-time {args.step_time}: give the measured step time in ms, a finite number > 0")
     results = analyses(args)
     waits = _waits(results, args.not_late)
     for result in results:
