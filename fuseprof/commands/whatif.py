@@ -24,14 +24,22 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
+PLAN_BYTES = 2**20  # a plan names a few fusions and regions: a larger file is not one
+
+
     """The plan's fusions, graph regions and compiled regions: from --fuse/--graph/--compile and a --plan file
     ({"fuse": [...], "graph": [...], "compile": [...]})."""
     fuse, graph, compiled = list(args.fuse or ()), list(args.graph or ()), list(args.compile or ())
     if args.plan is not None:
         try:
-            given = json.loads(Path(args.plan).read_text())
-        except (OSError, ValueError) as exc:
-            raise InvalidArgumentError(f"--plan {args.plan}: {exc}") from None
+        from fuseprof.parse.textio import read_settings
+
+        text = read_settings(Path(args.plan), f"--plan {args.plan}", PLAN_BYTES)
+            given = json.loads(text)
+        except ValueError as exc:
+            raise InvalidArgumentError(f"--plan {args.plan}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise InvalidArgumentError(f"--plan {args.plan}: JSON nested too deeply for a plan") from None
         if not isinstance(given, dict) or set(given) - {"fuse", "graph", "compile"} or \
                 not all(isinstance(v, list) for v in given.values()):
             raise InvalidArgumentError(f"--plan {args.plan}: give a JSON object of 'fuse', 'graph' and/or 'compile' lists")

@@ -7,11 +7,12 @@ link to /dev/zero would read until memory ran out); gzip data is decompressed in
 
 from __future__ import annotations
 
+import os
 import stat
 import zlib
 from pathlib import Path
 
-from fuseprof.errors import TraceFormatError
+from fuseprof.errors import InvalidArgumentError, TraceFormatError
 
 MAX_BYTES = 8 * 2**30  # 8 GiB of JSON or CSV: beyond any trace seen, far below what would take the machine down
 _CHUNK = 2**24
@@ -73,3 +74,31 @@ def read_text(path: Path) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"{path}: not UTF-8 text (byte {exc.start}); is it a binary file?") from None
+
+
+def _regular_only(path: str, flags: int) -> int:
+    """``os.open`` for a regular file only, opened without blocking: a FIFO is refused, not waited on for a writer;
+    a device (/dev/zero) or a socket is refused before a byte is read; checked on the open file, not its name."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IsADirectoryError(0, "not a regular file (a folder, pipe, socket or device); give the file itself")
+    return fd
+
+
+def read_settings(path: Path, what: str, limit: int) -> str:
+    """The UTF-8 text of a small file the user names on the command line (``what``: '--plan FILE'): a regular file
+    of at most ``limit`` bytes, else one line naming it (InvalidArgumentError)."""
+    try:
+        with open(path, "rb", opener=_regular_only) as file:
+            raw = file.read(limit + 1)
+    except FileNotFoundError:
+        raise InvalidArgumentError(f"{what}: no such file") from None
+    except OSError as exc:
+        raise InvalidArgumentError(f"{what}: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise InvalidArgumentError(f"{what}: larger than {limit / 2**20:g} MiB; refused (no such file is that large)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"{what}: not UTF-8 text (byte {exc.start})") from None

@@ -45,6 +45,7 @@ from fuseprof.parse.shared_lists import SharingDecoder
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.textio import read_bytes
 
+from fuseprof.parse.time_unit import NS_PER_US, ns_per_unit, says_ns
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's run: links it to its forward op
 # autograd's gradient sink of a leaf tensor: one run per parameter that got a gradient, its input the gradient
@@ -141,6 +142,7 @@ class _Trace(msgspec.Struct):
     deviceProperties: list[_Device] | None = None
     distributedInfo: dict[str, Any] | None = None
 
+    displayTimeUnit: Any = None  # a viewer's setting; with whole numbers, a writer's word that ts is in ns
 
 _DECODER = msgspec.json.Decoder(_Trace)
 # strict=False: ROCm writes some numbers as strings (hipMemcpy*'s "bytes": "4096"); "4096" decodes to 4096,
@@ -358,19 +360,25 @@ class _TextTimes(msgspec.Struct, gc=False):
 _TEXT_TIMES = msgspec.json.Decoder(msgspec.defstruct("_TimesTrace", [("traceEvents", list[_TextTimes])]))
 
 
-def _exact_times(trace: _Trace, raw: bytes | bytearray) -> int:
-    """For a trace on a clock past ``2**43`` µs: every complete event's ts read again from the JSON text,
-    exactly, and rebased on the first whole microsecond (the float keeps 1 ns below ``2**43`` µs);
-    returns that base in ns, which the tables add back as integers. 0 when the clock is small."""
+def _exact_times(trace: _Trace, raw: bytes | bytearray, per_unit: int) -> int:
+    """For a trace on a clock past ``2**43`` units: every complete event's ts read again from the JSON text,
+    exactly, and rebased on the first whole microsecond (the float keeps 1 ns below ``2**43`` µs); returns that
+    base in ns, which the tables add back as integers. 0 when the clock is small. ``per_unit``: ns per unit of
+    the trace's ts and dur (``fuseprof.parse.time_unit``); a trace in ns has its times made µs here, as every
+    table reads them."""
     events = trace.traceEvents
     if not any(e.ts is not None and abs(e.ts) >= _EXACT_LIMIT_US for e in events):
         return 0
+        if per_unit != NS_PER_US:
+            for e in events:
+                e.ts, e.dur = (None if t is None else t * per_unit / NS_PER_US for t in (e.ts, e.dur))
     texts = _TEXT_TIMES.decode(raw).traceEvents  # type: ignore[attr-defined]
     exact: list[int | None] = []
     for t in texts:
         text = bytes(t.ts).decode()
         try:
-            exact.append(None if text == "null" else int((decimal.Decimal(text.strip('"')) * 1000).to_integral_value()))
+            exact.append(None if text == "null" else
+                         int((decimal.Decimal(text.strip('"')) * per_unit).to_integral_value()))
         except decimal.InvalidOperation:
             exact.append(None)
     base = min((n for n in exact if n is not None), default=0) // 1000 * 1000
@@ -378,14 +386,27 @@ def _exact_times(trace: _Trace, raw: bytes | bytearray) -> int:
         if e.ts is not None and n is not None:
             e.ts = (n - base) / 1000
     return base
+        if e.dur is not None and per_unit != NS_PER_US:
+            e.dur = e.dur * per_unit / NS_PER_US
 
 
 def _decode(path: Path) -> tuple[_Trace, int]:
+def _ns_per_unit(trace: _Trace, path: Path) -> int:
+    """``fuseprof.parse.time_unit.ns_per_unit`` of the trace: its events looked at only where it says ns."""
+    if not says_ns(trace.displayTimeUnit):
+        return NS_PER_US
+    timed = [e for e in trace.traceEvents if e.ph == "X"]
+    fractional = any(t is not None and not float(t).is_integer() for e in timed for t in (e.ts, e.dur))
+    launches = [e.dur for e in timed if e.dur is not None and category(e.cat) in LAUNCH_CATEGORIES
+                and "launch" in e.name.lower()]
+    return ns_per_unit(trace.displayTimeUnit, fractional, launches, path)
+
+
     """The trace, and the base its timestamps were rebased on (``_exact_times``)."""
     raw = read_bytes(path)
     try:
         trace = _DECODER.decode(raw)
-        return trace, _exact_times(trace, raw)
+        return trace, _exact_times(trace, raw, _ns_per_unit(trace, path))
     except msgspec.ValidationError as exc:
         text = str(exc)
         if "`$`" in text or "required field `traceEvents`" in text or text.endswith("at `$.traceEvents`") or \
