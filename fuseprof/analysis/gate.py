@@ -13,11 +13,15 @@ Rules, comma-separated (``busy:+5%,op:aten::mm:+10%,category:GEMM:+3%,kernels:+0
     LIMIT                          +N% (relative to A) or +N (absolute: ns for times, a count for kernels)
 
 It fails closed: anything it cannot compare faithfully is an error (exit 2), never a pass — a rule it
-cannot parse, an empty rule list, an op or category that neither trace has (a typo would read "no
-change"), one trace with profiler steps and the other without (a whole window against one step),
-kernel records lost from either trace (``launches_without_gpu_event``: the lighter trace would look
-faster), and traces of different models (under half of A's GEMM, attention, convolution and
-communication time in op signatures — op and input shapes — that B also has).
+cannot parse, an empty rule list, one rule given twice, an op or category that neither trace has (a typo, or a
+category of neither, would read "no change"), a rule whose value it cannot compute (no value on a side, a NaN:
+a memory rule whose records all fall outside B's steps), one trace with profiler steps and the other without
+(a whole window against one step), records the profiler dropped from inside either trace (a kernel launch call
+without its kernel, a kernel without its launch call: ``integrity.dropped_records``; not what the trace's edges
+cut off, nor kernels a code change removed, which take their launch calls with them: the lighter trace would
+look faster), and traces of different models (under half of A's GEMM, attention, convolution and communication
+time in op signatures — op and input shapes — that B also has). ``--fail-on`` may be given several times:
+every rule of every one is evaluated.
 
 Values are per profiler step when both traces have steps — the **median** over the steps, which one
 outlier step (a warm-up, a checkpoint) cannot move — else whole-window totals. Noise: with ≥ 3 steps in
@@ -31,6 +35,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,9 +43,9 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.diff import signature
+from fuseprof.analysis.integrity import dropped
 from fuseprof.analysis.steps import OUTSIDE
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
-from fuseprof.model.registry import CATEGORIES
 
 _QUANTITY = r"busy|span|idle|kernels|memory|op:(?:\"[^\"]+\"|[^\"]+?)|category:[^\",]+?"
 _RULE = re.compile(rf"^({_QUANTITY}):\+(\d+(?:\.\d+)?)(%?)$")
@@ -69,19 +74,28 @@ def _split(text: str) -> list[str]:
     return [p.strip() for p in [*parts, text[start:]]]
 
 
-def parse_rules(text: str) -> list[Rule]:
-    """The rules of a --fail-on string; InvalidArgumentError for an empty string, an empty rule or one
-    that does not parse."""
-    if not text.strip():
-        raise InvalidArgumentError("--fail-on '': no rule given (an unset variable?); write e.g. busy:+5%")
-    rules = []
-    for part in _split(text):
-        match = _RULE.match(part)
-        if match is None:
-            raise InvalidArgumentError(f"--fail-on {part!r}: write QUANTITY:+LIMIT, e.g. busy:+5%, op:aten::mm:+10%, "
-                                       "category:GEMM:+3%, kernels:+0 (an op name with a comma in double quotes)")
-        quantity, _, target = match.group(1).partition(":")
-        rules.append(Rule(part, quantity, target.strip('"') or None, float(match.group(2)), match.group(3) == "%"))
+def parse_rules(given: str | Sequence[str]) -> list[Rule]:
+    """The rules of one --fail-on string or of each given (``--fail-on`` repeated: every rule of every one is
+    evaluated); InvalidArgumentError for an empty string, an empty rule, one that does not parse, or one rule
+    given twice (a copy-paste slip whose other half was meant to say something else)."""
+    texts = [given] if isinstance(given, str) else list(given)
+    if not texts:
+        raise InvalidArgumentError("--fail-on: no rule given; write e.g. busy:+5%")
+    rules: list[Rule] = []
+    for text in texts:
+        if not text.strip():
+            raise InvalidArgumentError("--fail-on '': no rule given (an unset variable?); write e.g. busy:+5%")
+        for part in _split(text):
+            match = _RULE.match(part)
+            if match is None:
+                raise InvalidArgumentError(f"--fail-on {part!r}: write QUANTITY:+LIMIT, e.g. busy:+5%, "
+                                           "op:aten::mm:+10%, category:GEMM:+3%, kernels:+0 (an op name with a comma "
+                                           "in double quotes)")
+            quantity, _, target = match.group(1).partition(":")
+            rule = Rule(part, quantity, target.strip('"') or None, float(match.group(2)), match.group(3) == "%")
+            if rule in rules:
+                raise InvalidArgumentError(f"--fail-on {part!r}: given twice; give each rule once")
+            rules.append(rule)
     return rules
 
 
@@ -95,8 +109,8 @@ def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis) -> Non
                     raise TraceFormatError(f"--fail-on {rule.text!r}: {side} ({result.name}) has no memory records; "
                                            "capture both with torch.profiler(profile_memory=True)")
             continue
-        if rule.quantity == "category":
-            known = list(CATEGORIES)
+        if rule.quantity == "category":  # those the traces have: a category of neither would read "no change"
+            known = sorted({str(c) for result in (a, b) for c in result.events["category"].dropna()})
         elif rule.quantity == "op":
             known = sorted(set(a.events["op"].dropna().astype(str)) | set(b.events["op"].dropna().astype(str)))
         else:
@@ -106,7 +120,7 @@ def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis) -> Non
         near = difflib.get_close_matches(str(rule.target), known, n=3, cutoff=0.5)
         near += [k for k in known if k.lower() == str(rule.target).lower() and k not in near]
         hint = f"; did you mean {', '.join(near)}?" if near else (
-            f"; categories: {', '.join(CATEGORIES)}" if rule.quantity == "category" else "")
+            f"; the traces' categories: {', '.join(known)}" if rule.quantity == "category" else "")
         raise InvalidArgumentError(f"--fail-on {rule.text!r}: {rule.quantity} {rule.target!r} is in neither trace"
                                    f"{hint}")
 
@@ -114,10 +128,13 @@ def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis) -> Non
 def _check_comparable(a: TraceAnalysis, b: TraceAnalysis) -> None:
     """Refuse what the gate cannot compare: lost kernel records, steps on one side only, unrelated traces."""
     for side, result in (("A", a), ("B", b)):
-        checks = result.integrity.set_index("check") if not result.integrity.empty else pd.DataFrame()
-        if "launches_without_gpu_event" in checks.index and not checks.loc["launches_without_gpu_event", "ok"]:
-            raise TraceFormatError(f"{side} ({result.name}): {checks.loc['launches_without_gpu_event', 'detail']}; "
-                                   "the gate does not compare a trace with lost records")
+        lost = dropped(result)
+        if lost.kernels or lost.launches:
+            raise TraceFormatError(
+                f"{side} ({result.name}): the profiler dropped records inside the trace — {lost.launches:,} kernel "
+                f"launch call(s) without their kernel, {lost.kernels:,} GPU event(s) ({lost.kernel_ns / 1e3:,.3f} µs) "
+                "without their launch call — so every time table reads low; the gate does not compare a trace with "
+                "dropped records (capture it again, with fewer steps per trace)")
     steps_a, steps_b = _steps(a), _steps(b)
     if bool(steps_a) != bool(steps_b):
         has, lacks = ("A", "B") if steps_a else ("B", "A")
@@ -190,13 +207,17 @@ def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFr
     per_step = bool(_steps(a))
     parts_a = _step_parts(a) if per_step else [(a.events, breakdown(a.events))]
     parts_b = _step_parts(b) if per_step else [(b.events, breakdown(b.events))]
-    rows = []
+    rows, unevaluable = [], []
     for rule in rules:
         if rule.quantity == "memory":
             values_a, values_b = _peaks(a, per_step), _peaks(b, per_step)
         else:
             values_a = np.array([_value(part, rule, totals) for part, totals in parts_a], dtype="float64")
             values_b = np.array([_value(part, rule, totals) for part, totals in parts_b], dtype="float64")
+        why = _unevaluable(rule, values_a, values_b)
+        if why:
+            unevaluable.append(f"{rule.text!r} ({why})")
+            continue
         va, vb = float(np.median(values_a)), float(np.median(values_b))
         change = vb - va
         change_pct = 100 * change / va if va else (math.inf if change > 0 else 0.0)
@@ -208,7 +229,22 @@ def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFr
                      "noise_pct": noise, "status": status,
                      "basis": f"median per profiler step ({len(values_a)} in A, {len(values_b)} in B)" if per_step
                      else "whole window"})
+    if unevaluable:
+        raise TraceFormatError(f"--fail-on: {len(unevaluable)} rule(s) could not be evaluated, and the gate does not "
+                               f"pass what it cannot evaluate: {'; '.join(unevaluable)}")
     return pd.DataFrame(rows)
+
+
+def _unevaluable(rule: Rule, values_a: np.ndarray, values_b: np.ndarray) -> str | None:
+    """Why a rule's values cannot be compared (no value on a side, or one not finite), else None."""
+    what = "memory records inside its profiler steps" if rule.quantity == "memory" else "value"
+    for side, values in (("A", values_a), ("B", values_b)):
+        if not len(values):
+            return f"{side} has no {what}"
+        if not np.isfinite(values).all():
+            return f"{side}'s {rule.quantity} is not a finite number in {int((~np.isfinite(values)).sum())} of " \
+                   f"{len(values)} step(s)"
+    return None
 
 
 def markdown(a: TraceAnalysis, b: TraceAnalysis, verdict: pd.DataFrame) -> str:

@@ -46,6 +46,7 @@ sections rest on which checks, so a number resting on a failed check is flagged 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -55,6 +56,9 @@ from fuseprof.analysis.timeline import stream_labels
 from fuseprof.model.intervals import apart, union_ns
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import matching
+
+if TYPE_CHECKING:
+    from fuseprof.analysis.analyze import TraceAnalysis
 
 LONE_GAP_NS, LONE_GAP_SHARE = 10**9, 0.5  # one idle stretch over 1 s holding over half the span: not one run
 CAPTURE_DISAGREES_PCT = 5.0  # % of attributed replay time whose kernel name and captured op disagree: another graph
@@ -114,17 +118,74 @@ def _written_twice(kernels: pd.DataFrame) -> pd.DataFrame:
     return plain[plain.duplicated(["correlation", "name"], keep="first")]
 
 
-def lost_launches(tables: TraceTables) -> tuple[int, int]:
-    """(kernel launch calls whose kernel is not in the trace, kernel launch calls), counting the calls
-    outside stream captures (a capture's launches run no kernel) and one per launch (a driver call nested
-    in its runtime call is the same launch)."""
+def _launch_calls(tables: TraceTables) -> tuple[pd.DataFrame, pd.Series]:
+    """The kernel launch calls outside stream captures (a capture's launches run no kernel), one per launch (a
+    driver call nested in its runtime call is the same launch), and which of them have no kernel in the trace."""
     calls = tables.launches.sort_values("start_ns", kind="stable")
     parts = [outermost(thread[kernel_launches(thread) & ~capture_numbers(thread)[1]])
              for _, thread in calls.groupby("tid", sort=False)]
     launches = pd.concat(parts) if parts else calls
     seen = set(tables.gpu["correlation"].dropna().astype("int64"))
-    lost = ~launches["correlation"].isin(seen) & launches["correlation"].notna()
+    return launches, ~launches["correlation"].isin(seen) & launches["correlation"].notna()
+
+
+def lost_launches(tables: TraceTables) -> tuple[int, int]:
+    """(kernel launch calls whose kernel is not in the trace, kernel launch calls): ``_launch_calls``."""
+    launches, lost = _launch_calls(tables)
     return int(lost.sum()), len(launches)
+
+
+class Dropped(NamedTuple):
+    """Records the profiler dropped (``dropped_records``): GPU events without their launch call, their GPU time,
+    and kernel launch calls without their kernel, each between the trace's edges."""
+
+    kernels: int
+    kernel_ns: int
+    launches: int
+
+
+def dropped_records(tables: TraceTables) -> Dropped:
+    """The records missing from inside the trace, told apart from what its edges cut off. A trace's head holds
+    GPU work launched before the profiler started (no launch call: warm-up), which runs before the first event on
+    its stream whose launch is recorded (the trace's first such event where the stream has none); its tail holds
+    launch calls whose kernel had not run when the profiler stopped, made after the last call on their thread
+    whose kernel is recorded. A GPU event without its launch after that first event, or a launch without its
+    kernel before that last call, is a record the profiler dropped (a full activity buffer, a file cut and
+    edited): every time table reads low, and a code change cannot make it (a kernel a change removes takes its
+    launch call with it)."""
+    gpu = tables.gpu
+    launched = gpu["correlation"].isin(set(tables.launches["correlation"].dropna().astype("int64"))).fillna(False)
+    launched = launched.to_numpy(bool)
+    where = [gpu[c].astype("Int64").fillna(-1).to_numpy("int64") for c in ("device", "stream")]
+    first = pd.Series(gpu["start_ns"].to_numpy("int64")[launched]).groupby(
+        [w[launched] for w in where]).min() if launched.any() else pd.Series(dtype="int64")
+    orphans = ~launched
+    keys = pd.MultiIndex.from_arrays([w[orphans] for w in where]) if orphans.any() else None
+    edge = first.reindex(keys).fillna(first.min() if len(first) else np.inf).to_numpy("float64") \
+        if keys is not None and len(first) else np.full(int(orphans.sum()), np.inf)
+    starts = gpu["start_ns"].to_numpy("int64")[orphans]
+    inside = starts > edge
+    launches, lost = _launch_calls(tables)
+    last = launches[~lost].groupby("tid", sort=False)["start_ns"].max()
+    before_last = launches["start_ns"].to_numpy("float64") < launches["tid"].map(last).astype("float64").fillna(-np.inf)
+    return Dropped(int(inside.sum()), int(gpu["dur_ns"].to_numpy("int64")[orphans][inside].sum()),
+                   int((lost.to_numpy(bool) & before_last.to_numpy(bool)).sum()))
+
+
+def dropped(result: TraceAnalysis) -> Dropped:
+    """Records the profiler dropped from inside an analysed trace (``dropped_records``: not what its edges cut
+    off). Its integrity rows say whether any record lacks its pair; only then are its tables read (from the
+    store) to tell the edges from the inside — where they cannot be read (no trace file), every such record
+    counts."""
+    checks = result.integrity.set_index("check")["value"] if not result.integrity.empty else pd.Series(dtype=float)
+    orphans, lost = (int(checks.get(c, 0) or 0) for c in ("kernels_without_launch", "launches_without_gpu_event"))
+    if not orphans and not lost:
+        return Dropped(0, 0, 0)
+    if result.source is None:
+        return Dropped(orphans, 0, lost)
+    from fuseprof.parse.store import default_store
+
+    return dropped_records(default_store().tables(result.source)[0])
 
 
 def _launched_in_a_range(kernels: pd.DataFrame) -> pd.DataFrame:

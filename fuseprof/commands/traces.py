@@ -212,17 +212,53 @@ def _check(args: argparse.Namespace) -> int:
     from fuseprof.commands.trace_views import print_table
 
     failed: list[str] = []
+    notes: list[str] = []
 
     def show(result: TraceAnalysis) -> None:
-        failed.extend(f"{result.name}: {c}" for c in result.integrity.loc[~result.integrity["ok"].astype(bool), "check"])
+        damage, settings = damage_and_settings(result)
+        failed.extend(f"{result.name}: {c}" for c in damage)
+        notes.extend(f"{result.name}: {c}" for c in settings)
         if args.format == "table":
             print_table(result, "integrity")
 
     code = _one_table(args, "integrity", show, each=show)
+    if notes:
+        print(f"note (how the trace was captured, not damage): {'; '.join(notes)}", file=sys.stderr)
     if failed:
         print(f"failed: {'; '.join(failed)}", file=sys.stderr)
         return 1
     return code
+
+
+# Failed checks that say how a trace was captured or read, not that it is damaged: what fills them in
+NOT_DAMAGE = {"shapes_recorded_pct": "capture with record_shapes=True",
+              "modules_recorded_pct": "capture with with_modules=True",
+              "timestamp_resolution_ns": "capture with a profiler that writes ns (torch >= 2.0)",
+              "events_outside_window": "the tables cover the profiler steps; --window all covers every event"}
+
+
+def damage_and_settings(result: TraceAnalysis) -> tuple[list[str], list[str]]:
+    """``check``'s failed checks of one trace as (damage, which fails it; notes, which do not): a capture setting
+    or the window read (``NOT_DAMAGE``) is a note saying what fills it in, and kernels without their launch or
+    launches without their kernel are damage only where records are missing from inside the trace
+    (``integrity.dropped_records``), a note where the trace's edges cut them off."""
+    from fuseprof.analysis.integrity import dropped
+
+    checks = result.integrity
+    failing = [str(c) for c in checks.loc[~checks["ok"].astype(bool), "check"]]
+    pairs = {"kernels_without_launch", "launches_without_gpu_event"}
+    inside = dropped(result) if pairs & set(failing) else None
+    damage, settings = [], []
+    for check in failing:
+        if check in NOT_DAMAGE:
+            settings.append(f"{check} ({NOT_DAMAGE[check]})")
+        elif check in pairs and inside is not None and not (
+                inside.kernels if check == "kernels_without_launch" else inside.launches):
+            settings.append(f"{check} (all at the trace's edges: work launched before the profiler started or run "
+                            "after it stopped)")
+        else:
+            damage.append(check)
+    return damage, settings
 
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:
@@ -293,8 +329,9 @@ def _diff_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("b", type=Path, metavar="B", help="trace file or bundle (the change)")
     p.add_argument("--top", type=int, default=15, help="op rows to print in the table")
     registry_option(p)
-    p.add_argument("--fail-on", metavar="RULES",
-                   help="a regression gate: exit 1 when B breaks a rule, e.g. 'busy:+5%%,op:aten::mm:+10%%,"
+    p.add_argument("--fail-on", metavar="RULES", action="append",
+                   help="a regression gate (repeatable: every rule given is evaluated): exit 1 when B breaks a rule, "
+                        "e.g. 'busy:+5%%,op:aten::mm:+10%%,"
                         "category:GEMM:+3%%,kernels:+0,memory:+10%%' (memory: peak allocated, from profile_memory records; per profiler step when both traces have steps; a change "
                         "inside A's step-to-step noise passes). Unrelated traces are an error")
     p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table",
