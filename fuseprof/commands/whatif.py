@@ -23,18 +23,18 @@ def _path(args: argparse.Namespace) -> int:
     return _one_table(args, "critical_path", show, across=print_job_path)
 
 
-def _plan(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
 PLAN_BYTES = 2**20  # a plan names a few fusions and regions: a larger file is not one
 
 
+def _plan(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
     """The plan's fusions, graph regions and compiled regions: from --fuse/--graph/--compile and a --plan file
     ({"fuse": [...], "graph": [...], "compile": [...]})."""
     fuse, graph, compiled = list(args.fuse or ()), list(args.graph or ()), list(args.compile or ())
     if args.plan is not None:
-        try:
         from fuseprof.parse.textio import read_settings
 
         text = read_settings(Path(args.plan), f"--plan {args.plan}", PLAN_BYTES)
+        try:
             given = json.loads(text)
         except ValueError as exc:
             raise InvalidArgumentError(f"--plan {args.plan}: not valid JSON ({exc})") from None

@@ -44,8 +44,8 @@ from fuseprof.parse.nesting import around, innermost
 from fuseprof.parse.shared_lists import SharingDecoder
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.textio import read_bytes
-
 from fuseprof.parse.time_unit import NS_PER_US, ns_per_unit, says_ns
+
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's run: links it to its forward op
 # autograd's gradient sink of a leaf tensor: one run per parameter that got a gradient, its input the gradient
@@ -141,8 +141,8 @@ class _Trace(msgspec.Struct):
     traceEvents: list[_Event]
     deviceProperties: list[_Device] | None = None
     distributedInfo: dict[str, Any] | None = None
-
     displayTimeUnit: Any = None  # a viewer's setting; with whole numbers, a writer's word that ts is in ns
+
 
 _DECODER = msgspec.json.Decoder(_Trace)
 # strict=False: ROCm writes some numbers as strings (hipMemcpy*'s "bytes": "4096"); "4096" decodes to 4096,
@@ -368,10 +368,10 @@ def _exact_times(trace: _Trace, raw: bytes | bytearray, per_unit: int) -> int:
     table reads them."""
     events = trace.traceEvents
     if not any(e.ts is not None and abs(e.ts) >= _EXACT_LIMIT_US for e in events):
-        return 0
         if per_unit != NS_PER_US:
             for e in events:
                 e.ts, e.dur = (None if t is None else t * per_unit / NS_PER_US for t in (e.ts, e.dur))
+        return 0
     texts = _TEXT_TIMES.decode(raw).traceEvents  # type: ignore[attr-defined]
     exact: list[int | None] = []
     for t in texts:
@@ -385,12 +385,11 @@ def _exact_times(trace: _Trace, raw: bytes | bytearray, per_unit: int) -> int:
     for e, n in zip(events, exact):
         if e.ts is not None and n is not None:
             e.ts = (n - base) / 1000
-    return base
         if e.dur is not None and per_unit != NS_PER_US:
             e.dur = e.dur * per_unit / NS_PER_US
+    return base
 
 
-def _decode(path: Path) -> tuple[_Trace, int]:
 def _ns_per_unit(trace: _Trace, path: Path) -> int:
     """``fuseprof.parse.time_unit.ns_per_unit`` of the trace: its events looked at only where it says ns."""
     if not says_ns(trace.displayTimeUnit):
@@ -402,6 +401,7 @@ def _ns_per_unit(trace: _Trace, path: Path) -> int:
     return ns_per_unit(trace.displayTimeUnit, fractional, launches, path)
 
 
+def _decode(path: Path) -> tuple[_Trace, int]:
     """The trace, and the base its timestamps were rebased on (``_exact_times``)."""
     raw = read_bytes(path)
     try:
