@@ -15,7 +15,10 @@ thread at some time L. The gap splits at L:
   (launch latency, another stream).
 
 So a gap is "launch" only for the part before its work was launched, and a graph replay queued behind an
-event while the host sits in a blocking copy is an event wait, not host-bound. Per step (``ProfilerStep#N``,
+event while the host sits in a blocking copy is an event wait, not host-bound. A gap whose next work a graph
+launch queued (``next_graph``), or that lies in, before or after a step holding a graph replay (a serving engine
+prepares each replay's inputs with a few eager kernels), is host-bound all the same, but CUDA graphs are already in place:
+``idle_launch_graph_ns`` keeps that part of the launch idle apart, so advice does not offer graphs to graphs. Per step (``ProfilerStep#N``,
 or the whole window): busy time and idle time by cause; the verdict names the largest. The CPU activity of
 host-bound parts is every CPU op and ``record_function`` range on the launching thread that overlaps
 [gap start, launch), ranked by the time it overlaps.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.model.intervals import covered_ns, merge, runs
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
@@ -36,7 +40,7 @@ _HOST_CAUSE = {"sync": "sync", "data loading": "data", "allocator": "alloc", "ev
 VERDICTS = {"busy_ns": "GPU-bound", "idle_launch_ns": "host-bound", "idle_sync_ns": "sync-bound",
             "idle_data_ns": "data loading", "idle_alloc_ns": "allocator", "idle_event_ns": "event wait",
             "idle_other_ns": "other idle"}
-_EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "step", "prev_step", "launch_ns", "tid",
+_EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "step", "prev_step", "launch_ns", "tid", "next_graph",
           *(f"idle_{c}_ns" for c in CAUSES)]
 
 
@@ -50,7 +54,8 @@ def _intervals(rows: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.n
 
 def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> pd.DataFrame:
     """One row per idle gap of the GPU: start, end, length, its time by cause (``idle_<cause>_ns``), its
-    largest cause, the next event's step, launch start and launching thread."""
+    largest cause, the next event's step, launch start and launching thread, and whether a graph launch queued
+    it (``next_graph``)."""
     order = np.argsort(events["start_ns"].to_numpy(np.int64), kind="stable")  # positions, not a sorted frame of
     start = events["start_ns"].to_numpy(np.int64)[order]  # forty columns: the four read are taken at those alone
     end = start + events["dur_ns"].to_numpy(np.int64)[order]
@@ -69,7 +74,8 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> 
 
     gaps = pd.DataFrame({"gap_start_ns": e[:-1], "gap_end_ns": s[1:], "idle_ns": s[1:] - e[:-1],
                          "step": at("profiler_step", nxt), "prev_step": at("profiler_step", prev),
-                         "launch_ns": at("launch_start_ns", nxt), "tid": at("tid", nxt)})
+                         "launch_ns": at("launch_start_ns", nxt), "tid": at("tid", nxt),
+                         "next_graph": is_graph_launch(events["launch_api"].iloc[nxt]).to_numpy(bool)})
     gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
     launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
     split = np.where(launch.isna().to_numpy(), gs, np.clip(launch.fillna(0).to_numpy(np.int64), gs, ge))
@@ -148,7 +154,8 @@ def _with_enclosing_ops(spans: tuple[np.ndarray, np.ndarray], ops: pd.DataFrame,
 
 
 def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
-    """Per profiler step (or the whole window, 'all'): busy, idle by cause and the verdict."""
+    """Per profiler step (or the whole window, 'all'): busy, idle by cause, the verdict, and the part of the
+    launch idle before graph replays (``idle_launch_graph_ns``: not a verdict's cause, a share of ``launch``)."""
     from fuseprof.analysis.timeline import breakdown, breakdowns
 
     has_steps = events["profiler_step"].notna().any()
@@ -158,11 +165,12 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
         np.ones(len(gaps), bool)
     # summed per step as lists (a step's few gaps; a frame's filter and grouping cost a millisecond each)
     idle = {c: gaps[f"idle_{c}_ns"].to_numpy(np.int64) for c in CAUSES}
+    idle["launch_graph"] = np.where(_graphed(events, gaps, has_steps), idle["launch"], 0)
     keys = gaps["step"].astype(object).to_numpy() if has_steps else np.full(len(gaps), "all", dtype=object)
     by_step: dict[object, dict[str, int]] = {}
     for position in np.flatnonzero(inside).tolist():
         if not pd.isna(keys[position]):  # a missing step is no group, as a grouping leaves it out
-            totals = by_step.setdefault(keys[position], dict.fromkeys(CAUSES, 0))
+            totals = by_step.setdefault(keys[position], dict.fromkeys(idle, 0))
             for cause, values in idle.items():
                 totals[cause] += int(values[position])
     rows = []
@@ -176,8 +184,20 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _graphed(events: pd.DataFrame, gaps: pd.DataFrame, has_steps: bool) -> np.ndarray:
+    """Per gap: whether CUDA graphs are already in place around it — a graph launch queued its next work, or it
+    lies in, before or after a step that replays a graph, or every step of the window replays one."""
+    out = gaps["next_graph"].to_numpy(bool)
+    if not has_steps:
+        return out
+    graphed = set(pd.unique(events.loc[is_graph_launch(events["launch_api"]).to_numpy(bool), "profiler_step"].dropna()))
+    if graphed and graphed >= set(pd.unique(events["profiler_step"].dropna())):
+        return np.ones(len(gaps), bool)
+    return out | (gaps["step"].isin(graphed) | gaps["prev_step"].isin(graphed)).to_numpy(bool)
+
+
 def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
-    for cause in CAUSES:
+    for cause in (*CAUSES, "launch_graph"):
         row[f"idle_{cause}_ns"] = int(idle.get(cause, 0))
     row["verdict"] = VERDICTS[max(VERDICTS, key=lambda k: int(row[k]))]  # type: ignore[call-overload]
     return row

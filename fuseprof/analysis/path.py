@@ -209,9 +209,12 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     CUDA graphs, regions compiled: their memory-bound rows fused and their host time between launches gone,
     communication overlapped, collectives shortened by ``waits`` — a late rank made not late) and the step saving; with ``step_time_ns`` (the step measured apart from the profiler) also both
     at that scale (the host's time scaled so that the unchanged replay's median equals it: ``calibrated_scale``).
-    ``attrs``: the chosen rows' GPU saving (the fusion table's), their number, the host scale, and the critical
-    path's time by bound before and after over every step (``path_change``; at the measured scale where given)."""
+    ``attrs``: the chosen rows' GPU saving (the fusion table's), their number, the host scale, the critical
+    path's time by bound before and after over every step (``path_change``; at the measured scale where given),
+    and ``in_place``: a line per part of the plan that changes nothing because it is done already (a region whose
+    every launch is a graph launch)."""
     from fuseprof.analysis.whatif import (
+        already_graphs,
         calibrated_scale,
         compile_plan,
         graph_plan,
@@ -251,8 +254,12 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     frame = pd.DataFrame(out)
     gpu = rows["saving_ns"].astype("Float64").sum() if len(rows) else 0
     path_change = pd.concat(change).fillna(0).groupby(level=0).sum().astype("int64") if change else pd.DataFrame()
+    in_place = [f"graph {region}: every launch in it is a CUDA graph launch already; the plan changes nothing there"
+                for region in graph_regions
+                if graphs and all(already_graphs(g, w) for g in graphs for w in region_windows(g, tables, region))]
     frame.attrs.update(gpu_saving_ns=float(gpu) if pd.notna(gpu) else None, rows=int(len(rows)), host_scale=scale,
-                       path_change=path_change.reindex([b for b in BOUNDS if b in path_change.index]))
+                       path_change=path_change.reindex([b for b in BOUNDS if b in path_change.index]),
+                       in_place=in_place)
     return frame
 
 

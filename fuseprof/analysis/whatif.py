@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fuseprof.analysis.critical_path import BEFORE, Dep, StepGraph, bind, topological_order
+from fuseprof.analysis.graphs import GRAPH_LAUNCH
 from fuseprof.analysis.replay_lanes import Union, batches, replay_union
 
 # A CUDA graph replay's time per node on the H200: 0.5-0.9 µs (../shared/DESIGN.md, measured); the upper end.
@@ -276,14 +277,22 @@ def _window(graph: StepGraph, window: tuple[int, int] | None) -> tuple[tuple[int
     return (lo, hi), inside, launches
 
 
+def already_graphs(graph: StepGraph, window: tuple[int, int] | None = None) -> bool:
+    """Whether every call that launched work in ``window`` (default: the step) is a graph launch (or none did)."""
+    return all(GRAPH_LAUNCH.search(graph.name[c]) for c in _window(graph, window)[2])
+
+
 def graph_plan(graph: StepGraph, window: tuple[int, int] | None = None) -> Plan:
     """The host calls in ``window`` (default: the whole step) replaced by one graph launch, the first call that
     launched work: no host time before any call of the window (a replay runs no Python), every other call takes
     no time (synchronising calls still wait for the GPU), and the kernels they launched run as a graph's nodes,
-    ``GRAPH_NODE_NS`` after the launch and after the previous node on their stream."""
+    ``GRAPH_NODE_NS`` after the launch and after the previous node on their stream. Work already replayed from a
+    graph stays as it ran (its nodes' lags are a graph's already, and may be shorter: programmatic dependent launch),
+    and a window whose every launch is a graph launch is left as it is: graphs are in place, the plan changes
+    nothing (``already_graphs``)."""
     span, inside, launches = _window(graph, window)
     plan = Plan()
-    if not launches:
+    if already_graphs(graph, window):
         return plan
     for call in inside:
         if call == launches[0]:
@@ -292,7 +301,7 @@ def graph_plan(graph: StepGraph, window: tuple[int, int] | None = None) -> Plan:
         _drop_call(graph, call, plan, span)
         if graph.sync_on[call] >= 0:
             plan.duration.pop(call)  # a sync keeps waiting; only its host time before it goes
-    chosen = set(launches)
+    chosen = {c for c in launches if not GRAPH_LAUNCH.search(graph.name[c])}
     for v, deps in enumerate(graph.deps):
         if graph.kind[v] != "gpu" or _launch_call(graph, v) not in chosen:
             continue

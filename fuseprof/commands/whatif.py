@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 from fuseprof.commands.base import Command, emit
+from fuseprof.commands.paths import input_path
 from fuseprof.commands.traces import _one_table, analyses, trace_arguments
 from fuseprof.errors import InvalidArgumentError
 
@@ -100,6 +101,8 @@ def _whatif(args: argparse.Namespace) -> int:
             line += (f"; step saving {(before - after) * len(frame) / 1e3:,.1f} µs over {len(frame)} steps beside the "
                      f"fusion table's GPU saving {gpu / 1e3:,.1f} µs for its {frame.attrs['rows']} rows")
         print(line)
+        for note in frame.attrs.get("in_place", []):
+            print(f"note: {note}")
         if args.step_time is not None:
             predicted = statistics.median(frame["scaled_after_ns"]) / 1e6
             print(f"with the step measured at {args.step_time:g} ms apart from the profiler: predicted {predicted:.4g} ms "
@@ -137,7 +140,7 @@ def _whatif_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--not-late", type=int, metavar="RANK",
                    help="with several ranks' traces: rank RANK arrives at each collective with the last of the others "
                         "(every other rank's steps replayed without the wait for it)")
-    p.add_argument("--plan", type=Path, metavar="FILE",
+    p.add_argument("--plan", type=input_path("file"), metavar="FILE",
                    help='a JSON plan: {"fuse": ["top:5"], "graph": ["step"], "compile": ["Attention"]}')
     p.add_argument("--step-time", type=float, metavar="MS",
                    help="the step's time measured apart from the profiler (ms): the host's time is scaled until the "

@@ -21,14 +21,20 @@ def bound(idle: pd.DataFrame) -> str:
 
 def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, span_ns: float,
                 n: int = 3) -> pd.DataFrame:
-    """The candidates, ranked by predicted saving: each fusion row, the host's launch gaps (CUDA graphs),
-    the syncs, and the slow ops (their time above what their roof allows)."""
+    """The candidates, ranked by predicted saving: each fusion row, the host's launch gaps (CUDA graphs where
+    the work after them is launched kernel by kernel; the host's own work where a graph launch waited), the syncs,
+    and the slow ops (their time above what their roof allows)."""
     rows = [{"what": f"fuse: {r['class']} — {r['signature'][:160]} ×{r['count']}", "saving_ns": r["saving_ns"],
              "why": f"{r['measured_ns'] / 1e3:,.1f} µs now; {r['known_fusion']}"}
             for _, r in fusion.dropna(subset=["saving_ns"]).iterrows()] if not fusion.empty else []
     if not idle.empty:
+        before_graphs = float(idle["idle_launch_graph_ns"].sum())
         rows.append({"what": "close the host-bound gaps (CUDA graphs, torch.compile mode='reduce-overhead')",
-                     "saving_ns": float(idle["idle_launch_ns"].sum()), "why": "the GPU waited for the next launch"})
+                     "saving_ns": float(idle["idle_launch_ns"].sum()) - before_graphs,
+                     "why": "the GPU waited for the next launch"})
+        rows.append({"what": "shorten the host's work between graph replays (scheduling, sampling, input copies)",
+                     "saving_ns": before_graphs,
+                     "why": "the GPU waited for the next graph launch: the work is already CUDA graphs"})
         rows.append({"what": "remove synchronisations (.item(), .cpu(), cudaStreamSynchronize)",
                      "saving_ns": float(idle["idle_sync_ns"].sum()),
                      "why": "the host waited for the GPU, then had to launch again"})
