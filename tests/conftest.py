@@ -1,4 +1,5 @@
-"""Shared fixtures: the committed H200 bundles and GPU/ncu skips."""
+"""Shared fixtures: the committed H200 bundles, GPU/ncu skips and the `shared` tests' skip (or CI failure)
+where ../shared/thirdparty-traces is absent."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import shutil
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,18 +79,81 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
             f"data lost {FUZZ_RESULTS['data lost']}, unsafe {FUZZ_RESULTS['unsafe']}")
 
 
-# The shared third-party traces (MI300, SGLang, vLLM, Inductor) with TraceLens's reports, beside the
-# checkout as ../shared/thirdparty-traces on the developers' machines and in CI. Too large to commit
-# (7.7 MB); a checkout without them skips their tests, but CI must have them.
-SHARED_TRACES = ROOT.parent / "shared" / "thirdparty-traces"
+# The shared third-party traces (MI300, SGLang, vLLM, Inductor, HTA's, the 2-GPU pairs) with TraceLens's
+# reports, beside the checkout as ../shared/thirdparty-traces on the developers' machines and in CI. Too large
+# to commit (35 MB), so a user's clone has none: every test that reads them is marked `shared` and skips, one
+# by one, where they are absent; CI runs the `shared` tests in its checkout, which has them, and fails there
+# without them. Tests reach the folder only through shared_traces(), which checks the mark, and parametrize by
+# name (SHARED_FILES, `by_name`, `trace_at`): collection never reads ../shared.
+_SHARED_TRACES = ROOT.parent / "shared" / "thirdparty-traces"
+# Every trace file of the folder, by path inside it (tests/test_shared_split.py checks the list against it).
+SHARED_FILES: tuple[str, ...] = tuple(Path(__file__).with_name("shared_traces.txt").read_text().split())
+SHARED = "shared:"  # a trace named by path inside the shared folder, in a parametrize case
+_running: pytest.Item | None = None  # the test being set up, run or torn down (None while collecting)
+_READS_SHARED = pytest.StashKey[bool]()
+
+
+def _shared_required() -> bool:
+    """CI must run the `shared` tests on the traces, except in its stand-in for a user's fresh clone, where
+    .ci/run sets FUSEPROF_NO_SHARED=1: there they skip, as on the user's machine."""
+    return bool(os.environ.get("CI")) and not os.environ.get("FUSEPROF_NO_SHARED")
 
 
 def shared_traces() -> Path:
-    if not SHARED_TRACES.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"{SHARED_TRACES} is missing: CI must test on the shared third-party traces")
-        pytest.skip(f"{SHARED_TRACES} is not beside this checkout")
-    return SHARED_TRACES
+    """The shared traces' folder, for a test marked `shared` only: a test without the mark (or a module at
+    collection) that needs it fails here, so no test can need ../shared without skipping where it is absent."""
+    item = _running
+    if item is None:
+        pytest.fail("shared_traces() called while collecting: parametrize by name (conftest.by_name) and resolve "
+                    "the path inside a test marked @pytest.mark.shared", pytrace=False)
+    if item.get_closest_marker("shared") is None:
+        pytest.fail(f"{item.nodeid} reads ../shared/thirdparty-traces: mark this test @pytest.mark.shared "
+                    "(or its parametrize case: conftest.by_name)", pytrace=False)
+    item.stash[_READS_SHARED] = True
+    return _SHARED_TRACES
+
+
+def by_name(*names: str) -> list[Any]:
+    """Parametrize cases of traces by name: ``shared:PATH`` is a file of the shared traces, its case marked
+    `shared`; any other name is a path from the checkout's root. `trace_at` gives the file inside the test."""
+    return [pytest.param(n, marks=pytest.mark.shared) if n.startswith(SHARED) else n for n in names]
+
+
+def trace_at(name: str) -> Path:
+    """The file a `by_name` case names (a shared one only inside a test marked `shared`)."""
+    return shared_traces() / name.removeprefix(SHARED) if name.startswith(SHARED) else ROOT / name
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    global _running
+    outer, _running = _running, item  # a test running pytest inside itself (pytester) gets its own back
+    try:
+        return (yield)
+    finally:
+        _running = outer
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("shared") is None or _SHARED_TRACES.is_dir():
+        return
+    if _shared_required():
+        pytest.fail(f"{_SHARED_TRACES} is missing: CI must run the `shared` tests on the shared third-party traces",
+                    pytrace=False)
+    pytest.skip(f"needs the shared third-party traces: {_SHARED_TRACES} is not beside this checkout "
+                "(CI runs these tests with them)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    """A test marked `shared` that passed without calling shared_traces() does not need the traces: its mark
+    would skip it for nothing where they are absent."""
+    result = yield
+    if item.get_closest_marker("shared") is not None and not item.stash.get(_READS_SHARED, False):
+        pytest.fail(f"{item.nodeid} is marked shared but never called shared_traces(): drop the mark, or read "
+                    "the traces through shared_traces()", pytrace=False)
+    return result
 
 
 def covered_ns(intervals: list[tuple[int, int]]) -> int:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, shared_traces
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -15,6 +17,7 @@ from score_judgements import LABELS, TRUTH, report, score  # noqa: E402
 FLOOR = 95.0
 
 
+@pytest.mark.shared
 def test_judgements_score_at_least_95_percent_on_every_labelled_trace() -> None:
     shared_traces()  # CI must have them; elsewhere the test needs them too
     hits, misses = score(LABELS, TRUTH)

@@ -59,6 +59,7 @@ def test_compiled_llama_has_them_fused_by_inductor() -> None:
     ("vllm_prefilldecode_piecewise_graph_execution.json.gz",
      ("add + RMSNorm", "SiLU · mul", "gate / up projection", "flash attention", "dequant + GEMM")),
 ])
+@pytest.mark.shared
 def test_serving_engines_fuse_what_docs_say(trace: str, fused: tuple[str, ...]) -> None:
     paths = [shared_traces() / trace]
     if trace.startswith("vllm"):

@@ -188,6 +188,7 @@ def test_every_terminal_table_fits_120_columns(argv: list[str], capsys: pytest.C
         assert max(len(line) for line in capsys.readouterr().out.splitlines()) > 120
 
 
+@pytest.mark.shared
 def test_check_prints_the_integrity_checks_and_exits_1_when_one_fails(capsys: pytest.CaptureFixture[str]) -> None:
     """A graph replay given without its capture: the raw trace's replayed kernels (those sharing a
     hipGraphLaunch's correlation id) have no op, so the attribution checks fail, exit 1; with the capture

@@ -17,16 +17,21 @@ from fuseprof.analysis import analyze
 from fuseprof.parse.execution_trace import execution_trace_beside, is_execution_trace
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 from tests import trace_forms
-from tests.conftest import ROOT, shared_traces
+from tests.conftest import ROOT, SHARED, SHARED_FILES, by_name, shared_traces, trace_at
 
 TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops")
 _ORDER = ["start_ns", "dur_ns", "name", "pid", "tid", "correlation", "external_id", "stream"]
 
 
-def _every_trace() -> list[Path]:
-    shared = shared_traces()
-    return [p for base in (ROOT / "traces", ROOT / "tests" / "fixtures", shared)
-            for p in sorted(base.rglob("*.json.gz")) if not is_execution_trace(p)]  # by name, as fuseprof tells
+def _names() -> list[str]:
+    """Every committed trace (from the checkout's root) and every shared one (``shared:PATH``), by name: the
+    shared ones are resolved inside the tests that are marked for them."""
+    committed = [p for base in (ROOT / "traces", ROOT / "tests" / "fixtures") for p in sorted(base.rglob("*.json.gz"))]
+    names = [str(p.relative_to(ROOT)) for p in committed] + [SHARED + n for n in SHARED_FILES]
+    return [n for n in names if not is_execution_trace(Path(n))]  # by name, as fuseprof tells
+
+
+EVERY_TRACE = _names()
 
 
 def _load(path: Path) -> dict:
@@ -55,9 +60,10 @@ def _differences(a: TraceTables, b: TraceTables, offset_ns: int, reorder: bool, 
     return found
 
 
-def test_every_trace_in_every_form_decodes_the_same(tmp_path: Path, capsys) -> None:
-    traces = _every_trace()
-    assert len(traces) >= 60  # the committed captures and the shared traces, all of them
+@pytest.mark.parametrize(("where", "at_least"), [("committed", 80), pytest.param("shared", 60, marks=pytest.mark.shared)])
+def test_every_trace_in_every_form_decodes_the_same(where: str, at_least: int, tmp_path: Path, capsys) -> None:
+    traces = [trace_at(n) for n in EVERY_TRACE if n.startswith(SHARED) == (where == "shared")]
+    assert len(traces) >= at_least  # the committed captures, or the shared traces: all of them
     tried, differ = 0, []
     for path in traces:
         trace = _load(path)
@@ -75,12 +81,12 @@ def test_every_trace_in_every_form_decodes_the_same(tmp_path: Path, capsys) -> N
     assert not differ, differ[:20]
 
 
-@pytest.mark.parametrize("name", ["tests/fixtures/truth/decode_eager.json.gz",
-                                  "thirdparty:mi300_bert_small_uncased.json.gz",
-                                  "thirdparty:h200_2gpu/tp_mlp_rank0.json.gz"])
+@pytest.mark.parametrize("name", by_name("tests/fixtures/truth/decode_eager.json.gz",
+                                          "shared:mi300_bert_small_uncased.json.gz",
+                                          "shared:h200_2gpu/tp_mlp_rank0.json.gz"))
 @pytest.mark.parametrize("form", ["epoch_fraction", "old_writer", "old_ids", "several_devices"])
 def test_the_analysis_is_the_same_in_another_form(name: str, form: str, tmp_path: Path) -> None:
-    path = shared_traces() / name.split(":", 1)[1] if name.startswith("thirdparty:") else ROOT / name
+    path = trace_at(name)
     rewrite, offset = trace_forms.FORMS[form]
     (a,) = analyze(path)
     variant = tmp_path / path.name.removesuffix(".gz")
@@ -96,12 +102,12 @@ def test_the_analysis_is_the_same_in_another_form(name: str, form: str, tmp_path
         pd.testing.assert_frame_equal(x, y, check_exact=True, obj=table)
 
 
-@pytest.mark.parametrize("name", ["thirdparty:h100_bert_small_uncased.json.gz", "thirdparty:mi300_Qwen1.5-0.5B.json.gz",
-                                  "traces/llama4l-eager-h200/raw/0-profiler_trace.json.gz"])
+@pytest.mark.parametrize("name", by_name("shared:h100_bert_small_uncased.json.gz", "shared:mi300_Qwen1.5-0.5B.json.gz",
+                                          "traces/llama4l-eager-h200/raw/0-profiler_trace.json.gz"))
 def test_kernels_are_attributed_by_time_where_the_ids_say_nothing(name: str, tmp_path: Path) -> None:
     """GPU events and launch calls whose External id is their correlation id (no op's id, or another op's):
     each is linked to the innermost op around its launch call, and the analysis is the trace's own."""
-    path = shared_traces() / name.split(":", 1)[1] if name.startswith("thirdparty:") else ROOT / name
+    path = trace_at(name)
     (a,) = analyze(shutil.copy(path, tmp_path / "original.json.gz"))  # both alone: no bundle's bench beside
     (b,) = analyze(trace_forms.write(trace_forms.ids_by_correlation(_load(path)), tmp_path / "ids.json"))
     said = b.tables()["integrity"].set_index("check").loc["attributed_kernel_time_pct", "detail"]
@@ -114,12 +120,12 @@ def test_kernels_are_attributed_by_time_where_the_ids_say_nothing(name: str, tmp
         pd.testing.assert_frame_equal(x, y, check_exact=True, obj=table)
 
 
-@pytest.mark.parametrize("name", ["thirdparty:torch_compile_triton.json.gz", "thirdparty:mi300_Qwen1.5-0.5B.json.gz",
-                                  "tests/fixtures/truth/decode_eager.json.gz"])
+@pytest.mark.parametrize("name", by_name("shared:torch_compile_triton.json.gz", "shared:mi300_Qwen1.5-0.5B.json.gz",
+                                          "tests/fixtures/truth/decode_eager.json.gz"))
 def test_launch_calls_without_ids_change_nothing(name: str, tmp_path: Path) -> None:
     """Launch calls with no External id (the id on ops and kernels only): kernels link through their own id or
     the op around the launch call, and every table is the trace's own (how each was linked aside)."""
-    path = shared_traces() / name.split(":", 1)[1] if name.startswith("thirdparty:") else ROOT / name
+    path = trace_at(name)
     (a,) = analyze(shutil.copy(path, tmp_path / "original.json.gz"))
     (b,) = analyze(trace_forms.write(trace_forms.launches_without_ids(_load(path)), tmp_path / "bare.json"))
     for table, x in a.tables().items():
@@ -129,6 +135,7 @@ def test_launch_calls_without_ids_change_nothing(name: str, tmp_path: Path) -> N
         pd.testing.assert_frame_equal(x, y, check_exact=True, obj=table)
 
 
+@pytest.mark.shared
 def test_a_trace_without_device_properties_says_so_and_keeps_its_tables(tmp_path: Path) -> None:
     path = shared_traces() / "h100_bert_small_uncased.json.gz"
     (a,) = analyze(path)

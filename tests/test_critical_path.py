@@ -100,6 +100,7 @@ def test_a_plan_file_is_the_options_it_lists(tmp_path: Path, capsys: pytest.Capt
     assert "Traceback" not in capsys.readouterr().err
 
 
+@pytest.mark.shared
 def test_a_rank_not_late_and_communication_overlapped_shorten_the_others_steps(capsys: pytest.CaptureFixture[str]
                                                                               ) -> None:
     """ddp_step: rank 1 is last to all 24 all-reduces (labels.json: rank 0 waits 14,107.5 µs in all). Replayed

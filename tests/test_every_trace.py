@@ -7,15 +7,17 @@ capture is in no trace are flagged, with what to pass)."""
 from __future__ import annotations
 
 import csv
+import fnmatch
 import gzip
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fuseprof.cli import main
-from tests.conftest import ROOT, SHARED_TRACES, shared_traces
+from tests.conftest import ROOT, SHARED, SHARED_FILES, trace_at
 
 CAPTURES = {  # a replay trace and the capture of its graphs, as their sources pair them (SOURCE.md)
     "vllm_prefilldecode_piecewise_graph_execution.json.gz": "vllm_prefilldecode_piecewise_graph_capture.json.gz",
@@ -25,16 +27,16 @@ CAPTURES = {  # a replay trace and the capture of its graphs, as their sources p
 RANK_SETS = ("ddp_step", "tp_mlp", "tp_mlp_straggle")
 
 
-def _cases() -> list[tuple[str, list[Path]]]:
-    shared = SHARED_TRACES
-    cases = [(p.name, [p, *([shared / CAPTURES[p.name]] if p.name in CAPTURES else [])])
-             for p in sorted(shared.glob("*.json.gz")) if p.name not in CAPTURES.values()]
-    cases += [(f"h200_2gpu/{name}", sorted((shared / "h200_2gpu").glob(f"{name}_rank*.json.gz"))) for name in RANK_SETS]
+def _cases() -> list[Any]:
+    """(name, the files given to fuseprof) by name: the shared traces' cases marked `shared`, resolved inside
+    the test; the committed bundles under traces/."""
+    top = [n for n in SHARED_FILES if "/" not in n and n not in CAPTURES.values()]
+    cases = [(n, [SHARED + n, *([SHARED + CAPTURES[n]] if n in CAPTURES else [])]) for n in top]
+    cases += [(f"h200_2gpu/{name}", [SHARED + n for n in fnmatch.filter(SHARED_FILES, f"h200_2gpu/{name}_rank*.json.gz")])
+              for name in RANK_SETS]
+    shared = [pytest.param(name, paths, id=name, marks=pytest.mark.shared) for name, paths in cases]
     bundles = sorted(p for p in (ROOT / "traces").iterdir() if list((p / "raw").glob("*.json*")))
-    return cases + [(f"traces/{b.name}", [b]) for b in bundles]
-
-
-CASES = _cases() if SHARED_TRACES.is_dir() else []
+    return shared + [pytest.param(f"traces/{b.name}", [f"traces/{b.name}"], id=f"traces/{b.name}") for b in bundles]
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -44,10 +46,10 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return out
 
 
-@pytest.mark.parametrize(("name", "paths"), CASES, ids=[c[0] for c in CASES])
-def test_every_view_in_every_format_exits_0_and_attributes_the_kernels(name: str, paths: list[Path],
+@pytest.mark.parametrize(("name", "names"), _cases())
+def test_every_view_in_every_format_exits_0_and_attributes_the_kernels(name: str, names: list[str],
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    shared_traces()
+    paths = [trace_at(n) for n in names]
     given = [str(p) for p in paths]
     body = json.loads(_run(["analyze", *given, "--format", "json"], capsys))
     assert _run(["analyze", *given], capsys).strip()
@@ -56,7 +58,7 @@ def test_every_view_in_every_format_exits_0_and_attributes_the_kernels(name: str
     for verb in ("fusion", "audit"):
         assert _run([verb, *given], capsys).strip()
         assert json.loads(_run([verb, *given, "--format", "json"], capsys)) is not None
-    traces = {k: v for k, v in body.items() if k != "across_ranks"}
+    traces = {k: v for k, v in body.items() if k not in ("across_ranks", "schema_version")}
     assert traces and (len(paths) < 2 or name.startswith("h200_2gpu/") or len(traces) == 1)
     for trace, tables in traces.items():
         checks = {row["check"]: row for row in tables["integrity"]}

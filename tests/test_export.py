@@ -19,7 +19,8 @@ from fuseprof.cli import main
 from fuseprof.errors import FuseprofError, TraceFormatError
 from fuseprof.export.annotate import export_perfetto
 from fuseprof.export.chrome import FLOW_ID_STRIDE, exact_us, lanes
-from tests.test_conformance import _every_trace
+from tests.conftest import by_name, shared_traces, trace_at
+from tests.test_conformance import EVERY_TRACE
 
 _GPU = {"kernel", "gpu_memcpy", "gpu_memset"}  # the categories of GPU work Kineto writes
 
@@ -59,8 +60,9 @@ def _busy_gaps(events: list[dict]) -> int:
     return gaps
 
 
-@pytest.mark.parametrize("trace", _every_trace(), ids=lambda p: p.name)
-def test_every_trace_exports_with_its_events_and_findings(trace: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", by_name(*EVERY_TRACE))
+def test_every_trace_exports_with_its_events_and_findings(name: str, tmp_path: Path) -> None:
+    trace = trace_at(name)
     if not {str(e.get("cat", "")).lower() for e in _exact(trace)["traceEvents"]} & _GPU:
         with pytest.raises(TraceFormatError, match="no GPU kernels"):  # a CPU-only trace: nothing to annotate
             analyze([trace])
@@ -87,8 +89,9 @@ def test_every_trace_exports_with_its_events_and_findings(trace: Path, tmp_path:
     assert sum(_us(e["dur"]) for e in path) == Decimal(int(result.critical_path["span_ns"].sum())) / 1000
 
 
+@pytest.mark.shared
 def test_idle_slices_are_the_gpus_gaps_counted_from_the_raw_file(tmp_path: Path) -> None:
-    trace = next(p for p in _every_trace() if p.name == "sglang_Qwen3-8B_decode.json.gz")
+    trace = shared_traces() / "sglang_Qwen3-8B_decode.json.gz"
     result = analyze([trace])[0]
     assert result.window == "window: the whole trace"  # its engine step is shown apart; the window is the trace
     done = export_perfetto([result], tmp_path / "out.json")
@@ -107,9 +110,8 @@ def _unmapped(event: dict, pids: dict, position: int, prefix: str) -> dict:
     return back
 
 
+@pytest.mark.shared
 def test_ranks_merge_into_one_file_whose_events_map_back(tmp_path: Path) -> None:
-    from tests.conftest import shared_traces
-
     pair = sorted((shared_traces() / "h200_2gpu").glob("tp_mlp_straggle_rank*.json.gz"))
     results = analyze(pair)
     done = export_perfetto(results, tmp_path / "merged.json.gz")
@@ -167,8 +169,9 @@ def test_times_are_exact_decimals_of_integer_ns() -> None:
     assert exact_us(5) == "0.005" and exact_us(-1500) == "-1.500"
 
 
+@pytest.mark.shared
 def test_export_refuses_to_lose_a_file(tmp_path: Path, capsys) -> None:
-    trace = next(p for p in _every_trace() if p.name == "torch_compile_triton.json.gz")
+    trace = shared_traces() / "torch_compile_triton.json.gz"
     out = tmp_path / "t.json.gz"
     out.write_text("mine")
     assert main(["export", str(trace), "--perfetto", str(out)]) == 2
@@ -180,13 +183,13 @@ def test_export_refuses_to_lose_a_file(tmp_path: Path, capsys) -> None:
     assert pd.DataFrame(_exact(out)["traceEvents"]).shape[0] > 0
 
 
-@pytest.mark.parametrize("name", ["torch_compile_triton.json.gz", "mi300_Qwen1.5-0.5B.json.gz",
-                                  "train_foreach.json.gz"])
+@pytest.mark.parametrize("name", by_name("shared:torch_compile_triton.json.gz", "shared:mi300_Qwen1.5-0.5B.json.gz",
+                                          "tests/fixtures/truth/train_foreach.json.gz"))
 def test_pftrace_holds_every_slice_and_finding_at_exact_ns(name: str, tmp_path: Path) -> None:
     pytest.importorskip("perfetto")
     from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
 
-    trace = next(p for p in _every_trace() if p.name == name)
+    trace = trace_at(name)
     done = export_perfetto(analyze([trace]), tmp_path / "out.pftrace")
     parsed = Trace()
     parsed.ParseFromString(done.path.read_bytes())

@@ -34,7 +34,8 @@ def _opened(trace: Path, sql: str | None = None) -> tuple[dict[str, int], str]:
 
 @pytest.mark.parametrize("traces", [
     [TRACES / "rmsnorm_swiglu-float16-h200-20261129t084609z"],
-    ["h200_2gpu/tp_mlp_straggle_rank0.json.gz", "h200_2gpu/tp_mlp_straggle_rank1.json.gz"],
+    pytest.param(["h200_2gpu/tp_mlp_straggle_rank0.json.gz", "h200_2gpu/tp_mlp_straggle_rank1.json.gz"],
+                 marks=pytest.mark.shared),
 ], ids=["one H200 bundle", "two ranks merged"])
 def test_perfetto_reads_every_finding_and_no_new_import_error(traces: list, tmp_path: Path) -> None:
     paths = [t if isinstance(t, Path) else shared_traces() / t for t in traces]

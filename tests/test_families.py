@@ -15,7 +15,7 @@ import pytest
 from fuseprof.analysis import analyze
 from fuseprof.model.devices import device_from_properties, spec_for_device_name
 from fuseprof.model.registry_data import DEFAULT
-from tests.conftest import FIXTURES, SHARED_TRACES, shared_traces
+from tests.conftest import FIXTURES, shared_traces
 
 TP2 = FIXTURES / "tp2" / "tp_mlp-rank0.json.gz"
 SYNC_BOUND = FIXTURES / "truth" / "sync_bound.json.gz"
@@ -100,9 +100,9 @@ def test_an_allocator_call_is_an_idle_cause_by_any_runtimes_name(call: str, tmp_
     assert moved >= renamed["idle_alloc_ns"].sum()
 
 
-def _described_devices() -> list[tuple[str, dict[str, Any]]]:
+def _described_devices(paths: list[Path]) -> list[tuple[str, dict[str, Any]]]:
     found: dict[str, tuple[str, dict[str, Any]]] = {}
-    for path in sorted([*SHARED_TRACES.glob("*.json.gz"), *FIXTURES.glob("**/*.json.gz")]):
+    for path in sorted(paths):
         if ".et." in path.name:
             continue
         for device in (_raw(path).get("deviceProperties") or [])[:1]:
@@ -110,24 +110,37 @@ def _described_devices() -> list[tuple[str, dict[str, Any]]]:
     return sorted(found.values(), key=lambda item: item[1]["name"])
 
 
+def _shared_and_committed() -> list[Path]:
+    return [*shared_traces().glob("*.json.gz"), *FIXTURES.glob("**/*.json.gz")]
+
+
 def _properties(device: dict[str, Any]) -> dict[str, int]:
     return {"sms": device["numSms"], "memory_bytes": device["totalGlobalMem"], "major": device["computeMajor"],
             "minor": device["computeMinor"], "warp": device["warpSize"]}
 
 
-@pytest.mark.parametrize(("trace", "device"), [d for d in _described_devices() if d[1]["name"]],
-                         ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(("trace", "device"), [d for d in _described_devices(list(FIXTURES.glob("**/*.json.gz")))
+                                                if d[1]["name"]], ids=lambda v: v if isinstance(v, str) else "")
 def test_a_device_is_recognised_from_its_properties_as_from_its_name(trace: str, device: dict[str, Any]) -> None:
     assert device_from_properties(_properties(device)) == spec_for_device_name(device["name"]).name  # type: ignore
 
 
+@pytest.mark.shared
+def test_the_shared_traces_devices_are_recognised_from_their_properties_as_from_their_names() -> None:
+    named = [(trace, d) for trace, d in _described_devices(_shared_and_committed()) if d["name"]]
+    assert len(named) >= 3  # H100, MI300X, H200 at least
+    assert [(trace, d["name"]) for trace, d in named
+            if device_from_properties(_properties(d)) != spec_for_device_name(d["name"]).name] == []  # type: ignore
+
+
+@pytest.mark.shared
 def test_the_real_traces_that_name_no_device_are_the_mi300x_their_source_says() -> None:
     """vLLM's traces (SOURCE.md: MI300X) write deviceProperties with empty names: 304 CUs, gfx 9.4."""
-    shared_traces()
-    unnamed = [(trace, d) for trace, d in _described_devices() if not d["name"]]
+    unnamed = [(trace, d) for trace, d in _described_devices(_shared_and_committed()) if not d["name"]]
     assert unnamed and {device_from_properties(_properties(d)) for _, d in unnamed} == {"MI300X"}
 
 
+@pytest.mark.shared
 def test_a_trace_that_names_no_device_is_judged_against_the_one_it_describes(tmp_path: Path) -> None:
     path = shared_traces() / "mi300_bert_small_uncased.json.gz"
     trace = _raw(path)

@@ -19,18 +19,19 @@ import pytest
 from fuseprof.analysis import analyze
 from fuseprof.analysis.fusion import find_chains, gap_limit_ns
 from fuseprof.parse.names import short_kernel_name
-from tests.conftest import FIXTURES, SHARED_TRACES, TRACES
+from tests.conftest import FIXTURES, ROOT, SHARED, SHARED_FILES, TRACES, by_name, trace_at
 
 
-def _traces() -> list[Path]:
-    shared = sorted(SHARED_TRACES.glob("*.json.gz")) if SHARED_TRACES.is_dir() else []
+def _traces() -> list[str]:
+    """The committed bundles and fixtures, and the shared traces (their cases marked `shared`), by name."""
     bundles = sorted(p for p in TRACES.iterdir() if (p / "raw").is_dir() and list((p / "raw").glob("*.json*")))
-    return bundles + sorted(p for p in FIXTURES.glob("*/*.json.gz") if not p.name.endswith(".et.json.gz")) + shared
+    fixtures = sorted(p for p in FIXTURES.glob("*/*.json.gz") if not p.name.endswith(".et.json.gz"))
+    return [str(p.relative_to(ROOT)) for p in bundles + fixtures] + [SHARED + n for n in SHARED_FILES if "/" not in n]
 
 
-@pytest.mark.parametrize("trace", _traces(), ids=lambda p: p.name)
-def test_no_impossible_row(trace: Path) -> None:
-    for result in analyze(trace):
+@pytest.mark.parametrize("name", by_name(*_traces()))
+def test_no_impossible_row(name: str) -> None:
+    for result in analyze(trace_at(name)):
         events = result.events
         chains = find_chains(events, result.registry)
         limit = gap_limit_ns(events)

@@ -61,6 +61,7 @@ def test_markdown_summary_for_a_pull_request(capsys) -> None:
     assert "| `kernels:+0` |" in text and "noise unknown" in text
 
 
+@pytest.mark.shared
 def test_a_change_inside_the_step_to_step_noise_passes() -> None:
     """The ResNet trace has 3 profiler steps: A is all three, B only the busiest of them. B's busy time
     per step is above A's median, by less than A's band of 2 robust standard errors."""

@@ -13,19 +13,20 @@ from fuseprof.analysis.integrity import _overlap_on_streams
 from fuseprof.analysis.timeline import breakdowns
 from fuseprof.model.intervals import apart
 from fuseprof.parse.trace_events import read_trace_tables
-from tests.conftest import FIXTURES, TRACES, covered_ns, shared_traces
+from tests.conftest import ROOT, SHARED, TRACES, covered_ns, trace_at
 
-REAL = {"tp2": lambda: FIXTURES / "tp2" / "tp_mlp-rank0.json.gz",  # GEMM, elementwise, GEMM, all-reduce per step
-        "register sweep": lambda: TRACES / "rmsnorm_swiglu_register_sweep-float16-h200-20261129t094431z" / "raw"
-        / "profiler_trace.json.gz",
-        "b200": lambda: FIXTURES / "thirdparty" / "b200_eager.json.gz",  # kernels that overlap on one stream
+REAL = {"tp2": "tests/fixtures/tp2/tp_mlp-rank0.json.gz",  # GEMM, elementwise, GEMM, all-reduce per step
+        "register sweep": f"{TRACES.relative_to(ROOT)}/rmsnorm_swiglu_register_sweep-float16-h200-20261129t094431z"
+                          "/raw/profiler_trace.json.gz",
+        "b200": "tests/fixtures/thirdparty/b200_eager.json.gz",  # kernels that overlap on one stream
         # communication and memcpy beside the kernels, on streams of their own
-        "ddp": lambda: shared_traces() / "h200_2gpu" / "ddp_step_rank0.json.gz",
-        "mi300 resnet": lambda: shared_traces() / "mi300_resnet_act_checkpoint.json.gz"}
+        "ddp": "shared:h200_2gpu/ddp_step_rank0.json.gz",
+        "mi300 resnet": "shared:mi300_resnet_act_checkpoint.json.gz"}
+CASES = [pytest.param(n, marks=pytest.mark.shared) if at.startswith(SHARED) else n for n, at in REAL.items()]
 
 
 def _events(name: str) -> pd.DataFrame:
-    return windowed_events(read_trace_tables(REAL[name]()), Options()).events
+    return windowed_events(read_trace_tables(trace_at(REAL[name])), Options()).events
 
 
 def _swept(part: pd.DataFrame) -> dict[str, int]:
@@ -46,7 +47,7 @@ def _swept(part: pd.DataFrame) -> dict[str, int]:
             "events": len(rows)}
 
 
-@pytest.mark.parametrize("name", REAL)
+@pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("jump", [0, 1 << 61], ids=["as recorded", "the clock jumps before the last group"])
 def test_every_groups_timeline_at_once_is_each_groups_own(name: str, jump: int) -> None:
     """By profiler step (by kind where the trace has no steps); with the last group moved 2⁶¹ ns later, the
@@ -68,7 +69,7 @@ def test_every_groups_timeline_at_once_is_each_groups_own(name: str, jump: int) 
     assert (apart(codes, start, end, len(groups)) is None) == (jump > 0)
 
 
-@pytest.mark.parametrize("name", REAL)
+@pytest.mark.parametrize("name", CASES)
 def test_kernel_overlap_on_one_stream_is_the_sum_of_each_streams_own(name: str) -> None:
     events = _events(name)
     kernels = events[events["kind"].isin(["kernel", "communication"])]

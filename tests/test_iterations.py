@@ -21,12 +21,11 @@ from fuseprof.cli import main
 from fuseprof.model.registry import IterationRange, load_registry
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.trace_events import read_trace_tables
-from tests.conftest import FIXTURES, ROOT, shared_traces
+from tests.conftest import FIXTURES, ROOT, by_name, shared_traces, trace_at
 
 TRUTH = FIXTURES / "truth"
-STEPPED = sorted(p for p in [*TRUTH.glob("*.json.gz"), *(TRUTH / "decode_graph").glob("replay*.json.gz"),
-                             ROOT.parent / "shared" / "thirdparty-traces" / "mi300_resnet_act_checkpoint.json.gz"]
-                 if ".et." not in p.name)
+STEPPED = [str(p.relative_to(ROOT)) for p in sorted([*TRUTH.glob("*.json.gz"), *(TRUTH / "decode_graph").glob("replay*.json.gz")])
+           if ".et." not in p.name] + ["shared:mi300_resnet_act_checkpoint.json.gz"]
 
 
 def _launch_units(events: pd.DataFrame) -> pd.Series:
@@ -40,11 +39,9 @@ def _launched(events: pd.DataFrame) -> collections.Counter[tuple[str, ...]]:
     return collections.Counter(tuple(part["name"]) for _, part in events.groupby(_launch_units(events), sort=False))
 
 
-@pytest.mark.parametrize("path", STEPPED, ids=lambda p: p.name)
-def test_iterations_from_the_launch_sequence_are_the_profilers_steps(path: Path) -> None:
-    if not path.exists():
-        shared_traces()
-    tables = read_trace_tables(path)
+@pytest.mark.parametrize("name", by_name(*STEPPED))
+def test_iterations_from_the_launch_sequence_are_the_profilers_steps(name: str) -> None:
+    tables = read_trace_tables(trace_at(name))
     steps = tables.annotations[tables.annotations["name"].str.match(r"^ProfilerStep#\d+$")]
     assert len(steps) >= 2
     events = windowed_events(tables).every
@@ -66,6 +63,7 @@ def test_iterations_from_the_launch_sequence_are_the_profilers_steps(path: Path)
 
 @pytest.mark.parametrize("name", ["h100_bert_small_uncased.json.gz", "mi300_Qwen1.5-0.5B.json.gz",
                                   "xdit_sd_3.5_profile.json.gz"])
+@pytest.mark.shared
 def test_a_single_forward_pass_has_no_iterations_from_its_repeating_layers(name: str) -> None:
     """One profiled step of one forward: its layers repeat, its embedding and head do not — no loop."""
     tables = read_trace_tables(shared_traces() / name)
@@ -86,6 +84,7 @@ def _raw_annotation(path: Path, prefix: str) -> tuple[str, float, float, list[di
     ("sglang_qwen3_8b_prefilldecode.json.gz", "step[EXTEND", "SGLang"),
     ("vllm_decode_full_graph_execution.json.gz", "execute_", "vLLM"),
 ])
+@pytest.mark.shared
 def test_an_engines_own_step_range_is_an_iteration(name: str, prefix: str, source: str, capsys) -> None:
     path = shared_traces() / name
     label, start, end, events = _raw_annotation(path, prefix)
@@ -119,6 +118,7 @@ def test_a_users_iteration_range_comes_from_the_registry(tmp_path: Path) -> None
         tables.annotations["name"].str.startswith("ProfilerStep#"), "start_ns"])
 
 
+@pytest.mark.shared
 def test_window_steps_without_any_iteration_is_one_line(capsys) -> None:
     path = shared_traces() / "torch_compile_triton.json.gz"
     assert main(["analyze", str(path), "--window", "steps"]) == 2

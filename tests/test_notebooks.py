@@ -113,6 +113,7 @@ def test_decoder_layer() -> None:
     assert "kernels per call 43 -> 26" in markdown[1]
 
 
+@pytest.mark.shared
 def test_serving_trace_report() -> None:
     """The vLLM pair of the shared traces, displayed as the report's sections by `fuseprof.analyze`."""
     from tests.conftest import shared_traces
@@ -138,6 +139,7 @@ def test_horizontal_and_epilogue_fusion() -> None:
     assert "230 MB less DRAM traffic with the epilogue (3.4 passes over it)" in text
 
 
+@pytest.mark.shared
 def test_serving_trace_sql_and_perfetto() -> None:
     """The vLLM decode pair in SQL and exported for Perfetto: the numbers the notebook states, from the analysis."""
     from fuseprof.analysis import analyze

@@ -78,6 +78,7 @@ def test_an_execution_trace_of_another_run_is_not_used() -> None:
     assert op_graph(read_trace_tables(TRACE), DEFAULT, other).basis == "shapes"
 
 
+@pytest.mark.shared
 def test_backward_ops_are_linked_to_their_forward_ops() -> None:
     """On the shared DDP training step: each backward op inside `evaluate_function: GeluBackward0` is linked
     to the forward op with that function's sequence number (read here from the raw trace)."""

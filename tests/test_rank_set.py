@@ -131,6 +131,7 @@ def test_a_rank_of_another_job_is_left_out_of_every_comparison_in_time(tmp_path:
     assert three["collectives"].filter(like="wait_ns").abs().max().max() < span_ns
 
 
+@pytest.mark.shared
 def test_three_jobs_in_one_folder_compare_one_job(capsys) -> None:
     """The shared 2-GPU folder holds three pairs captured one after another: the ranks chain into three groups in
     time; one pair is compared, the other four ranks are said to lie apart, and the set is said to be more than
@@ -190,6 +191,7 @@ def _nccl_ends(path: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("pair", ["tp_mlp_straggle", "ddp_step"])
+@pytest.mark.shared
 def test_the_jobs_path_names_the_labelled_straggler_as_setting_the_steady_steps(pair: str) -> None:
     """Across ranks, the job's critical path (the last rank's path, followed at every steady-state collective into
     the rank that arrived last) is held by the rank labels.json names the straggler in every step after the first
@@ -209,6 +211,7 @@ def test_the_jobs_path_names_the_labelled_straggler_as_setting_the_steady_steps(
         assert table["top_what"].iloc[1:].astype(bool).all() and not set(table["top_what"].iloc[1:]) & kernels, table
 
 
+@pytest.mark.shared
 def test_the_jobs_path_of_a_gpu_bound_tensor_parallel_step_runs_from_all_reduce_to_all_reduce() -> None:
     """Both ranks of the tensor-parallel MLP run their GPU back to back, one all-reduce a step: each steady step's
     job path runs from the previous all-reduce's end to this one's on the rank that ended last (from the raw

@@ -37,7 +37,7 @@ def _open(report: Path, hover: bool = False) -> dict[str, object]:
     return {**seen, "figures": figures, "drawn": drawn, "text": text, "markup": markup}
 
 
-@pytest.mark.parametrize("trace", ["llama", "mi300"])
+@pytest.mark.parametrize("trace", ["llama", pytest.param("mi300", marks=pytest.mark.shared)])
 def test_the_report_opens_offline_with_every_chart_drawn(trace: str, tmp_path: Path, capsys) -> None:
     source = TRACES / "llama4l-eager-h200" if trace == "llama" else shared_traces() / "mi300_bert_small_uncased.json.gz"
     report = tmp_path / f"report-{trace}.html"
@@ -57,6 +57,7 @@ def test_the_report_opens_offline_with_every_chart_drawn(trace: str, tmp_path: P
         assert "MI300X (datasheet)" in text
 
 
+@pytest.mark.shared
 def test_names_written_as_markup_are_text_in_the_report(tmp_path: Path, capsys) -> None:
     """A trace whose GPU, kernel and op names hold an HTML link, a CSS url() and a Markdown image aimed at a
     local beacon: the report draws them as text, hovering every chart's points draws no link or style, and

@@ -92,6 +92,7 @@ def test_a_new_section_is_one_module_and_every_view_shows_it(with_copies, capsys
     assert {r["direction"]: r["count"] for r in rows} == dict(copies) and sum(copies.values()) == 9
 
 
+@pytest.mark.shared
 def test_a_percentage_above_100_is_flagged_where_it_is_shown(tmp_path: Path, capsys) -> None:
     """The 2-GPU pair's rank 0 with every GEMM kernel made to last 30 µs: its largest aten::mm (2·M·N·K from the
     raw Input Dims) would run above the H200's dense BF16 datasheet peak, so the per-op roofline's % roof is

@@ -60,6 +60,7 @@ def test_kernel_op_view_joins_each_kernel_to_the_op_that_launched_it() -> None:
     assert linked > 0 and int(joined["n"].iloc[0]) >= linked
 
 
+@pytest.mark.shared
 def test_straggler_waits_per_collective_equal_the_skew_table() -> None:
     pair = sorted((shared_traces() / "h200_2gpu").glob("tp_mlp_straggle_rank*.json.gz"))
     results = analyze(pair)

@@ -14,7 +14,7 @@ import pytest
 
 from fuseprof.analysis import analyze
 from fuseprof.cli import main
-from tests.conftest import FIXTURES, shared_traces
+from tests.conftest import FIXTURES, by_name, shared_traces, trace_at
 
 TRUTH = FIXTURES / "truth"
 BACKWARD = "autograd::engine::evaluate_function: "
@@ -121,9 +121,10 @@ def _memory_peaks(path: Path) -> dict[str, int]:
     return peaks
 
 
-@pytest.mark.parametrize("where", ["truth/train_foreach_memory.json.gz", "shared:mi300_bert_small_uncased.json.gz"])
+@pytest.mark.parametrize("where", by_name("tests/fixtures/truth/train_foreach_memory.json.gz",
+                                           "shared:mi300_bert_small_uncased.json.gz"))
 def test_peak_memory_per_step_and_its_top_holder(where: str) -> None:
-    path = shared_traces() / where.removeprefix("shared:") if where.startswith("shared:") else FIXTURES / where
+    path = trace_at(where)
     result = analyze([path])[0]
     memory = result.memory
     assert dict(zip(memory["step"], memory["peak_allocated_bytes"])) == _memory_peaks(path) != {}
@@ -227,6 +228,7 @@ def test_the_lm_heads_cross_entropy_is_a_class_whose_loss_side_saving_liger_real
     assert _peak_allocated(eager) - _peak_allocated(liger) > 2 * logits * 4
 
 
+@pytest.mark.shared
 def test_diff_prints_the_memory_peak_in_megabytes(capsys) -> None:
     """`diff` of two traces with the allocator's records: the peak row is in MB (it was printed as µs, the
     bytes divided by 1000), each side the raw file's largest 'Total Allocated'."""
