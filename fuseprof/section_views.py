@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
 
-from fuseprof import figures
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.integrity import failed_for
 from fuseprof.analysis.sections import Column, Section, Table, rank_sections, trace_sections
@@ -25,16 +25,22 @@ from fuseprof.model.roofline import datasheet_roof
 @dataclass(frozen=True)
 class Shown:
     """One table as a view shows it: its declaration, title, its warnings (``flags``: sentences — the failed
-    checks it rests on, percentages above 100), the rows in the shown columns, the figure (or None) and the
-    summary sentence (or '')."""
+    checks it rests on, percentages above 100), the rows in the shown columns, what draws its figure (or None)
+    and the summary sentence (or ''). The figure is drawn when first asked for: the terminal and JSON views
+    never ask, so they never import Plotly."""
 
     section: Section
     table: Table
     title: str
     flags: list[str]
     frame: pd.DataFrame
-    figure: Any
+    draw: Callable[[], Any] | None
     summary: str
+
+    @cached_property
+    def figure(self) -> Any:
+        """The table's Plotly figure, or None where it has none."""
+        return self.draw() if self.draw is not None else None
 
 
 def _number(value: Any) -> float | None:
@@ -117,15 +123,22 @@ def shown_frame(table: Table, frame: pd.DataFrame, text: bool = True, rows: int 
     return pd.DataFrame(out, index=range(len(part)))
 
 
-_FIGURES = {
-    "timeline": lambda table, result: figures.timeline_figure(table),
-    "categories": lambda table, result: figures.categories_figure(table),
-    "steps": lambda table, result: figures.steps_figure(table),
-    "phases": lambda table, result: figures.phases_figure(table),
-    "memory": lambda table, result: figures.memory_figure(result.frames.get("memory_timeline", pd.DataFrame())),
-    "roofline": lambda table, result: figures.roofline_figure(table, [result.roof],
-                                                             datasheet_roof(DEVICES[REFERENCE_DEVICE])),
+_FIGURES = {  # each takes the figures module, the table and the analysis
+    "timeline": lambda f, table, result: f.timeline_figure(table),
+    "categories": lambda f, table, result: f.categories_figure(table),
+    "steps": lambda f, table, result: f.steps_figure(table),
+    "phases": lambda f, table, result: f.phases_figure(table),
+    "memory": lambda f, table, result: f.memory_figure(result.frames.get("memory_timeline", pd.DataFrame())),
+    "roofline": lambda f, table, result: f.roofline_figure(table, [result.roof],
+                                                          datasheet_roof(DEVICES[REFERENCE_DEVICE])),
 }
+
+
+def _figure(name: str, table: pd.DataFrame, result: TraceAnalysis | None) -> Any:
+    """The figure called ``name`` of one table. Plotly is imported here, when a view draws one."""
+    from fuseprof import figures
+
+    return _FIGURES[name](figures, table, result)
 
 
 def _is_percentage(source: str) -> bool:
@@ -153,8 +166,9 @@ def _flags(table: Table, frame: pd.DataFrame, result: TraceAnalysis | None) -> l
 def _shown(section: Section, table: Table, frame: pd.DataFrame, result: TraceAnalysis | None, text: bool,
            rows: int | None) -> Shown:
     flags = _flags(table, frame, result)
-    figure = _FIGURES[table.figure](frame, result) if table.figure and not frame.empty else None
-    return Shown(section, table, table.heading(frame, result), flags, shown_frame(table, frame, text, rows), figure,
+    name = table.figure
+    draw = (lambda: _figure(name, frame, result)) if name and not frame.empty else None
+    return Shown(section, table, table.heading(frame, result), flags, shown_frame(table, frame, text, rows), draw,
                  table.summary(frame) if table.summary is not None else "")
 
 
@@ -202,7 +216,7 @@ def _with_waits(shown: Shown, frame: pd.DataFrame, text: bool, wide: bool) -> Sh
     extra = shown_frame(Table("waits", "", tuple(Column(f"rank {c.removeprefix('wait_ns_rank')} waits µs", c, "us")
                                                   for c in waits)), part, text)
     return Shown(shown.section, shown.table, shown.title, shown.flags, pd.concat([shown.frame, extra], axis=1),
-                 shown.figure, shown.summary)
+                 shown.draw, shown.summary)
 
 
 def several_ranks(results: list[TraceAnalysis]) -> bool:
