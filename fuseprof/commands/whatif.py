@@ -64,7 +64,8 @@ def _whatif(args: argparse.Namespace) -> int:
 
     fuse, graph, compiled = _plan(args)
     if args.step_time is not None and not (math.isfinite(args.step_time) and args.step_time > 0):
-        raise InvalidArgumentError(f"--step-time {args.step_time}: give the measured step time in ms, a finite number > 0")
+        raise InvalidArgumentError(f"--step-time {args.step_time}: give the measured step time in ms, a finite "
+                                   "number > 0")
     results = analyses(args)
     waits = _waits(results, args.not_late)
     for result in results:
