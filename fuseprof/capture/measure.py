@@ -6,6 +6,8 @@ writes as many bytes in total as the op's nominal byte count, timed the same way
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +19,7 @@ from fuseprof.capture.correctness import compare
 from fuseprof.capture.torch_profile import Call
 from fuseprof.case import Case, Shape, Variant, shape_label, shape_seed, user_call
 from fuseprof.console import Log
+from fuseprof.errors import InvalidArgumentError
 from fuseprof.ranges import range_label
 
 # Two ways to move the same bytes: cudaMemcpy (which a CUDA graph may hand to a copy engine)
@@ -46,10 +49,23 @@ def time_callable(fn: Callable[..., Any], inputs: tuple[Any, ...], device: torch
             "l2_policy": timing.L2_FLUSH_POLICY, "repeats": repeats}
 
 
+def nominal_bytes(case: Case, shape: Shape, dtype: str) -> int:
+    """The case's byte model at one shape, refused unless a whole number above 0: a negative, NaN or infinite
+    count would be stored and read back as a bandwidth (a negative GB/s, or NaN that no table flags)."""
+    label = f"{case.name}.nominal_bytes({shape_label(shape)}, {dtype!r})"
+    value = user_call(label, case.nominal_bytes, shape, dtype)
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, numbers.Real) and math.isfinite(value)
+                                                    and float(value).is_integer())
+    if isinstance(value, bool) or not whole or value <= 0:
+        raise InvalidArgumentError(f"{label} returned {str(value)[:60]!s}; give the bytes the op must move: a whole "
+                                   "number above 0 (each input read once, each output written once)")
+    return int(value)
+
+
 def copy_rows(case: Case, shape: Shape, dtype: str, device: torch.device, repeats: int,
                flusher: timing.L2Flusher | None) -> list[dict[str, Any]]:
     """A copy that reads half the op's nominal bytes and writes the other half, timed both ways."""
-    elements = case.nominal_bytes(shape, dtype) // 4  # fp16: 2 bytes read + 2 written per element
+    elements = nominal_bytes(case, shape, dtype) // 4  # fp16: 2 bytes read + 2 written per element
     src = torch.randn(elements, dtype=torch.float16, device=device)
     dst = torch.empty_like(src)
     return [{"case": case.name, "variant": name, "shape": shape_label(shape), "dtype": dtype,
@@ -68,6 +84,7 @@ def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shap
     calls: list[Call] = []
     for shape in shapes:
         label = shape_label(shape)
+        moved = nominal_bytes(case, shape, dtype)  # checked before any variant runs
         generator.manual_seed(shape_seed(seed, shape))
         inputs = user_call(f"{case.name}.make_inputs({label})", case.make_inputs, shape, dtype, str(device), generator)
         expected = user_call(f"{case.name}.reference at {label}", case.reference, *inputs)
@@ -83,7 +100,7 @@ def check_and_time(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shap
             log(f"  {variant.name:<12} {label:>12}: rel_err {check['rel_err']:.2e} {verdict}; timing {repeats} samples"
                 f"{where}")
             rows.append({"case": case.name, "variant": variant.name, "shape": label, "dtype": dtype,
-                         "nominal_bytes": case.nominal_bytes(shape, dtype),
+                         "nominal_bytes": moved,
                          **{k: v for k, v in check.items() if k != "problem"},
                          **time_callable(variant.fn, inputs, device, repeats, flusher, variant.own_graph)})
             if keep_calls:
