@@ -96,16 +96,18 @@ def _slice_events(findings: pd.DataFrame, pid: int, first_tid: int) -> tuple[lis
     out: list[dict[str, Any]] = []
     tid = first_tid
     for order, (track, part) in enumerate(findings.groupby("track", sort=False)):
-        lane = lanes(part["start_ns"].tolist(), part["end_ns"].tolist())
+        # each endpoint rounded once, the duration their difference: a slice ending where the next begins
+        # shares that one integer with it (a start and a duration rounded apart overlapped by 1 ns)
+        starts, ends = [round(v) for v in part["start_ns"]], [round(v) for v in part["end_ns"]]
+        lane = lanes(starts, ends)
         for k in range(max(lane) + 1):
             label = track if k == 0 else f"{track} · lane {k + 1}"
             out += [{"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + k, "args": {"name": label}},
                     {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid + k,
                      "args": {"sort_index": order * 1000 + k}}]
-        for row, k in zip(part.itertuples(index=False), lane):
+        for row, k, start, end in zip(part.itertuples(index=False), lane, starts, ends):
             out.append({"ph": "X", "cat": FINDINGS_CATEGORY, "name": row.name, "pid": pid, "tid": tid + k,
-                        "ts": KEPT_MARK + exact_us(int(row.start_ns)),
-                        "dur": KEPT_MARK + exact_us(int(row.end_ns) - int(row.start_ns)), "args": row.args})
+                        "ts": KEPT_MARK + exact_us(start), "dur": KEPT_MARK + exact_us(end - start), "args": row.args})
         tid += max(lane) + 1
     return out, tid
 
