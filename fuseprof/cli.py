@@ -84,6 +84,14 @@ def _main(argv: Sequence[str] | None) -> int:
     except FuseprofError as exc:
         print(f"fuseprof: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except ModuleNotFoundError as exc:  # an optional package of an extra this install lacks: one line naming it
+        from fuseprof.errors import missing_extra
+
+        missing = missing_extra(exc, f"fuseprof {args.command}")
+        if missing is None:
+            raise
+        print(f"fuseprof: error: {missing}", file=sys.stderr)
+        return missing.exit_code
     except KeyboardInterrupt:
         from fuseprof.bundle.files import remove_unfinished
 

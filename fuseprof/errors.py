@@ -79,3 +79,28 @@ class BundleError(FuseprofError):
 
 class FuseprofWarning(UserWarning):
     """Data that is still usable but incomplete; the CLI prints it as one line naming the file."""
+
+
+# The optional packages fuseprof imports, by top-level module, and the extra of pyproject.toml that installs each.
+# The core install reads and analyses traces; everything else is one of these extras.
+EXTRA_OF_MODULE = {
+    "torch": "capture", "triton": "capture", "pynvml": "capture", "ncu_report": "capture",
+    "streamlit": "dashboard", "duckdb": "interop", "perfetto": "interop", "dask": "dask", "distributed": "dask",
+}
+
+
+class MissingExtraError(FuseprofError):
+    """An optional package this install lacks; the message names the extra that brings it."""
+
+    def __init__(self, module: str, needed_for: str, otherwise: str = "") -> None:
+        extra = EXTRA_OF_MODULE.get(module.split(".")[0], "all")
+        super().__init__(f"{needed_for} needs {module}, which this install lacks: pip install 'fuseprof[{extra}]'"
+                         + (f" ({otherwise})" if otherwise else ""))
+        self.module, self.extra = module, extra
+
+
+def missing_extra(exc: ModuleNotFoundError, needed_for: str) -> MissingExtraError | None:
+    """The one-line error for an import of an optional package that failed, or None when the missing module is
+    none of fuseprof's optional packages (a user's own import: that error is the user's to see)."""
+    top = (exc.name or "").split(".")[0]
+    return MissingExtraError(top, needed_for) if top in EXTRA_OF_MODULE else None

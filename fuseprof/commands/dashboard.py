@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from fuseprof.commands.base import Command, folder_argument
-from fuseprof.errors import FuseprofError
+from fuseprof.errors import FuseprofError, MissingExtraError
 
 MEMORY_MB_ENV = "FUSEPROF_DASHBOARD_MB"  # --memory-mb, read by dashboards/app.py
 DEFAULT_MEMORY_MB = 1024  # of estimated frame memory (fuseprof.bundle.loading.frame_bytes)
@@ -22,9 +22,12 @@ def checked_budget(budget_mb: float, given_as: str) -> float:
 
 
 def dashboard_app() -> Path:
-    """app.py of the installed dashboard package (``dashboards/`` in a checkout)."""
+    """app.py of the installed dashboard package (``dashboards/`` in a checkout), once Streamlit is there to run it
+    (the ``dashboard`` extra)."""
     import importlib.util
 
+    if importlib.util.find_spec("streamlit") is None:
+        raise MissingExtraError("streamlit", "fuseprof dashboard")
     spec = importlib.util.find_spec("fuseprof_dashboards")
     if spec is None or spec.origin is None:
         raise FuseprofError("the dashboard package (fuseprof_dashboards) is not installed; reinstall fuseprof")

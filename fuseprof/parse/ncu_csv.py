@@ -80,7 +80,12 @@ def read_ncu_csv(path: Path) -> pd.DataFrame:
     """One row per profiled kernel, columns named as in ``fuseprof.bundle.schema``. The units row is
     required (without it durations and bytes could be off by 10³–10⁶); metrics fuseprof reads that
     are absent give a warning naming them; a non-number in one of them is an error."""
-    rows = _split_header(path, read_text(path).lstrip("\ufeff"))
+    return ncu_csv_frame(path, read_text(path))
+
+
+def ncu_csv_frame(path: Path, text: str) -> pd.DataFrame:
+    """``read_ncu_csv`` of CSV text already read (``path`` names it in messages): ``ncu --import``'s output too."""
+    rows = _split_header(path, text.lstrip("\ufeff"))
     header, body = rows[0], rows[1:]
     if not body or not body[0] or body[0][0] != "":
         raise TraceFormatError(f"{path}: no units row under the header; values cannot be scaled safely. Export "

@@ -1,7 +1,9 @@
 """``.ncu-rep`` reports into kernel-frame rows through NVIDIA's own reader, ``ncu_report``.
 
-The reader needs no GPU or CUDA (native x86-64 libraries from PyPI's ``ncu-report``) and
-gives each kernel's NVTX push/pop stack, which maps it back to fuseprof's variant and shape.
+The reader needs no GPU or CUDA (native libraries from PyPI's ``ncu-report``, in the ``capture`` extra, or the
+copy in Nsight Compute's ``extras/python``) and gives each kernel's NVTX push/pop stack, which maps it back to
+fuseprof's variant and shape. Where neither is installed but ``ncu`` is on PATH, the report is read as
+``ncu --import FILE --csv --page raw`` output (what a capture keeps in its bundle, the same rows).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.errors import FuseprofError, TraceFormatError
+from fuseprof.errors import MissingExtraError, NcuFailedError, TraceFormatError
 from fuseprof.parse.ncu_metrics import NCU_METRICS, columns_from_metrics, physical_problem
 from fuseprof.parse.sources import NCU_SOURCE
 from fuseprof.parse.units import scale_to_base
@@ -34,18 +36,33 @@ def _ncu_extras_dir() -> str | None:
     return next((str(c) for c in candidates if (c / "ncu_report.py").exists()), None)
 
 
-def _import_reader() -> Any:
+def _import_reader() -> Any | None:
+    """NVIDIA's ``ncu_report`` module, from the install or beside ``ncu``; None where neither has it."""
     try:
         import ncu_report
     except ImportError:
         extras = _ncu_extras_dir()
         if extras is None:
-            raise FuseprofError(
-                "reading .ncu-rep needs NVIDIA's reader: pip install ncu-report (x86-64 or arm64 Linux)"
-            ) from None
+            return None
         sys.path.append(extras)
         import ncu_report
     return ncu_report
+
+
+def _read_through_ncu(path: Path) -> pd.DataFrame:
+    """The report's rows from ``ncu --import FILE --csv --page raw --print-units base``, parsed as a capture's CSV."""
+    from fuseprof.capture.ncu_command import import_csv_argv  # pure argv builders and a subprocess runner:
+    from fuseprof.capture.ncu_run import run_capture_output  # neither imports torch
+    from fuseprof.parse.ncu_csv import ncu_csv_frame
+
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        raise MissingExtraError("ncu_report", f"reading {path.name}", "or put Nsight Compute's ncu on PATH")
+    try:
+        text = run_capture_output(import_csv_argv(ncu, path))
+    except NcuFailedError as exc:
+        raise TraceFormatError(f"{path}: ncu --import could not read it ({exc})") from None
+    return ncu_csv_frame(path, text)
 
 
 def _metric_value(action: Any, name: str) -> float | str | None:
@@ -72,9 +89,11 @@ def _range_of(action: Any) -> tuple[str, str] | None:
 
 def read_ncu_rep(path: Path) -> pd.DataFrame:
     """One row per profiled kernel, columns named as in ``fuseprof.bundle.schema``."""
-    reader = _import_reader()
     if not path.is_file():
         raise TraceFormatError(f"{path}: no such file")
+    reader = _import_reader()
+    if reader is None:
+        return _read_through_ncu(path)
     try:
         context = reader.load_report(str(path))
     except Exception as exc:  # the reader raises plain RuntimeError/ValueError for damaged files
