@@ -455,8 +455,9 @@ COMMANDS = (
             "tables. Plotly is inlined: the file opens without a network. Sections: fuseprof/report.py."),
     Command("store", "where decoded traces and analyses are kept, how much, and --clear", _store, _store_arguments,
             "The first analysis of a trace keeps its decoded tables and the analysis (Arrow, one file an entry) "
-            "under the hash of the file's bytes, in $FUSEPROF_CACHE (default ~/.cache/fuseprof; FUSEPROF_CACHE=off "
-            "turns it off); later "
+            "under the hash of the file's bytes, in $FUSEPROF_CACHE (default: $XDG_CACHE_HOME/fuseprof or "
+            "~/.cache/fuseprof on Linux, ~/Library/Caches/fuseprof on macOS, %LOCALAPPDATA%\\fuseprof\\Cache on "
+            "Windows; FUSEPROF_CACHE=off turns it off); later "
             "runs read them instead of the JSON. Entries are per fuseprof version and checked on every read; a "
             "damaged one is rebuilt. Design: fuseprof/parse/store.py."),
     Command("diff", "A/B diff of two traces: totals, categories, ops matched by op and shapes", _diff,

@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fuseprof.parse.textio import require_regular
@@ -25,14 +26,25 @@ _KEYS: dict[tuple[str, int, int], str] = {}
 _THREADS: list[threading.Thread] = []
 
 
+def platform_root(platform: str, environ: Mapping[str, str], home: Path) -> Path:
+    """The store's folder where FUSEPROF_CACHE does not name one: each system's own place for caches (what the
+    system's clean-up tools and backup exclusions know), as platformdirs has them."""
+    if platform == "darwin":
+        return home / "Library" / "Caches" / "fuseprof"
+    if platform == "win32":
+        return Path(environ.get("LOCALAPPDATA") or home / "AppData" / "Local") / "fuseprof" / "Cache"
+    return Path(environ.get("XDG_CACHE_HOME") or home / ".cache") / "fuseprof"
+
+
 def default_root() -> Path | None:
-    """The store's folder, or None when FUSEPROF_CACHE=off."""
+    """The store's folder: $FUSEPROF_CACHE, or the system's cache folder (``platform_root``); None when
+    FUSEPROF_CACHE=off."""
     value = os.environ.get(ENV, "").strip()
     if value.lower() in ("off", "0", "no", "false", "none"):
         return None
     if value:
         return Path(value).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fuseprof"
+    return platform_root(sys.platform, os.environ, Path.home())
 
 
 def _identity(path: Path) -> tuple[str, int, int] | None:

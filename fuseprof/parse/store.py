@@ -6,9 +6,10 @@ tables (``TraceTables``: kernels, runtime calls, CPU ops, modules, ranges) into 
 ones read them back, to the bit (``fuseprof.parse.frames``). Other layers keep their own results
 in an entry beside the tables (``put_frames`` / ``get_frames``: the analysis cache).
 
-    where   $FUSEPROF_CACHE, else $XDG_CACHE_HOME/fuseprof, else ~/.cache/fuseprof: a user folder,
-            never beside the trace (its folder may be read-only or shared); FUSEPROF_CACHE=off
-            turns the store off
+    where   $FUSEPROF_CACHE, else the system's cache folder: $XDG_CACHE_HOME/fuseprof or ~/.cache/fuseprof
+            (Linux), ~/Library/Caches/fuseprof (macOS), %LOCALAPPDATA%\\fuseprof\\Cache (Windows): a user
+            folder, never beside the trace (its folder may be read-only or shared); FUSEPROF_CACHE=off turns the
+            store off. The run that creates the default folder says so on stderr, once
     key     SHA-256 of the file's bytes as stored (gzipped or not; ``fuseprof.parse.hashing``, which
             hashes while the command imports): a renamed or copied trace hits, an edited one misses
     version each entry lives under v<format>-<fuseprof version>-<hash of fuseprof's own source>:
@@ -36,6 +37,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import warnings
@@ -46,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
-from fuseprof.parse.hashing import ENV, content_key, default_root
+from fuseprof.parse.hashing import ENV, content_key, default_root, platform_root
 from fuseprof.parse.owned import remove_stale_partials, temporary_name
 
 if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written: a kept answer needs neither
@@ -136,6 +138,20 @@ class TraceStore:
                           f"(set {ENV} to a folder of your own)", FuseprofWarning, stacklevel=3)
         return False
 
+    def _create_root(self) -> None:
+        """Make the store's folder. The process whose mkdir makes it at the system's default place (a folder the
+        user never named) says on stderr where it is and how to move or clear it: once, on the process's real
+        stderr, so that a kept answer (``fuseprof.commands.answers``) never repeats it."""
+        assert self.root is not None
+        try:
+            self.root.mkdir(parents=True)
+        except FileExistsError:
+            return
+        if self.root == platform_root(sys.platform, os.environ, Path.home()) and sys.__stderr__ is not None:
+            print(f"fuseprof: created the trace store {self.root}: decoded traces are kept there to be read again "
+                  f"fast ({ENV}=DIR moves it, {ENV}=off turns it off, `fuseprof store --clear` empties it; "
+                  "`fuseprof store --help`)", file=sys.__stderr__, flush=True)
+
     def _mark(self, version: Path) -> None:
         """Write the store's and the version folder's markers (what ``clear`` later trusts)."""
         assert self.root is not None
@@ -212,6 +228,7 @@ class TraceStore:
     def _write(self, key: str, part: str, frames: dict[str, pd.DataFrame], meta: dict[str, Any]) -> bool:
         """``put_frames``' write itself, whole or not at all (raises OSError)."""
         folder = self._entry(key, part)
+        self._create_root()
         folder.parent.mkdir(parents=True, exist_ok=True)
         self._mark(folder.parents[2])
         if not self._trusted(folder.parent):
