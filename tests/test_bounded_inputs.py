@@ -119,3 +119,152 @@ def test_a_catastrophic_registry_regex_is_refused_not_searched(tmp_path: Path) -
     registry.write_text('[[family]]\nfamily = "evil"\ncategory = "GEMM"\nkernel = "(a+)+$"\n')
     _clear_error(["analyze", str(path), "--registry", str(registry)], tmp_path, r"evil\.toml.*exponential time",
                  timeout=20)
+
+
+# --- nanosecond clocks ------------------------------------------------------------------------------------------
+
+def _in_ns(trace: dict, offset_ns: int = 0) -> str:
+    """The trace as an ns writer writes it: whole ns in ts and dur, ``displayTimeUnit: "ns"``, ts moved by
+    ``offset_ns`` (written as JSON integers, exactly)."""
+    out = {**trace, "displayTimeUnit": "ns", "traceEvents": []}
+    for e in trace["traceEvents"]:
+        e = dict(e)
+        for key in ("ts", "dur"):
+            if isinstance(e.get(key), (int, float)):
+                e[key] = round(e[key] * 1000) + (offset_ns if key == "ts" else 0)
+        out["traceEvents"].append(e)
+    return json.dumps(out)
+
+
+def _decoded(path: Path) -> dict:
+    import warnings
+
+    from fuseprof.parse.trace_events import read_trace_tables
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tables = read_trace_tables(path)
+    return {name: getattr(tables, name)[["start_ns", "dur_ns"]].reset_index(drop=True)
+            for name in ("gpu", "ops", "launches", "modules")} | {
+        "memory": tables.memory[["start_ns", "bytes"]].reset_index(drop=True)}
+
+
+@pytest.mark.parametrize("offset_ns", [0, 1_752_830_085_464_752_000], ids=["boot clock", "epoch clock"])
+def test_a_trace_in_ns_is_read_as_ns(offset_ns: int, tmp_path: Path) -> None:
+    """Whole ns in ts and dur with displayTimeUnit 'ns' (its launch calls 1.5–50k units long: ns): every table's
+    times are the µs trace's to the ns, moved by the offset. The code before read them as µs, 1000x too long."""
+    path = tmp_path / "ns.json"
+    path.write_text(_in_ns(_trace(), offset_ns))
+    ns, us = _decoded(path), _decoded(BERT)
+    same = all(ns[k]["start_ns"].sub(offset_ns).equals(us[k]["start_ns"]) and ns[k].drop(columns="start_ns").equals(
+        us[k].drop(columns="start_ns")) for k in us)
+    FUZZ_RESULTS["identical" if same else "silently wrong"] += 1
+    assert same, {k: (ns[k].head(2), us[k].head(2)) for k in us}
+
+
+def test_whole_microseconds_that_say_ns_stay_microseconds(tmp_path: Path) -> None:
+    """A µs writer's whole numbers (PyTorch ≤ 2.0) beside displayTimeUnit 'ns' (a viewer's setting): its launch
+    calls are a few units long, which only µs can be, so the times stay µs — the same tables as without it."""
+    trace = _trace()
+    for e in trace["traceEvents"]:
+        for key in ("ts", "dur"):
+            if isinstance(e.get(key), float):
+                e[key] = int(e[key])
+    plain, said = tmp_path / "us.json", tmp_path / "said.json"
+    plain.write_text(json.dumps(trace))
+    said.write_text(json.dumps({**trace, "displayTimeUnit": "ns"}))
+    same = all(a.equals(b) for a, b in zip(_decoded(plain).values(), _decoded(said).values()))
+    FUZZ_RESULTS["identical" if same else "silently wrong"] += 1
+    assert same
+
+
+def test_whole_numbers_that_say_ns_with_nothing_to_tell_are_refused(tmp_path: Path) -> None:
+    """No fraction and no launch call (a GPU-only export): µs or ns cannot be told, so the trace is refused with
+    what to do — never read 1000x off."""
+    trace = json.loads(_in_ns(_trace()))
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") not in ("cuda_runtime", "cuda_driver")]
+    path = tmp_path / "gpu_only.json"
+    path.write_text(json.dumps(trace))
+    _clear_error(["analyze", str(path)], tmp_path, r"gpu_only\.json: displayTimeUnit is 'ns'.*divide them by 1000")
+
+
+# --- durations and memory records no run can have ---------------------------------------------------------------
+
+def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from fuseprof.cli import main
+
+    code = main(["check", str(path)])
+    return code, capsys.readouterr().out
+
+
+def _flagged(check: str, path: Path, capsys: pytest.CaptureFixture[str], table: str) -> None:
+    """``check`` fails on the edited trace (``fuseprof check`` exits 1 naming it) and ``table`` of the analysis
+    says it rests on it; the clean trace passes it. Counted 'warning' (said, not silent) or 'silently wrong'."""
+    from fuseprof.analysis import analyze_trace
+    from fuseprof.analysis.integrity import failed_for
+    from fuseprof.analysis.sections import table_spec
+
+    code, out = _check(path, capsys)
+    row = next(line for line in out.splitlines() if line.startswith(check))
+    result = analyze_trace(path)
+    flagged = code == 1 and "FAILED" in row and any(f.startswith(check) for f in failed_for(
+        table_spec(table).rests_on, result.integrity))
+    FUZZ_RESULTS["warning" if flagged else "silently wrong"] += 1
+    assert flagged, (code, row)
+    assert analyze_trace(BERT).integrity.set_index("check").loc[check, "ok"]
+
+
+@pytest.mark.parametrize("which", ["a middle kernel", "the last kernel"])
+def test_a_kernel_of_a_billion_microseconds_is_damage(which: str, tmp_path: Path, capsys) -> None:
+    """One kernel's dur set to 10^9 µs (1,000 s in a trace of 8 ms): in the middle it holds the later kernels
+    of its stream; last, it outlasts the host's whole recording. Either fails impossible_durations, and the
+    timeline says it rests on it. Before, every check passed and the span read 1,000 s."""
+    trace = _trace()
+    kernels = sorted(_kernels(trace), key=lambda e: e["ts"])
+    (kernels[10] if which == "a middle kernel" else kernels[-1])["dur"] = 1e9
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(trace))
+    _flagged("impossible_durations", path, capsys, "timeline")
+
+
+def _memory_records(trace: dict) -> list[dict]:
+    return [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("name") == "[memory]"
+            and e["args"].get("Device Type") == 1]
+
+
+def _negative_total(records: list[dict]) -> None:
+    records[50]["args"]["Total Allocated"] = -10**12
+
+
+def _total_jumps(records: list[dict]) -> None:
+    records[60]["args"]["Total Allocated"] += 10**11  # no record's Bytes says where 100 GB came from
+
+
+def _beyond_reserved(records: list[dict]) -> None:
+    records[70]["args"]["Total Reserved"] = records[70]["args"]["Total Allocated"] - 512
+
+
+def _freed_twice(records: list[dict]) -> None:
+    frees = [i for i, r in enumerate(records) if r["args"]["Bytes"] < 0]
+    i = frees[5]
+    again = {**records[i], "ts": records[i]["ts"] + 0.001, "args": {**records[i]["args"]}}
+    again["args"]["Total Allocated"] = records[i]["args"]["Total Allocated"] + records[i]["args"]["Bytes"]
+    records.insert(i + 1, again)
+
+
+@pytest.mark.parametrize("edit", [_negative_total, _total_jumps, _beyond_reserved, _freed_twice],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_impossible_memory_records_are_flagged(edit, tmp_path: Path, capsys) -> None:
+    """Hostile [memory] records — a negative total, a total no allocation explains, more allocated than reserved,
+    an address freed twice — fail memory_records_impossible, and the memory tables say they rest on it. Before,
+    the tables printed their peaks with no flag."""
+    trace = _trace()
+    records = _memory_records(trace)
+    assert len(records) > 100
+    edit(records)
+    others = [e for e in trace["traceEvents"] if not (isinstance(e, dict) and e.get("name") == "[memory]"
+                                                      and e["args"].get("Device Type") == 1)]
+    trace["traceEvents"] = others + records
+    path = tmp_path / "memory.json"
+    path.write_text(json.dumps(trace))
+    _flagged("memory_records_impossible", path, capsys, "memory")

@@ -116,6 +116,10 @@ def test_a_percentage_above_100_is_flagged_where_it_is_shown(tmp_path: Path, cap
     assert "⚠ % roof: " in capsys.readouterr().out
 
 
+def table_is_empty(result, name: str) -> bool:  # type: ignore[no-untyped-def]
+    return result.tables()[name].empty
+
+
 def test_every_table_is_flagged_in_every_view_when_a_check_it_rests_on_fails() -> None:
     """Each table that declares checks it rests on, on a real trace whose integrity table says each of those
     checks failed in turn: the table's view says that check failed (the audit's flags were looked up by table
@@ -128,5 +132,8 @@ def test_every_table_is_flagged_in_every_view_when_a_check_it_rests_on_fails() -
             integrity = result.integrity.copy()
             integrity["ok"] = integrity["check"] != check
             result.integrity = integrity
-            (shown,) = trace_views(result, only=table.name)
+            views = list(trace_views(result, only=table.name))
+            if not views and table.hide_empty and table_is_empty(result, table.name):
+                continue  # a table with no rows is not shown (a trace without memory records): no flag to carry
+            (shown,) = views
             assert any(check in flag for flag in shown.flags), (table.name, check, shown.flags)

@@ -41,6 +41,14 @@ sections rest on which checks, so a number resting on a failed check is flagged 
     host_processes                  processes whose host calls the trace records; ok when 1 (one profiler
                                     writes one process: two are files merged, whose ranks, steps and
                                     streams every table would mix, whether or not their clocks agree)
+    impossible_durations            GPU events whose duration no run can have (``impossible_durations``): one
+                                    that holds a later kernel of its own stream whole inside it (a stream
+                                    runs its work in order), or one longer than the host's whole recording
+                                    (its first host event's start to its last one's end) and the other GPU
+                                    work's; ok when 0 (one bogus 10^9 µs kernel makes the span 1,000 s,
+                                    and the overlap check, a share of kernel time it inflates, passes)
+    memory_records_impossible       allocator records no allocator writes (``fuseprof.analysis.memory``,
+                                    ``impossible_records``); ok when 0. The memory tables rest on it
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.graphs import KERNEL_LAUNCH, capture_numbers, kernel_launches, outermost
+from fuseprof.analysis.memory import impossible_records
 from fuseprof.analysis.timeline import stream_labels
 from fuseprof.model.intervals import apart, union_ns
 from fuseprof.parse.trace_events import TraceTables
@@ -70,9 +79,13 @@ DEPENDS = {
     "fusion": ("attributed_kernel_time_pct", "graph_kernel_time_attributed_pct", "shapes_recorded_pct"),
     "timeline": ("overlapping_kernel_ns", "timestamp_resolution_ns", "kernels_without_launch",
                  "launches_without_gpu_event", "kernels_written_twice", "gpus_in_trace", "largest_gpu_gap_ns",
-                 "host_processes"),
-    "categories": ("attributed_kernel_time_pct", "launches_without_gpu_event", "kernels_written_twice"),
+                 "host_processes", "impossible_durations"),
+    "categories": ("attributed_kernel_time_pct", "launches_without_gpu_event", "kernels_written_twice",
+                   "impossible_durations"),
+    "memory": ("memory_records_impossible",),
 }
+for _table in ("top_ops", "op_roofline", "fusion"):  # every time table sums the durations
+    DEPENDS[_table] += ("impossible_durations",)
 
 
 def _linked_by(with_op: pd.DataFrame) -> str:
@@ -108,6 +121,29 @@ def _largest_gap(events: pd.DataFrame) -> int:
     start = events["start_ns"].to_numpy(np.int64)[order]
     reach = np.maximum.accumulate(start + events["dur_ns"].to_numpy(np.int64)[order])
     return int(max(0, (start[1:] - reach[:-1]).max()))
+
+
+def impossible_durations(events: pd.DataFrame, host_span: tuple[int, int] | None) -> pd.DataFrame:
+    """The GPU events whose duration no run can have: a kernel holding a later kernel of its own stream whole
+    inside it (a stream runs its work in order: the earlier one's end is wrong), or an event longer than the host's
+    whole recording (``host_span``: its first event's start and last event's end; None for a trace without host
+    events, where nothing bounds a duration) and than every other GPU event's span of starts."""
+    if events.empty:
+        return events
+    start = events["start_ns"].to_numpy(np.int64)
+    end = start + events["dur_ns"].to_numpy(np.int64)
+    bad = np.zeros(len(events), bool)
+    kernels = events["kind"].isin(["kernel", "communication"]).to_numpy(bool)
+    codes = pd.factorize(stream_labels(events))[0]
+    for code in np.unique(codes[kernels & (codes >= 0)]):
+        at = np.flatnonzero(kernels & (codes == code))
+        order = at[np.lexsort((-end[at], start[at]))]  # by start, the longer first where two start together
+        later_end = np.minimum.accumulate(end[order][::-1])[::-1]  # the earliest end among it and those after
+        bad[order[:-1]] |= later_end[1:] <= end[order[:-1]]
+    if host_span is not None:
+        first, last = min(host_span[0], int(start.min())), max(host_span[1], int(start.max()))
+        bad |= end - start > last - first
+    return events[bad]
 
 
 def _written_twice(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -247,10 +283,13 @@ _READ = frozenset(("kind", "start_ns", "dur_ns", "op", "launch_api", "ranges", "
 
 
 def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series,
-              lost: tuple[int, int] = (0, 0), window_asked: str | None = None, processes: int = 1) -> pd.DataFrame:
+              lost: tuple[int, int] = (0, 0), window_asked: str | None = None, processes: int = 1,
+              host_span: tuple[int, int] | None = None, memory: pd.DataFrame | None = None) -> pd.DataFrame:
     """The checks over a trace's GPU events (``window``: the events the tables cover; ``device_named``: whether each
     event's device has a name in the trace; ``lost``: ``lost_launches``; ``window_asked``: the ``--window`` given, whose
-    left-out events are what was asked, not a fault; ``processes``: how many processes' host calls the trace holds)."""
+    left-out events are what was asked, not a fault; ``processes``: how many processes' host calls the trace holds;
+    ``host_span``: the first host event's start and the last one's end, None where it has none; ``memory``: the
+    allocator's records, the decoder's ``memory`` table)."""
     all_events = all_events[[c for c in all_events.columns if c in _READ]]
     events = all_events[window]
     kernels = events[events["kind"].isin(["kernel", "communication"])]
@@ -266,6 +305,8 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     modules = with_op[own | with_op["forward_module"].notna()] if "forward_module" in with_op else with_op[own]
     unnamed = all_events[~device_named]
     overlap = _overlap_on_streams(events)
+    impossible = impossible_durations(all_events, host_span)
+    memory_faults, memory_fault = impossible_records(memory) if memory is not None else (0, "")
     rows = [
         ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum() + in_range["dur_ns"].sum(), kernel_ns), None,
          f"{len(with_op)} of {len(kernels)} kernels have a launching op" + _linked_by(with_op)
@@ -296,6 +337,13 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
         ("launches_without_gpu_event", lost[0], lost[0] == 0,
          f"{lost[0]:,} of {lost[1]:,} kernel launches have no kernel in the trace: records were lost, and every time "
          "table reads low" if lost[0] else "every kernel launch has its kernel"),
+        ("impossible_durations", len(impossible), impossible.empty,
+         f"{len(impossible):,} GPU event(s) ({impossible['dur_ns'].max() / 1e3:,.3f} µs the longest) hold a later "
+         "kernel of their stream, or outlast the host's whole recording: damaged durations, which every time "
+         "table sums" if len(impossible) else "none"),
+        ("memory_records_impossible", memory_faults, memory_faults == 0,
+         f"{memory_faults:,} allocator record(s) no allocator writes, the first with {memory_fault}: the memory "
+         "tables' peaks and holders are not the run's" if memory_faults else "none"),
     ]
     thresholds = {"attributed_kernel_time_pct": 90.0, "graph_kernel_time_attributed_pct": 99.0,
                   "shapes_recorded_pct": 1e-9, "modules_recorded_pct": 1e-9}

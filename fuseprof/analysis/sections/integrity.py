@@ -9,6 +9,7 @@ import pandas as pd
 from fuseprof.analysis.integrity import integrity, lost_launches
 from fuseprof.analysis.sections import Column, Context, Section, Table
 from fuseprof.model.devices import device_from_properties
+from fuseprof.parse.trace_events import TraceTables
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
@@ -17,7 +18,17 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
         lambda d: tables.device_name(d) is not None or device_from_properties(tables.properties_of(d)) is not None)
     processes = len(set(tables.launches["pid"].dropna()) | set(tables.host_ops["pid"].dropna()))
     return {"integrity": integrity(context.every, context.mask, named, lost_launches(context.tables),
-                                   context.window_asked, processes)}
+                                   context.window_asked, processes, _host_span(tables), tables.memory)}
+
+
+def _host_span(tables: TraceTables) -> tuple[int, int] | None:
+    """The host's recording: its first timed event's start and its last one's end (ops, launch calls, ranges)."""
+    frames = [f for f in (tables.ops, tables.launches, tables.annotations, tables.host_ops) if len(f)]
+    if not frames:
+        return None
+    starts = [int(f["start_ns"].min()) for f in frames]
+    ends = [int((f["start_ns"] + f["dur_ns"]).max()) for f in frames]
+    return min(starts), max(ends)
 
 
 SECTION = Section(

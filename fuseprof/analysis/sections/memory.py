@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from fuseprof.analysis.integrity import DEPENDS
 from fuseprof.analysis.memory import device_records, holders_at_peak, memory_by_step, memory_timeline
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
@@ -31,11 +32,11 @@ SECTION = Section(
             Column("allocs", "allocations", "int"), Column("frees", "frees", "int"),
             Column("activations MB", "activations_bytes", "fixed:1e6:1"),
             Column("allocator calls", "allocator_calls", "int"), Column("allocator µs", "allocator_ns", "us")),
-            figure="memory", hide_empty=True),
+            figure="memory", hide_empty=True, rests_on=DEPENDS["memory"]),
         Table("memory_holders", "What held the memory at the peak (live allocations by op and module)", (
             Column("device", "device"), Column("step", "step"), Column("op", "op", "text:50"),
             Column("module", "module", "text:50"), Column("phase", "phase"), Column("allocs", "allocations", "int"),
             Column("MB", "bytes", "fixed:1e6:1"), Column("% of peak", "share_of_peak_pct", "round:1"),
-            Column("freed in", "freed_in")), hide_empty=True),
+            Column("freed in", "freed_in")), hide_empty=True, rests_on=DEPENDS["memory"]),
         Table("memory_timeline", "Allocated and reserved over time", shown=False),
     ))
