@@ -102,6 +102,7 @@ def test_analyze_command_formats(capsys) -> None:
     assert max(len(line) for line in out.splitlines()) <= 160
     assert main(["analyze", str(EAGER), "--format", "json"]) == 0
     body = json.loads(capsys.readouterr().out)
+    assert body.pop("schema_version") == 1
     (trace,) = body.values()
     assert trace["timeline"][0]["stream"] == "all" and trace["device"] == "NVIDIA H200"
     assert main(["analyze", str(EAGER), "--format", "csv"]) == 0

@@ -62,15 +62,26 @@ def folder_argument(p: argparse.ArgumentParser, help_text: str = "bundle or fold
     p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help=help_text)
 
 
-def emit(frame: pd.DataFrame, fmt: str, wide: bool = False) -> None:
+# The version of every JSON output's layout: a top-level "schema_version" in `analyze --format json`'s object, a
+# "schema_version" field first in each record of the other verbs' lists (a list stays a list: adding a field breaks
+# no reader). CHANGELOG.md lists every field whose meaning changes, and a change that is not only an added field
+# raises it.
+JSON_SCHEMA_VERSION = 1
+
+
+def emit(frame: pd.DataFrame, fmt: str, wide: bool = False, versioned: bool = True) -> None:
     """``frame`` as a terminal table (columns with no value at all left out; at most 120 columns unless
-    ``wide``), CSV or JSON records (every column, base units)."""
+    ``wide``), CSV or JSON records (every column, base units; each record with its ``schema_version`` unless
+    ``versioned`` is off: rows whose columns the user chose, as `sql`'s)."""
     from fuseprof.commands.render import table_text
 
     if fmt == "csv":
         with verbatim():  # data: names as the trace holds them
             frame.to_csv(sys.stdout, index=False)
     elif fmt == "json":
+        if versioned:
+            frame = frame.copy(deep=False)
+            frame.insert(0, "schema_version", JSON_SCHEMA_VERSION)
         sys.stdout.write(frame.to_json(orient="records", indent=1) + "\n")
     else:
         print(table_text(frame.dropna(axis=1, how="all"), wide))

@@ -54,7 +54,7 @@ def _sql(args: argparse.Namespace) -> int:
     tables = catalog(analyses(args))
     frame = described(tables) if args.tables else query(tables, args.query, args.external_access)
     if args.format != "table":
-        emit(frame, args.format, args.wide)
+        emit(frame, args.format, args.wide, versioned=bool(args.tables))  # a query's rows have the query's columns
         return 0
     from fuseprof.commands.render import table_text
 

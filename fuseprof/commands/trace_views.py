@@ -14,7 +14,7 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.sections import build_across
-from fuseprof.commands.base import emit
+from fuseprof.commands.base import JSON_SCHEMA_VERSION, emit
 from fuseprof.commands.render import WIDTH, cell_text, clean_text, table_text
 from fuseprof.display import cells_as_text
 from fuseprof.section_views import Shown, rank_views, several_ranks, trace_views
@@ -116,7 +116,9 @@ def show_verification(table: pd.DataFrame, fmt: str, wide: bool) -> None:
 
 
 def to_json(results: list[TraceAnalysis]) -> str:
-    body: dict[str, object] = {}
+    """Every table of every trace, keyed by the trace's name (then ``across_ranks`` for a set of ranks), after the
+    layout's ``schema_version``."""
+    body: dict[str, object] = {"schema_version": JSON_SCHEMA_VERSION}
     for r in results:
         tables = {name: json.loads(cells_as_text(t).to_json(orient="records")) for name, t in r.tables().items()}
         body[str(r.name)] = {"device": r.device, "roof": r.roof.label, "rank": r.rank, "notes": r.notes, **tables}
