@@ -3,10 +3,13 @@ across every trace and rank given, each row with its ``trace`` and ``rank``.
 
 The tables (``TABLES``; their columns: ``fuseprof sql --tables``, docs/interop.md). Units are in the column names
 (``_ns`` integer nanoseconds on the trace's clock, ``_pct``, ``bytes``):
-    kernels          every GPU event of the analysed window (kernels, memcpys, memsets) with its launch, op,
-                     module, category, role and profiler step: the analysis's linked events
-    cpu_ops          the CPU ops (``external_id`` is a kernel's ``op_id``), runtime_calls the runtime/driver
-                     calls, modules the ``nn.Module`` ranges, annotations the ``record_function`` ranges
+    kernels          every GPU event of the analysed window (kernels, collectives, memcpys, memsets: ``kind``
+                     'kernel', 'communication', 'memcpy', 'memset') with its launch, op, module, category, role
+                     and profiler step: the analysis's linked events (the default window, the profiler steps,
+                     leaves out those outside every step; the CLI says the window on stderr)
+    cpu_ops          the CPU ops that launched GPU work, not every op (the name is kept for scripts that use it;
+                     ``external_id`` is a kernel's ``op_id``), runtime_calls the runtime/driver calls, modules the
+                     ``nn.Module`` ranges, annotations the ``record_function`` ranges: the whole trace
     <section table>  every table of ``fuseprof analyze`` by its name (steps, timeline, idle, categories,
                      top_kernels, top_ops, launches, op_roofline, fusion, audit, integrity, collectives, …)
     rank_summary, collective_skew, late_arrivals, stragglers
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -64,22 +68,40 @@ def sql_ready(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _with_source(frame: pd.DataFrame, result: TraceAnalysis) -> pd.DataFrame:
-    return frame.assign(trace=result.name, rank=pd.array([result.rank] * len(frame), dtype="Int64"))
+def trace_keys(results: list[TraceAnalysis]) -> list[str]:
+    """Each result's ``trace`` value, unique across ``results``: its name, or where two share a name (``a/t.json``
+    and ``b/t.json`` are both ``t.json``) the fewest trailing parts of their paths that tell them apart, else its
+    position (the same file given twice). The views join tables on ``trace``: a name two traces share joined one
+    trace's kernels to the other's ops."""
+    keys = [r.name for r in results]
+    for name in {k for k in keys if keys.count(k) > 1}:
+        clash = [i for i, k in enumerate(keys) if k == name]
+        sources = [results[i].source for i in clash]
+        parts = [Path(source).resolve().parts if source is not None else () for source in sources]
+        depth = next((d for d in range(2, max(map(len, parts), default=0) + 1)
+                      if len({p[-d:] for p in parts}) == len(parts)), None)
+        for i, p in zip(clash, parts):
+            keys[i] = "/".join(p[-depth:]) if depth is not None and all(parts) else f"{name} #{clash.index(i) + 1}"
+    return keys
+
+
+def _with_source(frame: pd.DataFrame, result: TraceAnalysis, key: str) -> pd.DataFrame:
+    return frame.assign(trace=key, rank=pd.array([result.rank] * len(frame), dtype="Int64"))
 
 
 def catalog(results: list[TraceAnalysis]) -> dict[str, pd.DataFrame]:
-    """Every table ``fuseprof sql`` queries, by name, over ``results`` (see the module docstring)."""
+    """Every table ``fuseprof sql`` queries, by name, over ``results`` (see the module docstring); each row's
+    ``trace`` is its trace's key (``trace_keys``)."""
     store = default_store()
     parts: dict[str, list[pd.DataFrame]] = {"kernels": []}
-    for result in results:
-        parts["kernels"].append(_with_source(result.events, result))
+    for result, key in zip(results, trace_keys(results)):
+        parts["kernels"].append(_with_source(result.events, result, key))
         raw = store.tables(result.source)[0] if result.source is not None else None
         for name, attribute in RAW_TABLES.items():
             if raw is not None:
-                parts.setdefault(name, []).append(_with_source(getattr(raw, attribute), result))
+                parts.setdefault(name, []).append(_with_source(getattr(raw, attribute), result, key))
         for name, frame in result.frames.items():
-            parts.setdefault(name, []).append(_with_source(frame, result))
+            parts.setdefault(name, []).append(_with_source(frame, result, key))
     tables = {n: sql_ready(pd.concat([f for f in fs if not f.empty] or fs[:1], ignore_index=True))
               for n, fs in parts.items()}
     if sum(not r.collectives.empty for r in results) >= 2:
