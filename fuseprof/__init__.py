@@ -9,7 +9,7 @@ touches no GPU and imports no torch.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from typing import TYPE_CHECKING, Any
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.browser import CHROMIUM_ARGS, PLOT_SELECTOR, dashboard, require_browser
-from tests.conftest import FIXTURES, ROOT, TRACES
+from tests.conftest import FIXTURES, ROOT, TRACES, shared_traces
 
 pytestmark = pytest.mark.wheel
 
@@ -25,16 +26,73 @@ def run(argv: list[str], cwd: Path, timeout: float = 900) -> str:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bin/ of a fresh venv with the wheel installed (torch pinned first: the CPU wheel on disk)."""
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of the checkout, built once for the module's venvs."""
+    work = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work), str(ROOT)], work)
+    (built,) = work.glob("fuseprof-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin/ of a fresh venv with the wheel and every extra of ``all`` installed (torch pinned first: the CPU
+    wheel on disk)."""
     work = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(ROOT)], work)
-    (wheel,) = (work / "dist").glob("fuseprof-*.whl")
     run([sys.executable, "-m", "venv", str(work / "venv")], work)
     pip = [str(work / "venv" / "bin" / "python"), "-m", "pip", "install", "-q"]
     run([*pip, "torch==2.13.0"], work)
-    run([*pip, str(wheel)], work)
+    run([*pip, f"{wheel}[all]"], work)
     return work / "venv" / "bin"
+
+
+@pytest.fixture(scope="module")
+def core(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin/ of a fresh venv with the wheel alone, no extra (pip as a user runs it: PyPI, pip's cache); its
+    install time and size are printed (``-s``) and written beside it, in core-install.txt."""
+    work = tmp_path_factory.mktemp("core")
+    start = time.perf_counter()
+    run([sys.executable, "-m", "venv", str(work / "venv")], work)
+    run([str(work / "venv" / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], work)
+    seconds = time.perf_counter() - start
+    size = sum(f.lstat().st_size for f in (work / "venv").rglob("*") if f.is_file() and not f.is_symlink())
+    said = f"core install: {seconds:.1f} s (venv and pip install {wheel.name}), venv {size / 1e6:,.1f} MB"
+    (work / "core-install.txt").write_text(said + "\n")
+    print(said)
+    return work / "venv" / "bin"
+
+
+def test_the_core_install_analyses_traces_without_torch(core: Path, tmp_path: Path) -> None:
+    """No extra: torch, streamlit, jupyter, nvidia-ml-py and ncu-report are absent, `import torch` fails, and from
+    another directory `analyze`, `check` and `report` of a committed trace exit 0 with the trace's numbers (the
+    BERT trace's busy time, 307.197 µs, as the full install prints it); a capture verb is one line naming
+    ``fuseprof[capture]``."""
+    python = str(core / "python")
+    listed = {line.split("==")[0].lower() for line in run([python, "-m", "pip", "freeze"], tmp_path).splitlines()}
+    assert not listed & {"torch", "streamlit", "jupyter", "nvidia-ml-py", "ncu-report", "triton"}, listed
+    assert {"pandas", "pyarrow", "plotly", "msgspec", "numpy"} <= listed
+    no_torch = subprocess.run([python, "-c", "import torch"], capture_output=True, text=True, cwd=tmp_path)
+    assert no_torch.returncode == 1 and "No module named 'torch'" in no_torch.stderr
+    fuseprof, trace = str(core / "fuseprof"), str(FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz")
+    assert "307.197" in run([fuseprof, "analyze", trace], tmp_path)
+    assert "integrity" in run([fuseprof, "check", trace], tmp_path).lower()
+    run([fuseprof, "report", trace, "-o", str(tmp_path / "r.html")], tmp_path)
+    assert "Plotly.newPlot" in (tmp_path / "r.html").read_text()
+    assert run([python, "-c", "import importlib.resources as r; print(r.files('fuseprof').joinpath('py.typed')"
+                              ".is_file())"], tmp_path).strip() == "True"
+    profile = subprocess.run([fuseprof, "profile", "silu_mul", "--device", "cpu", "--out", str(tmp_path / "o")],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    assert profile.returncode == 2 and profile.stderr.strip() == (
+        "fuseprof: error: fuseprof profile needs torch, which this install lacks: pip install 'fuseprof[capture]'")
+
+
+@pytest.mark.shared
+def test_the_core_install_analyses_a_shared_trace(core: Path, tmp_path: Path) -> None:
+    """The issue's words: the core extra, in a fresh venv without torch, analyses a shared trace (vLLM's, graph
+    replays and all) and checks it."""
+    trace = str(shared_traces() / "h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
+    assert "GPU timeline" in run([str(core / "fuseprof"), "analyze", trace], tmp_path)
+    run([str(core / "fuseprof"), "check", trace], tmp_path)
 
 
 def test_installed_commands_work_from_another_directory(installed: Path, tmp_path: Path) -> None:
