@@ -120,7 +120,7 @@ def kernel_roofline(placed: pd.DataFrame, counter: list[int]) -> str:
     roofs = {r for r in placed["roof"].unique()}
     from fuseprof.model.roofline import capture_roof
 
-    judged = [capture_roof(d) for d in placed["device"].dropna().unique()]
+    judged = [r for r in (capture_roof(d) for d in placed["device"].dropna().unique()) if r.judged]
     return (f"<h2>Per-kernel roofline (ncu, {len(placed)} kernels; {html.escape(', '.join(sorted(roofs)))})</h2>" +
             _figure(figures.roofline_figure(placed, judged, datasheet_roof(DEVICES[REFERENCE_DEVICE])), counter) +
             _table(cells_as_text(human_units(placed))))

@@ -140,7 +140,7 @@ def test_a_trace_without_device_properties_says_so_and_keeps_its_tables(tmp_path
     path = shared_traces() / "h100_bert_small_uncased.json.gz"
     (a,) = analyze(path)
     (b,) = analyze(trace_forms.write(trace_forms.no_devices(_load(path)), tmp_path / "bare.json"))
-    assert a.roof.label == "H100 SXM (datasheet)" and "assumed" in b.roof.label
+    assert a.roof.label == "H100 SXM (datasheet)" and not b.roof.judged and "unknown GPU" in b.roof.label
     assert any("names no device" in n for n in b.notes)
     for table in ("timeline", "categories", "top_kernels", "steps", "idle"):
         pd.testing.assert_frame_equal(a.tables()[table], b.tables()[table], check_exact=True, obj=table)

@@ -151,13 +151,13 @@ def test_a_trace_that_names_no_device_is_judged_against_the_one_it_describes(tmp
     target.write_text(json.dumps(unnamed))
     (named,), (described,) = analyze(path), analyze(target)
     assert described.roof.label == named.roof.label == "MI300X (datasheet)"
-    assert any("recognised from the trace's deviceProperties (304 SMs/CUs" in n for n in described.notes)
+    assert any("recognised from deviceProperties (304 SMs/CUs" in n for n in described.notes)
     partitioned = copy.deepcopy(unnamed)
     for device in partitioned["deviceProperties"]:
         device["numSms"] = 38  # an MI300X in CPX mode: a part no row describes
     target.write_text(json.dumps(partitioned))
     (unknown,) = analyze(target)
-    assert "assumed" in unknown.roof.label
+    assert not unknown.roof.judged and "unknown GPU" in unknown.roof.label
 
 
 @pytest.mark.parametrize(("name", "key", "dram_tb_per_s"), [

@@ -28,7 +28,7 @@ from fuseprof.analysis.steps import profiler_steps, window_mask
 from fuseprof.analysis.summaries import attach_ncu
 from fuseprof.bundle.files import RAW, is_bundle
 from fuseprof.errors import TraceFormatError
-from fuseprof.model.devices import device_from_properties
+from fuseprof.model.devices import identify
 from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.model.roofline import Roof, capture_roof
@@ -123,28 +123,24 @@ def trace_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _device_of(tables: TraceTables, events: pd.DataFrame) -> tuple[str | None, str | None]:
-    """The GPU the events ran on: the name ``deviceProperties`` gives, else the device its other properties
-    describe (SMs or CUs, memory, arch, warp size: ``devices.device_from_properties``), with a note saying so."""
-    devices = events["device"].dropna().unique()
-    names = sorted({tables.device_name(d) or "" for d in devices} - {""})
-    if names:
-        return names[0], None
-    for device in devices:
-        properties = tables.properties_of(device)
-        key = device_from_properties(properties)
-        if key:
-            p = properties
-            said = (f"{p.get('sms')} SMs/CUs, {p.get('memory_bytes', 0) / 1e9:.1f} GB, arch {p.get('major')}."
-                    f"{p.get('minor')}, warp {p.get('warp')}")
-            return key, f"device: {key}, recognised from the trace's deviceProperties ({said}); it names no GPU"
-    return None, None
+def _device_of(tables: TraceTables, events: pd.DataFrame) -> tuple[str | None, dict[str, int], str | None]:
+    """The GPU the events ran on — the name ``deviceProperties`` gives, else the table's row its other
+    properties describe — with those properties (``devices.identify`` weighs them before the name) and a note
+    where the row came from the properties rather than the name."""
+    for device in events["device"].dropna().unique():
+        name, properties = tables.device_name(device), tables.properties_of(device)
+        found = identify(name, properties)
+        if found.key is not None and found.key != identify(name).key:
+            return name or found.key, properties, f"device: {found.why}"
+        if name or found.key:
+            return name or found.key, properties, None
+    return None, {}, None
 
 
 def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None) -> list[str]:
     notes = []
-    if "assumed" in roof.label:
-        notes.append(f"roof: {roof.label}; pass --device to name the GPU")
+    if not roof.judged:
+        notes.append(f"roof: {roof.label}; no row is judged against a roof")
     if events["input_dims"].map(lambda d: isinstance(d, list)).sum() == 0:
         notes.append("no input shapes in the trace (captured without record_shapes=True): no per-op roofline, and the "
                      "audit sees fused kernels only (the op graph that shows unfused ones needs shapes)")
@@ -219,9 +215,10 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
     found = windowed_events(tables, options, captures, ncu_rows)
     events = found.events
     device_name, recognised = options.device, None
+    properties: dict[str, int] = {}
     if device_name is None:
-        device_name, recognised = _device_of(tables, events)
-    roof = capture_roof(device_name, options.measured)
+        device_name, properties, recognised = _device_of(tables, events)
+    roof = capture_roof(device_name, options.measured, properties)
     copy = options.copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
                                      f"{roof.label} DRAM + the trace's kernel floor")
     graph = op_graph(tables, options.registry, execution_trace)  # by shapes where no execution trace is given

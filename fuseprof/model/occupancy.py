@@ -1,6 +1,8 @@
 """Theoretical occupancy from registers, shared memory and block size, as the CUDA occupancy
-calculator computes it, for compute capability 9.0 (H100/H200); checked against ncu's
-``sm__maximum_warps_per_active_cycle_pct`` on every committed kernel.
+calculator computes it, against the per-SM limits of the GPU that ran the kernel (``devices.limits_for``: its
+compute capability's, with the trace's own registers, shared memory and threads per SM over them); checked
+against ncu's ``sm__maximum_warps_per_active_cycle_pct`` on every committed kernel. A GPU whose limits are
+unknown (an AMD CU, an unknown part) gets no computed occupancy: NaN, limiter "unknown".
 """
 
 from __future__ import annotations
@@ -10,23 +12,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from fuseprof.model.devices import SM_LIMITS, SmLimits, identify, limits_for
 
-@dataclass(frozen=True)
-class SmLimits:
-    """Per-SM resources (CUDA C Programming Guide, "Technical Specifications per Compute Capability")."""
-
-    max_warps: int = 64
-    max_blocks: int = 32
-    registers: int = 65536
-    register_partitions: int = 4  # the register file is split across the SM's 4 schedulers
-    register_unit: int = 256  # registers are allocated per warp in units of 256
-    max_registers_per_thread: int = 255
-    shared_bytes: int = 233472  # 228 KB usable by blocks
-    shared_unit: int = 128
-    shared_reserved_per_block: int = 1024  # the runtime reserves 1 KB of shared memory per block
-
-
-HOPPER = SmLimits()
+HOPPER = SM_LIMITS[(9, 0)]
 
 
 @dataclass(frozen=True)
@@ -58,8 +46,8 @@ def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_pe
     """Resident blocks per SM allowed by each resource, for one kernel launch configuration."""
     if threads_per_block <= 0:
         raise ValueError("threads_per_block must be positive")
-    warps = math.ceil(threads_per_block / 32)
-    regs_per_warp = math.ceil(max(registers_per_thread, 1) * 32 / limits.register_unit) * limits.register_unit
+    warps = math.ceil(threads_per_block / limits.warp_width)
+    regs_per_warp = math.ceil(max(registers_per_thread, 1) * limits.warp_width / limits.register_unit) * limits.register_unit
     warps_per_partition = (limits.registers // limits.register_partitions) // regs_per_warp
     by_regs = (warps_per_partition * limits.register_partitions) // warps
     if registers_per_thread > limits.max_registers_per_thread:
@@ -68,20 +56,29 @@ def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_pe
     return Occupancy(
         blocks_by_warps=limits.max_warps // warps,
         blocks_by_registers=by_regs,
-        blocks_by_shared_mem=limits.shared_bytes // smem,
+        blocks_by_shared_mem=limits.shared_bytes // smem if smem else limits.max_blocks,  # none used: no bound
         blocks_by_block_limit=limits.max_blocks,
         warps_per_block=warps,
         limits=limits,
     )
 
 
+def device_limits(device: object) -> SmLimits | None:
+    """The per-SM limits of a kernel's device as ncu or a trace names it; None where unknown."""
+    return limits_for(identify(device).key) if isinstance(device, str) and device else None
+
+
 def occupancy_table(kernels: pd.DataFrame) -> pd.DataFrame:
-    """ncu rows with the computed theoretical occupancy and limiter beside ncu's own."""
+    """ncu rows with the computed theoretical occupancy and limiter beside ncu's own, against each row's
+    device's limits (NaN and "unknown" where the device's limits are unknown)."""
     rows = kernels[kernels["source"] == "ncu"].dropna(subset=["threads_per_block", "registers_per_thread"]).copy()
-    calc = [occupancy(int(t), int(r), int(s) if pd.notna(s) else 0)
-            for t, r, s in zip(rows["threads_per_block"], rows["registers_per_thread"], rows["shared_mem_bytes"])]
-    rows["computed_occupancy_pct"] = [c.theoretical_pct for c in calc]
-    rows["computed_limiter"] = [c.limiter for c in calc]
+    devices = rows["device"] if "device" in rows else pd.Series([None] * len(rows), index=rows.index)
+    limits = {d: device_limits(d) for d in devices.astype(object).unique()}
+    calc = [occupancy(int(t), int(r), int(s) if pd.notna(s) else 0, lim) if (lim := limits[d]) else None
+            for t, r, s, d in zip(rows["threads_per_block"], rows["registers_per_thread"], rows["shared_mem_bytes"],
+                                  devices.astype(object))]
+    rows["computed_occupancy_pct"] = [c.theoretical_pct if c else float("nan") for c in calc]
+    rows["computed_limiter"] = [c.limiter if c else "unknown" for c in calc]
     return rows
 
 

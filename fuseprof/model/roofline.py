@@ -4,13 +4,16 @@ A kernel is measured against the ceiling of the pipe that did most of its FLOPs 
 BF16 tensor for a bf16 GEMM, FP32 SIMT for an elementwise kernel computing in float), and the DRAM
 slope, which is the same for all. By default each kernel is judged against the roof of the GPU
 that ran it (measured by ``fuseprof ceilings`` when a ceilings bundle for that GPU exists, else its
-datasheet); the H100 SXM roof is drawn beside it as the reference. Whether a kernel is L2-resident
+datasheet); the H100 SXM roof is drawn beside it as the reference. A GPU the table does not know gets no
+judgement (``pct_of_roof``, ``bound``, ``attainable_flops_per_s`` empty, the roof's label says "unknown GPU"),
+never another GPU's roof. Whether a kernel is L2-resident
 is decided against its capture device's DRAM roof only, whichever roof it is drawn against.
 The formulas are listed in ``fuseprof.model.derived.DERIVED_COLUMNS``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import pandas as pd
 
 from fuseprof.bundle.files import find_bundles, read_manifest
 from fuseprof.model.derived import derive
-from fuseprof.model.devices import DEFAULT_DEVICE, DEVICES, PIPES, DeviceSpec, spec_for_device_name
+from fuseprof.model.devices import DEVICES, PIPES, REFERENCE_DEVICE, DeviceSpec, identify, spec_for_device_name
 
 # rows that carry FLOPs and DRAM bytes: ncu's kernels, and the modelled calls of a capture whose counters
 # were denied (fuseprof/capture/modelled.py)
@@ -33,7 +36,8 @@ class Roof:
     label: str
     dram_bytes_per_s: float
     compute: dict[str, float]
-    origin: str  # "datasheet", "measured (fuseprof ceilings)" or "ncu peak"
+    origin: str  # "datasheet", "measured (fuseprof ceilings)", "ncu peak" or "unknown GPU"
+    judged: bool = True  # False: an unknown GPU's stand-in, whose rates only price predictions, never judge a row
 
     def peak(self, pipe: str) -> float:
         """Ceiling of ``pipe``; NaN where the source gives none (e.g. FP8 on an A100)."""
@@ -72,27 +76,32 @@ def ncu_roof(kernels: pd.DataFrame, device: str) -> Roof | None:
     return Roof(f"{device} (ncu peaks)", float(rows["peak_dram_bytes_per_s"].median()), compute, "ncu peak")
 
 
-def capture_roof(device: str | None, measured: dict[str, Roof] | None = None) -> Roof:
-    """The roof a kernel captured on ``device`` is judged against: measured, else datasheet, else
-    the default device's datasheet, labelled as an assumption."""
+def capture_roof(device: str | None, measured: dict[str, Roof] | None = None,
+                 properties: Mapping[str, int] | None = None) -> Roof:
+    """The roof a kernel captured on ``device`` (with its ``deviceProperties``, which decide before its name:
+    ``devices.identify``) is judged against: measured, else datasheet. An unknown GPU gets none: a stand-in
+    with the reference device's rates for predictions (fused times, the copy model), ``judged`` False, labelled
+    "unknown GPU '...': pass --device NAME"."""
     if device and measured and device in measured:
         return measured[device]
-    spec = spec_for_device_name(device)
-    if spec is not None:
-        return datasheet_roof(spec)
-    fallback = datasheet_roof(DEVICES[DEFAULT_DEVICE])
-    why = f"unknown device {device!r}" if device else "the trace names no device (no deviceProperties)"
-    return replace(fallback, label=f"{fallback.label}, assumed: {why}")
+    found = identify(device, properties)
+    if found.spec is not None:
+        return datasheet_roof(found.spec)
+    reference = datasheet_roof(DEVICES[REFERENCE_DEVICE])
+    return replace(reference, label=f"{found.why} (predictions priced at the {REFERENCE_DEVICE} reference)",
+                   origin="unknown GPU", judged=False)
 
 
 def dram_limit(device: str | None, measured: dict[str, Roof] | None = None) -> float:
     """The DRAM bytes/s above which a kernel's traffic cannot have come from DRAM: the larger of the
-    device's datasheet rate and its measured copy rate. The copy (half reads, half writes) is not
-    the ceiling of read-heavy traffic: silu_mul, two reads per write, moved 4.30 TB/s on an H200
-    whose copy measured 4.25."""
+    device's datasheet rate and its measured copy rate (NaN for an unknown GPU: no row is L2-resident by
+    another's rate). The copy (half reads, half writes) is not the ceiling of read-heavy traffic: silu_mul,
+    two reads per write, moved 4.30 TB/s on an H200 whose copy measured 4.25."""
     spec = spec_for_device_name(device)
-    own = capture_roof(device, measured).dram_bytes_per_s
-    return max(own, datasheet_roof(spec).dram_bytes_per_s) if spec is not None else own
+    own = capture_roof(device, measured)
+    if not own.judged:
+        return float("nan")
+    return max(own.dram_bytes_per_s, datasheet_roof(spec).dram_bytes_per_s) if spec is not None else own.dram_bytes_per_s
 
 
 def judge(rows: pd.DataFrame, roof: Roof) -> pd.DataFrame:
@@ -119,12 +128,18 @@ def judge(rows: pd.DataFrame, roof: Roof) -> pd.DataFrame:
     rows["pct_of_roof"] = pct.where(~above_dram, np.minimum(pct, 100.0))
     rows["l2_resident"] = above_dram.astype("boolean")
     rows["roof"] = roof.label
+    if not roof.judged:
+        for column in ("peak_flops_per_s", "attainable_flops_per_s", "pct_of_roof"):
+            rows[column] = pd.array([pd.NA] * len(rows), dtype="Float64")
+        rows["bound"] = pd.array([pd.NA] * len(rows), dtype="string")
+        rows["l2_resident"] = pd.array([pd.NA] * len(rows), dtype="boolean")
     return rows
 
 
 def _place_against(rows: pd.DataFrame, roof: Roof, capture_dram_bytes_per_s: float) -> pd.DataFrame:
     judge(rows, roof)
-    rows["l2_resident"] = (rows["achieved_bytes_per_s"] > capture_dram_bytes_per_s).astype("boolean")
+    if roof.judged and capture_dram_bytes_per_s == capture_dram_bytes_per_s:  # not NaN: the capture GPU is known
+        rows["l2_resident"] = (rows["achieved_bytes_per_s"] > capture_dram_bytes_per_s).astype("boolean")
     return rows
 
 

@@ -129,11 +129,16 @@ class _Device(msgspec.Struct, gc=False):
     computeMajor: int | str | None = None
     computeMinor: int | str | None = None
     warpSize: int | str | None = None
+    regsPerMultiprocessor: int | str | None = None
+    sharedMemPerMultiprocessor: int | str | None = None
+    maxThreadsPerMultiprocessor: int | str | None = None
 
     def properties(self) -> dict[str, int]:
-        """What identifies the device where its name is missing: SMs (CUs on ROCm), memory, arch, warp size."""
+        """What identifies the device (SMs — CUs on ROCm —, memory, arch, warp size) and the per-SM limits
+        occupancy needs that it records (registers, shared memory, resident threads: ``devices.limits_for``)."""
         values = {"sms": self.numSms, "memory_bytes": self.totalGlobalMem, "major": self.computeMajor,
-                  "minor": self.computeMinor, "warp": self.warpSize}
+                  "minor": self.computeMinor, "warp": self.warpSize, "registers": self.regsPerMultiprocessor,
+                  "shared_bytes": self.sharedMemPerMultiprocessor, "max_threads": self.maxThreadsPerMultiprocessor}
         return {k: v for k, v in ((k, _as_int(v)) for k, v in values.items()) if v is not None}
 
 
