@@ -1,8 +1,10 @@
-"""fuseprof dashboard: roofline, occupancy, fusion and launches over a folder of bundles.
+"""fuseprof dashboard: the Model page's analysis of torch.profiler traces, and roofline, occupancy, fusion,
+launches and layers over capture bundles — each page only where the input has something for it.
 
-Run ``fuseprof dashboard [DIR]`` or ``streamlit run dashboards/app.py -- --traces DIR``. Pages only
-call the figure builders in ``fuseprof.figures`` and the models in ``fuseprof.model``; state (the
-page, the filters) lives in the URL's query parameters, so a view can be shared as a link.
+Run ``fuseprof dashboard [PATH]`` or ``streamlit run dashboards/app.py -- --traces PATH`` (a trace file, a
+bundle, or a folder of them). Pages only call the analysis, the models and the figure builders in
+``fuseprof.figures``; state (the page, the trace, the window, the filters, the rows) lives in the URL's query
+parameters, so a view can be shared as a link.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ if (spec := importlib.util.find_spec("fuseprof")) is not None and spec.origin is
 
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
+from fuseprof_dashboards.inputs import Inputs, find_inputs  # noqa: E402
 
 from fuseprof import figures, load, load_timings  # noqa: E402
 from fuseprof.bundle.loading import past_budget  # noqa: E402
@@ -30,7 +33,7 @@ from fuseprof.errors import FuseprofError  # noqa: E402
 from fuseprof.model import catalog, launches  # noqa: E402
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE  # noqa: E402
 from fuseprof.model.occupancy import occupancy, occupancy_table  # noqa: E402
-from fuseprof.model.roofline import Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place  # noqa: E402
+from fuseprof.model.roofline import PLACED_SOURCES, Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place  # noqa: E402
 from fuseprof.tables.summary import summarize  # noqa: E402
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
@@ -44,14 +47,14 @@ def traces_dir() -> Path:
     return Path(args.traces)
 
 
-def folder_signature(path: Path) -> tuple[tuple[str, float], ...]:
-    """The bundles in ``path`` and when each was written: a bundle added, removed or rewritten since the
-    last run is a new cache key, so the pages see it without a restart."""
-    from fuseprof.bundle.files import MANIFEST, find_bundles
+def folder_signature(inputs: Inputs) -> tuple[tuple[str, float], ...]:
+    """The bundles found and when each was written: a bundle added, removed or rewritten since the last run is
+    a new cache key, so the pages see it without a restart."""
+    from fuseprof.bundle.files import MANIFEST
 
     try:
-        return tuple((b.name, (b / MANIFEST).stat().st_mtime) for b in find_bundles(path))
-    except (FuseprofError, OSError):
+        return tuple((b.name, (b / MANIFEST).stat().st_mtime) for b in inputs.bundles)
+    except OSError:
         return ()
 
 
@@ -139,15 +142,16 @@ def filtered(frame: pd.DataFrame) -> pd.DataFrame:
 CAPTURE_ROOF = "each kernel's own GPU (measured, else datasheet)"
 
 
-def _keyed_choice(widget, label: str, options: list[str], param: str) -> str:  # type: ignore[no-untyped-def]
+def _keyed_choice(widget, label: str, options: list[str], param: str,  # type: ignore[no-untyped-def]
+                  default: str | None = None) -> str:
     """A radio or selectbox whose state lives under a widget key, seeded once from the URL.
 
     Passing ``index=`` from the URL on every run made Streamlit see a new widget whenever the
     URL changed, which dropped every second click; the key keeps one widget across runs."""
     key = f"choice-{param}"
-    if key not in st.session_state:
-        wanted = st.query_params.get(param)
-        st.session_state[key] = wanted if wanted in options else options[0]
+    if st.session_state.get(key) not in options:  # the first run, or options that changed (another bundle's shapes)
+        wanted = st.query_params.get(param) if key not in st.session_state else None
+        st.session_state[key] = wanted if wanted in options else default if default in options else options[0]
     value = widget(label, options, key=key)
     st.query_params[param] = value
     return str(value)
@@ -223,7 +227,7 @@ def fusion_page(kernels: pd.DataFrame, timings: pd.DataFrame, kinds: dict[str, s
         st.info("Fusion needs capture bundles with both ncu kernels and timings.")
         return
     bundles = sorted(summary["bundle"].unique())
-    bundle = st.selectbox("Bundle", bundles, key="fusion-bundle") if len(bundles) > 1 else bundles[0]
+    bundle = _keyed_choice(st.selectbox, "Bundle", bundles, "fusion-bundle") if len(bundles) > 1 else bundles[0]
     part = summary[summary["bundle"] == bundle]
     st.subheader(md_text(part["case"].iloc[0]))
     st.caption(md_text(bundle))
@@ -238,10 +242,10 @@ def launches_page(kernels: pd.DataFrame, repeats: dict[str, int], kinds: dict[st
     if profiled.empty:
         st.info("No torch.profiler kernels in the selection.")
         return
-    bundle = st.selectbox("Bundle", sorted(profiled["bundle"].unique()))
+    bundle = _keyed_choice(st.selectbox, "Bundle", sorted(profiled["bundle"].unique()), "launch-bundle")
     rows = profiled[profiled["bundle"] == bundle]
     if rows["variant"].notna().any():  # fuseprof's own capture: one call of each variant at a shape
-        shape = st.selectbox("Shape", rows["shape"].dropna().unique().tolist())
+        shape = _keyed_choice(st.selectbox, "Shape", rows["shape"].dropna().unique().tolist(), "launch-shape")
         one_call = launches.last_call(rows[rows["shape"] == shape], repeats.get(bundle, 1))
     else:  # someone else's trace: one profiler step, every stream
         steps = rows.drop_duplicates("step").sort_values("start_ns")["step"].dropna().tolist()
@@ -249,33 +253,73 @@ def launches_page(kernels: pd.DataFrame, repeats: dict[str, int], kinds: dict[st
             st.info(f"{md_text(bundle)} has no variants and no record_function ranges to split it by; showing it whole.")
             one_call = rows
         else:
-            one_call = rows[rows["step"] == st.selectbox("Profiler step", steps)]
+            one_call = rows[rows["step"] == _keyed_choice(st.selectbox, "Profiler step", steps, "launch-step")]
     st.plotly_chart(figures.launches_figure(one_call, kinds), key="launches")
     data_table(launches.launch_gaps(one_call), "launch-gaps")
+
+
+def kernel_pages(kernels: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
+    """The capture pages the bundles' kernel tables have something for (before any filter)."""
+    if kernels.empty:
+        return []
+    ncu = kernels[kernels["source"] == "ncu"]
+    shown = {
+        "Roofline": bool(kernels["source"].isin(PLACED_SOURCES).any()),
+        "Occupancy": bool(ncu[["threads_per_block", "registers_per_thread"]].notna().all(axis=1).any()),
+        "Fusion": not ncu.empty and not timings.empty and bool(timings["gpu_median_ns"].notna().any()),
+        "Launches": bool(((kernels["source"] == "torch.profiler") & kernels["launch_start_ns"].notna()).any()),
+    }
+    return [page for page, has in shown.items() if has]
+
+
+def available_pages(inputs: Inputs, kernels: pd.DataFrame, timings: pd.DataFrame) -> list[str]:
+    """The pages with something to show, in ``PAGES`` order: the Model page where there is a trace, the Layer
+    page where there is a capture bundle, the others by what the kernel tables hold."""
+    has = set(kernel_pages(kernels, timings))
+    has |= {"Model"} if inputs.traces else set()
+    has |= {"Layer"} if inputs.captures else set()
+    return [page for page in PAGES if page in has]
+
+
+EMPTY = pd.DataFrame({"bundle": pd.Series(dtype="object")})
 
 
 def main() -> None:
     st.set_page_config(page_title="fuseprof", layout="wide")
     path = traces_dir()
     try:
-        kernels, timings, kinds, repeats, roofs, damaged = load_everything(str(path), folder_signature(path), budget())
+        inputs, budget_mb = find_inputs(path), budget()
     except FuseprofError as exc:
         st.error(md_text(exc))
         return
+    try:
+        kernels, timings, kinds, repeats, roofs, damaged = (
+            load_everything(str(path), folder_signature(inputs), budget_mb) if inputs.bundles
+            else (EMPTY, EMPTY, {}, {}, {}, []))
+    except FuseprofError as exc:
+        if not inputs.traces:  # the bundles were all there was to show
+            st.error(md_text(exc))
+            return
+        kernels, timings, kinds, repeats, roofs, damaged = EMPTY, EMPTY, {}, {}, {}, [str(exc)]
     for problem in damaged:
         st.warning(f"Left out: {md_text(problem)}")
-    page = _keyed_choice(st.sidebar.radio, "Page", list(PAGES), "page")
-    st.title(f"fuseprof — {page}")
-    st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {md_text(path)}")
-    if page == "Model":  # a whole trace: the kernel filters do not apply
-        import model_page  # dashboards/, beside this file; imported here so other pages never pay for it
-
-        model_page.render(path, data_table)
+    pages = available_pages(inputs, kernels, timings)
+    if not pages:
+        st.error(f"{md_text(path)}: nothing to show — no torch.profiler trace, and no bundle with kernels "
+                 "(`fuseprof ingest TRACE` or `fuseprof profile CASE` makes one)")
         return
-    if page == "Layer":  # one capture bundle's variants: the kernel filters do not apply
-        import layer_page  # dashboards/, beside this file
+    page = _keyed_choice(st.sidebar.radio, "Page", pages, "page")
+    st.title(f"fuseprof — {page}")
+    if page == "Model":  # a whole trace: the kernel filters do not apply
+        from fuseprof_dashboards import model_page  # imported here so other pages never pay for it
 
-        layer_page.render(path, data_table)
+        model_page.render(inputs.traces, data_table, _keyed_choice)
+        return
+    st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {md_text(path)}")
+    if page == "Layer":  # one capture bundle's variants: the kernel filters do not apply
+        from fuseprof_dashboards import layer_page
+
+        layer_page.render(inputs.captures, data_table, _keyed_choice)
         return
     selected = filtered(kernels)
     selected_timings = timings[timings["bundle"].isin(selected["bundle"].unique())]

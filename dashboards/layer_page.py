@@ -11,7 +11,6 @@ import pandas as pd
 import streamlit as st
 
 from fuseprof import figures
-from fuseprof.bundle.files import find_bundles, read_manifest
 from fuseprof.tables.breakdown import fusion_amdahl, variant_breakdown
 
 
@@ -25,21 +24,14 @@ def amdahl(bundle: str) -> pd.DataFrame:
     return fusion_amdahl(Path(bundle))
 
 
-def capture_bundles(traces: Path) -> dict[str, Path]:
-    """Bundles written by `fuseprof profile` (their calls were timed and traced), decoder layers first."""
-    found = {b.name: b for b in find_bundles(traces) if read_manifest(b).get("kind") == "capture"}
-    return dict(sorted(found.items(), key=lambda item: (not item[0].startswith("decoder_layer"), item[0])))
-
-
-def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
-    bundles = capture_bundles(traces)
-    if not bundles:
-        st.info("No capture bundle in this folder; `fuseprof profile CASE --copy-baseline` makes one.")
-        return
-    chosen = st.selectbox("Capture bundle", list(bundles), key="layer-bundle")
+def render(captures: tuple[Path, ...], data_table, choice) -> None:  # type: ignore[no-untyped-def]
+    """The page over the capture bundles (decoder layers first); ``choice`` keeps a choice in the URL."""
+    bundles = dict(sorted(((b.name, b) for b in captures), key=lambda item: (not item[0].startswith("decoder_layer"),
+                                                                               item[0])))
+    chosen = choice(st.selectbox, "Capture bundle", list(bundles), "layer-bundle")
     frame = breakdown(str(bundles[chosen]))
     shapes = list(dict.fromkeys(frame["shape"]))
-    shape = st.selectbox("Shape", shapes, key="layer-shape")
+    shape = choice(st.selectbox, "Shape", shapes, "layer-shape")
     st.plotly_chart(figures.breakdown_figure(frame, shape), key="layer-breakdown")
     st.caption("Kernel time per call from torch.profiler (warm L2), split by category; the grey rest of the "
                "as-called latency (CUDA events, L2 flushed) is host work and launch gaps. "

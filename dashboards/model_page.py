@@ -1,5 +1,7 @@
-"""The Model page: every section of a whole-model trace bundle's analysis (``fuseprof.section_views``, the
-same sections as ``fuseprof analyze`` and the report), and a diff of two bundles. Rates come from the
+"""The Model page: a trace's GPU timeline (one window — a step — of its kernels as bars over time per stream),
+every section of its analysis (``fuseprof.section_views``, the same sections as ``fuseprof analyze`` and the
+report), and a diff of two traces. A trace is a trace file or a bundle keeping one, analysed as ``fuseprof
+analyze`` does, through the trace store. Rates come from the
 trace's own GPU, or from the measured bundles named with ``fuseprof dashboard --ceilings`` — never from
 whatever lies in the folder the dashboard shows. Calls the analysis facade and the view layer only."""
 
@@ -9,11 +11,12 @@ import os
 from pathlib import Path
 
 import streamlit as st
+from fuseprof_dashboards.serve import FIRST_TOP
 
 from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
-from fuseprof.bundle.files import RAW, find_bundles
+from fuseprof.analysis.timeline import timeline_windows, window_events
 from fuseprof.display import human_units, md_text
 from fuseprof.errors import FuseprofError
 from fuseprof.section_views import trace_views
@@ -21,26 +24,48 @@ from fuseprof.section_views import trace_views
 CEILINGS_ENV = "FUSEPROF_CEILINGS"  # what `fuseprof dashboard --ceilings` names (a ceilings or bench bundle)
 
 
-@st.cache_data(show_spinner="Analysing the trace…", max_entries=8)
-def analysis(bundle: str, ceilings: str | None) -> TraceAnalysis:
-    return analyze(Path(bundle), ceilings=Path(ceilings) if ceilings else None)[0]
+TOP_ROWS = (5, 10, 15, 30, 100)  # rows per top table (``fuseprof analyze --top``)
+TIMELINE_BARS = 3000  # GPU events one timeline draws: a step of a large trace stays light in the browser
 
 
-def trace_bundles(traces: Path) -> list[Path]:
-    """Bundles that keep a torch.profiler trace (captures and ingested traces)."""
-    return [b for b in find_bundles(traces) if any((b / RAW).glob("*.json*"))]
+@st.cache_resource(show_spinner="Analysing the trace…", max_entries=8)  # shared, not copied: never modified
+def analysis(trace: str, ceilings: str | None, top: int) -> TraceAnalysis:
+    from fuseprof_dashboards.serve import take  # the analysis the server began at start, if it is this one
+
+    return take(trace, ceilings, top) or analyze(Path(trace), top=top, ceilings=Path(ceilings) if ceilings else None)[0]
 
 
-def _sections(result: TraceAnalysis, data_table) -> None:  # type: ignore[no-untyped-def]
+def _timeline(result: TraceAnalysis, choice) -> None:  # type: ignore[no-untyped-def]
+    """One window of the trace's GPU events on a time axis, the window chosen in the URL (``window``)."""
+    windows = timeline_windows(result.events)
+    window = choice(st.selectbox, "Window (step)", windows, "window") if len(windows) > 1 else windows[0]
+    rows, total = window_events(result.events, window, TIMELINE_BARS)
+    st.plotly_chart(figures.kernel_timeline_figure(rows, f"GPU timeline: {window}"), key="model-kernel-timeline")
+    cut = f"; the first {len(rows):,} of its {total:,} are drawn" if total > len(rows) else ""
+    st.caption(f"{total:,} GPU events in {md_text(window)}{cut}. Hover a bar for the kernel, its op and its times; "
+               "drag to zoom.")
+
+
+ALL_SECTIONS = "every section"
+
+
+def _sections(result: TraceAnalysis, data_table, choice) -> None:  # type: ignore[no-untyped-def]
+    """The section chosen in the URL (``section``; the verdict first), or every one: one section's tables
+    and figures, not the twenty-odd tables of all, is what a page opens with (each costs the browser)."""
+    views = list(trace_views(result, text=False))
+    names = list(dict.fromkeys(shown.section.name for shown in views))
+    chosen = choice(st.selectbox, "Section", [*names, ALL_SECTIONS], "section")
     described: set[str] = set()
-    for shown in trace_views(result, text=False):
+    for shown in views:
+        if chosen not in (ALL_SECTIONS, shown.section.name):
+            continue
         st.subheader(shown.title.split(" (")[0])
         if shown.section.name not in described:
             described.add(shown.section.name)
             st.caption(md_text(shown.section.description))
         for flag in shown.flags:
             st.warning(md_text(flag[:1].upper() + flag[1:]))
-        if shown.figure is not None:
+        if shown.figure is not None and shown.table.name != "timeline":  # drawn as the kernel timeline above
             st.plotly_chart(shown.figure, key=f"model-{shown.table.name}")
         st.dataframe(shown.frame, hide_index=True)
         if shown.summary:
@@ -48,36 +73,35 @@ def _sections(result: TraceAnalysis, data_table) -> None:  # type: ignore[no-unt
         data_table(result.frames[shown.table.name], f"model-{shown.table.name}")
 
 
-def render(traces: Path, data_table) -> None:  # type: ignore[no-untyped-def]
-    bundles = {b.name: b for b in trace_bundles(traces)}
-    if not bundles:
-        st.info("No bundle with a torch.profiler trace in this folder; `fuseprof ingest TRACE` makes one.")
-        return
-    names = sorted(bundles, key=lambda n: (not n.startswith("llama4l"), n))
-    chosen = st.selectbox("Trace bundle", names, key="model-bundle")
+def render(traces: dict[str, Path], data_table, choice) -> None:  # type: ignore[no-untyped-def]
+    """The page over ``traces`` (name → trace file or bundle); ``choice`` keeps a choice in the URL."""
+    names = list(traces)
+    chosen = choice(st.sidebar.selectbox, "Trace", names, "trace") if len(names) > 1 else names[0]
+    top = int(choice(st.sidebar.selectbox, "Rows per top table", [str(n) for n in TOP_ROWS], "top", str(FIRST_TOP)))
     ceilings = os.environ.get(CEILINGS_ENV) or None
     try:
-        result = analysis(str(bundles[chosen]), ceilings)
+        result = analysis(str(traces[chosen]), ceilings, top)
     except FuseprofError as exc:  # e.g. a CPU-only capture of `fuseprof run`: it has no GPU kernels to analyse
-        st.info(md_text(exc))
+        st.error(md_text(exc))
         return
+    whole = result.timeline.iloc[0]
+    st.caption(f"{md_text(chosen)} · {md_text(result.device or 'device unknown')} · roof: {md_text(result.roof.label)}"
+               f" · span {whole['span_ns'] / 1e3:,.3f} µs, GPU busy {whole['busy_ns'] / 1e3:,.3f} µs "
+               f"({whole['busy_pct']:.1f}%)")
+    _timeline(result, choice)
     for note in result.notes:
         st.caption(f"Note: {md_text(note)}")
-    whole = result.timeline.iloc[0]
-    st.caption(f"{md_text(result.device or 'device unknown')} · roof: {md_text(result.roof.label)} · span "
-               f"{whole['span_ns'] / 1e3:,.3f} µs, GPU busy {whole['busy_ns'] / 1e3:,.3f} µs ({whole['busy_pct']:.1f}%)")
     failed = result.integrity[~result.integrity["ok"]] if not result.integrity.empty else result.integrity
     if not failed.empty:
         st.warning("Integrity checks failed: " + "; ".join(failed["check"]) + " (the table below says why)")
-    _sections(result, data_table)
-    st.subheader("Diff against another trace")
+    _sections(result, data_table, choice)
     others = [n for n in names if n != chosen]
     if not others:
         return
-    other = st.selectbox("B (A is the bundle above)", others, key="model-diff")
-    b = analysis(str(bundles[other]), ceilings)
+    st.subheader("Diff against another trace")
+    other = choice(st.selectbox, "B (A is the trace above)", others, "diff")
+    b = analysis(str(traces[other]), ceilings, top)
     st.dataframe(human_units(diff_totals(result, b)), hide_index=True)
     by_category = diff_by_category(result, b)
     st.plotly_chart(figures.diff_figure(by_category), key="model-diff-figure")
     data_table(diff_by_op(result, b), "model-diff-ops")
-

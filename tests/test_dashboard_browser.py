@@ -44,8 +44,9 @@ def test_page_renders_its_plotly_chart(browser_page, url: str, name: str) -> Non
     assert browser_page.get_by_text(f"fuseprof — {name}").count() == 1
     if name == "Roofline":  # markers drawn, not just axes
         assert browser_page.locator(".js-plotly-plot .scatterlayer .point").count() > 50
-    if name == "Model":  # timeline, categories, per-op roofline and the diff, on the 1,742-event trace
-        browser_page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=60_000)
+    if name == "Model":  # the kernel timeline, then the fusion section and the diff, on the 1,742-event trace
+        browser_page.goto(f"{url}/?page=Model&section=fusion")
+        browser_page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=60_000)
         assert browser_page.get_by_text("Fusion opportunities").count() >= 1
 
 
@@ -181,7 +182,7 @@ def test_every_page_is_readable_at_one_and_at_300_kernels_with_long_names(kernel
     ARTIFACTS.mkdir(exist_ok=True)
     unreadable = {}
     with dashboard(folder) as url:
-        for name in ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Layer"):
+        for name in _pages(page, url):
             page.goto(f"{url}/?page={name}")
             page.get_by_role("heading", name=f"fuseprof — {name}").wait_for(timeout=90_000)
             page.wait_for_timeout(2500)
@@ -194,3 +195,99 @@ def test_every_page_is_readable_at_one_and_at_300_kernels_with_long_names(kernel
             if bad or overflow > 5:
                 unreadable[name] = {"charts": bad, "overflow_px": overflow}
     assert not unreadable, unreadable
+
+
+def _pages(page, url: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """The page names the sidebar offers."""
+    page.goto(url)
+    page.get_by_role("heading", name="fuseprof — ", exact=False).first.wait_for(timeout=90_000)
+    page.wait_for_selector('[data-testid="stSidebar"] [role="radiogroup"] label', timeout=30_000)
+    return [t.strip() for t in page.locator('[data-testid="stSidebar"] [role="radiogroup"] label').all_inner_texts()]
+
+
+EXAMPLE = ROOT / "traces" / "llama4l-eager-h200" / "raw" / "0-profiler_trace.json.gz"
+BARS = ".js-plotly-plot .barlayer .point"
+
+
+def _raw_gpu_events(trace: Path) -> tuple[list[dict], list[dict]]:
+    """The trace file's GPU events (kernels, memcpys, memsets) and its GPU-side annotation ranges, read with json."""
+    import gzip
+    import json
+
+    events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    ranges = sorted((e for e in events if e.get("cat") == "gpu_user_annotation"), key=lambda e: e["ts"])
+    return gpu, ranges
+
+
+def test_a_trace_file_opens_itself_on_a_real_timeline_with_its_choices_in_the_url(browser_page) -> None:
+    """`fuseprof dashboard TRACE.json.gz` (no ingest): the Model page alone (no page that could only say "nothing
+    here"); its GPU timeline draws one bar per GPU event of the first step — as many as the raw trace's kernels,
+    memcpys and memsets inside its first GPU annotation — each hover naming its kernel; a URL's window, section
+    and rows are the view it opens, and a choice made on the page goes into the URL."""
+    gpu, ranges = _raw_gpu_events(EXAMPLE)
+    first, fourth = ranges[0], ranges[4]  # prefill, decode_step #3
+    inside = [e for e in gpu if first["ts"] <= e["ts"] <= first["ts"] + first["dur"]]
+    page = browser_page
+    with dashboard(EXAMPLE) as url:
+        assert _pages(page, url) == ["Model"]
+        page.wait_for_selector(BARS, timeout=90_000)
+        page.wait_for_timeout(1000)
+        assert page.locator(BARS).count() == len(inside) == 188
+        assert page.get_by_text(f"GPU timeline: {first['name']}").count() == 1
+        assert page.locator('[data-testid="stAlert"]').count() == 0 and page.locator('[data-testid="stException"]').count() == 0
+        widest = max(range(page.locator(BARS).count()), key=lambda i: page.locator(BARS).nth(i).bounding_box()["width"])
+        page.locator(BARS).nth(widest).hover(force=True)
+        page.wait_for_selector(".hoverlayer .hovertext", timeout=10_000)
+        label = page.locator(".hoverlayer .hovertext").first.text_content() or ""
+        assert any(e["name"][:40] in label for e in inside), label
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "dashboard-trace-timeline.png"))
+        # a URL reproduces a view: the fourth step's window, the fusion section, five rows a table
+        page.goto(f"{url}/?window=decode_step%20%233&section=fusion&top=5")
+        page.get_by_text("GPU timeline: decode_step #3").wait_for(timeout=60_000)
+        page.get_by_role("heading", name="Fusion opportunities").first.wait_for(timeout=60_000)
+        expected = [e for e in gpu if fourth["ts"] <= e["ts"] <= fourth["ts"] + fourth["dur"]]
+        page.wait_for_timeout(1000)
+        assert page.locator(".js-plotly-plot").first.locator(".barlayer .point").count() == len(expected)
+        assert "top=5" in page.url and "section=fusion" in page.url
+        # a choice made on the page goes into the URL
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Window (step)").click()
+        page.get_by_role("option", name="decode_step #6", exact=True).click()
+        page.get_by_text("GPU timeline: decode_step #6").wait_for(timeout=60_000)
+        page.wait_for_function("location.search.includes('window=decode_step+%236') || "
+                               "location.search.includes('window=decode_step%20%236')", timeout=30_000)
+
+
+def test_a_folder_of_trace_files_and_an_ingested_trace_show_only_pages_with_something_to_show(tmp_path: Path,
+                                                                                              browser_page) -> None:
+    """A folder holding two trace files offers the Model page alone, each trace chosen by name (in the URL); an
+    ingested trace's bundle offers Launches and Model — where Roofline, Occupancy, Fusion and Layer were info boxes
+    — and no page it offers is only an alert."""
+    import shutil
+
+    from fuseprof.cli import main
+    from tests.conftest import FIXTURES
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    shutil.copy(EXAMPLE, traces / "llama-eager.json.gz")
+    shutil.copy(FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz", traces / "bert.json.gz")
+    page = browser_page
+    with dashboard(traces) as url:
+        assert _pages(page, url) == ["Model"]
+        page.goto(f"{url}/?trace=bert.json.gz")
+        page.wait_for_selector(BARS, timeout=90_000)
+        assert page.get_by_text("bert.json.gz ·", exact=False).count() >= 1
+        assert page.locator('[data-testid="stException"]').count() == 0
+    ingested = tmp_path / "ingested"
+    assert main(["ingest", str(EXAMPLE), "--out", str(ingested)]) == 0
+    with dashboard(ingested) as url:
+        pages = _pages(page, url)
+        assert pages == ["Launches", "Model"]
+        for name in pages:
+            page.goto(f"{url}/?page={name}")
+            page.wait_for_selector(PLOT_SELECTOR, timeout=90_000)
+            page.wait_for_timeout(1000)
+            assert page.locator('[data-testid="stAlert"]').count() == 0, name
+            assert page.locator('[data-testid="stException"]').count() == 0, name

@@ -110,3 +110,26 @@ def gpu_timeline(gpu: pd.DataFrame) -> pd.DataFrame:
     for column in ("busy_ns", "idle_ns", "computation_ns", "communication_ns", "memcpy_ns", "memset_ns"):
         frame[column.replace("_ns", "_pct")] = 100 * frame[column] / frame["span_ns"].where(frame["span_ns"] > 0)
     return frame
+
+
+ALL_WINDOW = "all"  # the whole trace as one window, where it has no steps
+
+
+def timeline_windows(events: pd.DataFrame) -> list[str]:
+    """The windows a kernel timeline can show, in time order: each step the analysis found (``step``), or
+    the whole trace where it found none. One step, not the trace, is what a timeline draws by default: a
+    serving trace's 100k kernels are too many bars for a browser, one step's hundreds are not."""
+    if "step" not in events or not events["step"].notna().any():
+        return [ALL_WINDOW]
+    first = events.dropna(subset=["step"]).groupby("step", sort=False)["start_ns"].min().sort_values()
+    return [str(step) for step in first.index]
+
+
+def window_events(events: pd.DataFrame, window: str, limit: int) -> tuple[pd.DataFrame, int]:
+    """The GPU events of ``window`` (a step of ``timeline_windows``, or ``ALL_WINDOW``), the first ``limit`` of
+    them by start, each with its stream's label (``lane``), and the number the window holds (more than the rows
+    returned when cut)."""
+    rows = events if window == ALL_WINDOW else events[events["step"].astype(object) == window]
+    rows = rows.sort_values("start_ns", kind="stable")
+    shown = rows.head(limit)
+    return shown.assign(lane="stream " + stream_labels(shown)), len(rows)

@@ -1,4 +1,4 @@
-"""``fuseprof dashboard``: this process becomes the Streamlit server over a folder of bundles."""
+"""``fuseprof dashboard``: this process becomes the Streamlit server over a trace, a bundle or a folder of them."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def dashboard_app() -> Path:
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
-    folder_argument(p, "folder of bundles")
+    folder_argument(p, "a torch.profiler trace (.json, .json.gz), a bundle, or a folder of traces and bundles")
     p.add_argument("--address", default="localhost", help="address to listen on")
     p.add_argument("--port", type=int, default=8501, help="port to listen on")
     p.add_argument("--memory-mb", type=float, metavar="MB",
@@ -53,12 +53,11 @@ def _dashboard(args: argparse.Namespace) -> int:
         raise FuseprofError(f"--port {args.port}: give a port from 1 to 65535")
     if args.memory_mb is not None:
         checked_budget(args.memory_mb, f"--memory-mb {args.memory_mb:g}")
-    if not args.dir.is_dir():
-        raise FuseprofError(f"{args.dir}: no such folder; give a folder of bundles")
-    from fuseprof.bundle.files import find_bundles  # no pandas: this process is about to become the server
+    from fuseprof_dashboards.inputs import find_inputs  # no pandas: this process is about to become the server
 
-    if not find_bundles(args.dir):
-        raise FuseprofError(f"{args.dir}: holds no fuseprof bundle to show")
+    find_inputs(args.dir)  # a path with nothing to show is refused here, in one line, not on an empty page
+    from fuseprof.bundle.files import find_bundles
+
     if args.ceilings is not None:
         if not args.ceilings.is_dir() or not find_bundles(args.ceilings):
             raise FuseprofError(f"--ceilings {args.ceilings}: no fuseprof bundle there (a `fuseprof ceilings` or "
@@ -66,7 +65,7 @@ def _dashboard(args: argparse.Namespace) -> int:
         os.environ["FUSEPROF_CEILINGS"] = str(args.ceilings.resolve())  # read by the Model page
     if args.memory_mb is not None:
         os.environ[MEMORY_MB_ENV] = str(args.memory_mb)
-    argv = [sys.executable, "-m", "streamlit", "run", str(dashboard_app()), "--server.address", args.address,
+    argv = [sys.executable, "-m", "fuseprof_dashboards.serve", "run", str(dashboard_app()), "--server.address", args.address,
             "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
             "--", "--traces", str(args.dir.resolve())]
     print(f"fuseprof dashboard: http://{args.address}:{args.port}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
@@ -77,7 +76,9 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 
 COMMANDS = (
-    Command("dashboard", "open the Streamlit dashboard over a folder of bundles", _dashboard, _arguments,
-            "Roofline, occupancy, fusion and launch pages over the bundles in DIR (default: traces). Listens on "
-            "localhost unless --address says otherwise."),
+    Command("dashboard", "open the Streamlit dashboard over traces and bundles", _dashboard, _arguments,
+            "The pages that PATH has something for (default: traces): the Model page's analysis of each "
+            "torch.profiler trace (a .json/.json.gz file, a bundle keeping one, or those in a folder; through the "
+            "trace store, as `fuseprof analyze`), and the roofline, occupancy, fusion, launch and layer pages of "
+            "capture bundles. Listens on localhost unless --address says otherwise."),
 )

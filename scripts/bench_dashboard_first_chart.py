@@ -1,0 +1,89 @@
+"""Time to the first chart: ``fuseprof dashboard TRACE`` against a minimal Streamlit app drawing the same figure.
+
+    python scripts/bench_dashboard_first_chart.py [TRACE] [--repeats 5]
+
+TRACE defaults to the committed example trace (the eager Llama trace's raw file). The trace store is warmed
+first (``fuseprof analyze TRACE``, as a user who analysed it once has it). The floor is a Streamlit app whose
+whole script draws the dashboard's first chart — the Model page's GPU timeline of the first window, built
+here by the same analysis and figure builder and read back from its JSON. The two sides alternate in one run,
+headless Chromium, each from a cold server: (1) the server's start to the first chart drawn in a new tab,
+(2) a second new tab (a new session on the warm server). Prints each side's medians and fuseprof's ratio to
+the floor (issue 58's target: at most 1.2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+
+from bench_dashboard import measure  # noqa: E402
+
+from tests.browser import CHROMIUM_ARGS, chromium_path, free_port  # noqa: E402
+
+EXAMPLE = ROOT / "traces" / "llama4l-eager-h200" / "raw" / "0-profiler_trace.json.gz"
+FLOOR_APP = """import plotly.io as pio
+import streamlit as st
+
+st.plotly_chart(pio.read_json({path!r}))
+"""
+
+
+def first_figure_json(trace: Path) -> str:
+    """The dashboard's first chart for ``trace`` as Plotly JSON: the first window's kernel timeline."""
+    from fuseprof_dashboards.model_page import TIMELINE_BARS
+
+    from fuseprof import figures
+    from fuseprof.analysis import analyze
+    from fuseprof.analysis.timeline import timeline_windows, window_events
+
+    result = analyze(trace)[0]
+    window = timeline_windows(result.events)[0]
+    rows, _ = window_events(result.events, window, TIMELINE_BARS)
+    return str(figures.kernel_timeline_figure(rows, f"GPU timeline: {window}").to_json())
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace", nargs="?", type=Path, default=EXAMPLE, help="a torch.profiler trace")
+    parser.add_argument("--repeats", type=int, default=5, help="alternating runs of each side (default 5)")
+    args = parser.parse_args()
+    subprocess.run([sys.executable, "-m", "fuseprof.cli", "analyze", str(args.trace)], check=True,
+                   stdout=subprocess.DEVNULL)  # the warm store
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        figure = Path(tmp) / "figure.json"
+        figure.write_text(first_figure_json(args.trace))
+        (Path(tmp) / "floor.py").write_text(FLOOR_APP.format(path=str(figure)))
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        runs: dict[str, list[dict[str, float]]] = {"floor": [], "fuseprof": []}
+        for _ in range(args.repeats):
+            port = free_port()
+            runs["floor"].append(measure(browser, [sys.executable, "-m", "streamlit", "run", str(Path(tmp) / "floor.py"),
+                                                   "--server.port", str(port), "--server.headless", "true",
+                                                   "--browser.gatherUsageStats", "false"], port,
+                                         f"http://localhost:{port}"))
+            port = free_port()
+            runs["fuseprof"].append(measure(browser, [sys.executable, "-m", "fuseprof.cli", "dashboard",
+                                                      str(args.trace), "--port", str(port)], port,
+                                            f"http://localhost:{port}"))
+        browser.close()
+    print(f"# {args.trace.relative_to(ROOT) if args.trace.is_relative_to(ROOT) else args.trace}, warm store, "
+          f"{args.repeats} alternating runs, headless Chromium; medians (min-max)")
+    print(f"{'':28}{'floor (same figure)':>22}{'fuseprof dashboard':>22}{'ratio':>8}")
+    for key, label in (("cold", "cold server to first chart"), ("new_tab", "new tab to first chart")):
+        floor, ours = ([r[key] for r in runs[side]] for side in ("floor", "fuseprof"))
+        print(f"{label:28}{statistics.median(floor):>8.2f} s ({min(floor):.2f}-{max(floor):.2f})"
+              f"{statistics.median(ours):>8.2f} s ({min(ours):.2f}-{max(ours):.2f})"
+              f"{statistics.median(ours) / statistics.median(floor):>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
