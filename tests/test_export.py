@@ -177,7 +177,7 @@ def test_export_refuses_to_lose_a_file(tmp_path: Path, capsys) -> None:
     assert main(["export", str(trace), "--perfetto", str(out)]) == 2
     assert "exists" in capsys.readouterr().err and out.read_text() == "mine"
     assert main(["export", str(trace), "--perfetto", str(tmp_path / "t.txt")]) == 2
-    with pytest.raises(FuseprofError, match="one of the traces read"):
+    with pytest.raises(FuseprofError, match="which this command reads"):
         export_perfetto(analyze([trace]), trace)
     assert main(["export", str(trace), "--perfetto", str(out), "--force"]) == 0
     assert pd.DataFrame(_exact(out)["traceEvents"]).shape[0] > 0
