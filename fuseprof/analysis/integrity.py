@@ -18,7 +18,9 @@ sections rest on which checks, so a number resting on a failed check is flagged 
                                     when the user chose the window (--window)
     overlapping_kernel_ns           per stream, Σ kernel durations − the union of their intervals: time
                                     that kernels on one stream overlap (they cannot: the timestamps
-                                    are off); ok up to 0.1% of the kernel time (CUPTI's own jitter)
+                                    are off, except where programmatic dependent launch starts a graph
+                                    or LaunchKernelEx kernel early: ``dependent_launch``); ok when the
+                                    rest is up to 0.1% of the kernel time (CUPTI's own jitter)
     timestamp_resolution_ns         1 when times carry ns (three decimals of µs), 1000 when every
                                     timestamp and duration is a whole µs (short kernels lose up to 1 µs
                                     each); ok when < 1000
@@ -59,6 +61,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import pandas as pd
 
+from fuseprof.analysis.dependent_launch import PDL_LEAD_NS, dependent_launch_overlap_ns
 from fuseprof.analysis.graphs import KERNEL_LAUNCH, capture_numbers, kernel_launches, outermost
 from fuseprof.analysis.memory import impossible_records
 from fuseprof.analysis.timeline import stream_labels
@@ -305,6 +308,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     modules = with_op[own | with_op["forward_module"].notna()] if "forward_module" in with_op else with_op[own]
     unnamed = all_events[~device_named]
     overlap = _overlap_on_streams(events)
+    dependent_ns, dependent_pairs = dependent_launch_overlap_ns(kernels)  # legal: programmatic dependent launch
     impossible = impossible_durations(all_events, host_span)
     memory_faults, memory_fault = impossible_records(memory) if memory is not None else (0, "")
     rows = [
@@ -319,8 +323,11 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
         ("events_outside_window", len(outside), len(outside) == 0 or window_asked is not None,
          f"{outside['dur_ns'].sum() / 1e3:,.3f} µs left out of every table"
          + (f", as --window {window_asked} asks" if window_asked is not None else "") if len(outside) else "none"),
-        ("overlapping_kernel_ns", overlap, overlap <= 1e-3 * kernel_ns,
-         f"kernels on one stream overlap by {_pct(overlap, kernel_ns):.3g}% of kernel time: their timestamps are off"
+        ("overlapping_kernel_ns", overlap, overlap - dependent_ns <= 1e-3 * kernel_ns,
+         (f"kernels on one stream overlap by {_pct(overlap - dependent_ns, kernel_ns):.3g}% of kernel time: their "
+          "timestamps are off" if overlap > dependent_ns else "none wrong")
+         + (f"; {dependent_pairs:,} kernels start up to {PDL_LEAD_NS / 1e3:g} µs before their predecessor ends "
+            f"({dependent_ns / 1e3:,.3f} µs): programmatic dependent launch, legal" if dependent_pairs else "")
          if overlap else "none"),
         ("timestamp_resolution_ns", resolution, resolution < 1000,
          "every time is a whole µs: short kernels lose up to 1 µs each" if resolution >= 1000 else "ns (µs with 3 decimals)"),
