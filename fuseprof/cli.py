@@ -98,6 +98,13 @@ def _main(argv: Sequence[str] | None) -> int:
         remove_unfinished()
         print("fuseprof: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:  # the trace outgrew the memory the process may use (ulimit -v, a container's limit)
+        from fuseprof.bundle.files import remove_unfinished
+
+        remove_unfinished()
+        print(f"fuseprof: error: {args.command}: out of memory (the limit this process runs under, or the machine's); "
+              "read fewer traces at once, a --window of fewer steps, or run where more memory is free", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

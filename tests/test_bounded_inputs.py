@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -268,3 +269,204 @@ def test_impossible_memory_records_are_flagged(edit, tmp_path: Path, capsys) -> 
     path = tmp_path / "memory.json"
     path.write_text(json.dumps(trace))
     _flagged("memory_records_impossible", path, capsys, "memory")
+
+
+# --- inputs of a bounded size and depth; no hang on a FIFO ------------------------------------------------------
+
+def _fifo(tmp: Path, name: str) -> Path:
+    path = tmp / name
+    os.mkfifo(path)
+    return path
+
+
+def _deep_json(tmp: Path) -> Path:
+    path = tmp / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    return path
+
+
+def _big_plan(tmp: Path) -> Path:
+    path = tmp / "big.json"
+    path.write_text('{"fuse": ["top:1"]}' + " " * 2**21)
+    return path
+
+
+def _deep_toml(tmp: Path) -> Path:
+    path = tmp / "deep.toml"
+    path.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    return path
+
+
+HOSTILE_FILES = {  # what is given, how, and the words of the one line that refuses it
+    "--plan a FIFO": (lambda t: ["whatif", str(BERT), "--plan", str(_fifo(t, "plan.json"))], "not a regular file"),
+    "--plan /dev/zero": (lambda t: ["whatif", str(BERT), "--plan", "/dev/zero"], "not a regular file"),
+    "--plan nested 100,000 deep": (lambda t: ["whatif", str(BERT), "--plan", str(_deep_json(t))], "nested too deeply"),
+    "--plan of 2 MiB": (lambda t: ["whatif", str(BERT), "--plan", str(_big_plan(t))], "larger than 1 MiB"),
+    "--registry a FIFO": (lambda t: ["analyze", str(BERT), "--registry", str(_fifo(t, "r.toml"))], "regular file"),
+    "--registry nested 5,000 deep": (lambda t: ["analyze", str(BERT), "--registry", str(_deep_toml(t))], "deep"),
+    "a trace that is a FIFO": (lambda t: ["analyze", str(_fifo(t, "t.json"))], "not a regular file"),
+    "a trace that is /dev/zero": (lambda t: ["analyze", "/dev/zero"], "not a regular file"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
+def test_a_hostile_input_file_is_one_line_not_a_hang(name: str, tmp_path: Path) -> None:
+    """Each in a child process under a timeout (a FIFO without a writer blocked the read forever before; the deep
+    plan was a RecursionError traceback): one error line, exit 2, at once."""
+    make, words = HOSTILE_FILES[name]
+    _clear_error(make(tmp_path), tmp_path, words, timeout=20)
+
+
+def _bomb(tmp: Path, gib: int) -> Path:
+    """``gib`` GiB of spaces as concatenated gzip members of 64 MiB each (one compressed once: a test-sized file)."""
+    member = gzip.compress(b" " * 2**26, 1)
+    path = tmp / "bomb.json.gz"
+    path.write_bytes(member * (16 * gib))
+    return path
+
+
+def test_a_gzip_bomb_under_a_memory_limit_is_one_line(tmp_path: Path) -> None:
+    """3 GiB of spaces (a 14 MB file) read under `ulimit -v` 2 GiB, within fuseprof's own 8 GiB bound: the
+    decompression runs out of memory first. Before, a MemoryError traceback; now one line that names the bound."""
+    _clear_error(["analyze", str(_bomb(tmp_path, 3))], tmp_path, r"bomb\.json\.gz: decompressing it outgrew the memory"
+                 r".*FUSEPROF_MAX_TRACE_MB", memory_bytes=2 * 2**30)
+
+
+def test_the_decompressed_bound_is_set_by_an_environment_variable(tmp_path: Path, monkeypatch) -> None:
+    """FUSEPROF_MAX_TRACE_MB=64: a 1 GiB bomb is refused at 64 MiB, and a value that is no size is one line."""
+    bomb = _bomb(tmp_path, 1)
+    monkeypatch.setenv("FUSEPROF_MAX_TRACE_MB", "64")
+    _clear_error(["analyze", str(bomb)], tmp_path, "decompresses to more than 64 MiB")
+    monkeypatch.setenv("FUSEPROF_MAX_TRACE_MB", "lots")
+    _clear_error(["analyze", str(BERT)], tmp_path, "FUSEPROF_MAX_TRACE_MB='lots': give a size in MiB")
+
+
+_TIGHT = ("import resource, sys\nfrom fuseprof.cli import main\nimport fuseprof.analysis.runner, pandas, pyarrow\n"
+          "size = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize')) * 1024\n"
+          "resource.setrlimit(resource.RLIMIT_AS, (size + 60 * 2**20,) * 2)\nsys.exit(main(sys.argv[1:]))")
+
+
+def test_a_trace_larger_than_the_memory_left_is_one_line(tmp_path: Path) -> None:
+    """100,000 tiny kernels (a 37 MB trace) with 60 MB of address space left after the imports (the 5 M kernels
+    under 4 GB of the issue, at a test's size): the decode runs out of memory past the file's read. Before, a
+    MemoryError traceback; now one line at the command's boundary."""
+    n = 100_000
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0.0, "dur": 2.0 * n + 10,
+               "args": {"External id": 1}}]
+    for i in range(n):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": 1.0 + 2 * i, "dur": 1.0, "args": {"correlation": i + 10, "External id": 1}})
+        events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.5 + 2 * i, "dur": 0.5,
+                       "args": {"correlation": i + 10, "External id": 1, "stream": 7, "device": 0}})
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    done = subprocess.run([sys.executable, "-c", _TIGHT, "analyze", str(path)], capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S, env={**os.environ, "FUSEPROF_CACHE": "off"})
+    outcome = ("traceback" if "Traceback" in done.stderr else "clear error" if done.returncode == 2 and
+               done.stderr.count("fuseprof: error:") == 1 else f"exit {done.returncode}")
+    _count(outcome)
+    assert outcome == "clear error" and "out of memory" in done.stderr, (done.returncode, done.stderr[-600:])
+
+
+# --- the trace store: an entry that is not this code's is a miss ------------------------------------------------
+
+def test_a_stored_table_with_a_dropped_column_is_rebuilt(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The store's tables of a trace rewritten without a column, its digests written again (a foreign or edited
+    entry): a KeyError traceback before; now a warning, the entry rebuilt, and the analysis the clean one."""
+    from fuseprof.cli import main
+    from fuseprof.parse.store import TraceStore, content_key, wait_for_writes
+
+    monkeypatch.setenv("FUSEPROF_CACHE", str(tmp_path / "store"))
+    store = TraceStore(tmp_path / "store")
+    store.tables(BERT)
+    wait_for_writes()
+    assert main(["analyze", str(BERT), "--format", "json"]) == 0
+    clean = capsys.readouterr().out
+    key = content_key(BERT)
+    frames, meta = store.get_frames(key, "tables")
+    frames["gpu"] = frames["gpu"].drop(columns=["stream"])
+    tables = store._entry(key, "tables")
+    for entry in [*tables.parent.parent.parent.glob("??/*/*")]:  # every stored part: its analysis, kept answers
+        shutil.rmtree(entry)
+    assert store.put_frames(key, "tables", frames, meta)
+    from fuseprof.analysis import runner
+
+    runner._LAST.clear()
+    try:
+        code = main(["analyze", str(BERT), "--format", "json"])
+    except Exception as exc:  # the failure this case exists to catch
+        FUZZ_RESULTS["traceback"] += 1
+        pytest.fail(f"traceback: {type(exc).__name__}: {exc}")
+    out, err = capsys.readouterr()
+    rebuilt = code == 0 and out == clean and "is damaged" in err and "its gpu table has columns" in err
+    FUZZ_RESULTS["warning" if rebuilt else "silently wrong"] += 1
+    assert rebuilt, (code, err[-500:])
+
+
+def test_the_store_knows_the_columns_the_decoder_gives() -> None:
+    """``TABLE_COLUMNS`` is what ``read_trace_tables`` gives, table by table (a decoder change updates both)."""
+    from fuseprof.parse.store import TABLE_COLUMNS
+    from fuseprof.parse.trace_events import read_trace_tables
+
+    for trace in (BERT, FIXTURES / "thirdparty" / "b200_eager.json.gz"):
+        tables = read_trace_tables(trace)
+        assert {name: tuple(getattr(tables, name).columns) for name in TABLE_COLUMNS} == TABLE_COLUMNS
+
+
+# --- the API: a wrong argument is a named error -----------------------------------------------------------------
+
+@pytest.mark.parametrize("given", [123, [], [1], None, "no/such/trace.json", "empty folder"],
+                         ids=["a number", "an empty list", "a list of a number", "None", "no such path", "empty folder"])
+def test_the_api_says_what_to_give(given: object, tmp_path: Path) -> None:
+    """fuseprof.analyze(123) was a TypeError from inside the runner, ([]) an error naming nothing: each is now a
+    FuseprofError with one line that says what to give."""
+    import fuseprof
+    from fuseprof.errors import FuseprofError
+
+    if given == "empty folder":
+        given = tmp_path
+    try:
+        fuseprof.analyze(given)  # type: ignore[arg-type]
+    except FuseprofError as exc:
+        said = str(exc)
+        clear = "\n" not in said and bool(re.search(r"give|no such|holds no", said))
+        FUZZ_RESULTS["clear error" if clear else "traceback"] += 1
+        assert clear, said
+    except Exception as exc:
+        FUZZ_RESULTS["traceback"] += 1
+        pytest.fail(f"traceback: {type(exc).__name__}: {exc}")
+    else:
+        FUZZ_RESULTS["silently wrong"] += 1
+        pytest.fail("no error")
+
+
+# --- fuseprof run: no partial bundle left at any exit -----------------------------------------------------------
+
+SCRIPTS = {
+    "os._exit(0) at its end": ("import os\n{region}\nos._exit(0)\n", 0, False),
+    "os._exit(3) inside a region": ("import os, torch, fuseprof\nwith fuseprof.region('add'):\n    torch.ones(8) + 1\n"
+                                    "    os._exit(3)\n", 3, False),
+    "os.chdir, then an ordinary end": ("import os\n{region}\nos.chdir('/')\n", 0, True),
+    "os.chdir, then an exception": ("import os\n{region}\nos.chdir('/')\nraise RuntimeError('after chdir')\n", 2, False),
+}
+_REGION = "import torch, fuseprof\nwith fuseprof.region('add'):\n    torch.ones(8) + 1"
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_run_leaves_no_partial_bundle_at_any_exit(name: str, tmp_path: Path) -> None:
+    """``fuseprof run --out out`` (a relative folder, from ``tmp_path``) on a CPU script that ends with os._exit or
+    changes directory: the exit status the script asked for, and in ``out`` either one finished bundle (an ordinary
+    end) or nothing, never a hidden ``.partial`` folder (before: left by both os._exit and os.chdir)."""
+    source, status, bundle = SCRIPTS[name]
+    (tmp_path / "script.py").write_text(source.format(region=_REGION))
+    done = subprocess.run([sys.executable, "-m", "fuseprof.cli", "run", "--out", "out", "--no-ncu", "script.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "FUSEPROF_CACHE": "off"})
+    out = tmp_path / "out"
+    left = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    partial = [n for n in left if ".fuseprof-partial-" in n]
+    FUZZ_RESULTS["leftover" if partial else "traceback" if "Traceback" in done.stderr else
+                 "identical" if bundle else "clear error"] += 1
+    assert not partial and "Traceback" not in done.stderr, (left, done.stderr[-600:])
+    assert done.returncode == status, done.stderr[-600:]
+    assert (len(left) == 1 and (out / left[0] / "manifest.json").is_file()) if bundle else not left, left

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import glob
+import os
 import shutil
 import tempfile
 import warnings
@@ -210,6 +211,22 @@ def _temporary_root() -> str:
     return root
 
 
+def _given_paths(paths: object) -> list[Path]:
+    """The paths a caller gave (one, or a list or tuple of them), each a str or path-like; anything else — a
+    number, an empty list, a list holding a DataFrame — is one InvalidArgumentError saying what to give."""
+    if isinstance(paths, (str, os.PathLike)):
+        return [Path(paths)]
+    if isinstance(paths, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in paths):
+        if not paths:
+            raise InvalidArgumentError("analyze: no trace given (an empty list); give a trace file, a bundle or a "
+                                       "folder of traces, or a list of them")
+        return [Path(p) for p in paths]
+    got = type(paths).__name__ if not isinstance(paths, (list, tuple)) else \
+        f"a {type(paths).__name__} holding {', '.join(sorted({type(p).__name__ for p in paths}))}"
+    raise InvalidArgumentError(f"analyze: give a trace file, a bundle or a folder of traces (a str or Path), or a list "
+                               f"of them; got {got}")
+
+
 def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
             registry: Registry | Path | str | None = None, window: str | None = None,
             graph_capture: Path | Sequence[Path] | None = None, ceilings: Path | None = None, workers: int | None = None,
@@ -220,7 +237,7 @@ def analyze(paths: list[Path] | Path, device: str | None = None, top: int = 15,
     ``registry`` (a ``Registry``, or a TOML file extending the default one). ``workers``
     processes (default 1: this one; more need the calling script's work under ``if __name__ ==
     "__main__":``, as any spawned pool does) or a Dask ``scheduler`` run several traces at once."""
-    paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    paths = _given_paths(paths)
     if device is not None:
         require_device(device)
     if workers is not None and workers < 1:

@@ -73,7 +73,9 @@ class BundleWriter:
             raise BundleError(f"--out {out_dir}: is a bundle; give the folder that holds bundles "
                               f"(e.g. --out {out_dir.parent})")
         self.path = out_dir / temporary_name(self.name, "partial")
-        _UNFINISHED.add(self.path)  # before it exists: an interrupt at any moment from here finds it
+        # before it exists: an interrupt at any moment from here finds it, absolute: wherever the process has gone
+        self._unfinished = self.path.absolute()
+        _UNFINISHED.add(self._unfinished)
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
             remove_stale_partials(out_dir)
@@ -105,15 +107,15 @@ class BundleWriter:
             os.rename(self.path, final)
         except OSError as exc:
             raise BundleError(f"{final}: cannot move the finished bundle into place ({exc.strerror})") from None
-        _UNFINISHED.discard(self.path)
+        _UNFINISHED.discard(self._unfinished)
         # the marker goes only once the bundle is in place: a kill before the rename leaves a marked
         # partial, which the next run removes (unmarked, it would look like a user's and stay forever)
         (final / PARTIAL_MARKER).unlink(missing_ok=True)
         return final
 
     def abort(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-        _UNFINISHED.discard(self.path)
+        shutil.rmtree(self._unfinished, ignore_errors=True)
+        _UNFINISHED.discard(self._unfinished)
 
     def __enter__(self) -> BundleWriter:
         return self

@@ -9,18 +9,20 @@ whole-model trace.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
 
-from fuseprof.bundle.files import BundleWriter
+from fuseprof.bundle.files import BundleWriter, remove_unfinished
 from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.ncu_capture import capture_with_ncu
 from fuseprof.capture.torch_profile import export_gzipped_trace, profiled
@@ -57,13 +59,16 @@ def _end_a_forked_child(owner: int, code: object) -> None:
 
 
 def _run_script(opts: RunOptions) -> None:
-    """``python SCRIPT ARGS`` in this process; an exception in it is one line with its file and line."""
-    saved_argv, saved_path = sys.argv, list(sys.path)
+    """``python SCRIPT ARGS`` in this process; an exception in it is one line with its file and line. Whatever the
+    script does to the process's directory is undone when it ends (the bundle's paths are relative to it), and an
+    ``os._exit`` in the script's own process, which skips every clean-up, first removes the bundle being written
+    (``_exiting_cleans_up``)."""
+    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
     sys.argv = [str(opts.script), *opts.args]
     sys.path.insert(0, str(opts.script.resolve().parent))
     owner = os.getpid()
     try:
-        with verbatim():  # the user's own script prints what it likes (its colours too)
+        with verbatim(), _exiting_cleans_up(owner):  # the user's own script prints what it likes (its colours too)
             runpy.run_path(str(opts.script), run_name="__main__")
         _end_a_forked_child(owner, 0)
     except SystemExit as exc:
@@ -78,6 +83,29 @@ def _run_script(opts: RunOptions) -> None:
                                 f"(in {opts.script})") from None
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        if os.getpid() == owner:
+            os.chdir(saved_cwd)
+
+
+@contextlib.contextmanager
+def _exiting_cleans_up(owner: int) -> Iterator[None]:
+    """While the script runs, ``os._exit`` in this process removes the half-written bundle before it ends the
+    process as asked (the status and the abruptness kept: no finally block or atexit runs, as the script meant);
+    in a process the script forked it is ``os._exit`` itself (the parent's bundle is not the child's to remove)."""
+    real_exit = os._exit
+
+    def exit_removing_partials(status: int) -> NoReturn:
+        if os.getpid() == owner:
+            remove_unfinished()
+            print(f"fuseprof: the script ended the process with os._exit({status}); no bundle written", file=sys.stderr)
+            sys.stderr.flush()
+        real_exit(status)
+
+    os._exit = exit_removing_partials
+    try:
+        yield
+    finally:
+        os._exit = real_exit
 
 
 def run_script(opts: RunOptions, log: Log = log_to_stderr) -> Path:

@@ -58,6 +58,25 @@ if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written
 
 FORMAT = 2  # 2: an entry's frames in one pack file (1: a Parquet file each)
 _TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters", "memory")
+_TIMED = ("name", "pid", "tid")
+# The columns the decoder gives each table (``read_trace_tables``, whatever the trace holds; tests/test_bounded_inputs.py
+# holds the two together): a stored entry whose frame has other columns is no entry of this code's — a foreign or
+# edited file whose digests were written again — and is rebuilt, never read into a KeyError deep in the analysis
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "gpu": ("name", "cat", "stream", "device", "correlation", "external_id", "grid", "block", "registers", "shared",
+            "bytes", "collective", "in_nelems", "nccl_dtype", "group_size", "communicator", "seq", "start_ns", "dur_ns"),
+    "ops": (*_TIMED, "external_id", "input_dims", "input_type", "concrete", "rf_id", "sequence", "fwd_tid", "start_ns",
+            "dur_ns"),
+    "launches": (*_TIMED, "correlation", "external_id", "kernel", "start_ns", "dur_ns"),
+    "modules": (*_TIMED, "start_ns", "dur_ns"),
+    "annotations": (*_TIMED, "start_ns", "dur_ns"),
+    "autograd": (*_TIMED, "sequence", "fwd_tid", "start_ns", "dur_ns"),
+    "host_ops": (*_TIMED, "input_dims", "input_type", "concrete", "rf_id", "start_ns", "dur_ns"),
+    "forward_ops": (*_TIMED, "sequence", "start_ns", "dur_ns"),
+    "parameters": (*_TIMED, "input_dims", "input_type", "start_ns", "dur_ns"),
+    "memory": ("pid", "tid", "addr", "bytes", "total_allocated", "total_reserved", "device_type", "device_id", "op",
+               "caller", "start_ns"),
+}
 _MANIFEST = "manifest.json"
 _PACK = "frames.arrows"  # the entry's frames, one Arrow IPC stream each (``fuseprof.parse.frames.pack_frames``)
 ROOT_MARKER = ".fuseprof-store"
@@ -159,11 +178,12 @@ class TraceStore:
             if not (folder / name).exists():
                 (folder / name).write_text(_marker(kind))
 
-    def get_frames(self, key: str, part: str, only: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()
+    def get_frames(self, key: str, part: str, only: tuple[str, ...] | None = None, skip: tuple[str, ...] = (),
+                   columns: dict[str, tuple[str, ...]] | None = None
                    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]] | None:
         """The frames (those named in ``only``, else all but ``skip``) and metadata stored under
         ``key``/``part``, or None (absent, or damaged: then removed with a warning, for the caller to
-        rebuild)."""
+        rebuild). ``columns``: the columns each named frame must have, exactly (``TABLE_COLUMNS``)."""
         if self.root is None:
             return None
         wait_for_writes()
@@ -184,6 +204,10 @@ class TraceStore:
                         if hashlib.sha256(data).hexdigest() != digest:
                             raise ValueError(f"{name} does not match its digest")
                         frames[name] = unpack_frame(data)
+                        expected = (columns or {}).get(name)
+                        if expected is not None and tuple(frames[name].columns) != expected:
+                            raise ValueError(f"its {name} table has columns {list(frames[name].columns)}, not "
+                                             f"{list(expected)}")
             if _meta_digest(manifest["meta"]) != manifest["meta_sha256"]:
                 raise ValueError("its metadata does not match its digest")
             return frames, manifest["meta"]
@@ -264,7 +288,7 @@ class TraceStore:
         from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 
         key = key or content_key(path) if self.root is not None else None
-        found = self.get_frames(key, "tables") if key is not None else None
+        found = self.get_frames(key, "tables", columns=TABLE_COLUMNS) if key is not None else None
         if found is not None:
             frames, meta = found
             tables = TraceTables(path=path, **{t: frames[t] for t in _TABLES},

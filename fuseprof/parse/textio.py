@@ -2,7 +2,9 @@
 
 Bounded and safe on hostile input: only regular files are read (a named pipe would block forever, a
 link to /dev/zero would read until memory ran out); gzip data is decompressed in chunks up to
-``MAX_BYTES`` (a 1 MB gzip bomb expands to GBs); both are refused with one line naming the file.
+``max_bytes()`` (a 1 MB gzip bomb expands to GBs: 8 GiB, or ``FUSEPROF_MAX_TRACE_MB``); both are refused
+with one line naming the file, and so is data that outgrows the memory the process may use (``ulimit -v``)
+before that bound.
 """
 
 from __future__ import annotations
@@ -15,6 +17,21 @@ from pathlib import Path
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
 
 MAX_BYTES = 8 * 2**30  # 8 GiB of JSON or CSV: beyond any trace seen, far below what would take the machine down
+LIMIT_VARIABLE = "FUSEPROF_MAX_TRACE_MB"  # the bound in MiB, for a machine that reads larger traces or wants less
+
+
+def max_bytes() -> int:
+    """The most bytes a trace or CSV may hold once decompressed: ``MAX_BYTES``, or ``FUSEPROF_MAX_TRACE_MB`` MiB."""
+    given = os.environ.get(LIMIT_VARIABLE)
+    if given is None:
+        return MAX_BYTES
+    try:
+        mib = float(given)
+    except ValueError:
+        mib = float("nan")
+    if not mib > 0 or mib == float("inf"):
+        raise InvalidArgumentError(f"{LIMIT_VARIABLE}={given!r}: give a size in MiB above 0")
+    return int(mib * 2**20)
 _CHUNK = 2**24
 
 
@@ -42,7 +59,7 @@ def _gunzip(raw: bytes, path: Path, limit: int) -> bytes | bytearray:
             size += len(out)
             if size > limit:
                 raise TraceFormatError(f"{path}: decompresses to more than {limit / 2**20:,.0f} MiB; refused "
-                                       "(a damaged file or a decompression bomb)")
+                                       f"(a damaged file or a decompression bomb; {LIMIT_VARIABLE} sets the bound)")
             out_buffer += out
             del out
             data = inflater.unconsumed_tail
@@ -53,6 +70,10 @@ def _gunzip(raw: bytes, path: Path, limit: int) -> bytes | bytearray:
             raise TraceFormatError(f"{path}: damaged or truncated gzip data (it ends early)")
     except zlib.error as exc:
         raise TraceFormatError(f"{path}: damaged or truncated gzip data ({exc})") from None
+    except MemoryError:
+        raise TraceFormatError(f"{path}: decompressing it outgrew the memory this process may use ({size / 2**20:,.0f} "
+                               f"MiB so far; ulimit -v?): a decompression bomb, or set {LIMIT_VARIABLE} below that "
+                               "to be told so at once") from None
     return out_buffer  # a bytearray: every reader takes a buffer, and bytes() would copy it
 
 
@@ -60,11 +81,16 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes | bytearray:
     """The file's bytes, gunzipped when they start with gzip's magic (not by the file's name), at most
     ``limit`` (default ``MAX_BYTES``) of them."""
     require_regular(path)
+    limit = limit or max_bytes()
+    if path.stat().st_size > limit:
+        raise TraceFormatError(f"{path}: larger than {limit / 2**20:,.0f} MiB; refused ({LIMIT_VARIABLE} sets the bound)")
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot read ({exc.strerror})") from None
-    return _gunzip(raw, path, limit or MAX_BYTES) if raw[:2] == b"\x1f\x8b" else raw
+    except MemoryError:
+        raise TraceFormatError(f"{path}: larger than the memory this process may use (ulimit -v?)") from None
+    return _gunzip(raw, path, limit) if raw[:2] == b"\x1f\x8b" else raw
 
 
 def read_text(path: Path) -> str:
