@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -214,16 +215,19 @@ def test_the_jobs_path_names_the_labelled_straggler_as_setting_the_steady_steps(
 @pytest.mark.shared
 def test_the_jobs_path_of_a_gpu_bound_tensor_parallel_step_runs_from_all_reduce_to_all_reduce() -> None:
     """Both ranks of the tensor-parallel MLP run their GPU back to back, one all-reduce a step: each steady step's
-    job path runs from the previous all-reduce's end to this one's on the rank that ended last (from the raw
-    files), and its communication is that rank's all-reduce from the last arrival on."""
+    job path runs from the previous all-reduce's end (on the rank the walk ends on) to this one's on the rank that
+    ended last, on the job's clock: each rank's clock moved by the median of its steady all-reduces' ends less
+    the ranks' median end (from the raw files; within 1 ns, the median's rounding)."""
     from fuseprof.analysis.job_path import job_path
 
     files = sorted((shared_traces() / "h200_2gpu").glob("tp_mlp_straggle_rank*.json.gz"))
-    ends = [_nccl_ends(f) for f in files]
+    raw = np.array([_nccl_ends(f) for f in files], dtype=np.int64)
+    middle = np.median(raw, axis=0)
+    ends = [r - round(float(np.median(r[1:] - middle[1:]))) for r in raw]  # the first all-reduce is start-up
     table = job_path(analyze(files)).set_index("step").sort_index()
     for k, (step, row) in enumerate(table.iloc[1:].iterrows(), start=1):
         last = max(range(len(ends)), key=lambda r: ends[r][k])
-        assert int(row["path_ns"]) == ends[last][k] - ends[last][k - 1], (step, row)
+        assert min(abs(int(row["path_ns"]) - int(ends[last][k] - e[k - 1])) for e in ends) <= 1, (step, row)
 
 
 def test_the_jobs_path_ends_when_two_communicators_collectives_cross() -> None:

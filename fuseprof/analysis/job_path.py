@@ -117,19 +117,44 @@ def path_legs(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
         "top_ns": pd.Series(columns[8], dtype=np.int64)})
 
 
-def _arrivals(results: Sequence[TraceAnalysis]) -> dict[tuple[int, int], tuple[int, int]]:
-    """(rank, its kernel's start) → (the last rank to arrive, that rank's kernel start), per steady-state
-    collective matched on every rank."""
+def clock_offsets(results: Sequence[TraceAnalysis]) -> dict[int, int]:
+    """Per rank, how far its clock runs ahead of the job's (ns): the median, over the steady-state collectives
+    matched on every rank, of its kernel's end less the median end of all ranks' kernels. A collective ends on
+    every rank together — the last arrival starts the transfer for all — so its ends agree where the clocks do,
+    while its starts differ by the very waits the path reads (issue 61, point 3: clocks aligned on collective
+    ends). Without it, 40 µs between two hosts' clocks named the wrong rank late."""
+    differences: dict[int, list[int]] = {}
+    for _, _, group, steady in matched_collectives(list(results)):
+        if not steady:
+            continue
+        ranks, ends = group["rank"].tolist(), group["end_ns"].tolist()
+        middle = int(np.median(np.asarray(ends, dtype=np.int64) - ends[0])) + int(ends[0])  # exact on epoch ns
+        for rank, end in zip(ranks, ends):
+            differences.setdefault(int(rank), []).append(int(end) - middle)
+    return {rank: int(np.median(d)) for rank, d in differences.items()}
+
+
+def _arrivals(results: Sequence[TraceAnalysis], offsets: dict[int, int]) -> dict[tuple[int, int], tuple[int, int]]:
+    """(rank, its kernel's start on the job's clock) → (the last rank to arrive, that rank's kernel start on the
+    job's clock), per steady-state collective matched on every rank."""
     out: dict[tuple[int, int], tuple[int, int]] = {}
     for _, _, group, steady in matched_collectives(list(results)):
         if not steady:
             continue
-        ranks, starts = group["rank"].tolist(), group["start_ns"].tolist()  # lists: a frame's rows cost µs each
+        ranks = [int(r) for r in group["rank"].tolist()]  # lists: a frame's rows cost µs each
+        starts = [int(start) - offsets.get(rank, 0) for rank, start in zip(ranks, group["start_ns"].tolist())]
         k = max(range(len(starts)), key=starts.__getitem__)  # the first of the latest, as idxmax
-        last = (int(ranks[k]), int(starts[k]))
+        last = (ranks[k], starts[k])
         for rank, start in zip(ranks, starts):
-            out[(int(rank), int(start))] = last
+            out[(rank, start)] = last
     return out
+
+
+def _on_job_clock(legs: pd.DataFrame, offset: int) -> pd.DataFrame:
+    """A rank's legs with their times moved onto the job's clock (``clock_offsets``)."""
+    if not offset:
+        return legs
+    return legs.assign(**{c: legs[c] - offset for c in ("start_ns", "comm_start_ns", "end_ns", "kernel_start_ns")})
 
 
 class Part(NamedTuple):
@@ -201,8 +226,10 @@ def job_path(results: Sequence[TraceAnalysis]) -> pd.DataFrame:
     ranked = [r for r in results if r.rank is not None and "path_legs" in r.frames and r.rank not in apart]
     if len(ranked) < 2:
         return pd.DataFrame(columns=COLUMNS)
-    arrivals = _arrivals(ranked)
-    by_rank = {int(r.rank): r.frames["path_legs"] for r in ranked}  # type: ignore[arg-type]
+    offsets = clock_offsets(ranked)
+    arrivals = _arrivals(ranked, offsets)
+    by_rank = {int(r.rank): _on_job_clock(r.frames["path_legs"], offsets.get(int(r.rank), 0))  # type: ignore[arg-type]
+               for r in ranked}
     per_step = {k: _legs_by_step(f) for k, f in by_rank.items()}
     steps = set.intersection(*(set(p) for p in per_step.values()))
     rows = []
