@@ -66,19 +66,38 @@ def test_graph_kernels_starting_before_their_predecessor_ends_are_legal(tmp_path
     assert failed and "graph_kernel_time_attributed_pct" in failed[0] and "overlapping_kernel_ns" not in failed[0]
 
 
-@pytest.mark.parametrize(("api", "leads_us", "legal"), [
-    ("cudaLaunchKernel", LEADS_US, False),  # an eager launch cannot carry the attribute: wrong timestamps
-    ("cudaLaunchKernelExC", LEADS_US, True),  # FlashInfer/SGLang's eager PDL launches
-    ("cudaGraphLaunch", [3.0], False),  # 3 µs early: more than PDL was seen to lead by (1.7 µs)
+@pytest.mark.parametrize(("api", "leads_us", "every", "legal"), [
+    ("cudaLaunchKernel", LEADS_US, 3, False),  # an eager launch cannot carry the attribute: wrong timestamps
+    ("cudaLaunchKernelExC", LEADS_US, 3, True),  # FlashInfer/SGLang's eager PDL launches
+    ("cudaGraphLaunch", [4.5], 1, False),  # 4.5 µs early: more than PDL was seen to lead by (3.74 µs)
 ])
-def test_only_launches_that_can_carry_pdl_and_short_leads_are_legal(tmp_path: Path, api: str,
-                                                                     leads_us: list[float], legal: bool) -> None:
+def test_only_launches_that_can_carry_pdl_and_short_leads_are_legal(tmp_path: Path, api: str, leads_us: list[float],
+                                                                     every: int, legal: bool) -> None:
     raw = json.loads(gzip.decompress(REPLAY.read_bytes()))
     for event in raw["traceEvents"]:
         if event.get("name") == "cudaGraphLaunch":
             event["name"] = api
-    _early_starts(raw, leads_us)
+    assert _early_starts(raw, leads_us, every)
     row, _ = _overlap_row(_write(raw, tmp_path / "edited.json.gz"))
     FUZZ_RESULTS["identical" if legal else "warning"] += 1
     assert bool(row["ok"]) is legal and row["value"] > 0
     assert ("timestamps are off" in row["detail"]) is not legal
+
+
+def test_the_b200_traces_overlaps_are_its_moe_kernels_dependent_launches() -> None:
+    """The committed B200 trace: every kernel that starts before its predecessor on the stream ends was launched
+    by cuLaunchKernelEx or cudaLaunchKernelExC, leads by at most 3.744 µs and ends after its predecessor — read
+    from the raw file. Their leads sum to the whole 69,278 ns overlap, which check called damage before."""
+    raw = json.loads(gzip.decompress((FIXTURES / "thirdparty" / "b200_eager.json.gz").read_bytes()))
+    api = {e["args"]["correlation"]: e["name"] for e in raw["traceEvents"]
+           if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    kernels = sorted((e for e in raw["traceEvents"] if e.get("cat") == "kernel"),
+                     key=lambda e: (e["args"]["stream"], e["ts"]))
+    early = [(b, round((a["ts"] + a["dur"] - b["ts"]) * 1000)) for a, b in zip(kernels, kernels[1:])
+             if a["args"]["stream"] == b["args"]["stream"] and b["ts"] < a["ts"] + a["dur"]]
+    assert len(early) == 74 and {api[b["args"]["correlation"]] for b, _ in early} == {"cuLaunchKernelEx",
+                                                                                      "cudaLaunchKernelExC"}
+    assert max(lead for _, lead in early) <= 3_744
+    assert abs(sum(lead for _, lead in early) - 69_278) <= len(early)
+    row, _ = _overlap_row(FIXTURES / "thirdparty" / "b200_eager.json.gz")
+    assert row["value"] == 69_278 and bool(row["ok"]) and "74 kernels start" in row["detail"]

@@ -5,7 +5,9 @@ predecessor on the stream signals (``cudaTriggerProgrammaticLaunchCompletion``, 
 instead of when it ends; its ``cudaGridDependencySynchronize`` then waits for the predecessor's results. The
 attribute can be set only through ``cudaLaunchKernelEx``/``cuLaunchKernelEx`` or on a graph's kernel node, so a
 graph replay or such a launch is the only place it can occur. On B300 SGLang graph replays kernels start 0.16-1.7 µs
-before their predecessor ends. The integrity check (``fuseprof.analysis.integrity``) subtracts what this module
+before their predecessor ends; in the committed B200 trace (tests/fixtures/thirdparty/b200_eager.json.gz) 74
+TensorRT-LLM MoE kernels launched by cuLaunchKernelEx/cudaLaunchKernelExC start 0.13-3.74 µs early, every one
+ending after its predecessor. The integrity check (``fuseprof.analysis.integrity``) subtracts what this module
 recognises from the stream overlap it calls wrong timestamps.
 
 A pair is recognised when the later kernel was launched by a graph or ``*LaunchKernelEx*``, starts at most
@@ -21,7 +23,7 @@ import pandas as pd
 from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.analysis.timeline import stream_labels
 
-PDL_LEAD_NS = 2_000  # the longest early start recognised: B300 graph replays show up to 1.7 µs
+PDL_LEAD_NS = 4_000  # the longest early start recognised: B300 graph replays show 1.7 µs, B200 MoE GEMMs 3.74
 _EX_LAUNCH = r"LaunchKernelEx"  # cudaLaunchKernelExC, cuLaunchKernelEx: the launches that can carry the attribute
 
 
