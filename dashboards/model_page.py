@@ -17,6 +17,7 @@ from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
 from fuseprof.analysis.timeline import timeline_windows, window_events
+from fuseprof.commands.dashboard import REGISTRY_ENV
 from fuseprof.display import human_units, md_text
 from fuseprof.errors import FuseprofError
 from fuseprof.section_views import trace_views
@@ -29,10 +30,12 @@ TIMELINE_BARS = 3000  # GPU events one timeline draws: a step of a large trace s
 
 
 @st.cache_resource(show_spinner="Analysing the trace…", max_entries=8)  # shared, not copied: never modified
-def analysis(trace: str, ceilings: str | None, top: int) -> TraceAnalysis:
+def analysis(trace: str, ceilings: str | None, registry: str | None, top: int) -> TraceAnalysis:
+    """The trace's analysis, with the registry ``fuseprof dashboard --registry`` named (``REGISTRY_ENV``), if any."""
     from fuseprof_dashboards.serve import take  # the analysis the server began at start, if it is this one
 
-    return take(trace, ceilings, top) or analyze(Path(trace), top=top, ceilings=Path(ceilings) if ceilings else None)[0]
+    return take(trace, ceilings, registry, top) or analyze(Path(trace), top=top, ceilings=Path(ceilings) if ceilings
+                                                           else None, registry=Path(registry) if registry else None)[0]
 
 
 def _timeline(result: TraceAnalysis, choice) -> None:  # type: ignore[no-untyped-def]
@@ -79,8 +82,9 @@ def render(traces: dict[str, Path], data_table, choice) -> None:  # type: ignore
     chosen = choice(st.sidebar.selectbox, "Trace", names, "trace") if len(names) > 1 else names[0]
     top = int(choice(st.sidebar.selectbox, "Rows per top table", [str(n) for n in TOP_ROWS], "top", str(FIRST_TOP)))
     ceilings = os.environ.get(CEILINGS_ENV) or None
+    registry = os.environ.get(REGISTRY_ENV) or None
     try:
-        result = analysis(str(traces[chosen]), ceilings, top)
+        result = analysis(str(traces[chosen]), ceilings, registry, top)
     except FuseprofError as exc:  # e.g. a CPU-only capture of `fuseprof run`: it has no GPU kernels to analyse
         st.error(md_text(exc))
         return
@@ -100,7 +104,7 @@ def render(traces: dict[str, Path], data_table, choice) -> None:  # type: ignore
         return
     st.subheader("Diff against another trace")
     other = choice(st.selectbox, "B (A is the trace above)", others, "diff")
-    b = analysis(str(traces[other]), ceilings, top)
+    b = analysis(str(traces[other]), ceilings, registry, top)
     st.dataframe(human_units(diff_totals(result, b)), hide_index=True)
     by_category = diff_by_category(result, b)
     st.plotly_chart(figures.diff_figure(by_category), key="model-diff-figure")

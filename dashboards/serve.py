@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 _lock = threading.Lock()
-_ready: dict[tuple[str, str | None, int], Any] = {}
+_ready: dict[tuple[str, str | None, str | None, int], Any] = {}
 FIRST_TOP = 15  # the Model page's rows per top table unless the URL says otherwise (``fuseprof analyze``'s default)
 
 
@@ -22,22 +22,25 @@ def _warm(path: Path) -> None:
 
         import fuseprof.figures  # noqa: F401  (what every page imports: pandas, Plotly, the models)
         from fuseprof.analysis import analyze
+        from fuseprof.commands.dashboard import REGISTRY_ENV
         from fuseprof.errors import FuseprofError
 
         try:
             inputs = find_inputs(path)
             if inputs.traces and not inputs.bundles:
                 trace, ceilings = str(next(iter(inputs.traces.values()))), os.environ.get("FUSEPROF_CEILINGS") or None
-                _ready[trace, ceilings, FIRST_TOP] = analyze(Path(trace), top=FIRST_TOP,
-                                                             ceilings=Path(ceilings) if ceilings else None)[0]
+                registry = os.environ.get(REGISTRY_ENV) or None
+                _ready[trace, ceilings, registry, FIRST_TOP] = analyze(
+                    Path(trace), top=FIRST_TOP, ceilings=Path(ceilings) if ceilings else None,
+                    registry=Path(registry) if registry else None)[0]
         except FuseprofError:
             pass  # the page says it, in its own words
 
 
-def take(trace: str, ceilings: str | None, top: int) -> Any:
+def take(trace: str, ceilings: str | None, registry: str | None, top: int) -> Any:
     """The analysis begun at start for these arguments (waiting for it if it is still running), once; else None."""
     with _lock:
-        return _ready.pop((trace, ceilings, top), None)
+        return _ready.pop((trace, ceilings, registry, top), None)
 
 
 def main() -> None:

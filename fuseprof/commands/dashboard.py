@@ -10,6 +10,7 @@ from fuseprof.commands.base import Command, folder_argument
 from fuseprof.errors import FuseprofError, MissingExtraError
 
 MEMORY_MB_ENV = "FUSEPROF_DASHBOARD_MB"  # --memory-mb, read by dashboards/app.py
+REGISTRY_ENV = "FUSEPROF_REGISTRY"  # --registry, read by the Model page (dashboards/model_page.py, serve.py)
 DEFAULT_MEMORY_MB = 1024  # of estimated frame memory (fuseprof.bundle.loading.frame_bytes)
 
 
@@ -41,6 +42,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-mb", type=float, metavar="MB",
                    help="memory the bundles' kernel tables may take, estimated from their Parquet footers before "
                         f"reading (default: {DEFAULT_MEMORY_MB}); a bundle past it is left out with a note")
+    p.add_argument("--registry", type=Path, metavar="FILE",
+                   help="a TOML file extending fuseprof's op registry, for the Model page's analyses (as `fuseprof "
+                        "analyze --registry`; format: docs/registry.md)")
     p.add_argument("--ceilings", type=Path, metavar="BUNDLE",
                    help="measured rates for the Model page's traces: a `fuseprof ceilings` and/or `fuseprof bench` "
                         "bundle, or a folder of them (default: the datasheet of each trace's GPU)")
@@ -65,6 +69,12 @@ def _dashboard(args: argparse.Namespace) -> int:
         os.environ["FUSEPROF_CEILINGS"] = str(args.ceilings.resolve())  # read by the Model page
     if args.memory_mb is not None:
         os.environ[MEMORY_MB_ENV] = str(args.memory_mb)
+    if args.registry is not None:
+        from fuseprof.model.registry import load_registry
+        from fuseprof.model.registry_data import DEFAULT
+
+        load_registry(args.registry, DEFAULT)  # a wrong file is refused here, in its own lines, not on a page
+        os.environ[REGISTRY_ENV] = str(args.registry.resolve())
     argv = [sys.executable, "-m", "fuseprof_dashboards.serve", "run", str(dashboard_app()), "--server.address", args.address,
             "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
             "--", "--traces", str(args.dir.resolve())]
