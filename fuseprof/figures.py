@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fuseprof.model.devices import PIPES
+from fuseprof.model.devices import PIPES, SmLimits
 from fuseprof.model.launches import lanes
-from fuseprof.model.occupancy import block_size_curve, occupancy, occupancy_curve
+from fuseprof.model.occupancy import HOPPER, block_size_curve, occupancy, occupancy_curve
 from fuseprof.model.roofline import Roof, chain_points
 
 # Warm colours for unfused chains, blue for compiled, greens for fused kernels, purple for libraries.
@@ -244,12 +244,13 @@ def kernel_labels(table: pd.DataFrame) -> list[str]:
 
 
 @as_text
-def occupancy_curves_figure(threads: int, registers: int, shared_bytes: int) -> go.Figure:
+def occupancy_curves_figure(threads: int, registers: int, shared_bytes: int, limits: SmLimits = HOPPER) -> go.Figure:
     """Theoretical occupancy against registers per thread and against block size (every value the
-    calculator gives, drawn as steps); the launch's own configuration marked on each."""
-    by_regs = occupancy_curve(threads, shared_bytes)
-    by_block = block_size_curve(registers, shared_bytes)
-    own = occupancy(threads, registers, shared_bytes)
+    calculator gives, drawn as steps) on an SM with ``limits`` (the kernel's GPU's: ``occupancy.device_limits``);
+    the launch's own configuration marked on each."""
+    by_regs = occupancy_curve(threads, shared_bytes, limits=limits)
+    by_block = block_size_curve(registers, shared_bytes, limits=limits)
+    own = occupancy(threads, registers, shared_bytes, limits)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=by_regs["registers_per_thread"], y=by_regs["theoretical_occupancy_pct"],
                              mode="lines", name=f"vs registers/thread ({threads} threads)", line_shape="hv",

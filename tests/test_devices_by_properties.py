@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
+from fuseprof.figures import occupancy_curves_figure
 from fuseprof.model.devices import DEVICES, identify, limits_for
 from fuseprof.model.occupancy import HOPPER, occupancy, occupancy_table
 from fuseprof.model.roofline import capture_roof, judge
@@ -165,6 +166,8 @@ def test_occupancy_uses_the_devices_own_limits() -> None:
     table = occupancy_table(kernels)
     assert table["computed_occupancy_pct"].iloc[:2].tolist() == [50.0, 100.0]
     assert math.isnan(table["computed_occupancy_pct"].iloc[2]) and table["computed_limiter"].iloc[2] == "unknown"
+    marked = occupancy_curves_figure(256, 64, 0, turing).data[2]  # the calculator's chart, on the kernel's GPU
+    assert marked.y == (100.0,) and occupancy_curves_figure(256, 64, 0).data[2].y == (50.0,)
 
 
 def test_a_trace_s_recorded_limits_override_the_table() -> None:
