@@ -2,8 +2,8 @@
 value is checked against the row class it fills, before any row is made. Each case goes through the CLI and
 must end in exit 2 with at most 21 short lines naming the file (one line per error, 20 shown, then how many
 more), or — for files that are right — in the registry the same rows make in Python. Before the schema,
-``replayable = "no"`` was true, ``kinds = "add"`` was {'a', 'd'}, four files here ended in a traceback, a FIFO
-hung and a megabyte regex came back whole on stderr. Outcomes are counted in the fuzz summary line."""
+``replayable = "no"`` was true, ``kinds = "add"`` was {'a', 'd'}, five files here ended in a traceback, a FIFO
+hung, a nested repeat hung the first search of a long name and a megabyte regex came back whole on stderr. Outcomes are counted in the fuzz summary line."""
 
 from __future__ import annotations
 
@@ -87,6 +87,7 @@ HOSTILE: dict[str, tuple[Callable[[Path], Path], str]] = {
                                             "[[family]] #2: the same ('x', '') as [[family]] #1"),
     "two roles of the same op": (_text(ROLE + "epilogue = true\n" + ROLE + "softmax = true\n"),
                                  "[[role]] #2: the same 'aten::x' as [[role]] #1"),
+    "a regex that backtracks exponentially": (_text(FAMILY + "op = '(a+)+$'\n"), "op: could take exponential time"),
     # a traceback before
     "a nested table with an unknown key": (_text(ROLE + "gemm = {foo = 1}\n"), "gemm: unknown key 'foo'"),
     "kernel arguments that are not tables": (_text(MATCH + "arguments = [1]\n"), "arguments[0]: expected a table of step"),

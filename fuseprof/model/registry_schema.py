@@ -5,7 +5,7 @@ The row classes of ``fuseprof.model.registry`` are the schema: a field's type hi
 (``bool``: true or false, never the string "no", which Python calls true; ``tuple[str, ...]``: a list of
 strings, never one string, which Python splits into letters), a field without a default is required, and a
 key no field names is refused. What the hints cannot say is declared here, per class: which strings are
-regular expressions (compiled, and bounded where ``fuseprof.model.safe_regex`` exists), which values a
+regular expressions (compiled, and bounded by ``fuseprof.model.safe_regex``), which values a
 string may take, and which fields at least one of must be given (a family with neither ``op`` nor ``kernel``
 matches nothing). Every error is one line — the file, the table and its number, the key, what was expected
 and what was given, cut short — and at most ``SHOWN`` are printed, then how many more: a malformed file gets
@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fuseprof.errors import InvalidArgumentError
+from fuseprof.model import safe_regex
 from fuseprof.model.dataflow import VIEW_RULES
 from fuseprof.model.op_models import COST_MODELS
 from fuseprof.model.registry import (
@@ -84,19 +85,13 @@ def shown(value: Any) -> str:
 
 
 def regex_problem(pattern: str) -> str | None:
-    """What is wrong with a registry regex, or None. It must compile; a pattern that could take exponential
-    time to search is refused by ``fuseprof.model.safe_regex`` when that module exists (the hook: its
-    ``regex_problem(pattern) -> str | None``)."""
+    """What is wrong with a registry regex, or None: it must compile, and not be a pattern whose search could
+    take exponential time (``fuseprof.model.safe_regex``: ``re`` has no timeout, so the bound is on the form)."""
     try:
         re.compile(pattern)
     except (re.error, OverflowError, RecursionError) as exc:
         return f"not a valid regular expression ({str(exc)[:_CUT]})"
-    try:
-        from fuseprof.model import safe_regex  # type: ignore[attr-defined]  # the regex-safety check, when present
-    except ImportError:
-        return None
-    problem: str | None = safe_regex.regex_problem(pattern)
-    return problem
+    return safe_regex.regex_problem(pattern)
 
 
 def describe(hint: Any) -> str:
