@@ -18,7 +18,13 @@ So a gap is "launch" only for the part before its work was launched, and a graph
 event while the host sits in a blocking copy is an event wait, not host-bound. A gap whose next work a graph
 launch queued (``next_graph``), or that lies in, before or after a step holding a graph replay (a serving engine
 prepares each replay's inputs with a few eager kernels), is host-bound all the same, but CUDA graphs are already in place:
-``idle_launch_graph_ns`` keeps that part of the launch idle apart, so advice does not offer graphs to graphs. Per step (``ProfilerStep#N``,
+``idle_launch_graph_ns`` keeps that part of the launch idle apart, so advice does not offer graphs to graphs.
+
+The verdict *as traced* (``verdict_as_traced``, the ``traced_<cause>_ns`` columns) reads each gap whole, as a
+reader of the raw trace would and as the labelled traces state their rule: ``sync`` when a synchronising or
+allocator call (``cudaFree`` synchronises the device) is in progress at the gap's start, on any thread;
+``launch`` when the next work's launch call starts at or after it; else ``other``; per step, the largest of busy
+and the three. It describes the trace as recorded; the split above is what advice reads. Per step (``ProfilerStep#N``,
 or the whole window): busy time and idle time by cause; the verdict names the largest. The CPU activity of
 host-bound parts is every CPU op and ``record_function`` range on the launching thread that overlaps
 [gap start, launch), ranked by the time it overlaps.
@@ -40,7 +46,11 @@ _HOST_CAUSE = {"sync": "sync", "data loading": "data", "allocator": "alloc", "ev
 VERDICTS = {"busy_ns": "GPU-bound", "idle_launch_ns": "host-bound", "idle_sync_ns": "sync-bound",
             "idle_data_ns": "data loading", "idle_alloc_ns": "allocator", "idle_event_ns": "event wait",
             "idle_other_ns": "other idle"}
-_EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "step", "prev_step", "launch_ns", "tid", "next_graph",
+TRACED = ("launch", "sync", "other")  # a gap's one cause as traced (the traced_<cause>_ns columns)
+TRACED_VERDICTS = {"busy_ns": "GPU-bound", "traced_launch_ns": "host-bound", "traced_sync_ns": "sync-bound",
+                   "traced_other_ns": "other idle"}
+_EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "cause_as_traced", "step", "prev_step", "launch_ns", "tid",
+          "next_graph",
           *(f"idle_{c}_ns" for c in CAUSES)]
 
 
@@ -93,7 +103,18 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> 
     for cause, values in parts.items():
         gaps[f"idle_{cause}_ns"] = values
     gaps["cause"] = np.array(CAUSES)[np.argmax(np.vstack([parts[c] for c in CAUSES]), axis=0)]
+    gaps["cause_as_traced"] = _whole_gap_causes(gs, launch, tables, registry)
     return gaps
+
+
+def _whole_gap_causes(gs: np.ndarray, launch: pd.Series, tables: TraceTables, registry: Registry) -> np.ndarray:
+    """Each gap's one cause as traced (the module docstring): sync, launch or other."""
+    patterns = [c.calls for c in registry.host_causes if c.cause in ("sync", "allocator") and c.calls]
+    start, end = _intervals(rows_named(tables.launches, *patterns), None) if patterns else (np.zeros(0, np.int64),) * 2
+    at = np.searchsorted(start, gs, side="right") - 1  # the merged interval that starts last at or before the gap
+    syncing = (at >= 0) & (end[np.maximum(at, 0)] > gs) if start.size else np.zeros(len(gs), bool)
+    launched_after = (launch.fillna(np.iinfo(np.int64).min).to_numpy(np.int64) >= gs)
+    return np.where(syncing, "sync", np.where(launched_after, "launch", "other"))
 
 
 def _split_gaps(parts: dict[str, np.ndarray], mine: np.ndarray, gs: np.ndarray, ge: np.ndarray, split: np.ndarray,
@@ -166,6 +187,9 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     # summed per step as lists (a step's few gaps; a frame's filter and grouping cost a millisecond each)
     idle = {c: gaps[f"idle_{c}_ns"].to_numpy(np.int64) for c in CAUSES}
     idle["launch_graph"] = np.where(_graphed(events, gaps, has_steps), idle["launch"], 0)
+    whole = gaps["cause_as_traced"].to_numpy(object)
+    for cause in TRACED:
+        idle[f"traced_{cause}"] = np.where(whole == cause, gaps["idle_ns"].to_numpy(np.int64), 0)
     keys = gaps["step"].astype(object).to_numpy() if has_steps else np.full(len(gaps), "all", dtype=object)
     by_step: dict[object, dict[str, int]] = {}
     for position in np.flatnonzero(inside).tolist():
@@ -200,6 +224,9 @@ def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
     for cause in (*CAUSES, "launch_graph"):
         row[f"idle_{cause}_ns"] = int(idle.get(cause, 0))
     row["verdict"] = VERDICTS[max(VERDICTS, key=lambda k: int(row[k]))]  # type: ignore[call-overload]
+    for cause in TRACED:
+        row[f"traced_{cause}_ns"] = int(idle.get(f"traced_{cause}", 0))
+    row["verdict_as_traced"] = TRACED_VERDICTS[max(TRACED_VERDICTS, key=lambda k: int(row[k]))]  # type: ignore[call-overload]
     return row
 
 

@@ -27,7 +27,7 @@ SECTION = Section(
             Column("idle: launch µs", "idle_launch_ns", "us"), Column("idle: sync µs", "idle_sync_ns", "us"),
             Column("idle: data µs", "idle_data_ns", "us"), Column("idle: alloc µs", "idle_alloc_ns", "us"),
             Column("idle: event µs", "idle_event_ns", "us"), Column("idle: other µs", "idle_other_ns", "us"),
-            Column("verdict", "verdict"))),
+            Column("verdict", "verdict"), Column("as traced", "verdict_as_traced"))),
         Table("idle_host", "CPU activity in the host-bound gaps", (
             Column("name", "name", "text:60"), Column("kind", "kind"), Column("overlap µs", "overlap_ns", "us"),
             Column("% of host-bound idle", "share_of_host_idle_pct", "round:1")), hide_empty=True),

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from fuseprof.analysis.idle import VERDICTS
+from fuseprof.analysis.idle import TRACED_VERDICTS, VERDICTS
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
@@ -17,6 +17,16 @@ def bound(idle: pd.DataFrame) -> str:
         return "unknown"
     totals = {k: float(idle[k].sum()) for k in VERDICTS}
     return VERDICTS[max(totals, key=lambda k: totals[k])]
+
+
+def bound_as_traced(idle: pd.DataFrame) -> str:
+    """What bounds the window as the trace recorded it (``idle.TRACED_VERDICTS``: each gap read whole), summed over
+    its steps; the gaps between steps count only where the window has no steps."""
+    rows = idle[idle["step"].astype(str) != "(between steps)"] if len(idle) > 1 else idle
+    if rows.empty:
+        return "unknown"
+    totals = {k: float(rows[k].sum()) for k in TRACED_VERDICTS}
+    return TRACED_VERDICTS[max(totals, key=lambda k: totals[k])]
 
 
 def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, span_ns: float,
@@ -53,7 +63,8 @@ def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, sp
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     built = context.built
     whole = built["timeline"].iloc[0]
-    verdict = pd.DataFrame([{"bound": bound(built["idle"]), "busy_ns": int(whole["busy_ns"]),
+    verdict = pd.DataFrame([{"bound": bound(built["idle"]), "bound_as_traced": bound_as_traced(built["idle"]),
+                             "busy_ns": int(whole["busy_ns"]),
                              "span_ns": int(whole["span_ns"]), "busy_pct": float(whole["busy_pct"])}])
     return {"verdict": verdict, "worth_doing": worth_doing(built["fusion"], built["idle"], built["slow_ops"],
                                                            float(whole["span_ns"]))}
@@ -67,7 +78,8 @@ SECTION = Section(
                 "host-bound gaps, removing syncs, tuning slow ops). Sections: fuseprof/analysis/sections/verdict.py.",
     tables=(
         Table("verdict", "Verdict: what bounds the run", (
-            Column("bound", "bound"), Column("busy µs", "busy_ns", "us"), Column("span µs", "span_ns", "us"),
+            Column("bound", "bound"), Column("as traced", "bound_as_traced"), Column("busy µs", "busy_ns", "us"),
+            Column("span µs", "span_ns", "us"),
             Column("busy %", "busy_pct", "round:1"))),
         Table("worth_doing", "Worth doing, by predicted saving", (
             Column("what", "what", "text:100"), Column("saving µs", "saving_ns", "us"),
