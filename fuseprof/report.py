@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import gzip
 import html
+import re
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -140,7 +141,7 @@ def report_html(results: list[TraceAnalysis], plotly: str = "inline", placed: pd
 
 class Report(list):  # type: ignore[type-arg]
     """Trace analyses that show the report's sections when a notebook displays them: ``fuseprof.analyze``
-    returns one, so ``analyze("trace.json.gz")`` alone in a cell draws the report (Plotly from its CDN)."""
+    returns one, so ``analyze("trace.json.gz")`` alone in a cell draws the report (``_ipython_display_``)."""
 
     def __repr__(self) -> str:
         """One line per trace, without paths or tables: what a notebook shows beside the HTML (and all a
@@ -148,7 +149,22 @@ class Report(list):  # type: ignore[type-arg]
         lines = [f"{r.name}: {r.device}, {r.window}" for r in self]
         return f"fuseprof report of {len(self)} trace(s)" + "".join(f"\n  {line}" for line in lines)
 
-    def _repr_html_(self) -> str:
+    def _ipython_display_(self) -> None:
+        """In a notebook: the report's sections as HTML (no script), each figure displayed in its place as a
+        Plotly figure, through the notebook's renderers — ``plotly_mimetype+png`` in fuseprof's notebooks: drawn
+        by the front end's own Plotly, nothing fetched, with a PNG beside it that GitHub and offline viewers
+        show. (The HTML with Plotly from its CDN was blank offline and on GitHub.)"""
+        import plotly.io as pio
+        from IPython.display import HTML, display
+
         counter = [0]
         body = "".join(sections(r, counter) for r in self) + _ranks(list(self), counter)
-        return f"<div><style>{_STYLE}</style><script>{_SORT}</script>{body}{_loader('cdn')}</div>"
+        parts = _FIGURE.split(body)  # text, figure JSON, text, ...
+        for i, part in enumerate(parts):
+            if i % 2:
+                display(pio.from_json(html.unescape(part)))
+            elif part:
+                display(HTML(f"<div><style>{_STYLE}</style>{part}</div>"))
+
+
+_FIGURE = re.compile(r"<div class='fig' id='fig\d+' data-figure=\"([^\"]*)\"></div>")  # what ``_figure`` writes

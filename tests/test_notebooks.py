@@ -4,6 +4,7 @@ give."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -27,20 +28,38 @@ def _outputs(book: object) -> list[list[dict]]:
     return [[seen(o) for o in c.get("outputs", [])] for c in book.cells if c.cell_type == "code"]  # type: ignore[attr-defined]
 
 
+CDN = re.compile(r"<script[^>]*src=[\"']?https?://", re.I)  # a script the page would fetch (cdn.plot.ly, ...)
+
+
+def self_contained(book: object) -> list[str]:
+    """What keeps ``book``'s outputs from being read offline and on GitHub: a script loaded from the network,
+    a Plotly figure without a static image (PNG or SVG) beside it. Empty when nothing does."""
+    problems = []
+    for i, cell in enumerate(book.cells):  # type: ignore[attr-defined]
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if any(isinstance(v, str) and CDN.search(v) for v in data.values()):
+                problems.append(f"cell {i}: loads a script from the network")
+            if PLOTLY in data and not {"image/png", "image/svg+xml"} & set(data):
+                problems.append(f"cell {i}: a figure without a static image")
+    return problems
+
+
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
 def test_every_committed_figure_has_a_static_image_beside_it(path) -> None:
     """GitHub draws a notebook's images and runs none of its scripts: each Plotly output carries a PNG of
-    itself, a real image of the chart's size (scripts/run_notebooks.py)."""
+    itself (kaleido's, at the figure's size or kaleido's 700 × 500), and no output loads a script."""
     import base64
 
     book = nbformat.read(path, as_version=4)
+    assert not self_contained(book), self_contained(book)
     figures = [o["data"] for c in book.cells for o in c.get("outputs", []) if PLOTLY in o.get("data", {})]
     for data in figures:
         png = base64.b64decode(data.get("image/png", ""))
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000, path.name
         width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
         layout = data[PLOTLY].get("layout", {})
-        assert (width, height) == (layout.get("width", 900), layout.get("height", 450)), path.name
+        assert (width, height) == (layout.get("width", 700), layout.get("height", 500)), path.name
 
 
 def execute(name: str) -> tuple[list[str], float]:
@@ -57,6 +76,7 @@ def execute(name: str) -> tuple[list[str], float]:
     elapsed = time.monotonic() - start
     errors = [o for c in book.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors[0].get("evalue")
+    assert not self_contained(book), f"{name}: {self_contained(book)}"  # the fresh run's own outputs, not the saved
     stale = [i for i, (a, b) in enumerate(zip(committed, _outputs(book))) if a != b]
     assert not stale and len(committed) == len(_outputs(book)), \
         f"{name}: committed outputs of code cells {stale} differ from a fresh run (python scripts/run_notebooks.py {name})"
@@ -124,8 +144,11 @@ def test_serving_trace_report() -> None:
     assert elapsed < 60
     assert markdown[-1].startswith("**100.0% of the replayed kernel time attributed**")
     assert "GPU-bound" in markdown[-1] and "flash attention" in markdown[-1]
-    html = [o["data"]["text/html"] for c in book.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})]
-    assert "Fusion audit" in html[0] and "Worth doing" in html[0]  # the committed outputs show the report
+    html = "".join(o["data"]["text/html"] for c in book.cells for o in c.get("outputs", [])
+                   if "text/html" in o.get("data", {}))
+    assert "Fusion audit" in html and "Worth doing" in html  # the committed outputs show the report
+    figures = sum(PLOTLY in o.get("data", {}) for c in book.cells for o in c.get("outputs", []))
+    assert figures >= 3  # the report's figures, each displayed as a figure (with its PNG), not drawn by a script
 
 
 def test_horizontal_and_epilogue_fusion() -> None:
