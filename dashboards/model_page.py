@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 from fuseprof_dashboards.serve import FIRST_TOP
 
 from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
+from fuseprof.analysis.sections import trace_sections
 from fuseprof.analysis.timeline import timeline_windows, window_events
 from fuseprof.commands.dashboard import REGISTRY_ENV
 from fuseprof.display import human_units, md_text
@@ -54,26 +56,32 @@ ALL_SECTIONS = "every section"
 
 def _sections(result: TraceAnalysis, data_table, choice) -> None:  # type: ignore[no-untyped-def]
     """The section chosen in the URL (``section``; the verdict first), or every one: one section's tables
-    and figures, not the twenty-odd tables of all, is what a page opens with (each costs the browser)."""
-    views = list(trace_views(result, text=False))
-    names = list(dict.fromkeys(shown.section.name for shown in views))
-    chosen = choice(st.selectbox, "Section", [*names, ALL_SECTIONS], "section")
-    described: set[str] = set()
-    for shown in views:
-        if chosen not in (ALL_SECTIONS, shown.section.name):
+    and figures, not the twenty-odd tables of all, is what a page opens with (each costs the browser), and
+    only the chosen section's views are built."""
+    def has_rows(table) -> bool:  # type: ignore[no-untyped-def]
+        return table.shown and not (table.hide_empty and result.frames.get(table.name, pd.DataFrame()).empty)
+
+    shown_sections = [s for s in trace_sections() if any(has_rows(t) for t in s.tables)]
+    chosen = choice(st.selectbox, "Section", [*(s.name for s in shown_sections), ALL_SECTIONS], "section")
+    for section in shown_sections:
+        if chosen not in (ALL_SECTIONS, section.name):
             continue
-        st.subheader(shown.title.split(" (")[0])
-        if shown.section.name not in described:
-            described.add(shown.section.name)
-            st.caption(md_text(shown.section.description))
-        for flag in shown.flags:
-            st.warning(md_text(flag[:1].upper() + flag[1:]))
-        if shown.figure is not None and shown.table.name != "timeline":  # drawn as the kernel timeline above
-            st.plotly_chart(shown.figure, key=f"model-{shown.table.name}")
-        st.dataframe(shown.frame, hide_index=True)
-        if shown.summary:
-            st.markdown(f"**{md_text(shown.summary)}**")
-        data_table(result.frames[shown.table.name], f"model-{shown.table.name}")
+        st.caption(md_text(section.description))
+        for table in filter(has_rows, section.tables):
+            for shown in trace_views(result, text=False, only=table.name):
+                _table(result, shown, data_table)
+
+
+def _table(result: TraceAnalysis, shown, data_table) -> None:  # type: ignore[no-untyped-def]
+    st.subheader(shown.title.split(" (")[0])
+    for flag in shown.flags:
+        st.warning(md_text(flag[:1].upper() + flag[1:]))
+    if shown.figure is not None and shown.table.name != "timeline":  # drawn as the kernel timeline above
+        st.plotly_chart(shown.figure, key=f"model-{shown.table.name}")
+    st.dataframe(shown.frame, hide_index=True)
+    if shown.summary:
+        st.markdown(f"**{md_text(shown.summary)}**")
+    data_table(result.frames[shown.table.name], f"model-{shown.table.name}")
 
 
 def render(traces: dict[str, Path], data_table, choice) -> None:  # type: ignore[no-untyped-def]
