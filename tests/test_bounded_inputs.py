@@ -470,3 +470,19 @@ def test_run_leaves_no_partial_bundle_at_any_exit(name: str, tmp_path: Path) -> 
     assert not partial and "Traceback" not in done.stderr, (left, done.stderr[-600:])
     assert done.returncode == status, done.stderr[-600:]
     assert (len(left) == 1 and (out / left[0] / "manifest.json").is_file()) if bundle else not left, left
+
+
+def test_a_pipe_or_device_in_a_folder_of_traces_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    """A FIFO and a link to /dev/zero named as traces beside a real one: the real one is analysed and each of the
+    others named in a warning (before: left out in silence)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    shutil.copy(BERT, folder / BERT.name)
+    os.mkfifo(folder / "pipe.json")
+    (folder / "zero.json.gz").symlink_to("/dev/zero")
+    outcome, code, out, err = _child(["analyze", str(folder), "--format", "json"], tmp_path, timeout=60)
+    said = [line for line in err.splitlines() if line.startswith("fuseprof: warning:") and "not a regular file" in line]
+    traces = [k for k in json.loads(out) if k != "schema_version"] if outcome == "exit 0" else []
+    warned = outcome == "exit 0" and len(said) == 2 and traces == [f"traces/{BERT.name}"]
+    FUZZ_RESULTS["warning" if warned else "hang" if outcome == "hang" else "silently wrong"] += 1
+    assert warned, (outcome, err[-600:])

@@ -9,6 +9,7 @@ integer nanoseconds throughout.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from fuseprof.analysis.sections import Context, build_all, trace_sections
 from fuseprof.analysis.steps import profiler_steps, window_mask
 from fuseprof.analysis.summaries import attach_ncu
 from fuseprof.bundle.files import RAW, is_bundle
-from fuseprof.errors import TraceFormatError
+from fuseprof.errors import FuseprofWarning, TraceFormatError
 from fuseprof.model.devices import identify
 from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import DEFAULT
@@ -103,13 +104,23 @@ class Options:
     copy: CopyModel | None = None
 
 
+def _regular(path: Path) -> bool:
+    """Whether a folder's entry named as a trace is a regular file to read; a FIFO, socket, device or broken link by
+    that name is skipped with a warning (reading one would wait for a writer forever, or never end)."""
+    if path.is_file() or path.is_dir():
+        return path.is_file()
+    warnings.warn(f"{path}: skipped, not a regular file (a pipe, socket, device or broken link)", FuseprofWarning,
+                  stacklevel=3)
+    return False
+
+
 def trace_files(path: Path) -> list[Path]:
     """The trace(s) behind a path: a trace file, a bundle's raw profiler trace(s), or the traces in a
     folder."""
     if path.is_dir():  # an execution trace beside a trace is read with it (fuseprof.analysis.opgraph), not alone
         found = sorted(inside(p, path / RAW) for p in (path / RAW).glob("*.json*") if not is_execution_trace(p)) \
-            if is_bundle(path) else sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(
-                (".json", ".json.gz")) and not is_execution_trace(p))
+            if is_bundle(path) else sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz"))
+                                           and _regular(p) and not is_execution_trace(p))
         if not found:
             hint = (f" under {RAW}/" if is_bundle(path) else
                     "; it holds bundles: name one of them" if any(is_bundle(p) for p in path.iterdir()) else "")
