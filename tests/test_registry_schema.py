@@ -97,6 +97,8 @@ HOSTILE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "a FIFO": (_fifo, "not a regular file"),
     "/dev/zero": (lambda tmp: Path("/dev/zero"), "not a regular file"),
     "a file over the size bound": (_text("# padding\n" * 1_000_000), "larger than 8 MB"),
+    "more rows than the bound (each costs a check)": (_text("[[kind_rule]]\nkind = 'k'\nany_of = ['a']\n" * 10_001),
+                                                     "10,001 rows; a registry file holds at most 10,000"),
     # megabytes on stderr before
     "a megabyte invalid regex": (_text(FAMILY + "op = '(" + "a" * 1_000_000 + "'\n"), "op: not a valid regular expression"),
     "a megabyte unknown key": (_text(ROLE + "k" * 1_000_000 + " = 1\n"), "(1,000,002 characters)"),

@@ -578,7 +578,7 @@ def _received(fingerprint: str, fields_: dict[str, Any]) -> Registry:
     return found
 
 
-REGISTRY_BYTES = 8 << 20  # a registry file's size bound: the default registry as TOML is ~100 kB
+REGISTRY_BYTES = 8 << 20  # a registry file's size bound: rows of text (registry_schema.MAX_ROWS bounds their count)
 
 
 def load_registry(path: Path, base: Registry) -> Registry:
