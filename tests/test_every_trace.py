@@ -62,6 +62,9 @@ def test_every_view_in_every_format_exits_0_and_attributes_the_kernels(name: str
     assert traces and (len(paths) < 2 or name.startswith("h200_2gpu/") or len(traces) == 1)
     for trace, tables in traces.items():
         checks = {row["check"]: row for row in tables["integrity"]}
+        # no real trace holds a duration or an allocator record no run can have (tests/test_bounded_inputs.py edits them in)
+        assert checks["impossible_durations"]["ok"] and checks["memory_records_impossible"]["ok"], (trace, [
+            checks[c]["detail"] for c in ("impossible_durations", "memory_records_impossible")])
         graph = checks.get("graph_kernel_time_attributed_pct")
         replays = graph is not None and graph["value"] is not None
         capture_missing = replays and len(paths) == 1 and not _captures_graphs(paths[0])
