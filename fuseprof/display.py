@@ -4,6 +4,7 @@ becomes a readable one and the header says which. CSV and JSON keep base units a
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pandas as pd
@@ -57,3 +58,29 @@ def human_units(frame: pd.DataFrame) -> pd.DataFrame:
         else:
             out[name] = frame[column]
     return pd.DataFrame(out, index=frame.index)
+
+
+_IDENTIFIER = re.compile(r"(^|[\s_])(id|pid|tid|rank|step|stream|device|correlation|sequence|version|year|#)$",
+                         re.IGNORECASE)
+
+
+def is_identifier(header: str) -> bool:
+    """A column of labels that happen to be numbers (a pid, a rank, a step): written without separators."""
+    return bool(_IDENTIFIER.search(header.strip()))
+
+
+def number_text(value: float, decimals: int | None = None) -> str:
+    """The one way a number is written in a table a person reads (terminal, HTML, the dashboard's text): thousands
+    separators, ``decimals`` fixed decimals (None: an integer as one, anything else to four significant digits),
+    never scientific notation; NaN blank. JSON and CSV keep base units and are never written by this."""
+    number = float(value)
+    if math.isnan(number):
+        return ""
+    if math.isinf(number):
+        return "inf" if number > 0 else "-inf"
+    if decimals is None:
+        if number.is_integer():
+            return f"{int(number):,}"
+        magnitude = math.floor(math.log10(abs(number)))
+        decimals = min(max(3 - magnitude, 0), 9)
+    return f"{number:,.{decimals}f}"

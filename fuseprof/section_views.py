@@ -18,6 +18,7 @@ import pandas as pd
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.integrity import failed_for
 from fuseprof.analysis.sections import Column, Section, Table, rank_sections, trace_sections
+from fuseprof.display import is_identifier, number_text
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.roofline import datasheet_roof
 
@@ -68,17 +69,16 @@ def _text(value: Any, column: Column) -> str:
     if number is None:
         return column.missing
     if fmt == "us":
-        return f"{number / 1e3:,.3f}"
+        return number_text(number / 1e3, 3)
     if fmt == "int":
-        return str(int(number))
+        return str(int(number)) if is_identifier(column.header) else number_text(int(number))
     if fmt == "g4":
-        return f"{number:,.4g}" if isinstance(value, float) else f"{int(number):,}"
+        return number_text(number)
     if fmt.startswith("round:"):
-        return str(round(number, int(fmt.split(":")[1])))
+        return number_text(number, int(fmt.split(":")[1]))
     if fmt.startswith(("scale:", "fixed:")):
-        kind, divisor, decimals = fmt.split(":")
-        scaled = number / float(divisor)
-        return str(round(scaled, int(decimals))) if kind == "scale" else f"{scaled:,.{int(decimals)}f}"
+        _, divisor, decimals = fmt.split(":")
+        return number_text(number / float(divisor), int(decimals))
     return str(value)
 
 

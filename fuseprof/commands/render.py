@@ -15,6 +15,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from fuseprof.display import is_identifier, number_text
+
 WIDTH = 120
 _MIN_TEXT = 24
 _WHOLE = 48  # a name (no space, comma, slash, arrow or bracket in it) up to this long is never broken
@@ -70,10 +72,40 @@ def _render(cells: list[list[str]], headers: list[str], widths: list[int], numer
     return "\n".join(out)
 
 
+_PLAIN = re.compile(r"^[-+]?\d+(\.\d+)?(e[-+]?\d+)?$", re.IGNORECASE)  # a number written without separators
+_DECIMALS = (("µs", 3), ("ms", 3), ("%", 2))  # a column's unit (in its header) -> the decimals of its numbers
+
+
+def _decimals(header: str) -> int:
+    return next((d for unit, d in _DECIMALS if unit in header), 3)
+
+
+def column_texts(column: pd.Series, header: str) -> list[str]:
+    """A column's cells as printed, every number in the one format (``fuseprof.display.number_text``): numbers
+    given as numbers, and numbers given as text without separators or in scientific notation ('93108.197',
+    '3.964e+05'), which other tables' cells may be; labels that are numbers (pids, ranks, steps) as they are."""
+    values = column.tolist()
+    if is_identifier(header) or pd.api.types.is_bool_dtype(column):
+        return [cell_text(v) for v in values]
+    if pd.api.types.is_numeric_dtype(column):
+        numbers = [float(v) for v in values if v is not None and v is not pd.NA and not math.isnan(float(v))]
+        decimals = None if all(n.is_integer() for n in numbers) else _decimals(header)
+        return ["" if v is None or v is pd.NA or math.isnan(float(v)) else number_text(v, decimals) for v in values]
+    texts = [cell_text(v) for v in values]
+    if not any(texts) or not all(_PLAIN.match(s) for s in texts if s):
+        return texts
+    numbers = [float(s) for s in texts if s]
+    decimals = max((len(s.split(".")[1]) for s in texts if "." in s and "e" not in s.lower()), default=None)
+    if any("e" in s.lower() for s in texts) and not all(n.is_integer() for n in numbers):
+        decimals = _decimals(header)
+    return [number_text(float(s), decimals) if s else "" for s in texts]
+
+
 def table_text(frame: pd.DataFrame, wide: bool = False, width: int = WIDTH) -> str:
     """``frame`` as a text table (no index) of at most ``width`` characters a line unless ``wide``."""
     headers = [str(c) for c in frame.columns]
-    cells = [[cell_text(v) for v in row] for row in frame.itertuples(index=False, name=None)]
+    columns = [column_texts(frame.iloc[:, i], h) for i, h in enumerate(headers)]
+    cells = [list(row) for row in zip(*columns)] if headers else []
     numeric = [all(_NUMBER.match(r[i]) for r in cells) for i in range(len(headers))]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     if wide or not headers:
