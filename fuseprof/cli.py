@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from fuseprof import __version__
 from fuseprof.commands import COMMANDS
+from fuseprof.commands.examples import epilog
 from fuseprof.errors import FuseprofError
 from fuseprof.output_paths import check_outputs
 
@@ -22,6 +23,12 @@ class _DefaultsShown(argparse.ArgumentDefaultsHelpFormatter):
         if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
             return text
         return super()._get_help_string(action) or text
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        """The ``examples:`` block (``fuseprof.commands.examples``) line by line as written; other text wrapped."""
+        if text.startswith("examples:\n"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 class _HelpfulParser(argparse.ArgumentParser):
@@ -41,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fuseprof {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_HelpfulParser)
     for command in COMMANDS.values():
-        p = sub.add_parser(command.name, help=command.help, description=command.description or command.help)
+        p = sub.add_parser(command.name, help=command.help, description=command.description or command.help,
+                           epilog=epilog(command.name))
         if command.arguments is not None:
             command.arguments(p)
     return parser
@@ -69,7 +77,11 @@ def _main(argv: Sequence[str] | None) -> int:
     import threading
     import warnings
 
-    args = build_parser().parse_args(argv)
+    try:  # an input path that names nothing, or another tool's file, is said before any heavy import
+        args = build_parser().parse_args(argv)
+    except FuseprofError as exc:
+        print(f"fuseprof: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     warnings.showwarning = _warn_in_one_line
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fuseprof.commands.paths import input_path
 from fuseprof.console import verbatim
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def out_option(p: argparse.ArgumentParser) -> None:
 
 
 def folder_argument(p: argparse.ArgumentParser, help_text: str = "bundle or folder of bundles") -> None:
-    p.add_argument("dir", nargs="?", type=Path, default=DEFAULT_TRACES, help=help_text)
+    p.add_argument("dir", nargs="?", type=input_path("any"), default=DEFAULT_TRACES, help=help_text)
 
 
 # The version of every JSON output's layout: a top-level "schema_version" in `analyze --format json`'s object, a

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from fuseprof.commands.base import Command, emit, folder_argument, format_option, out_option, wide_option
+from fuseprof.commands.paths import input_path
 
 
 def _ingest_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+", type=Path, help="trace, CSV or report files (each once)")
+    p.add_argument("files", nargs="+", type=input_path("file"), help="trace, CSV or report files (each once)")
     out_option(p)
     p.add_argument("--name", help="bundle name")
 
@@ -22,7 +22,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _reparse_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("bundles", nargs="+", type=Path, help="bundles, or folders of bundles")
+    p.add_argument("bundles", nargs="+", type=input_path("any"), help="bundles, or folders of bundles")
 
 
 def _reparse(args: argparse.Namespace) -> int:
@@ -64,7 +64,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _show_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("bundle", type=Path, help="a bundle, or a folder of bundles")
+    p.add_argument("bundle", type=input_path("any"), help="a bundle, or a folder of bundles")
     format_option(p)
     p.add_argument("--timings", action="store_true", help="show the timing table instead of kernels")
     p.add_argument("--source", choices=["torch.profiler", "ncu"], help="only rows from this tool")

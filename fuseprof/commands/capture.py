@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from fuseprof.commands.base import SHAPES_HELP, Command, bool_flag, emit, out_option
+from fuseprof.commands.paths import input_path
 from fuseprof.errors import InvalidArgumentError
 
 _PRECISIONS_HELP = "tensor-core FLOP counters for ncu: all, none, or a comma list of fp16,bf16,tf32,fp8,fp64,int8"
@@ -71,7 +71,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("script", type=Path, help="the Python script to run")
+    p.add_argument("script", type=input_path("file"), help="the Python script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     out_option(p)
     p.add_argument("--name", help="bundle name (default: run-SCRIPT-device-time)")

@@ -25,6 +25,7 @@ def markdown() -> str:
     """Every verb, grouped as the command table groups them, with its description and options."""
     from fuseprof.cli import build_parser
     from fuseprof.commands import GROUPS
+    from fuseprof.commands.examples import EXAMPLES
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -36,6 +37,8 @@ def markdown() -> str:
         for command in commands:
             lines += [f"### `fuseprof {command.name}`", "", (command.description or command.help).replace("%%", "%"),
                       "", "| argument | meaning |", "|---|---|", *_options(sub.choices[command.name]), ""]
+            if command.name in EXAMPLES:
+                lines += ["```bash", *EXAMPLES[command.name], "```", ""]
     return "\n".join(lines)
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from fuseprof.commands.base import DEFAULT_TRACES, Command, emit, folder_argument, format_option
+from fuseprof.commands.paths import input_path
 from fuseprof.errors import FuseprofError
 
 
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dirs", nargs="*", type=Path, metavar="DIR",
+    p.add_argument("dirs", nargs="*", type=input_path("any"), metavar="DIR",
                    help=f"a bench/capture bundle or folder (default: {DEFAULT_TRACES}); two: compare A with B, per "
                         "case, variant, shape and dtype")
     p.add_argument("--baseline", help="variant to compute speedups against (one folder; default: compiled, where "
@@ -69,7 +69,7 @@ def _compare_two(args: argparse.Namespace) -> int:
 
 
 def _breakdown_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("bundle", type=Path, help="a bundle written by fuseprof profile")
+    p.add_argument("bundle", type=input_path("any"), help="a bundle written by fuseprof profile")
     format_option(p)
 
 

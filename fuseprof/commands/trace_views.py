@@ -7,7 +7,7 @@ import contextlib
 import json
 import math
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 import msgspec
 import pandas as pd
@@ -67,14 +67,22 @@ def _show(shown: Shown) -> None:
         _line(shown.summary)
 
 
-def print_analysis(result: TraceAnalysis) -> None:
-    """Every section of one trace (``fuseprof.analysis.sections``), in order."""
+def chosen_tables(result: TraceAnalysis, only: Collection[str] | None = None) -> dict[str, pd.DataFrame]:
+    """The trace's tables (``TraceAnalysis.tables``), or those named in ``only`` (``analyze --sections``)."""
+    tables = result.tables()
+    return tables if not only else {name: frame for name, frame in tables.items() if name in only}
+
+
+def print_analysis(result: TraceAnalysis, only: Collection[str] | None = None) -> None:
+    """Every section of one trace (``fuseprof.analysis.sections``), in order; only the tables named in ``only``
+    where it is given."""
     _line(f"== {result.name}  ({result.device or 'device unknown'}; roof: {result.roof.label}"
           f"{'; rank ' + str(result.rank) if result.rank is not None else ''}; {result.window})")
     for note in result.notes:
         _line(f"note: {note}")
     for shown in trace_views(result):
-        _show(shown)
+        if not only or shown.table.name in only:
+            _show(shown)
 
 
 def print_table(result: TraceAnalysis, table: str, rows: int | None = None) -> None:
@@ -115,12 +123,13 @@ def show_verification(table: pd.DataFrame, fmt: str, wide: bool) -> None:
             print_verification(part, str(bundle))
 
 
-def to_json(results: list[TraceAnalysis]) -> str:
+def to_json(results: list[TraceAnalysis], only: Collection[str] | None = None) -> str:
     """Every table of every trace, keyed by the trace's name (then ``across_ranks`` for a set of ranks), after the
     layout's ``schema_version``."""
     body: dict[str, object] = {"schema_version": JSON_SCHEMA_VERSION}
     for r in results:
-        tables = {name: json.loads(cells_as_text(t).to_json(orient="records")) for name, t in r.tables().items()}
+        tables = {name: json.loads(cells_as_text(t).to_json(orient="records"))
+                  for name, t in chosen_tables(r, only).items()}
         body[str(r.name)] = {"device": r.device, "roof": r.roof.label, "rank": r.rank, "notes": r.notes, **tables}
     if several_ranks(results):
         body["across_ranks"] = {name: json.loads(t.to_json(orient="records")) for name, t in build_across(results).items()}
@@ -138,8 +147,9 @@ def indented_json(body: object) -> str:
         return json.dumps(body, indent=1)
 
 
-def to_long_frame(results: list[TraceAnalysis]) -> pd.DataFrame:
-    parts = [cells_as_text(t).assign(trace=r.name, table=name) for r in results for name, t in r.tables().items()]
+def to_long_frame(results: list[TraceAnalysis], only: Collection[str] | None = None) -> pd.DataFrame:
+    parts = [cells_as_text(t).assign(trace=r.name, table=name) for r in results
+             for name, t in chosen_tables(r, only).items()]
     frame = pd.concat(parts, ignore_index=True)
     return frame[["trace", "table", *[c for c in frame.columns if c not in ("trace", "table")]]]
 

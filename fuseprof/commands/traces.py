@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fuseprof.commands.base import Command, always, emit, format_option, out_option, wide_option
+from fuseprof.commands.paths import input_path
 from fuseprof.console import verbatim
 from fuseprof.errors import FuseprofError
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 def trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str | None, format_help: str | None) -> None:
     """The options every trace command shares; no ``--top`` where ``top_help`` is None (a command that prints
     every row: an option it would ignore is one a user tries in vain), its tables then keeping ``top`` rows."""
-    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE_OR_BUNDLE",
+    p.add_argument("traces", nargs="+", type=input_path("trace"), metavar="TRACE_OR_BUNDLE",
                    help="torch.profiler traces (.json, .json.gz), bundles or folders of them, or a quoted glob; one "
                         "per rank for a distributed run")
     p.add_argument("--device", help="GPU to judge against when the trace does not name one, or to override it "
@@ -34,12 +35,12 @@ def trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str | None, 
                                     "ProfilerStep#N ranges, the default when it has them; else an engine's step "
                                     "ranges or the period of its launch sequence), all (the whole trace: the "
                                     "default otherwise), N or N-M (those iterations)")
-    p.add_argument("--graph-capture", type=Path, metavar="CAPTURE", action="append",
+    p.add_argument("--graph-capture", type=input_path("trace", "--graph-capture"), metavar="CAPTURE", action="append",
                    help="the trace taken while the graphs were captured: attributes each graph-replayed kernel to "
                         "the op, shapes and module that launched it during capture (found by itself when both "
                         "traces are given, or sit in one folder); give it once per capture trace when the graphs "
                         "were captured in several runs")
-    p.add_argument("--ceilings", type=Path, metavar="BUNDLE",
+    p.add_argument("--ceilings", type=input_path("any", "--ceilings"), metavar="BUNDLE",
                    help="measured rates to judge against: a `fuseprof ceilings` bundle (DRAM, FP32, BF16 roofs) and/or "
                         "a `fuseprof bench` bundle (the copy model of fused kernels), or a folder of them; default: "
                         "the datasheet of the trace's GPU")
@@ -79,18 +80,53 @@ def _analyze(args: argparse.Namespace) -> int:
     hash_while_importing(args.traces)
     from fuseprof.commands.trace_views import print_analysis, print_ranks, to_json, to_long_frame, width
 
+    if args.out is not None and args.format != "csv":
+        raise FuseprofError("--out DIR goes with --format csv (one CSV file per table)")
     results = analyses(args, args.top)
-    if args.format == "json":
-        sys.stdout.write(to_json(results) + "\n")
+    only = _sections(args.sections, results)
+    if args.out is not None:
+        from fuseprof.commands.table_files import write_table_files
+
+        written = write_table_files(results, args.out, args.force, only)
+        print(f"{args.out}: {len(written)} CSV file(s), one per table: {', '.join(p.name for p in written)}")
+    elif args.format == "json":
+        sys.stdout.write(to_json(results, only) + "\n")
     elif args.format == "csv":
         with verbatim():  # data: names as the trace holds them
-            to_long_frame(results).to_csv(sys.stdout, index=False)
+            to_long_frame(results, only).to_csv(sys.stdout, index=False)
     else:
         with width(args.wide):
             for result in results:
-                print_analysis(result)
-            print_ranks(results)
+                print_analysis(result, only)
+            if not only:
+                print_ranks(results)
     return 0
+
+
+def _analyze_arguments(p: argparse.ArgumentParser) -> None:
+    trace_arguments(p, 15, "rows in the top-kernels, top-ops and roofline tables",
+                    "table for reading; csv (one long table with 'trace' and 'table' columns, or with --out one file "
+                    "per table) or json (trace -> table -> rows) for scripts")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="with --format csv: write each table to DIR/TABLE.csv (every trace's rows, with a 'trace' "
+                        "column) instead of one long table on stdout")
+    p.add_argument("--force", action="store_true", help="with --out: replace CSV files that exist in DIR")
+    p.add_argument("--sections", metavar="NAMES",
+                   help="only these tables, comma-separated, in every format (e.g. verdict,worth_doing,categories; "
+                        "the names: the keys of --format json, or fuseprof sql --tables); default: every table")
+
+
+def _sections(text: str | None, results: list[TraceAnalysis]) -> list[str] | None:
+    """``--sections``' table names, each checked against the tables the analysis has."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    known = list(dict.fromkeys(name for r in results for name in r.tables()))
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise FuseprofError(f"--sections {text!r}: {', '.join(unknown) or 'no name'} is no table; the tables: "
+                            f"{', '.join(known)}")
+    return names
 
 
 def analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAnalysis]:
@@ -310,7 +346,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def registry_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--registry", type=Path, metavar="FILE",
+    p.add_argument("--registry", type=input_path("file", "--registry"), metavar="FILE",
                    help="a TOML file of op families, op roles and catalogue entries that extends fuseprof's op "
                         "registry (your engine's kernels and ops; format: docs/registry.md)")
 
@@ -325,8 +361,8 @@ def _one_trace(path: Path, registry: Path | None) -> TraceAnalysis:
 
 
 def _diff_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("a", type=Path, metavar="A", help="trace file or bundle (the baseline)")
-    p.add_argument("b", type=Path, metavar="B", help="trace file or bundle (the change)")
+    p.add_argument("a", type=input_path("trace"), metavar="A", help="trace file or bundle (the baseline)")
+    p.add_argument("b", type=input_path("trace"), metavar="B", help="trace file or bundle (the change)")
     p.add_argument("--top", type=int, default=15, help="op rows to print in the table")
     registry_option(p)
     p.add_argument("--fail-on", metavar="RULES", action="append",
@@ -416,14 +452,12 @@ def _store(args: argparse.Namespace) -> int:
 
 COMMANDS = (
     Command("analyze", "whole-model trace: GPU timeline, categories, top ops, per-op roofline", _analyze,
-            lambda p: trace_arguments(p, 15, "rows in the top-kernels, top-ops and roofline tables",
-                                       "table for reading; csv (one long table with 'trace' and 'table' columns) "
-                                       "or json (trace -> table -> rows) for scripts"),
+            _analyze_arguments,
             "For each torch.profiler trace (a .json/.json.gz file, or the trace in a bundle's raw/): the GPU "
             "timeline (busy, idle, computation, memcpy, memset, communication; overall and per stream; exact to "
             "the ns), time per category, the top kernels and ops with the op and nn.Module that launched them, "
             "launch statistics, and a roofline per op from its recorded input shapes (needs record_shapes=True) "
-            "against the trace's own GPU.", kept=always),
+            "against the trace's own GPU.", kept=lambda args: args.out is None),
     Command("fusion", "rank fusion opportunities in a whole-model trace", _fusion,
             _fusion_arguments,
             "Chains of memory-bound kernels between GEMM/attention/communication kernels, per stream and profiler "

@@ -141,7 +141,7 @@ def _whatif_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--not-late", type=int, metavar="RANK",
                    help="with several ranks' traces: rank RANK arrives at each collective with the last of the others "
                         "(every other rank's steps replayed without the wait for it)")
-    p.add_argument("--plan", type=input_path("file"), metavar="FILE",
+    p.add_argument("--plan", type=input_path("file", "--plan"), metavar="FILE",
                    help='a JSON plan: {"fuse": ["top:5"], "graph": ["step"], "compile": ["Attention"]}')
     p.add_argument("--step-time", type=float, metavar="MS",
                    help="the step's time measured apart from the profiler (ms): the host's time is scaled until the "

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.errors import FuseprofWarning, NotATraceError, TraceFormatError
+from fuseprof.parse.foreign import foreign_file
 from fuseprof.parse.nesting import around, innermost
 from fuseprof.parse.shared_lists import SharingDecoder
 from fuseprof.parse.text_arrays import python_strings
@@ -416,10 +417,11 @@ def _decode(path: Path) -> tuple[_Trace, int]:
         text = str(exc)
         if "`$`" in text or "required field `traceEvents`" in text or text.endswith("at `$.traceEvents`") or \
                 " at `$" not in text:  # the top level is no object with a list of events: no trace at all
-            raise NotATraceError(f"{path}: no 'traceEvents' list; is this a torch.profiler Chrome trace?") from None
+            what = foreign_file(path) or "no 'traceEvents' list; is this a torch.profiler Chrome trace?"
+            raise NotATraceError(f"{path}: {what}") from None
         raise TraceFormatError(f"{path}: not a torch.profiler trace: {text}") from None
     except msgspec.DecodeError as exc:
-        raise TraceFormatError(f"{path}: not valid JSON ({exc}); truncated?") from None
+        raise TraceFormatError(f"{path}: {foreign_file(path) or f'not valid JSON ({exc}); truncated?'}") from None
     except RecursionError:  # JSON nested hundreds deep: no profiler writes that
         raise TraceFormatError(f"{path}: JSON nested too deeply to be a torch.profiler trace") from None
 

@@ -1,0 +1,59 @@
+"""Other profilers' files given where a torch.profiler trace belongs, recognised by their content (whatever their
+name says) so the user is told what the file is and what to run instead of "not valid JSON … truncated?".
+
+Why by content: a report renamed ``trace.json``, or a SQLite export without its extension, fails the same way as a
+damaged trace, and the fix differs. Read here: at most the first ``_HEAD`` bytes (gunzipped when gzip's magic leads),
+of a regular file only (a pipe would block); nothing heavier than the standard library, so the command line can ask
+before it imports pandas.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+import zlib
+from pathlib import Path
+
+_HEAD = 1 << 16
+_SQLITE = b"SQLite format 3\x00"
+_NCU_REP = b"NVR\x00"  # the first bytes of every Nsight Compute report (tests/fixtures/*.ncu-rep)
+_NSYS_SUFFIXES = (".nsys-rep", ".qdrep")  # Nsight Systems' reports: recognised by name (no documented magic)
+_ET_SCHEMA = re.compile(rb'"schema"\s*:')
+_ET_NODES = re.compile(rb'"nodes"\s*:\s*\[')
+
+
+def _head(path: Path) -> bytes:
+    """The file's first bytes, gunzipped when it is gzip (a damaged gzip: the bytes as they are)."""
+    with path.open("rb") as f:
+        raw = f.read(_HEAD)
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, _HEAD)
+    except zlib.error:
+        return raw
+
+
+def foreign_file(path: Path) -> str | None:
+    """What another tool's file is and the next step, as one sentence after the path; None for anything else
+    (a trace, a damaged trace, a path that is not a regular file: the reader says what is wrong with those)."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None
+        head = _head(path)
+    except OSError:
+        return None
+    if head.startswith(_NCU_REP):
+        return (f"an Nsight Compute report (.ncu-rep), not a torch.profiler trace; make it a bundle with "
+                f"`fuseprof ingest {path}`, then `fuseprof roofline` or `fuseprof summary` on the bundle")
+    if head.startswith(_SQLITE):
+        return ("an SQLite database (an Nsight Systems export?), not a torch.profiler trace; fuseprof does not read "
+                "nsys data: `nsys stats` summarises it, or record the run with torch.profiler and give that trace")
+    if path.name.lower().endswith(_NSYS_SUFFIXES):
+        return ("an Nsight Systems report, not a torch.profiler trace; fuseprof does not read nsys reports: "
+                "`nsys stats` summarises it, or record the run with torch.profiler and give that trace")
+    if b'"traceEvents"' not in head and _ET_SCHEMA.search(head) and _ET_NODES.search(head):
+        return ("a PyTorch execution trace (Chakra: 'schema' and 'nodes'), not a torch.profiler trace; give the "
+                "torch.profiler trace recorded with it, with this file beside it named X.et.json.gz for X.json.gz: "
+                "fuseprof reads the two together")
+    return None
