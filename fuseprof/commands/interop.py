@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from fuseprof.commands.base import Command, emit, wide_option
@@ -51,16 +52,19 @@ def _sql(args: argparse.Namespace) -> int:
     hash_while_importing(args.traces)
     from fuseprof.export.sql import catalog, described, query
 
-    tables = catalog(analyses(args))
+    results = analyses(args)
+    windows = "; ".join(dict.fromkeys(r.window.removeprefix("window: ") for r in results))
+    hint = "" if windows == "the whole trace" else " (--window all: every GPU event)"
+    print(f"fuseprof: sql: kernels and the analysis tables hold {windows}{hint}; cpu_ops, runtime_calls, modules "
+          "and annotations the whole trace", file=sys.stderr)
+    tables = catalog(results)
     frame = described(tables) if args.tables else query(tables, args.query, args.external_access)
     if args.format != "table":
         emit(frame, args.format, args.wide, versioned=bool(args.tables))  # a query's rows have the query's columns
         return 0
     from fuseprof.commands.render import table_text
 
-    shown = frame.assign(**{c: frame[c].map(lambda v: f"{v:.6g}" if v == v else "") for c in frame.columns
-                            if frame[c].dtype.kind == "f"})  # every column, even an empty one; floats readable
-    print(table_text(shown, args.wide) + ("\n(0 rows)" if frame.empty else ""))
+    print(table_text(frame, args.wide) + ("\n(0 rows)" if frame.empty else ""))  # every column, even an empty one
     return 0
 
 
@@ -75,9 +79,15 @@ COMMANDS = (
             "Several ranks merge into one file, each rank's pids and flow ids made its own. Design: "
             "fuseprof/export/chrome.py."),
     Command("sql", "SQL over the analysis tables of traces and ranks (DuckDB)", _sql, _sql_arguments,
-            "One SQL statement over the tables of the traces given — kernels (each GPU event with its op, module, "
-            "category, step), cpu_ops, runtime_calls, modules, annotations, every table of `fuseprof analyze` by "
-            "name, and across ranks rank_summary, collective_skew, late_arrivals, stragglers; views kernel_ops "
-            "(kernel ↔ op ↔ module) and gemm_per_step — every row with its trace and rank. Needs DuckDB (pip "
-            "install 'fuseprof[interop]'). Tables: --tables, docs/interop.md."),
+            "One SQL statement over the tables of the traces given, every row with its trace and rank. kernels: "
+            "each GPU event of the analysed window (--window; by default the profiler steps where the trace has "
+            "them, so kernels outside every step are not in it: --window all takes them) with its op, module, "
+            "category and step; its kind is 'kernel', 'communication' (NCCL/RCCL collectives: kind = 'kernel' "
+            "leaves them out), 'memcpy' or 'memset'. cpu_ops: despite its name, only the CPU ops that launched GPU "
+            "work (an op that launched nothing is not in it), over the whole trace. runtime_calls (runtime and "
+            "driver calls), modules (nn.Module ranges), annotations (record_function ranges): the whole trace. "
+            "Every table of `fuseprof analyze` by name (the window's), and across ranks rank_summary, "
+            "collective_skew, late_arrivals, stragglers; views kernel_ops (kernel ↔ op ↔ module) and "
+            "gemm_per_step. The window used is said on stderr. Needs DuckDB (pip install 'fuseprof[interop]'). "
+            "Columns: --tables; docs/interop.md."),
 )
