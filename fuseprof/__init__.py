@@ -14,9 +14,14 @@ __version__ = "0.2.0"
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
     from fuseprof.bundle.loading import load, load_timings
     from fuseprof.export.sql import sql
+    from fuseprof.model.registry import Registry
     from fuseprof.regions import region
+    from fuseprof.report import Report
 
 __all__ = ["analyze", "load", "load_timings", "region", "sql", "__version__"]
 
@@ -28,8 +33,6 @@ def __getattr__(name: str) -> Any:
         from fuseprof.bundle import loading
 
         return getattr(loading, name)
-    if name == "analyze":
-        return _analyze
     if name == "sql":
         from fuseprof.export.sql import sql
 
@@ -41,10 +44,25 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'fuseprof' has no attribute {name!r}")
 
 
-def _analyze(paths: Any, *args: Any, **kwargs: Any) -> Any:
-    """``fuseprof.analysis.analyze`` (same arguments), as a ``fuseprof.report.Report``: a list of
-    ``TraceAnalysis`` that Jupyter displays as the report's sections."""
-    from fuseprof.analysis import analyze
+def analyze(paths: str | Path | Sequence[str | Path], device: str | None = None, top: int = 15,
+            registry: Registry | str | Path | None = None, window: str | None = None,
+            graph_capture: str | Path | Sequence[str | Path] | None = None, ceilings: str | Path | None = None,
+            workers: int | None = None, scheduler: str | None = None) -> Report:
+    """Analyse torch.profiler traces as ``fuseprof analyze`` does; one ``TraceAnalysis`` per trace, in a ``Report``.
+
+    paths: a trace file (.json, .json.gz), a bundle, a folder of traces (one per rank), a quoted glob, or a list
+        of them. device: the GPU to judge against when the trace names none, or to override it ('H100 SXM').
+    top: rows of the top tables. registry: a TOML file (or ``Registry``) extending the op registry.
+    window: 'steps', 'all', 'N' or 'N-M' (default: the profiler steps where the trace has them).
+    graph_capture: the trace(s) taken while CUDA graphs were captured. ceilings: a bundle of measured roofs.
+    workers: processes for several traces (call under ``if __name__ == "__main__":``). scheduler: a Dask address.
+
+    ``print(report)`` gives each trace's verdict and its sections with how to reach each
+    (``report[0].fusion`` or ``report[0].frames["fusion"]``: DataFrames in base units); a notebook shows the
+    report's HTML sections."""
+    from fuseprof.analysis import analyze as analyze_paths
     from fuseprof.report import Report
 
-    return Report(analyze(paths, *args, **kwargs))
+    return Report(analyze_paths(paths, device, top, registry=registry, window=window,  # type: ignore[arg-type]
+                                graph_capture=graph_capture, ceilings=ceilings, workers=workers,  # type: ignore[arg-type]
+                                scheduler=scheduler))

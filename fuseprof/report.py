@@ -23,7 +23,8 @@ import pandas as pd
 from fuseprof import figures
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.sections import build_across, table_spec
-from fuseprof.display import cells_as_text, human_units
+from fuseprof.commands.render import clean_text
+from fuseprof.display import cells_as_text, human_units, number_text
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.roofline import datasheet_roof
 from fuseprof.section_views import Shown, rank_views, several_ranks, trace_views
@@ -139,15 +140,48 @@ def report_html(results: list[TraceAnalysis], plotly: str = "inline", placed: pd
             f"named in each section.</p>{body}{_loader(plotly)}</body></html>")
 
 
+def _trace_text(i: int, result: TraceAnalysis) -> str:
+    """One trace of ``Report``'s text: its verdict, then its sections, each with its title and rows."""
+    lines = [f"[{i}] {result.name} ({result.device or 'device unknown'}; {result.window})"]
+    verdict = result.frames.get("verdict", pd.DataFrame())
+    if not verdict.empty:
+        v = verdict.iloc[0]
+        lines.append(f"  verdict: {v['bound']}: GPU busy {number_text(v['busy_ns'] / 1e3, 3)} µs of a "
+                     f"{number_text(v['span_ns'] / 1e3, 3)} µs span ({number_text(v['busy_pct'], 1)}%)")
+    categories = result.frames.get("categories", pd.DataFrame())
+    if not categories.empty:
+        lines.append("  where the GPU time goes: " + ", ".join(
+            f"{c.category} {number_text(c.share_pct, 1)}%" for c in categories.head(4).itertuples()))
+    worth = result.frames.get("worth_doing", pd.DataFrame())
+    if not worth.empty:
+        w = worth.iloc[0]
+        lines.append(f"  worth doing first: {w['what']} (saves {number_text(w['saving_ns'] / 1e3, 3)} µs, "
+                     f"{number_text(w['share_of_span_pct'], 1)}% of the span)")
+    tables = result.tables()
+    width = max((len(name) for name in tables), default=0)
+    lines.append(f"  sections (report[{i}].NAME or report[{i}].frames['NAME']):")
+    for name, frame in tables.items():
+        title = table_spec(name).heading(frame, result).split(" (")[0]
+        lines.append(f"    {name.ljust(width)}  {number_text(len(frame)).rjust(6)} row(s)  {title}")
+    others = sorted(set(result.frames) - set(tables))
+    if others:
+        lines.append(f"  also in report[{i}].frames: {', '.join(others)}; report[{i}].events: every GPU event")
+    return "\n".join(clean_text(line) for line in lines)  # a trace's name may hold escape sequences
+
+
 class Report(list):  # type: ignore[type-arg]
     """Trace analyses that show the report's sections when a notebook displays them: ``fuseprof.analyze``
     returns one, so ``analyze("trace.json.gz")`` alone in a cell draws the report (``_ipython_display_``)."""
 
     def __repr__(self) -> str:
-        """One line per trace, without paths or tables: what a notebook shows beside the HTML (and all a
-        plain console shows) reads the same on every machine."""
-        lines = [f"{r.name}: {r.device}, {r.window}" for r in self]
-        return f"fuseprof report of {len(self)} trace(s)" + "".join(f"\n  {line}" for line in lines)
+        """Per trace, its verdict (what bounds it, where the GPU time goes, the first thing worth doing) and its
+        sections with how to reach each: what ``print(report)`` and a console show, and a notebook beside the HTML.
+        No absolute paths (trace names as the analysis gives them): it reads the same on every machine."""
+        head = (f"fuseprof report of {len(self)} trace(s): report[i] is one trace's analysis, each section a "
+                "DataFrame in base units (ns, bytes) by attribute or key")
+        return "\n\n".join([head, *(_trace_text(i, r) for i, r in enumerate(self))])
+
+    __str__ = __repr__
 
     def _ipython_display_(self) -> None:
         """In a notebook: the report's sections as HTML (no script), each figure displayed in its place as a
