@@ -197,3 +197,23 @@ def test_odd_properties_resolve_to_a_row_or_an_explicit_unknown(name: str, prope
         "identical" if found.key == key else "silently wrong"
     FUZZ_RESULTS[outcome] += 1
     assert found.key == key and outcome != "silently wrong"
+
+
+def test_a_trace_on_an_unknown_gpu_is_judged_against_no_roof(tmp_path: Path) -> None:
+    """The decode trace recaptured, as it were, on a GTX 1050 (CC 6.1, 5 SMs: no row): every per-op roofline row
+    has no judgement, the notes name the GPU and --device, and the tables that predict (fusion) still come."""
+    path = FIXTURES / "truth" / "decode_eager.json.gz"
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    for device in raw["deviceProperties"]:
+        device.update(name="NVIDIA GeForce GTX 1050", computeMajor=6, computeMinor=1, numSms=5,
+                      totalGlobalMem=2 * 2**30)
+    target = tmp_path / "gtx1050.json.gz"
+    target.write_bytes(gzip.compress(json.dumps(raw).encode()))
+    (known,), (unknown,) = analyze(path), analyze(target)
+    assert known.tables()["op_roofline"]["pct_of_roof"].notna().any()
+    roofline = unknown.tables()["op_roofline"]
+    assert len(roofline) == len(known.tables()["op_roofline"]) and roofline["pct_of_roof"].isna().all()
+    assert not unknown.roof.judged and any("unknown GPU 'NVIDIA GeForce GTX 1050'" in n and "--device" in n
+                                           for n in unknown.notes)
+    assert not unknown.tables()["fusion"].empty  # priced at the H100 reference's rates, as the roof's label says
+    assert "H100 SXM reference" in unknown.roof.label
