@@ -40,6 +40,18 @@ def analysis(trace: str, ceilings: str | None, registry: str | None, top: int) -
                                                            else None, registry=Path(registry) if registry else None)[0]
 
 
+def _verdict(result: TraceAnalysis) -> None:
+    """The verdict section in a line: what bounds the run and the first thing worth doing (the section itself,
+    with its tables, is one choice away)."""
+    verdict, worth = result.frames.get("verdict", pd.DataFrame()), result.frames.get("worth_doing", pd.DataFrame())
+    if verdict.empty:
+        return
+    first = (f"; worth doing first: {md_text(worth['what'].iloc[0])} (saves {worth['saving_ns'].iloc[0] / 1e3:,.1f} µs)"
+             if not worth.empty else "")
+    st.markdown(f"**{md_text(verdict['bound'].iloc[0])}**: GPU busy {verdict['busy_pct'].iloc[0]:.1f}% of the "
+                f"span{first}")
+
+
 def _timeline(result: TraceAnalysis, choice) -> None:  # type: ignore[no-untyped-def]
     """One window of the trace's GPU events on a time axis, the window chosen in the URL (``window``)."""
     windows = timeline_windows(result.events)
@@ -51,18 +63,19 @@ def _timeline(result: TraceAnalysis, choice) -> None:  # type: ignore[no-untyped
                "drag to zoom.")
 
 
+NO_SECTION = "none (the timeline alone)"
 ALL_SECTIONS = "every section"
 
 
 def _sections(result: TraceAnalysis, data_table, choice) -> None:  # type: ignore[no-untyped-def]
-    """The section chosen in the URL (``section``; the verdict first), or every one: one section's tables
-    and figures, not the twenty-odd tables of all, is what a page opens with (each costs the browser), and
-    only the chosen section's views are built."""
+    """The section chosen in the URL (``section``), or every one, or none — what the page opens with: its
+    tables cost the browser more than the timeline (the first chart came 1.2 s later with the verdict's two
+    tables below it; scripts/bench_dashboard_first_chart.py). Only the chosen section's views are built."""
     def has_rows(table) -> bool:  # type: ignore[no-untyped-def]
         return table.shown and not (table.hide_empty and result.frames.get(table.name, pd.DataFrame()).empty)
 
     shown_sections = [s for s in trace_sections() if any(has_rows(t) for t in s.tables)]
-    chosen = choice(st.selectbox, "Section", [*(s.name for s in shown_sections), ALL_SECTIONS], "section")
+    chosen = choice(st.selectbox, "Section", [NO_SECTION, *(s.name for s in shown_sections), ALL_SECTIONS], "section")
     for section in shown_sections:
         if chosen not in (ALL_SECTIONS, section.name):
             continue
@@ -100,6 +113,7 @@ def render(traces: dict[str, Path], data_table, choice) -> None:  # type: ignore
     st.caption(f"{md_text(chosen)} · {md_text(result.device or 'device unknown')} · roof: {md_text(result.roof.label)}"
                f" · span {whole['span_ns'] / 1e3:,.3f} µs, GPU busy {whole['busy_ns'] / 1e3:,.3f} µs "
                f"({whole['busy_pct']:.1f}%)")
+    _verdict(result)
     _timeline(result, choice)
     for note in result.notes:
         st.caption(f"Note: {md_text(note)}")
