@@ -278,7 +278,8 @@ def test_every_help_ends_with_two_examples_the_parser_accepts(name: str, monkeyp
 
 @pytest.mark.parametrize("line", ["fuseprof cases", "fuseprof columns", "fuseprof ls traces",
                                   "fuseprof check traces/llama4l-eager-h200",
-                                  "fuseprof audit traces/llama4l-compiled-h200"])
+                                  "fuseprof audit traces/llama4l-compiled-h200",
+                                  "fuseprof compare traces/silu_mul-bfloat16-h200-20261129t172803z --baseline fused_cuda"])
 def test_the_cheap_examples_run(line: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from fuseprof.commands.examples import EXAMPLES
 

@@ -37,10 +37,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
             "fuseprof sql \"SELECT category, sum(dur_ns) AS ns FROM kernels GROUP BY 1 ORDER BY 2 DESC\" "
             "traces/llama4l-eager-h200 --window all"),
     "compare": ("fuseprof compare traces/verify",
-                "fuseprof compare traces/silu_mul-bfloat16-h200-20261129t172803z --baseline eager"),
+                "fuseprof compare traces/silu_mul-bfloat16-h200-20261129t172803z --baseline fused_cuda"),
     "breakdown": ("fuseprof breakdown traces/decoder_layer-bfloat16-h200-20261129t174445z",
                   "fuseprof breakdown traces/add_rms_norm-bfloat16-h200-20261129t092340z --format csv"),
-    "summary": ("fuseprof summary traces", "fuseprof summary traces --case add_rms_norm --format json"),
+    "summary": ("fuseprof summary traces", "fuseprof summary traces --case add_rms_norm --format csv"),
     "roofline": ("fuseprof roofline traces/add_rms_norm-bfloat16-h200-20261129t092340z",
                  "fuseprof roofline traces --case silu_mul --roof 'H100 SXM'"),
     "ingest": ("fuseprof ingest tests/fixtures/compiled_128x4096.ncu-rep --out out",
