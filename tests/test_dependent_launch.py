@@ -70,6 +70,7 @@ def test_graph_kernels_starting_before_their_predecessor_ends_are_legal(tmp_path
     ("cudaLaunchKernel", LEADS_US, 3, False),  # an eager launch cannot carry the attribute: wrong timestamps
     ("cudaLaunchKernelExC", LEADS_US, 3, True),  # FlashInfer/SGLang's eager PDL launches
     ("cudaGraphLaunch", [4.5], 1, False),  # 4.5 µs early: more than PDL was seen to lead by (3.74 µs)
+    ("hipGraphLaunch", LEADS_US, 3, False),  # ROCm has no programmatic dependent launch
 ])
 def test_only_launches_that_can_carry_pdl_and_short_leads_are_legal(tmp_path: Path, api: str, leads_us: list[float],
                                                                      every: int, legal: bool) -> None:

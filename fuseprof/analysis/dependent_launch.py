@@ -28,10 +28,12 @@ _EX_LAUNCH = r"LaunchKernelEx"  # cudaLaunchKernelExC, cuLaunchKernelEx: the lau
 
 
 def may_launch_dependently(launch_api: pd.Series) -> np.ndarray:
-    """Which kernels were launched where the programmatic-serialization attribute can be set."""
+    """Which kernels were launched where the programmatic-serialization attribute can be set: CUDA's graph and
+    ``*LaunchKernelEx*`` calls (ROCm has no such launch: a ``hip*`` call never qualifies)."""
     api = launch_api.astype(object)
+    cuda = api.map(lambda a: isinstance(a, str) and a.startswith("cu")).to_numpy(bool)
     ex = api.map(lambda a: isinstance(a, str) and _EX_LAUNCH in a).to_numpy(bool)
-    return is_graph_launch(api).to_numpy(bool) | ex
+    return cuda & (is_graph_launch(api).to_numpy(bool) | ex)
 
 
 def dependent_launch_overlap_ns(kernels: pd.DataFrame) -> tuple[int, int]:
