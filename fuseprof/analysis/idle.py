@@ -3,18 +3,19 @@ step, and the CPU ops that filled the host-bound parts.
 
 A gap runs from the end of one stretch of GPU work to the start of the next (the union of every GPU
 event's interval, so overlapping streams leave no gap). The next event was launched by a call on a host
-thread at some time L. The gap splits at L:
+thread by a call that started at L and returned at R. The gap splits at R (the call's own time is the host's:
+it is work the host had to do before the GPU could start, not latency on the GPU's side):
 
-- before L the GPU waited for the host to launch. What the launching thread was doing says why (the
+- before R the GPU waited for the host to launch. What the launching thread was doing says why (the
   registry's ``HostCause`` rows, in order): the time it spent inside a DataLoader range is ``data
   loading``; inside a synchronising call, or the op that made it (``.item()``'s ``_local_scalar_dense``,
   ``.cpu()``'s copy: the host time a synchronisation costs), ``sync``; inside allocator calls
   ``allocator``; the rest ``launch`` (host-bound: Python, dispatch, anything else);
-- after L the work was launched and still did not start: ``event wait`` where the launching thread queued
+- after R the work was launched and still did not start: ``event wait`` where the launching thread queued
   it behind an event (a ``StreamWaitEvent`` call between the gap's start and the launch), else ``other``
   (launch latency, another stream).
 
-So a gap is "launch" only for the part before its work was launched, and a graph replay queued behind an
+So a gap is "launch" only for the part until its work was launched, and a graph replay queued behind an
 event while the host sits in a blocking copy is an event wait, not host-bound. A gap whose next work a graph
 launch queued (``next_graph``), or that lies in, before or after a step holding a graph replay (a serving engine
 prepares each replay's inputs with a few eager kernels), is host-bound all the same, but CUDA graphs are already in place:
@@ -88,7 +89,9 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> 
                          "next_graph": is_graph_launch(events["launch_api"].iloc[nxt]).to_numpy(bool)})
     gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
     launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
-    split = np.where(launch.isna().to_numpy(), gs, np.clip(launch.fillna(0).to_numpy(np.int64), gs, ge))
+    # the host is busy until its launch call returns: the call's own time is the host's, not the GPU's latency
+    returned = launch + pd.array(at("launch_dur_ns", nxt), dtype="Int64").fillna(0)
+    split = np.where(launch.isna().to_numpy(), gs, np.clip(returned.fillna(0).to_numpy(np.int64), gs, ge))
     parts = {c: np.zeros(len(gaps), np.int64) for c in CAUSES}
     calls: dict[str, pd.DataFrame] = {c.cause: rows_named(tables.launches, c.calls)
                                       for c in registry.host_causes if c.calls}
