@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import pkgutil
 import re
 import sys
 import traceback
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from fuseprof.builtin_cases import builtin_case_names
 from fuseprof.errors import CaseNotFoundError, FuseprofError, InvalidArgumentError, UserCodeError
 
 Shape = tuple[int, ...]
@@ -128,15 +128,6 @@ def shape_seed(seed: int, shape: Shape) -> int:
     """The generator seed of a shape's inputs: from (seed, shape) only, not from which shapes ran
     before, so a shape gets the same inputs in a sharded run, a one-GPU run and under ncu."""
     return seed * 1_000_003 + zlib.crc32(shape_label(shape).encode())
-
-
-def builtin_case_names() -> list[str]:
-    """Names of the cases shipped in ``kernels/``."""
-    spec = importlib.util.find_spec("fuseprof_kernels")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return sorted(m.name for m in pkgutil.iter_modules(list(spec.submodule_search_locations))
-                  if m.ispkg and not m.name.startswith("_"))
 
 
 def user_frame(exc: BaseException, source: str | None) -> str:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fuseprof"
-LEAVES = {"fuseprof", "fuseprof.errors", "fuseprof.ranges", "fuseprof.console"}
+LEAVES = {"fuseprof", "fuseprof.errors", "fuseprof.ranges", "fuseprof.console", "fuseprof.builtin_cases",
+          "fuseprof.output_paths"}
 # stage -> the stages it may import (besides the leaves and itself)
 ALLOWED = {
     "parse": set(),

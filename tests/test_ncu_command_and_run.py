@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
+from fuseprof.capture.ncu_command import NcuRequest, profile_argv
 from fuseprof.capture.ncu_run import UnknownMetricsError, run_ncu
 from fuseprof.errors import NcuFailedError, NcuNoKernelsError, NcuPermissionError, NcuTimeoutError
+from fuseprof.parse.ncu_import import import_csv_argv
 from fuseprof.parse.ncu_metrics import NCU_METRICS
 
 

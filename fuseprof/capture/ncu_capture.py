@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from fuseprof.bundle.files import BundleWriter
-from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
-from fuseprof.capture.ncu_run import find_ncu, run_capture_output, run_ncu_known_metrics
+from fuseprof.capture.ncu_command import NcuRequest, profile_argv
+from fuseprof.capture.ncu_run import find_ncu, run_ncu_known_metrics
 from fuseprof.console import Log
+from fuseprof.parse.ncu_import import import_csv_argv, run_capture_output
 from fuseprof.parse.ncu_metrics import capture_metrics
 
 

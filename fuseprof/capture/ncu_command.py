@@ -41,6 +41,3 @@ def profile_argv(req: NcuRequest) -> list[str]:
     return argv + list(req.target_argv)
 
 
-def import_csv_argv(ncu: str, report_path: Path) -> list[str]:
-    """Raw page of an exported report as CSV, in base units (no auto-scaling)."""
-    return [ncu, "--import", str(report_path), "--csv", "--page", "raw", "--print-units", "base"]

@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from fuseprof.errors import (
     NcuFailedError,
@@ -142,14 +141,3 @@ def run_ncu_known_metrics(
             dropped += exc.metrics
             kept = [m for m in kept if m not in exc.metrics]
     raise NcuFailedError(f"ncu kept rejecting metrics after {attempts} attempts; see raw/ncu.log")
-
-
-def run_capture_output(argv: Sequence[str], timeout_s: float = 600) -> str:
-    """Run a short ncu command (``--import``, ``--version``) and return its stdout."""
-    try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise NcuTimeoutError(f"{Path(argv[0]).name} {' '.join(argv[1:3])} ran past {timeout_s:.0f} s") from None
-    if done.returncode != 0:
-        raise NcuFailedError(f"{' '.join(argv[:3])} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
-    return done.stdout

@@ -347,7 +347,7 @@ class KernelMatch:
 
     def __post_init__(self) -> None:
         _check_patterns(f"kernel match {self.case}:{self.variant}", self.pattern)
-        from fuseprof.case import builtin_case_names
+        from fuseprof.builtin_cases import builtin_case_names
 
         known = builtin_case_names()  # a registry names no code to run: a path or module here would be imported
         if not isinstance(self.case, str) or not self.case.isidentifier() or (known and self.case not in known):

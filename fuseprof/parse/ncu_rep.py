@@ -51,9 +51,8 @@ def _import_reader() -> Any | None:
 
 def _read_through_ncu(path: Path) -> pd.DataFrame:
     """The report's rows from ``ncu --import FILE --csv --page raw --print-units base``, parsed as a capture's CSV."""
-    from fuseprof.capture.ncu_command import import_csv_argv  # pure argv builders and a subprocess runner:
-    from fuseprof.capture.ncu_run import run_capture_output  # neither imports torch
     from fuseprof.parse.ncu_csv import ncu_csv_frame
+    from fuseprof.parse.ncu_import import import_csv_argv, run_capture_output
 
     ncu = shutil.which("ncu")
     if ncu is None:
