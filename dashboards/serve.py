@@ -5,9 +5,12 @@ first trace's analysis from the trace store. The first script run then finds the
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +19,19 @@ _ready: dict[tuple[str, str | None, str | None, int], Any] = {}
 FIRST_TOP = 15  # the Model page's rows per top table unless the URL says otherwise (``fuseprof analyze``'s default)
 
 
-def _warm(path: Path) -> None:
-    with _lock:
+def _listening(port: int, timeout_s: float = 30) -> None:
+    """Until the server accepts connections on ``port`` (or ``timeout_s`` passes): the thread's imports and reads
+    hold the interpreter, and started at once they slowed the server's own start by as much as they took."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return
+        time.sleep(0.05)
+
+
+def _warm(path: Path, port: int) -> None:
+    with _lock:  # held from the start: a page that asks first waits for the work rather than doing it twice
+        _listening(port)
         from fuseprof_dashboards.inputs import find_inputs
 
         import fuseprof.figures  # noqa: F401  (what every page imports: pandas, Plotly, the models)
@@ -49,7 +63,8 @@ def main() -> None:
     from streamlit.web.cli import main as streamlit
 
     if "--traces" in sys.argv:
-        threading.Thread(target=_warm, args=(Path(sys.argv[sys.argv.index("--traces") + 1]),), daemon=True).start()
+        port = int(sys.argv[sys.argv.index("--server.port") + 1]) if "--server.port" in sys.argv else 8501
+        threading.Thread(target=_warm, args=(Path(sys.argv[sys.argv.index("--traces") + 1]), port), daemon=True).start()
 
     sys.argv = ["streamlit", *sys.argv[1:]]
     streamlit()
