@@ -88,8 +88,9 @@ def cases() -> dict[str, Callable[[], object]]:
 
 
 def capture(out: Path) -> Path:
-    from fuseprof.capture.ncu_command import NcuRequest, import_csv_argv, profile_argv
-    from fuseprof.capture.ncu_run import find_ncu, run_capture_output, run_ncu_known_metrics
+    from fuseprof.capture.ncu_command import NcuRequest, profile_argv
+    from fuseprof.capture.ncu_run import find_ncu, run_ncu_known_metrics
+    from fuseprof.parse.ncu_import import import_csv_argv, run_capture_output
     from fuseprof.parse.ncu_metrics import NCU_METRICS
 
     ncu, report = find_ncu(), out / "roofline.ncu-rep"
