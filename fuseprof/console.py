@@ -104,3 +104,24 @@ def terminal_streams() -> Iterator[None]:
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
         sys.stdout, sys.stderr = saved
+
+
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    print(f"fuseprof: warning: {message}", file=sys.stderr)
+
+
+def _terminated(signum, frame):  # type: ignore[no-untyped-def]
+    raise KeyboardInterrupt  # unwinds like Ctrl-C: half-written bundles and temporary files are removed
+
+
+def one_line_warnings_and_sigterm() -> None:
+    """How the command reports for the rest of the process: a warning is one ``fuseprof: warning:`` line (no
+    source line), and SIGTERM unwinds like Ctrl-C, so half-written outputs are removed (the main thread only:
+    a signal handler can be set nowhere else)."""
+    import signal
+    import threading
+    import warnings
+
+    warnings.showwarning = _warn_in_one_line
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)

@@ -285,6 +285,35 @@ _READ = frozenset(("kind", "start_ns", "dur_ns", "op", "launch_api", "ranges", "
                    "input_dims", "module", "forward_module", "device", "stream", "correlation", "name", "linked_by"))
 
 
+def _overlap_row(events: pd.DataFrame, kernels: pd.DataFrame, kernel_ns: float) -> tuple[str, int, bool, str]:
+    """Kernels overlapping on one stream: their timestamps are off, except where a kernel was launched to start
+    before its predecessor ends (programmatic dependent launch, legal)."""
+    overlap = _overlap_on_streams(events)
+    dependent_ns, dependent_pairs = dependent_launch_overlap_ns(kernels)
+    return ("overlapping_kernel_ns", overlap, overlap - dependent_ns <= 1e-3 * kernel_ns,
+            (f"kernels on one stream overlap by {_pct(overlap - dependent_ns, kernel_ns):.3g}% of kernel time: their "
+             "timestamps are off" if overlap > dependent_ns else "none wrong")
+            + (f"; {dependent_pairs:,} kernels start up to {PDL_LEAD_NS / 1e3:g} µs before their predecessor ends "
+               f"({dependent_ns / 1e3:,.3f} µs): programmatic dependent launch, legal" if dependent_pairs else "")
+            if overlap else "none")
+
+
+def _impossible_rows(all_events: pd.DataFrame, host_span: tuple[int, int] | None,
+                     memory: pd.DataFrame | None) -> list[tuple[str, int, bool, str]]:
+    """Durations and allocator records no run can have: damage, which the time and memory tables rest on."""
+    impossible = impossible_durations(all_events, host_span)
+    memory_faults, memory_fault = impossible_records(memory) if memory is not None else (0, "")
+    return [
+        ("impossible_durations", len(impossible), impossible.empty,
+         f"{len(impossible):,} GPU event(s) ({impossible['dur_ns'].max() / 1e3:,.3f} µs the longest) hold a later "
+         "kernel of their stream, or outlast the host's whole recording: damaged durations, which every time "
+         "table sums" if len(impossible) else "none"),
+        ("memory_records_impossible", memory_faults, memory_faults == 0,
+         f"{memory_faults:,} allocator record(s) no allocator writes, the first with {memory_fault}: the memory "
+         "tables' peaks and holders are not the run's" if memory_faults else "none"),
+    ]
+
+
 def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Series,
               lost: tuple[int, int] = (0, 0), window_asked: str | None = None, processes: int = 1,
               host_span: tuple[int, int] | None = None, memory: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -294,23 +323,17 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     ``host_span``: the first host event's start and the last one's end, None where it has none; ``memory``: the
     allocator's records, the decoder's ``memory`` table)."""
     all_events = all_events[[c for c in all_events.columns if c in _READ]]
-    events = all_events[window]
+    events, outside, unnamed = all_events[window], all_events[~window], all_events[~device_named]
     kernels = events[events["kind"].isin(["kernel", "communication"])]
     kernel_ns = float(kernels["dur_ns"].sum())
     with_op = kernels[kernels["op"].notna()]
     in_range = _launched_in_a_range(kernels)
     no_launch = all_events[all_events["launch_api"].isna()]
-    outside = all_events[~window]
     stamps = np.concatenate([all_events["start_ns"].to_numpy(np.int64), all_events["dur_ns"].to_numpy(np.int64)])
     resolution = 1000 if stamps.size and not (stamps % 1000).any() else 1
     shapes = with_op.loc[with_op["input_dims"].map(lambda d: isinstance(d, list)).astype(bool)]
     own = with_op["module"].notna()
     modules = with_op[own | with_op["forward_module"].notna()] if "forward_module" in with_op else with_op[own]
-    unnamed = all_events[~device_named]
-    overlap = _overlap_on_streams(events)
-    dependent_ns, dependent_pairs = dependent_launch_overlap_ns(kernels)  # legal: programmatic dependent launch
-    impossible = impossible_durations(all_events, host_span)
-    memory_faults, memory_fault = impossible_records(memory) if memory is not None else (0, "")
     rows = [
         ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum() + in_range["dur_ns"].sum(), kernel_ns), None,
          f"{len(with_op)} of {len(kernels)} kernels have a launching op" + _linked_by(with_op)
@@ -323,12 +346,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
         ("events_outside_window", len(outside), len(outside) == 0 or window_asked is not None,
          f"{outside['dur_ns'].sum() / 1e3:,.3f} µs left out of every table"
          + (f", as --window {window_asked} asks" if window_asked is not None else "") if len(outside) else "none"),
-        ("overlapping_kernel_ns", overlap, overlap - dependent_ns <= 1e-3 * kernel_ns,
-         (f"kernels on one stream overlap by {_pct(overlap - dependent_ns, kernel_ns):.3g}% of kernel time: their "
-          "timestamps are off" if overlap > dependent_ns else "none wrong")
-         + (f"; {dependent_pairs:,} kernels start up to {PDL_LEAD_NS / 1e3:g} µs before their predecessor ends "
-            f"({dependent_ns / 1e3:,.3f} µs): programmatic dependent launch, legal" if dependent_pairs else "")
-         if overlap else "none"),
+        _overlap_row(events, kernels, kernel_ns),
         ("timestamp_resolution_ns", resolution, resolution < 1000,
          "every time is a whole µs: short kernels lose up to 1 µs each" if resolution >= 1000 else "ns (µs with 3 decimals)"),
         ("shapes_recorded_pct", _pct(shapes["dur_ns"].sum(), with_op["dur_ns"].sum()), None,
@@ -344,13 +362,7 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
         ("launches_without_gpu_event", lost[0], lost[0] == 0,
          f"{lost[0]:,} of {lost[1]:,} kernel launches have no kernel in the trace: records were lost, and every time "
          "table reads low" if lost[0] else "every kernel launch has its kernel"),
-        ("impossible_durations", len(impossible), impossible.empty,
-         f"{len(impossible):,} GPU event(s) ({impossible['dur_ns'].max() / 1e3:,.3f} µs the longest) hold a later "
-         "kernel of their stream, or outlast the host's whole recording: damaged durations, which every time "
-         "table sums" if len(impossible) else "none"),
-        ("memory_records_impossible", memory_faults, memory_faults == 0,
-         f"{memory_faults:,} allocator record(s) no allocator writes, the first with {memory_fault}: the memory "
-         "tables' peaks and holders are not the run's" if memory_faults else "none"),
+        *_impossible_rows(all_events, host_span, memory),
     ]
     thresholds = {"attributed_kernel_time_pct": 90.0, "graph_kernel_time_attributed_pct": 99.0,
                   "shapes_recorded_pct": 1e-9, "modules_recorded_pct": 1e-9}
