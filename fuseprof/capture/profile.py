@@ -142,8 +142,9 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
             manifest["ncu"] = {"status": "skipped", "reason": "--no-ncu" if not opts.ncu else "CPU device"}
         kernels = parse_raw_dir(writer.path / RAW)
         if denied:
-            kernels = pd.concat([kernels, modelled_rows(writer.raw("profiler_trace.json.gz"), timings,
-                                                        opts.profiler_repeats)], ignore_index=True)
+            # the capture's GPU on each modelled row: its roof judges them (a row of no device is judged by none)
+            modelled = modelled_rows(writer.raw("profiler_trace.json.gz"), timings, opts.profiler_repeats)
+            kernels = pd.concat([kernels, modelled.assign(device=manifest["device"]["name"])], ignore_index=True)
         kernels["case"], kernels["dtype"] = case.name, dtype
         timings["device"] = manifest["device"]["name"]
         manifest["wall_s"] = round(time.monotonic() - started, 2)
