@@ -96,7 +96,7 @@ HOSTILE: dict[str, tuple[Callable[[Path], Path], str]] = {
     # a hang or a memory blow-up before
     "a FIFO": (_fifo, "not a regular file"),
     "/dev/zero": (lambda tmp: Path("/dev/zero"), "not a regular file"),
-    "a file over the size bound": (_text("# padding\n" * 1_000_000), "larger than 8 MB"),
+    "a file over the size bound": (_text("# padding\n" * 1_000_000), "larger than 8 MiB"),
     "more rows than the bound (each costs a check)": (_text("[[kind_rule]]\nkind = 'k'\nany_of = ['a']\n" * 10_001),
                                                      "10,001 rows; a registry file holds at most 10,000"),
     # megabytes on stderr before

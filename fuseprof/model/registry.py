@@ -594,22 +594,12 @@ def load_registry(path: Path, base: Registry) -> Registry:
     except ImportError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
     from fuseprof.model.registry_schema import rows
+    from fuseprof.parse.textio import read_settings
 
     where = f"--registry {path}"
+    text = read_settings(path, where, REGISTRY_BYTES)  # a regular file, bounded, UTF-8: one line otherwise
     try:
-        with open(path, "rb", opener=_regular_file_opener) as file:
-            raw = file.read(REGISTRY_BYTES + 1)
-    except FileNotFoundError:
-        raise InvalidArgumentError(f"{where}: no such file") from None
-    except OSError as exc:
-        raise InvalidArgumentError(f"{where}: unreadable ({exc.strerror or exc})") from None
-    if len(raw) > REGISTRY_BYTES:
-        raise InvalidArgumentError(f"{where}: larger than {REGISTRY_BYTES >> 20} MB; a registry file lists rows, "
-                                   "not data")
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InvalidArgumentError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidArgumentError(f"{where}: not valid TOML ({str(exc)[:200]})") from None
     except RecursionError:
@@ -618,19 +608,6 @@ def load_registry(path: Path, base: Registry) -> Registry:
     return base.extend(made["family"], made["role"], made["catalogue"], made["known_fusion"], made["kernel_match"],
                        made["chain_class"], made["op_kinds"], made["kind_rule"], made["host_cause"],
                        made["phase_range"], made["optimizer"], made["iteration_range"])
-
-
-def _regular_file_opener(path: str, flags: int) -> int:
-    """``os.open`` that refuses anything but a regular file — opened without blocking, so a FIFO is refused,
-    not waited on; a directory, a device (/dev/zero) or a socket is refused before a byte is read."""
-    import os
-    import stat
-
-    fd = os.open(path, flags | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(0, "not a regular file")
-    return fd
 
 
 def classify(registry: Registry, kind: pd.Series, op: pd.Series, kernel: pd.Series) -> pd.DataFrame:
