@@ -55,12 +55,29 @@ def verbatim() -> Iterator[None]:
         _VERBATIM[0] -= 1
 
 
-class _TerminalStream(io.TextIOBase):
-    """A text stream that escapes control characters (``terminal_text``) and, when the reader of a pipe has
-    gone, points the file descriptor at /dev/null and goes on, so the command still ends with its own status."""
+class WrappedStream(io.TextIOBase):
+    """A text stream over another that asks it whatever it does not answer itself: the one base of the streams
+    fuseprof puts in front of the terminal (``_TerminalStream``) and of a kept answer (``commands.answers``)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class _TerminalStream(WrappedStream):
+    """A text stream that escapes control characters (``terminal_text``) and, when the reader of a pipe has
+    gone, points the file descriptor at /dev/null and goes on, so the command still ends with its own status."""
 
     def _guarded(self, action: Callable[[], Any]) -> Any:
         try:
@@ -80,15 +97,6 @@ class _TerminalStream(io.TextIOBase):
 
     def flush(self) -> None:
         self._guarded(self.stream.flush)
-
-    def isatty(self) -> bool:
-        return self.stream.isatty()
-
-    def fileno(self) -> int:
-        return self.stream.fileno()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
 
 
 @contextlib.contextmanager

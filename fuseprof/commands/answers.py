@@ -28,9 +28,9 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from fuseprof.console import is_verbatim, terminal_text, verbatim
+from fuseprof.console import WrappedStream, is_verbatim, terminal_text, verbatim
 from fuseprof.parse.hashing import content_key, default_root
 
 PART = "answer"
@@ -75,29 +75,18 @@ def answer_key(argv: Sequence[str], args: argparse.Namespace) -> str | None:
     return digest.hexdigest()
 
 
-class _Tee(io.TextIOBase):
+class _Tee(WrappedStream):
     """A stream that writes through to ``stream`` and keeps what was written (but for progress lines: a
     write that starts with a carriage return)."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.stream, self.kept = stream, io.StringIO()
+        super().__init__(stream)
+        self.kept = io.StringIO()
 
     def write(self, text: str) -> int:
         if not text.startswith("\r"):  # kept as the terminal is shown it (``fuseprof.console``), given back verbatim
             self.kept.write(text if is_verbatim() else terminal_text(text))
         return self.stream.write(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def isatty(self) -> bool:
-        return self.stream.isatty()
-
-    def fileno(self) -> int:
-        return self.stream.fileno()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
 
 
 def answered(argv: Sequence[str], args: argparse.Namespace, run: Callable[[], int]) -> int:
