@@ -365,6 +365,26 @@ def test_what_the_trace_s_edges_cut_off_is_no_dropped_record(six_steps, capsys) 
     assert code == 0 and "kernels:+0" in out, err
 
 
+def test_kernels_lost_with_their_launch_calls_fail_the_gate(six_steps, capsys) -> None:
+    """The issue's case: 30% of B's kernels lost together with their launch calls (a full buffer drops both) read
+    as "26% faster, ok" — no record lacks its pair. The ops that made them are still in the trace, on the same
+    shapes that always launched work in A: the gate refuses B (the old code exited 0)."""
+    import random
+
+    folder, a, _, a_path, _ = six_steps
+    lossy = json.loads(json.dumps(a))
+    kernels = _kernels(lossy["traceEvents"])
+    lost = {k["args"]["correlation"] for k in random.Random(0).sample(kernels, int(0.3 * len(kernels)))}
+    lossy["traceEvents"] = [e for e in lossy["traceEvents"] if not (
+        e.get("cat") in ("kernel", "cuda_runtime", "cuda_driver") and e.get("args", {}).get("correlation") in lost)]
+    b = trace_rewrite.save(lossy, folder / "b-lost-both.json")
+    code, _, err = _run(["diff", str(a_path), str(b), "--fail-on", "busy:+5%"], capsys)
+    _fail_closed(code, "kernels lost with their launch calls passed the gate as faster")
+    assert code == 2 and "launched none" in err and "dropped their kernels with the launch calls" in err, err
+    code, out, err = _run(["diff", str(a_path), str(a_path), "--fail-on", "busy:+5%"], capsys)
+    assert code == 0, err  # the same trace on both sides compares as before
+
+
 # --- 4. check fails on damage, notes capture settings -------------------------------------------------------------
 
 

@@ -43,7 +43,7 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.diff import signature
-from fuseprof.analysis.integrity import dropped
+from fuseprof.analysis.integrity import dropped, unlaunched_in
 from fuseprof.analysis.steps import OUTSIDE
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
 
@@ -135,6 +135,7 @@ def _check_comparable(a: TraceAnalysis, b: TraceAnalysis) -> None:
                 f"launch call(s) without their kernel, {lost.kernels:,} GPU event(s) ({lost.kernel_ns / 1e3:,.3f} µs) "
                 "without their launch call — so every time table reads low; the gate does not compare a trace with "
                 "dropped records (capture it again, with fewer steps per trace)")
+    _check_launching_ops(a, b)
     steps_a, steps_b = _steps(a), _steps(b)
     if bool(steps_a) != bool(steps_b):
         has, lacks = ("A", "B") if steps_a else ("B", "A")
@@ -145,6 +146,22 @@ def _check_comparable(a: TraceAnalysis, b: TraceAnalysis) -> None:
         raise TraceFormatError(f"{a.name} and {b.name} look unrelated: only {100 * share:.1f}% of A's GEMM/attention "
                                "time is in ops of the same shapes in B (the gate needs at least half); compare traces "
                                "of the same model")
+
+
+def _check_launching_ops(a: TraceAnalysis, b: TraceAnalysis) -> None:
+    """Refuse B where ops that always launched GPU work in A launched none in B: kernels lost with their launch
+    calls (``integrity.unlaunched_in``), which no pairing of records shows and which would read as B being faster."""
+    if a.source is None or b.source is None:
+        return
+    from fuseprof.parse.store import default_store
+
+    store = default_store()
+    lost = unlaunched_in(store.tables(a.source)[0], store.tables(b.source)[0])
+    if lost.ops:
+        raise TraceFormatError(
+            f"B ({b.name}): {lost.ops:,} of its {lost.of:,} ops whose name, shapes and dtypes always launched GPU work "
+            f"in A launched none (e.g. {lost.example}): the profiler dropped their kernels with the launch calls, so "
+            "B's time tables read low; the gate does not compare it (capture B again, with fewer steps per trace)")
 
 
 def matched_share(a: TraceAnalysis, b: TraceAnalysis) -> float:

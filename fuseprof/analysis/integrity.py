@@ -211,6 +211,42 @@ def dropped_records(tables: TraceTables) -> Dropped:
                    int((lost.to_numpy(bool) & before_last.to_numpy(bool)).sum()))
 
 
+class Unlaunched(NamedTuple):
+    """Ops of B that launched nothing where A's ops of the same name, shapes and dtypes always launched GPU work
+    (``unlaunched_in``): their count, how many ops of those signatures B holds, and the most common signature."""
+
+    ops: int
+    of: int
+    example: str
+
+
+def _signatures(frame: pd.DataFrame) -> pd.Series:
+    """An op's name, recorded shapes and dtypes as one text (ops without recorded shapes are left out: NaN)."""
+    if frame.empty or "input_dims" not in frame:
+        return pd.Series(dtype=object)
+    shaped = frame["input_dims"].map(lambda d: isinstance(d, list) and len(d) > 0).astype(bool)
+    return (frame["name"].astype(str) + " " + frame["input_dims"].map(str) + " "
+            + frame["input_type"].map(str)).where(shaped)
+
+
+def unlaunched_in(a: TraceTables, b: TraceTables, least: int = 10) -> Unlaunched:
+    """Kernels B lost *together with* their launch calls, seen through the ops that made them: a signature (name,
+    shapes, dtypes) of which A holds at least ``least`` ops, every one of which launched GPU work, and of which B
+    holds ops that launched nothing (B's shaped leaf ops: ``TraceTables.host_ops``). A code change that stops an op
+    launching changes the op or its shapes as a rule; the same op on the same shapes launching in one run and not in
+    the other is what a profiler that dropped the launch and its kernel leaves. Traces without recorded shapes say
+    nothing here (zeros)."""
+    launched_a, quiet_a = _signatures(a.ops).value_counts(), _signatures(a.host_ops).value_counts()
+    always = launched_a[(launched_a >= least) & ~launched_a.index.isin(quiet_a.index)]
+    quiet_b = _signatures(b.host_ops).value_counts()
+    lost = quiet_b[quiet_b.index.isin(always.index)]
+    if lost.empty:
+        return Unlaunched(0, 0, "")
+    launched_b = _signatures(b.ops).value_counts()
+    of = int(lost.sum() + launched_b.reindex(lost.index).fillna(0).sum())
+    return Unlaunched(int(lost.sum()), of, str(lost.idxmax())[:120])
+
+
 def dropped(result: TraceAnalysis) -> Dropped:
     """Records the profiler dropped from inside an analysed trace (``dropped_records``: not what its edges cut
     off). Its integrity rows say whether any record lacks its pair; only then are its tables read (from the
