@@ -49,9 +49,9 @@ def test_a_folder_against_itself_is_within_noise_everywhere(capsys: pytest.Captu
 
 @pytest.mark.parametrize("argv, message", [
     (["{A}", "{A}", "{A}"], "give one folder, or two (A and B); got 3"),
-    (["{A}", "{missing}"], "no such folder"),
+    (["{A}", "{missing}"], "missing: no such file or directory"),  # said while the arguments are read
     (["{A}", "{empty}"], "holds no fuseprof bundle"),
-    (["{A}", "{verify}"], "B = "),
+    (["{A}", "{verify}"], "bundles/verify: no such file or directory"),
 ])
 def test_compare_two_errors_are_one_line(argv: list[str], message: str, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
