@@ -50,11 +50,13 @@ def _model_page(monkeypatch: pytest.MonkeyPatch) -> AppTest:
     import streamlit as st
 
     st.cache_data.clear()  # the page's analyses, cached by an earlier test without the new section
+    st.cache_resource.clear()  # (the Model page keeps its analyses as resources, shared across sessions)
     monkeypatch.setenv("FUSEPROF_TRACES", str(TRACES))
     at = AppTest.from_file(str(ROOT / "dashboards" / "app.py"), default_timeout=120)
     at.query_params["page"] = "Model"
+    at.query_params["trace"] = EAGER.name  # the page's choices live in the URL
+    at.query_params["section"] = "every section"  # it opens on the timeline alone
     at.run()
-    at.selectbox(key="model-bundle").select(EAGER.name).run()
     assert not at.exception and not at.error
     return at
 
