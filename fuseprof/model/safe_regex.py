@@ -62,10 +62,11 @@ def _varies(lo: int, hi: int) -> bool:
     return lo != hi
 
 
-def _matchable(node: Any) -> set[int] | None:
-    """The characters one turn of a single-item repeat body can match; None where it is not a small known set."""
+def _chars(node: Any, single: bool) -> set[int] | None:
+    """The characters ``node`` can start with (``single``: one turn of a single-item repeat body can match, the
+    node being that one item); None where it is not a small known set (or can start with nothing)."""
     items = _items(node)
-    if len(items) != 1:
+    if not items or (single and len(items) != 1):
         return None
     op, av = items[0]
     if op == _c.LITERAL:
@@ -73,7 +74,9 @@ def _matchable(node: Any) -> set[int] | None:
     if op == _c.IN:
         return _class_chars(av)
     if op == _c.SUBPATTERN:
-        return _matchable(av[-1])
+        return _chars(av[-1], single)
+    if not single and op in _REPEATS and av[0] > 0:  # a repeat taken at least once starts as its body does
+        return _chars(av[2], single)
     return None
 
 
@@ -96,10 +99,10 @@ def _ambiguous_nesting(body: Any) -> bool:
     inner = _varying_repeats(body)
     if not inner:
         return False
-    starts = _first_chars(body)
+    starts = _chars(body, single=False)
     if starts is None:
         return True
-    return any((chars := _matchable(b)) is None or chars & starts for b in inner)
+    return any((chars := _chars(b, single=True)) is None or chars & starts for b in inner)
 
 
 def _class_chars(av: Any) -> set[int] | None:
@@ -118,23 +121,6 @@ def _class_chars(av: Any) -> set[int] | None:
     return chars
 
 
-def _first_chars(node: Any) -> set[int] | None:
-    """The characters a sub-pattern can start with; None where it can start with nearly any (or with nothing)."""
-    items = _items(node)
-    if not items:
-        return None
-    op, av = items[0]
-    if op == _c.LITERAL:
-        return {av}
-    if op == _c.IN:
-        return _class_chars(av)
-    if op == _c.SUBPATTERN:
-        return _first_chars(av[-1])
-    if op in _REPEATS and av[0] > 0:
-        return _first_chars(av[2])
-    return None
-
-
 def _branches(node: Any) -> list[Any]:
     """Every alternation inside ``node`` (not inside an atomic group or a possessive repeat): its branch lists."""
     found = []
@@ -151,14 +137,14 @@ def _overlapping_branches(body: Any) -> bool:
     """Whether a varying repeat's ``body`` holds an alternation with two ways over the same text: two branches
     that can start on the same character, or an empty branch beside one that can start as a turn does
     (``(a|aa)+``: ``aa`` is one turn or two)."""
-    turn = _first_chars(body)
+    turn = _chars(body, single=False)
     for branches in _branches(body):
         seen: set[int] = set()
         empty = any(not _items(b) for b in branches)
         for branch in branches:
             if not _items(branch):
                 continue
-            chars = _first_chars(branch)
+            chars = _chars(branch, single=False)
             if chars is None or chars & seen or (empty and (turn is None or chars & turn)):
                 return True
             seen |= chars
