@@ -35,6 +35,12 @@ another. Names decide only what a unit *is* (the registry's kinds: ``silu``, ``m
                   computing the next, and so on; fused: one unit computing them all
     kernels       a user's entry: units whose op or kernel matches its ``fused`` regex
 
+A unit whose tensors the trace does not record — a kernel of a compiled region or of a graph replay, which only
+its name describes — is linked to nothing; for it the patterns read the one dataflow such a trace keeps, the
+launch order (``Units.launched_around``): the GEMM calls launched since the last norm, reduction or attention
+before an attention are its q, k and v projections (one: fused; three: not), before a gated product its gate and
+up (one: fused; two: not); an activation-only kernel launched right after a GEMM is its epilogue left out.
+
 Each finding is one instance (``Found``) with its units, a signature to group by, and the predicted
 saving: memory-bound groups as the bytes entering and leaving the group at the copy model's rate (the
 fusion finder's model), sibling GEMMs as one GEMM of the summed width (input read once), eager attention
@@ -101,6 +107,40 @@ def _computes(unit: Unit, kind: str) -> bool:
 
 def _copy(unit: Unit) -> bool:
     return unit.category == "copy/cast"
+
+
+_SPLIT_K = re.compile(r"splitK_?reduce", re.IGNORECASE)  # cuBLAS(Lt)'s second kernel of one split-K GEMM call
+_BACKWARD_KERNEL = re.compile(r"bwd|backward", re.IGNORECASE)
+# what an activation kernel after a GEMM may compute beside the activation and stay an epilogue: views, casts and
+# the bias add (Inductor's kernel after an extern mm lists the addmm whose bias it adds)
+_EPILOGUE_KINDS = frozenset({"activation", "view", "unsafe_view", "reshape", "to_copy", "clone", "add", "addmm",
+                             "t", "permute", "transpose", "expand", "squeeze", "unsqueeze"})
+
+
+def _name(unit: Unit) -> str:
+    return unit.op or unit.kernel
+
+
+def _unlinked(unit: Unit) -> bool:
+    """The trace records no tensors of it (a kernel alone, or an op without shapes): no edge can reach it."""
+    return not unit.tensors()
+
+
+def _layer_boundary(unit: Unit) -> bool:
+    """A unit that starts what a layer's projections read (a norm, a reduction) or ends the previous attention."""
+    return unit.category in ("normalization", "reduction", "attention") or unit.computes("rms norm")
+
+
+def _gemm_calls(found: list[Unit]) -> list[Unit]:
+    """The GEMM calls among launched units, in launch order (a split-K GEMM's reduction kernel is the same call)."""
+    return sorted((u for u in found if u.is_gemm and not u.batched and not _SPLIT_K.search(u.kernel)),
+                  key=lambda u: u.order)
+
+
+def _epilogue_only(unit: Unit, activations: frozenset[str]) -> bool:
+    """An elementwise unit computing an activation and nothing but views, casts and a bias add beside it."""
+    return unit.category == "elementwise" and unit.computes("activation") and not unit.computes("mul") \
+        and unit.kinds <= _EPILOGUE_KINDS | activations
 
 
 def _numel(unit: Unit, position: int) -> int:
@@ -226,6 +266,9 @@ def gate_up(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
         if unit.is_gemm and unit.computes("activation", "mul"):  # a GEMM with a gated-activation epilogue
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (gate, up and activation in one GEMM)"))
             continue
+        if _unlinked(unit) and unit.computes("activation", "mul") and not _anchor(unit):
+            found += _gate_up_by_order(units, unit)
+            continue
         gated = unit.computes("activation", "mul")
         if not (gated or (unit.computes("mul") and _same_size_pair(unit))) or _anchor(unit):
             continue
@@ -253,6 +296,18 @@ def gate_up(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     return found
 
 
+def _gate_up_by_order(units: Units, product: Unit) -> list[Found]:
+    """A gated product linked to nothing: the GEMM calls launched since the norm before it (module docstring)."""
+    gemms = _gemm_calls(units.launched_around(product, _layer_boundary))
+    if len(gemms) == 1:
+        return [Found(True, (gemms[0], product), f"{_name(gemms[0])} → {_name(product)} (gate and up in one GEMM, "
+                                                 "by launch order)")]
+    if len(gemms) == 2:
+        return [Found(False, (*gemms, product), f"{_name(gemms[0])} + {_name(gemms[1])} → {_name(product)} (gate and "
+                                                "up apart, by launch order)")]
+    return []
+
+
 def _twin_gemm(units: Units, gemm: Unit, gated: Unit) -> Unit | None:
     """For a gated product one of whose sides the graph links to nothing (a view the trace does not record, as
     compiled code reads a GEMM's output): the GEMM just before it, other than ``gemm``, as wide as it and reading
@@ -268,7 +323,7 @@ class _Site:
     """An attention: the unit(s), and where its q, k and v are (unit, argument)."""
 
     units: tuple[Unit, ...]
-    q: tuple[Unit, int]
+    q: tuple[Unit, int] | None  # None: an attention linked to nothing (its q, k and v by launch order)
     k: tuple[Unit, int] | None
     v: tuple[Unit, int] | None
     q_width: int | None
@@ -326,6 +381,9 @@ def _layout_copies(units: Units, qk: Unit, pv: Unit, site: set[int]) -> list[Uni
 def _attention_sites(units: Units, costs: Costs) -> list[_Site]:
     sites = []
     for unit in units:
+        if unit.category == "attention" and _unlinked(unit) and not unit.computes("backward") \
+                and not _BACKWARD_KERNEL.search(unit.kernel):
+            sites.append(_Site((unit,), None, None, None, None, True))
         if unit.category == "attention" and unit.tensors() and not unit.computes("backward"):
             positions = [p for p, _ in unit.tensors()]
             q_arg, k_arg = (unit.args[positions[0]], unit.args[positions[1]]) if len(positions) >= 3 else (None, None)
@@ -389,8 +447,23 @@ def qkv(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
                 found.append(Found(True, tuple(distinct.values()), "q apart, k and v in one GEMM"))
         elif site.q_width:
             found += _qkv_by_width(units, site, previous_order, start, costs)
+        elif site.q is None:
+            found += _qkv_by_order(units, site.units[0])
         previous_order = start
     return found
+
+
+def _qkv_by_order(units: Units, attention: Unit) -> list[Found]:
+    """An attention linked to nothing: the GEMM calls launched since the norm before it (module docstring)."""
+    gemms = _gemm_calls(units.launched_around(attention, _layer_boundary))
+    names = " + ".join(_name(g) for g in gemms)
+    if len(gemms) == 1:
+        return [Found(True, tuple(gemms), f"{names} → attention (q, k and v in one GEMM, by launch order)")]
+    if len(gemms) == 2:
+        return [Found(True, tuple(gemms), f"{names} → attention (q apart, k and v in one GEMM, by launch order)")]
+    if len(gemms) == 3:
+        return [Found(False, tuple(gemms), f"{names} → attention (by launch order)")]
+    return []
 
 
 def _consistent(gemms: list[Unit | None], fed: list[int]) -> bool:
@@ -435,22 +508,36 @@ def _qkv_by_width(units: Units, site: _Site, after: int, before: int, costs: Cos
 
 
 def epilogue(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """A GEMM that adds its bias itself (``gemm epilogue``: ``addmm``) or that the entry's ``fused`` names is an
+    epilogue done; a GEMM whose output an activation or a bias add reads apart is one left out (``addmm``'s ReLU
+    run as a ``clamp_min`` kernel after it: the bias done, the activation apart — partly fused)."""
     found = []
     extra = re.compile(entry.fused, re.IGNORECASE) if entry.fused else None
+    activations = next((frozenset(r.any_of) for r in costs.registry.kind_rules if r.kind == "activation"), frozenset())
     for unit in units:
         if not unit.is_gemm or unit.batched:
             continue
         if unit.computes("gemm epilogue") or (extra is not None and (extra.search(unit.kernel) or extra.search(unit.op))):
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (epilogue in the GEMM)"))
+        apart = []
         for consumer in units.consumers(unit.op_id):
             if _anchor(consumer) or consumer.category not in ("elementwise",):
                 continue
             tensors = consumer.tensors()
-            activation = consumer.computes("activation") and not consumer.computes("mul") and len(tensors) == 1
+            activation = consumer.computes("activation") and not consumer.computes("mul") and (
+                len(tensors) == 1 or (len(tensors) == 2 and _epilogue_only(consumer, activations)
+                                      and _is_bias(consumer, unit)))
             bias = consumer.computes("add") and len(tensors) == 2 and _is_bias(consumer, unit)
             if activation or bias:
-                found.append(Found(False, (unit, consumer), f"{unit.op} → {consumer.op} (epilogue)",
+                apart.append(Found(False, (unit, consumer), f"{_name(unit)} → {_name(consumer)} (epilogue)",
                                    float(consumer.time_ns)))
+        if not apart and not units.consumers(unit.op_id):  # linked to nothing: the kernel launched right after it
+            following = units.launched_around(unit, lambda u: False, before=False, limit=3)
+            nxt = next((u for u in following if not _SPLIT_K.search(u.kernel)), None)
+            if nxt is not None and not units.producers(nxt.op_id) and _epilogue_only(nxt, activations):
+                apart.append(Found(False, (unit, nxt), f"{_name(unit)} → {_name(nxt)} (epilogue, by launch order)",
+                                   float(nxt.time_ns)))
+        found += apart
     return found
 
 
@@ -462,23 +549,31 @@ def _is_bias(add: Unit, gemm: Unit) -> bool:
         and math.prod(large.dims) > math.prod(small.dims)
 
 
+def _writes_cache(unit: Unit) -> bool:
+    return unit.computes("cache write") or unit.computes("index_put") or unit.computes("index_copy")
+
+
 def rope_cache(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """RoPE done apart (rotate-half: a neg whose output a cat reads) is not fused. A unit doing RoPE in one (``rotary``,
+    or neg and cat together) is the fusion done where it also writes the KV cache; where none does, it is done with
+    the cache write left apart when a cache is written (partly), and no instance at all when none is (a model with
+    no KV cache — training, a diffusion transformer — has no RoPE + cache write to fuse). A cache write apart
+    beside a RoPE unit that writes the cache is v's (v takes no RoPE)."""
     found = []
-    writes = units.computing("cache write", "index_put", "index_copy")
-    fused_rope = False
-    for unit in units.computing("rotary", "neg"):
-        writes_cache = unit.computes("cache write") or unit.computes("index_put") or unit.computes("index_copy")
-        if unit.computes("rotary") or unit.computes("neg", "cat"):
-            fused_rope = True
-            found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (RoPE in one{' with the cache write' if writes_cache else ''})"))
-        elif unit.computes("neg"):
+    rope = [u for u in units.computing("rotary", "neg") if u.computes("rotary") or u.computes("neg", "cat")]
+    in_rope = {u.op_id for u in rope}
+    for unit in units.computing("neg"):
+        if unit.op_id not in in_rope:
             for cat in units.reaches(unit.op_id, lambda u: u.computes("cat"), _copy, depth=2)[:1]:
                 group = [unit, cat, *(u for u in units.consumers(cat.op_id) if u.category == "elementwise")]
                 found.append(Found(False, tuple(group), f"{unit.op} → {cat.op} (rotate half)",
                                    _memory_saving(group, units, costs)))
-    if fused_rope:
-        found += [Found(False, (w,), f"{w.op or w.kernel} (the KV-cache write apart)", float("nan")) for w in writes
-                  if not (w.computes("rotary") or w.computes("neg", "cat"))]
+    apart = [w for w in units.computing("cache write", "index_put", "index_copy") if w.op_id not in in_rope]
+    if any(_writes_cache(u) for u in rope) or apart:
+        found += [Found(True, (u,), f"{_name(u)} (RoPE in one{' with the cache write' if _writes_cache(u) else ''})")
+                  for u in rope]
+    if rope and apart and not any(_writes_cache(u) for u in rope):
+        found += [Found(False, (w,), f"{_name(w)} (the KV-cache write apart)", float("nan")) for w in apart]
     return found
 
 

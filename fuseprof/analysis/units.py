@@ -3,7 +3,10 @@ it computes (the registry's kinds), its category, its tensor arguments and outpu
 walks the patterns take along the graph's edges (``Units``).
 
 A unit is one op call (its External id; a graph replay's attributed op once per replay), or one kernel no
-op launched (a kernel of a replay no capture attributed: only its name says what it computes). The edges
+op launched (a kernel of a replay no capture attributed: only its name says what it computes), or one kernel
+of compiled code whose only op is the region around it (the registry's ``compiled region`` ops:
+``Torch-Compiled Region``, a CUDA-graph tree's replay inside it): a region runs a whole model's kernels, so
+judged as one op it would compute everything its kernels do. The edges
 are the op graph's (``fuseprof.analysis.opgraph``: by the execution trace where one was recorded, else by
 the shape rule); a replay's ops are linked among the replayed kernels in their replay order, by the same
 shape rule (``event_op_graph``), since the capture's ops ran in another trace.
@@ -103,6 +106,24 @@ class Units:
         if not hasattr(self, "_orders"):
             self._orders = [u.order for u in self.ordered]
         return self.ordered[bisect.bisect_right(self._orders, after):bisect.bisect_left(self._orders, before)]
+
+    def launched_around(self, unit: Unit, stop: Callable[[Unit], bool], before: bool = True,
+                        limit: int = 64) -> list[Unit]:
+        """The units launched before ``unit`` (after it, when not ``before``), nearest first, up to the first that is
+        ``stop`` (left out) and at most ``limit``: what a unit whose tensors the trace does not record — a kernel of a
+        compiled region or of a graph replay, linked to nothing — can read or feed. Launch order is the only dataflow
+        such a trace keeps (a model computes an attention's q, k and v, or an MLP's gate and up, after the norm that
+        feeds them, and a GEMM's epilogue right after it)."""
+        if not hasattr(self, "_place"):
+            self._place = {u.op_id: i for i, u in enumerate(self.ordered)}
+        at = self._place[unit.op_id]
+        side = reversed(self.ordered[max(0, at - limit):at]) if before else iter(self.ordered[at + 1:at + 1 + limit])
+        found = []
+        for other in side:
+            if stop(other):
+                break
+            found.append(other)
+        return found
 
     def producers(self, op_id: int, argument: int | None = None) -> list[Unit]:
         """The units that produced argument ``argument`` of ``op_id`` (every argument's when None)."""
@@ -223,11 +244,14 @@ class _PerUnit(NamedTuple):
     described: np.ndarray
 
 
-def _per_unit(events: pd.DataFrame) -> tuple[np.ndarray, _PerUnit]:
-    """Each event's unit id (its op call; ``_KERNEL_ONLY`` + its position where no op launched it), and the units'
-    sums and picks (``_PerUnit``), on positions: the module's ``window_units`` says what they are."""
+def _per_unit(events: pd.DataFrame, apart: np.ndarray | None = None) -> tuple[np.ndarray, _PerUnit]:
+    """Each event's unit id (its op call; ``_KERNEL_ONLY`` + its position where no op launched it, or where
+    ``apart`` marks it: a kernel of a compiled region), and the units' sums and picks (``_PerUnit``), on
+    positions: the module's ``window_units`` says what they are."""
     n = len(events)
     keys = events["op_id"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    if apart is not None:
+        keys = np.where(apart, np.nan, keys)
     unit = np.where(np.isnan(keys), _KERNEL_ONLY + np.arange(n), keys).astype(np.int64)
     codes = pd.factorize(unit)[0]
     k = int(codes.max()) + 1 if n else 0
@@ -248,6 +272,15 @@ def _per_unit(events: pd.DataFrame) -> tuple[np.ndarray, _PerUnit]:
     return unit, _PerUnit(time_ns, np.bincount(codes, minlength=k), order, longest_codes, longest, described)
 
 
+def _in_regions(events: pd.DataFrame, registry: Registry) -> np.ndarray | None:
+    """Which events a compiled region's op launched (the registry's ``compiled region`` kind), or None."""
+    if "op" not in events or not len(events):
+        return None
+    regions = [op for op in events["op"].dropna().unique().tolist()
+               if isinstance(op, str) and "compiled region" in registry.kinds(op)]
+    return events["op"].isin(regions).to_numpy(bool) if regions else None
+
+
 def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry,
                  regions: tuple[str, ...] = ()) -> Units:
     """The units of the window's events, linked by ``graph`` (the trace's op graph), or by the window's
@@ -261,7 +294,7 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
     replayed = bool(events["graph_attributed"].any()) if "graph_attributed" in events else False
     if graph is None or replayed:
         graph = event_op_graph(events, registry)
-    unit, per = _per_unit(events)
+    unit, per = _per_unit(events, _in_regions(events, registry))
     longest, described = per.longest, per.described
     labels: dict[int, list[Any]] = {}
     names: dict[int, dict[str, None]] = {}
@@ -282,6 +315,8 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
             at_longest("input_type"), at_longest("concrete"), at_longest("ranges"), at_longest("module", True),
             at_longest("phase", True), events["category"].take(described).astype(object).tolist(),
             events["name"].take(described).astype(object).tolist()):
+        if key >= _KERNEL_ONLY:  # a kernel alone: its name says what it is, not the region's op or arguments
+            op, dims, types, concrete = "", None, None, None
         op = op if isinstance(op, str) else ""
         role = registry.role(op)
         arguments, outputs = shapes.of(op, role, dims, types)

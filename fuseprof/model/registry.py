@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from fuseprof.errors import InvalidArgumentError
+from fuseprof.model.inductor_names import operators
 from fuseprof.model.op_models import CostModel, Estimate, OpInputs
 
 if TYPE_CHECKING:  # classify takes pandas columns; the registry itself needs no pandas
@@ -160,8 +161,10 @@ class OpKinds:
     no row names, a kernel (``kernel``: searched case-insensitively) computes, as *kinds* the fusion
     patterns read (``fuseprof.analysis.patterns``): ``kinds`` given outright; ``named``: a group of the
     match whose text is one more kind (an aten op computes what it is called: ``aten::silu_`` is
-    ``silu``); ``listed``: a group whose text, split at ``_``, lists more (the ops an Inductor kernel's name
-    says it fused: ``triton_poi_fused_mul_silu_3`` computes ``mul`` and ``silu``)."""
+    ``silu``); ``listed``: a group whose text lists more, operator names joined by ``_`` (the ops an Inductor
+    kernel's name says it fused: ``triton_poi_fused_index_copy_mul_silu_3`` computes ``index_copy``, ``mul`` and
+    ``silu``; read back against torch's operator names by ``fuseprof.model.inductor_names``, leading and trailing
+    underscores dropped)."""
 
     op: str = ""
     kernel: str = ""
@@ -181,7 +184,8 @@ class OpKinds:
         if self.named and match.group(self.named):
             found.add(match.group(self.named))
         if self.listed and match.group(self.listed):
-            found |= {t for t in match.group(self.listed).split("_") if t}
+            ops, unknown = operators(match.group(self.listed))
+            found |= {t.strip("_") for t in (*ops, *unknown) if t.strip("_")}
         return found
 
 

@@ -322,6 +322,10 @@ OP_KINDS: tuple[OpKinds, ...] = (
     OpKinds(op=r"^aten::_amp_(foreach_non_finite_check_and_unscale|update_scale)_$", kinds=("grad scaler",)),
     OpKinds(op=r"_backward\w*$|Backward", kinds=("backward",)),  # a gradient: no forward pattern's part
     OpKinds(op=r"^aten::(argmax|topk|multinomial)$", kinds=("sample",)),
+    # ops that only wrap the kernels of compiled code (torch.compile's region and its graph call, AOTAutograd's
+    # function): each kernel inside is judged by itself (fuseprof.analysis.units), never the region as one op
+    OpKinds(op=r"^Torch-Compiled Region|^## Call CompiledFxGraph|^CompiledFunction(Backward)?$",
+            kinds=("compiled region",)),
     # engines' own ops
     OpKinds(op=r"::\w*(silu_and_mul|silu_mul|swiglu)\w*$", kinds=("silu", "mul")),
     OpKinds(op=r"::\w*gelu\w*_and_mul\w*$", kinds=("gelu", "mul")),
@@ -344,8 +348,9 @@ OP_KINDS: tuple[OpKinds, ...] = (
             kinds=("fused cross entropy",)),
 )
 KIND_RULES: tuple[KindRule, ...] = (
+    # clamp_min: what aten::relu runs as (its kernel's op in older traces: relu → clamp_min)
     KindRule("activation", any_of=("silu", "gelu", "relu", "tanh", "sigmoid", "hardswish", "mish", "elu",
-                                   "leaky_relu", "quick_gelu", "erf")),
+                                   "leaky_relu", "quick_gelu", "erf", "clamp_min")),
     KindRule("rms norm", all_of=("pow", "mean", "rsqrt")),  # a compiler's fused form of the decomposed norm
     KindRule("sample", any_of=("argmax", "topk", "multinomial")),
 )
