@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # classify takes pandas columns; the registry itself needs no
     import pandas as pd
 
 CATEGORIES = ("GEMM", "convolution", "attention", "normalization", "elementwise", "reduction", "copy/cast",
-              "memcpy", "memset", "communication", "other")
+              "memcpy", "memset", "communication", "MoE", "other")  # MoE: routing, sorting, finalize (not its GEMMs)
 ANCHOR_CATEGORIES = frozenset({"GEMM", "convolution", "attention", "communication"})
 
 

@@ -8,6 +8,7 @@ name. ``DEFAULT`` is the value every analysis uses unless it is given another
 
 from __future__ import annotations
 
+from fuseprof.model.kernel_families import mined_rows
 from fuseprof.model.op_models import (
     Arange,
     Attention,
@@ -46,7 +47,10 @@ def _ops(*names: str) -> str:
 
 
 _GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "_scaled_mm", "_int_mm",
-             "einsum", "_addmm_activation")
+             "einsum", "_addmm_activation", "_weight_int8pack_mm", "_weight_int4pack_mm", "_scaled_grouped_mm",
+             "_grouped_mm")
+# kernel families mined from the libraries' sources (scripts/mine_kernel_families.py → kernel_families.json)
+_MINED_FAMILIES, _MINED_KINDS = mined_rows()
 _SDPA = r"^aten::(scaled_dot_product_attention|_scaled_dot_product_(flash|efficient|cudnn)_attention)$"
 _REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "all", "any", "prod", "argmax", "norm")
 # FLOPs per output element of elementwise ops (1 for add, 4 for SiLU, 8 for GELU)
@@ -141,22 +145,24 @@ FAMILIES: tuple[OpFamily, ...] = (
     # fbgemm, which the GEMM row below would take for a GEMM
     OpFamily("other", kernel=r"split_embedding\w*|(?<!rotary_)embedding_(forward|backward)|batch_index_select|"
                              r"bounds_check_indices|linearize_index|(jagged|dense)_to_(dense|jagged)|"
-                             r"fbgemm_gpu::(?!.*(gemm|f8f8|bf16bf16|fp8))", family="FBGEMM/TorchRec embeddings"),
+                             r"fbgemm_gpu::(?!.*(gemm|f8f8|bf16bf16|fp8|quant))", family="FBGEMM/TorchRec embeddings"),
     OpFamily("GEMM", kernel=r"^triton_tem_", family="Inductor template GEMM"),
     OpFamily("normalization", kernel=r"^triton_(red|per)_fused\w*(rsqrt|layer_norm|var_mean)",
              family="Inductor norm"),
     OpFamily("reduction", kernel=r"^triton_(red|per)_", family="Inductor reduction"),
     OpFamily("elementwise", kernel=r"^triton_poi_", family="Inductor pointwise"),
+    # the libraries' own kernels, by the families mined from their sources, before the generic words below
+    *_MINED_FAMILIES,
     # Attention before GEMM: Hopper's flash kernels name their wgmma instructions (cuDNN's SDPA on the
     # H200); lean_reduction_kernel is cuDNN SDPA's split-KV reduction (aten::_cudnn_attention_forward).
-    OpFamily("attention", kernel=r"flash|fmha|attention|attn|^lean_reduction_kernel$|paged_attention|"
+    OpFamily("attention", kernel=r"flash(?!infer)|fmha|attention|attn|^lean_reduction_kernel$|paged_attention|"
                                  r"BatchPrefill|BatchDecode|SinglePrefill|SingleDecode|mha_(fwd|bwd)|"
                                  r"^_fwd_(grouped_)?kernel", family="flash/cuDNN/CK/aiter/flashinfer attention"),
     # convolution before GEMM: cuDNN's implicit-GEMM kernels say gemm too
     OpFamily("convolution", kernel=r"conv\w*(fprop|dgrad|wgrad)|implicit_?gemm|MIOpen\w*Conv|naive_conv|igemm",
              family="cuDNN/MIOpen convolution"),
     OpFamily("GEMM", kernel=r"^Cijk_|hipblaslt|device_gemm|DeviceGemm|wvSplitK|^_matmul_ogs|matmul_kernel|"
-                            r"^bmm_\w+_t\d+x\d+", family="AMD Tensile/hipBLASLt/CK, Triton and TRT-LLM GEMMs"),
+                            r"^bmm_\w+_t\d+x\d+|weight_int(8|4)pack_mm", family="AMD Tensile/hipBLASLt/CK, Triton and TRT-LLM GEMMs"),
     OpFamily("GEMM", kernel=r"gemm|gemv|nvjet|cutlass.*tensorop|xmma|cublas|wgmma|splitKreduce",
              family="cuBLAS/cuBLASLt/nvjet/CUTLASS GEMMs"),
     OpFamily("normalization", kernel=r"layer_?norm|rms_?norm|batch_?norm|group_?norm|MIOpenBatchNorm",
@@ -314,7 +320,8 @@ OP_KINDS: tuple[OpKinds, ...] = (
     # an Inductor kernel (its own op in a compiled graph's trace) lists the ops it fused
     OpKinds(op=r"^triton_[a-z]+_fused_+(?P<ops>\w+?)_\d+$", listed="ops"),
     OpKinds(kernel=r"^triton_[a-z]+_fused_+(?P<ops>\w+?)_\d+$", listed="ops"),
-    OpKinds(op=r"^aten::(_scaled_mm|_int_mm|_scaled_grouped_mm)$", kinds=("quantized gemm",)),
+    OpKinds(op=r"^aten::(_scaled_mm|_int_mm|_scaled_grouped_mm|_weight_int8pack_mm|_weight_int4pack_mm)$",
+            kinds=("quantized gemm",)),
     OpKinds(op=r"^aten::(addmm|_addmm_activation)$", kinds=("gemm epilogue",)),  # the bias added in the GEMM
     OpKinds(op=r"^aten::_fused_(adam|adamw|sgd|adagrad)_?$", kinds=("fused optimizer",)),
     OpKinds(op=r"^aten::_foreach_\w+$", kinds=("foreach",)),
@@ -334,7 +341,8 @@ OP_KINDS: tuple[OpKinds, ...] = (
     OpKinds(op=r"::\w*(rotary|rope)\w*$", kinds=("rotary",)),
     OpKinds(op=r"::\w*(store_cache|store_kvcache|reshape_and_cache|concat_and_cache)\w*$", kinds=("cache write",)),
     OpKinds(op=r"::\w*(sampling|top_?k_?top_?p|sampler)\w*$", kinds=("fused sampling",)),
-    # kernels whose op is not in the trace, or names no row
+    # kernels whose op is not in the trace, or names no row: the mined families', then the generic words
+    *_MINED_KINDS,
     OpKinds(kernel=r"silu_and_mul|act_and_mul|swiglu|silu_mul", kinds=("silu", "mul")),
     OpKinds(kernel=r"rotary", kinds=("rotary",)),
     OpKinds(kernel=r"store_kvcache|reshape_and_cache|concat_and_cache", kinds=("cache write",)),

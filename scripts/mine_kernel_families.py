@@ -1,0 +1,367 @@
+"""Mine kernel names from the sources of the libraries whose kernels fill real traces, and write the registry's
+kernel families: ``fuseprof/model/kernel_families.json``.
+
+    python scripts/mine_kernel_families.py OWNER/NAME=GIT_DIR [...] [--out PATH]
+
+Each argument names a library's repository and a snapshot of it: a bare git directory (read at its HEAD, with
+``git ls-tree`` and ``git show``; no network). From each, the kernels its sources define are read —
+
+    CUDA / HIP   ``__global__`` functions (``__launch_bounds__`` skipped; namespaces kept for DeepEP, whose trace
+                 names carry them)
+    Triton       functions under ``@triton.jit`` (and ``@triton.autotune`` / ``@triton.heuristics`` stacks)
+    CuTe DSL     classes holding a ``@cute.kernel`` method (a CuTe kernel's trace name holds its class's name)
+    CK tile      ``struct ...Kernel`` templates (a kernel's trace name is ``ck_tile::kentry<..., ck_tile::NAME<...>>``)
+    multi-tensor ``struct ...Functor`` in apex's ``multi_tensor_*`` sources (the kernel is
+                 ``multi_tensor_apply_kernel<..., AdamFunctor<...>>``)
+    NCCL         ``ncclDevKernel_<coll>_<algo>_<proto>``, built from the lists ``src/device/generate.py`` reads
+
+— and each name is given to the family whose pattern it matches (``FAMILIES`` below: name pattern → what the kernel
+computes, its category, the kinds the audit's patterns read, the catalogue entries it does). A name two families
+match is an error (the patterns are made exclusive, so a family's test names say what its pattern takes); names no
+family matches are counted per library and left out. ``TRACE_NAMES`` are names seen only in traces (closed
+libraries — cuDNN's engines, cuBLAS — and the traces issue 60 quotes), kept apart with where they were seen.
+
+The output is data, never code: ``fuseprof.model.kernel_families`` loads it and checks its rows with
+``fuseprof.model.registry_schema``; ``tests/test_kernel_families.py`` checks each family's names against its pattern.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "fuseprof" / "model" / "kernel_families.json"
+SOURCE_SUFFIXES = (".cu", ".cuh", ".hip", ".h", ".hpp", ".cpp", ".py")
+MAX_FILE_BYTES = 2 << 20  # generated tables and vendored blobs are not kernel sources
+
+
+@dataclass(frozen=True)
+class Family:
+    """A kernel family: names matching ``kernel`` and not ``unless`` (searched case-insensitively) are ``category``
+    (the registry's) and compute ``kinds``; ``computes`` says what in a word (attention, norm, gemm, moe,
+    communication, quant, rope, activation, optimizer, cache), ``catalogue`` the audit entries it does, ``what`` in
+    a line."""
+
+    name: str
+    kernel: str
+    category: str
+    computes: str
+    what: str
+    kinds: tuple[str, ...] = ()
+    catalogue: tuple[str, ...] = ()
+    unless: str = ""
+
+    @property
+    def pattern(self) -> str:
+        """The registry's regex: ``kernel`` where nothing of ``unless`` is in the name."""
+        return rf"^(?!.*(?:{self.unless})).*?(?:{self.kernel})" if self.unless else self.kernel
+
+
+# Made exclusive: a mined name matching two families' patterns stops the script.
+_COMM = r"all_?reduce|allgather|all_?to_?all|lamport|mnnvl"
+_MOE_BOOKKEEPING = r"moe_?(?:align|sort|sum|fused_gate|topk|finalize|routing|permute|unpermute)|moe::dev|moesorting|" \
+                   r"moetopk|topk_?(?:gating|softmax)|hash_topk|expert_?(?:count|map|offsets)|fused_router|aux_loss"
+_ROPE_KV = r"rope\w*(?:and_cache|kv_?cache|quant_?cache|cache_?(?:mla|shuffle)|append_paged|_kv_?(?:write|store))|" \
+           r"fused_rope_store|qk_?rope\w*(?:reshape|concat|store)|rotary\w*kv_?cache"
+FAMILIES: tuple[Family, ...] = (
+    Family("DeepEP expert-parallel dispatch/combine", r"deep_ep::|dpsk::ep::", "communication", "communication",
+           "DeepEP's all-to-all: tokens dispatched to their experts' ranks and combined back (NVLink/RDMA, NVSHMEM)"),
+    Family("NCCL/RCCL collectives", r"^nccl(Dev)?Kernel_", "communication", "communication",
+           "a collective (all-reduce, all-gather, reduce-scatter, send/recv) of NCCL or RCCL"),
+    Family("all-reduce fused with residual add + RMSNorm",
+           r"all_?reduce\w*rms_?norm|rms_?norm\w*all_?reduce|lamport\w*rms_?norm|all_?reduce_?fusion",
+           "communication", "communication",
+           "a tensor-parallel all-reduce that also adds the residual and applies RMSNorm (TRT-LLM/FlashInfer fusion)",
+           ("add", "rms norm"), ("add + RMSNorm",)),
+    Family("engines' custom all-reduce",
+           r"cross_device_reduce|(one|two)_?shot_?all_?reduce|custom_?all_?reduce|quick_?reduce|"
+           r"all_?reduce_?kernel|allreduce\w*(oneshot|twoshot|lamport)|multimem_all", "communication",
+           "communication", "an engine's own all-reduce over peer memory (vLLM/SGLang/aiter/TRT-LLM/FlashInfer)",
+           unless=r"rms_?norm|all_?reduce_?fusion"),
+    Family("fused RoPE + KV-cache write", _ROPE_KV, "elementwise", "rope",
+           "rotary embedding of q and k, with k (and v) written into the paged KV cache in the same kernel",
+           ("rotary", "cache write"), ("RoPE + KV-cache write",), unless=r"cos_?sin_?cache"),
+    Family("fused residual add + RMSNorm",
+           r"fused_?add_?rms_?norm|add_?rms_?norm|rms_?norm_?add|residual_?rms_?norm", "normalization", "norm",
+           "residual add and RMSNorm in one kernel (the sum kept as the next residual), optionally quantising its "
+           "output", ("add", "rms norm"), ("add + RMSNorm",), unless=_COMM + "|rope|rotary"),
+    Family("flash-attn fused dropout + add + LayerNorm/RMSNorm", r"layer_norm::ln_fwd", "normalization", "norm",
+           "flash-attention's DropoutAddLayerNorm: dropout, residual add and LayerNorm or RMSNorm (is_rms_norm) in "
+           "one kernel", ("add", "rms norm"), ("add + RMSNorm",)),
+    Family("RMSNorm", r"rms_?norm", "normalization", "norm", "RMSNorm alone (q/k norms, gated and quantising variants)",
+           ("rms norm",), unless=_COMM + r"|add_?rms_?norm|rms_?norm_?add|residual_?rms|rope|rotary"),
+    Family("flash / fused attention",
+           r"flash_?attn|flash_fwd|flash_bwd|flashattn|compute_attn|fmha|mha_(?:fwd|bwd)|paged_?attention|"
+           r"batch_?(?:prefill|decode)|single_?(?:prefill|decode)|_attn_(?:fwd|bwd)|attention_?kernel|sdpa|"
+           r"mla_?(?:decode|prefill|fwd)|merge_?state|persistent_?attention", "attention", "attention",
+           "attention in one kernel (flash/paged, prefill or decode, its split-KV merge): QKᵀ, softmax and ·V never "
+           "written out", ("flash attention",), ("flash attention",), unless=r"rope|rotary|cache_?write"),
+    Family("MoE routing, sorting and finalize", _MOE_BOOKKEEPING, "MoE", "moe",
+           "a MoE layer's bookkeeping: routing scores' top-k, tokens sorted by expert, the experts' outputs "
+           "gathered back and weighted", ("moe",), unless=_COMM),
+    Family("MoE expert GEMMs",
+           r"fused_?moe|moe_?gemm|moegemm|fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm",
+           "GEMM", "moe", "the experts' GEMMs of a MoE layer (grouped or fused over experts, an activation "
+           "sometimes in their epilogue)", ("moe",), unless=_MOE_BOOKKEEPING + "|" + _COMM),
+    Family("gated activation (SiLU/GELU · mul)",
+           r"act_and_mul|silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|swiglu|geglu|silu_mul|gelu_mul",
+           "elementwise", "activation",
+           "a gated activation: act(gate) · up in one kernel, reading gate and up from one tensor of twice the "
+           "width (the gate / up GEMM's merged output)", ("silu", "mul", "gated activation"),
+           ("SiLU · mul", "gate / up projection"), unless=r"(?<!fb)gemm|grouped|moe|_mm\b|matmul"),
+    Family("rotary embedding (RoPE)", r"rotary|rope(?![nr])", "elementwise", "rope",
+           "rotary position embedding of q and k, alone", ("rotary",),
+           unless=_ROPE_KV + r"|rms_?norm|attn|attention|fmha"),
+    Family("KV-cache write", r"store_?kv_?cache|reshape_and_cache|concat_and_cache|append_?paged_?kv_?cache|"
+           r"kv_?cache_?(?:write|store|append)", "copy/cast", "cache", "k and v written into the paged KV cache",
+           ("cache write",), unless=r"rope|rotary"),
+    Family("fused optimizer step (multi-tensor)",
+           r"(?:adam|lamb|sgd|novograd|adagrad|lion)\w*functor|multi_tensor_(?:adam|lamb|sgd|novograd|adagrad)|"
+           r"fused_?adam|_fused_(?:adam|sgd)", "elementwise", "optimizer",
+           "an optimizer's whole update (moments, bias correction, weight decay, step) over a chunk of many "
+           "tensors in one kernel", ("fused optimizer",), ("optimizer step",)),
+    Family("quantisation", r"quantize|quant_|_quant|cast_to_fp8|to_fp8|fp8_cast|per_token_cast|per_channel_cast|"
+           r"scaled_fp8|dequant", "elementwise", "quant",
+           "a tensor quantised to (or dequantised from) int8 / fp8 / fp4 with its scales, apart from any GEMM",
+           ("quantize",), unless=r"rms_?norm|rope|rotary|act_and_mul|silu_mul|swiglu|(?<!fb)gemm|_mm\b|matmul|moe|cache|"
+           r"attn|attention|fmha|" + _COMM),
+)
+
+# Names seen only in traces: closed libraries, and the traces issue 60 names (their families must take them).
+TRACE_NAMES: tuple[tuple[str, str, str], ...] = (
+    ("cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x128_1x4x1_cga1x1x1_kernel0_0",
+     "flash / fused attention", "../shared/thirdparty-traces/h200-turn4/decode_compiled_ro.json.gz (cuDNN SDPA)"),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_3_64x128x128_4x1x1_kernel0_0",
+     "flash / fused attention", "cuDNN 9 SDPA backward (engine names: closed library)"),
+    ("fmhaSm100fKernel_QkvE4m3OBfloat16HQk128HV128HVPerCtaQTileSize64PagedKvDenseP64VarSeqQ8Kv128StaticSwapsAbForGen",
+     "flash / fused attention", "issue 60: SGLang decode on B300 (TRT-LLM-gen FMHA cubin via FlashInfer)"),
+    ("void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16>",
+     "flash / fused attention", "../shared/thirdparty-traces/sglang_Qwen3-8B_decode.json.gz (MI300X)"),
+    ("_ZN7ck_tile6kentryILi2ENS_38FmhaBatchPrefillWithPagedKVCacheKernelINS_40BlockFmhaBatchPrefill",
+     "flash / fused attention", "../shared/thirdparty-traces/sglang_qwen3_8b_prefilldecode.json.gz (MI300X)"),
+    ("void flash::compute_attn_ws<Flash_fwd_kernel_traits<192, 128, 128, 12, 2, false, 1, cutlass::bfloat16_t, 128>>",
+     "flash / fused attention", "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("kernel_cutlass_kernel_flashinfernormkernelsfused_add_rmsnormFusedAddRMSNormKernel_object_at_0x7f",
+     "fused residual add + RMSNorm", "issue 60: SGLang decode on B300 (FlashInfer CuTe DSL norm)"),
+    ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
+     "fused residual add + RMSNorm", "../shared/thirdparty-traces/sglang_Qwen3-8B_decode.json.gz (MI300X)"),
+    ("void layer_norm::ln_fwd_kernel<layer_norm::Kernel_traits<__nv_bfloat16, __nv_bfloat16, 7168u>>",
+     "flash-attn fused dropout + add + LayerNorm/RMSNorm",
+     "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("fused_rope_store_kernel", "fused RoPE + KV-cache write", "issue 60: SGLang decode on B300"),
+    ("_fused_qk_rope_reshape_and_cache_kernel", "fused RoPE + KV-cache write",
+     "issue 60: SGLang decode on MI300X (aiter Triton)"),
+    ("void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>",
+     "DeepEP expert-parallel dispatch/combine",
+     "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>", "DeepEP expert-parallel dispatch/combine",
+     "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("void moe::dev::routing::routingRenormalize::routingIndicesClusterKernel<KernelParams>",
+     "MoE routing, sorting and finalize", "issue 60: SGLang MoE decode on B300 (TRT-LLM-gen MoE)"),
+    ("void moe::dev::finalize::finalizeKernelVecLoad<KernelParams>", "MoE routing, sorting and finalize",
+     "issue 60: SGLang MoE decode on B300 (TRT-LLM-gen MoE)"),
+    ("_ZN7ck_tile6kentryILi1ENS_16MoeSortingKernelINS_17MoeSortingProblemEx", "MoE routing, sorting and finalize",
+     "issue 60: Qwen3-30B-A3B MoE decode on MI300X (CK tile)"),
+    ("_ZN7ck_tile6kentryILi1ENS_18FusedMoeGemmKernelINS_22FusedMoeGemmPipeline", "MoE expert GEMMs",
+     "issue 60: Qwen3-30B-A3B MoE decode on MI300X (CK tile)"),
+    ("void cutlass::device_kernel<dpsk::grouped_gemm::cuda::m_grouped_fp8_ptp128c::GemmKernel>", "MoE expert GEMMs",
+     "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
+     "gated activation (SiLU/GELU · mul)", "../shared/thirdparty-traces/sglang_Qwen3-8B_decode.json.gz (MI300X)"),
+    ("void cuda::swiglu_forward_with_weight_and_per_token_cast_to_fp8_with_channels_impl<__nv_bfloat16, true>",
+     "gated activation (SiLU/GELU · mul)",
+     "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("void cuda::per_token_cast_to_fp8_with_channels<__nv_bfloat16, 128, false, 128, false>", "quantisation",
+     "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)",
+     "KV-cache write", "../shared/thirdparty-traces/sglang_Qwen3-8B_decode.json.gz (MI300X)"),
+    ("void fbgemm_gpu::quantize_fp8_row_kernel<float>", "quantisation", "FBGEMM's fp8 row quantisation (its name "
+     "says fbgemm, which the generic GEMM words took)"),
+    ("rotary_kernel", "rotary embedding (RoPE)",
+     "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, float, float, float, float>",
+     "fused optimizer step (multi-tensor)",
+     "../shared/thirdparty-traces/fresh4/hta_torchrec_a100_rank0_of16_graphs_triton.json.gz (apex FusedAdam)"),
+)
+
+# Where each library keeps its kernels (path prefixes; every file under them with a source suffix is read).
+WHERE: dict[str, tuple[str, ...]] = {
+    "flashinfer-ai/flashinfer": ("include/flashinfer/", "csrc/", "flashinfer/"),
+    "ROCm/aiter": ("csrc/", "aiter/ops/triton/"),
+    "ROCm/composable_kernel": ("include/ck_tile/ops/",),
+    "deepseek-ai/DeepEP": ("csrc/kernels/",),
+    "Dao-AILab/flash-attention": ("csrc/flash_attn/", "csrc/layer_norm/", "hopper/", "flash_attn/"),
+    "linkedin/Liger-Kernel": ("src/liger_kernel/ops/",),
+    "NVIDIA/apex": ("csrc/", "apex/contrib/csrc/"),
+    "NVIDIA/TransformerEngine": ("transformer_engine/common/", "transformer_engine/pytorch/triton/"),
+    "pytorch/ao": ("torchao/",),
+    "pytorch/FBGEMM": ("fbgemm_gpu/src/", "fbgemm_gpu/experimental/gemm/", "fbgemm_gpu/fbgemm_gpu/triton/"),
+    "NVIDIA/nccl": ("src/device/generate.py",),
+}
+
+
+def git(git_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True,
+                          errors="replace").stdout
+
+
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)")
+_CALL = re.compile(r"(\w+)\s*\(|[;{]")
+_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__attribute__", "alignas", "__declspec", "void"}
+_TRITON = re.compile(r"@(?:triton\.)?jit\b[^\n]*\n(?:[ \t]*@[^\n]*\n|[ \t]*[^\n]*\)\s*\n)*?[ \t]*def\s+(\w+)")
+_CUTE_CLASS = re.compile(r"^class\s+(\w+)", re.MULTILINE)
+_CK_STRUCT = re.compile(r"^\s*struct\s+(\w+Kernel)\s*(?:$|:|\{)", re.MULTILINE)
+_FUNCTOR = re.compile(r"^\s*struct\s+(\w+Functor)\b", re.MULTILINE)  # a multi-tensor kernel is named by its functor
+_NAMESPACE = re.compile(r"namespace\s+([\w:]+)\s*\{|[{}]")
+
+
+def _namespaces_at(text: str, position: int) -> list[str]:
+    """The named namespaces open at ``position`` (brace counting; comments and strings are not kernels' concern)."""
+    stack: list[str | None] = []
+    for m in _NAMESPACE.finditer(text, 0, position):
+        if m.group(1):
+            stack.append(m.group(1))
+        elif m.group(0) == "{":
+            stack.append(None)
+        elif stack:
+            stack.pop()
+    return [s for s in stack if s]
+
+
+def cuda_kernels(text: str) -> list[str]:
+    """``__global__`` functions' names, qualified by the namespaces they sit in (as a trace's names are)."""
+    names = []
+    for m in re.finditer(r"__global__", text):
+        rest = _LAUNCH_BOUNDS.sub(" ", text[m.end():m.end() + 400])
+        calls = []
+        for call in _CALL.finditer(rest):
+            if not call.group(1):
+                break
+            calls.append(call.group(1))
+        name = next((c for c in calls if c not in _ATTRIBUTES), None)
+        if name:
+            names.append("::".join([*_namespaces_at(text, m.start()), name]))
+    return names
+
+
+def python_kernels(text: str) -> list[str]:
+    """Triton ``@triton.jit`` functions and CuTe DSL classes holding a ``@cute.kernel`` method."""
+    names = [m.group(1) for m in _TRITON.finditer(text)] if "triton" in text else []
+    if "@cute.kernel" in text:
+        classes = [(m.start(), m.group(1)) for m in _CUTE_CLASS.finditer(text)]
+        for m in re.finditer(r"@cute\.kernel", text):
+            owner = [name for start, name in classes if start < m.start()]
+            names += owner[-1:]
+    return names
+
+
+def nccl_kernels(text: str) -> list[str]:
+    """NCCL's device kernels, ``ncclDevKernel_<coll>_<algo>_<proto>``, from the lists its generator reads."""
+    lists: dict[str, list[str]] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.List):
+            lists[node.targets[0].id] = [str(e.value) for e in node.value.elts if isinstance(e, ast.Constant)]
+    return [f"ncclDevKernel_{c}_{a}_{p}" for c in lists.get("all_colls", []) for a in lists.get("all_algos", [])
+            for p in lists.get("all_protos", [])]
+
+
+def mine(repo: str, git_dir: Path) -> tuple[str, list[tuple[str, str]]]:
+    """The snapshot's commit and every (kernel name, path) its sources define."""
+    commit = git(git_dir, "rev-parse", "HEAD").strip()
+    listing = git(git_dir, "ls-tree", "-r", "-l", "HEAD").splitlines()
+    found = []
+    for line in listing:
+        meta, path = line.split("\t", 1)
+        size = meta.split()[3]
+        if not path.startswith(WHERE.get(repo, ("",))) or not path.endswith(SOURCE_SUFFIXES) \
+                or not size.isdigit() or int(size) > MAX_FILE_BYTES or "/test" in path:
+            continue
+        text = git(git_dir, "show", f"HEAD:{path}")
+        if repo == "NVIDIA/nccl":
+            names = nccl_kernels(text)
+        elif path.endswith(".py"):
+            names = python_kernels(text)
+        else:
+            names = cuda_kernels(text)
+            names += [m.group(1) for m in _CK_STRUCT.finditer(text)] if "ck_tile" in path else []
+            names += [m.group(1) for m in _FUNCTOR.finditer(text)] if "multi_tensor" in path else []
+        found += [(name, path) for name in dict.fromkeys(names)]
+    return commit, found
+
+
+def classify(name: str, compiled: list[tuple[Family, re.Pattern[str]]]) -> list[Family]:
+    return [family for family, pattern in compiled if pattern.search(name)]
+
+
+def build(snapshots: dict[str, Path]) -> tuple[dict[str, Any], list[str]]:
+    """The data file's content, and the errors (a name two families take)."""
+    from fuseprof.model.registry_schema import regex_problem
+
+    errors = [f"{f.name}: {problem}" for f in FAMILIES if (problem := regex_problem(f.pattern))]
+    compiled = [(f, re.compile(f.pattern, re.IGNORECASE)) for f in FAMILIES]
+    names: dict[str, dict[str, str]] = {f.name: {} for f in FAMILIES}
+    sources: dict[str, str] = {}
+    unmatched: Counter[str] = Counter()
+    for repo, git_dir in sorted(snapshots.items()):
+        commit, found = mine(repo, git_dir)
+        sources[repo] = commit
+        for name, path in found:
+            families = classify(name, compiled)
+            if len(families) > 1:
+                errors.append(f"{repo}:{path}: {name} matches {', '.join(f.name for f in families)}")
+            elif families:
+                names[families[0].name].setdefault(name, f"{repo}@{commit[:12]}:{path}")
+            else:
+                unmatched[repo] += 1
+    trace_names = []
+    for name, family, seen in TRACE_NAMES:
+        taken = [f.name for f in classify(name, compiled)]
+        if taken != [family]:
+            errors.append(f"trace name {name[:80]} is taken by {taken or 'no family'}, not {family!r}")
+        trace_names.append({"name": name, "family": family, "seen_in": seen})
+    data = {
+        "generated_by": "scripts/mine_kernel_families.py (do not edit: run it again)",
+        "sources": sources,
+        "unmatched_names": dict(sorted(unmatched.items())),
+        "families": [{"name": f.name, "kernel": f.pattern, "category": f.category, "computes": f.computes,
+                      "what": f.what, "kinds": list(f.kinds), "catalogue": list(f.catalogue),
+                      "names": [{"name": n, "source": s} for n, s in sorted(names[f.name].items())]}
+                     for f in FAMILIES],
+        "trace_names": trace_names,
+    }
+    return data, errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("snapshots", nargs="+", metavar="OWNER/NAME=GIT_DIR")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    snapshots = {}
+    for item in args.snapshots:
+        repo, _, path = item.partition("=")
+        if not path or not Path(path).is_dir():
+            parser.error(f"{item}: give OWNER/NAME=GIT_DIR (a bare git directory of the library)")
+        snapshots[repo] = Path(path)
+    data, errors = build(snapshots)
+    if errors:
+        print("\n".join(errors[:60]) + (f"\n... {len(errors) - 60} more" if len(errors) > 60 else ""), file=sys.stderr)
+        return 1
+    args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    counts = ", ".join(f"{f['name']}: {len(f['names'])}" for f in data["families"])
+    print(f"wrote {args.out}: {counts}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())
