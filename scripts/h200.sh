@@ -39,6 +39,9 @@
 #   verifytruth fuseprof fusion --verify on the truth set's FP8, attention and training captures: each table,
 #              and the median and worst |prediction error| over their chains (scripts/verify_errors.py)
 #   whatifpairs A/B pairs for the step-level what-if, with their step times (scripts/capture_whatif_pairs.py)
+#   unprofiled plain torch.profiler captures with their truth measured apart from the profiler: the step, GPU busy and
+#              the step with each candidate change, in the same process (scripts/capture_unprofiled_truth.py;
+#              UNPROFILED_ONLY=name,name picks workloads). Needs torch only: no install step
 #   truthset   small models of known truth, each trace with its execution trace and truth file (scripts/capture_truth_set.py),
 #              and fuseprof run / profile bundles with their execution traces (the op graph's agreement, scripts/graph_agreement.py)
 set -u -o pipefail
@@ -236,6 +239,11 @@ step_truthset() {
   timeout 200 fuseprof profile silu_mul --no-ncu --shapes 1024x8192 --repeats 5 --out "$W/etbundles" 2>&1 | tail -1
   timeout 200 fuseprof profile decoder_layer --no-ncu --variants eager --shapes 1x256x2048 --repeats 3 --out "$W/etbundles" 2>&1 | tail -1
   du -sh "$W/truth" "$W/etbundles"
+}
+step_unprofiled() {
+  timeout "${UNPROFILED_TIMEOUT:-540}" python3 scripts/capture_unprofiled_truth.py --out "$W/unprofiled" \
+    ${UNPROFILED_ONLY:+--only $UNPROFILED_ONLY} 2>&1 | grep -vE "^USDT|UserWarning|_warn_once|check_worker_number"
+  du -sh "$W/unprofiled"
 }
 step_whatifpairs() {
   timeout 420 python3 scripts/capture_whatif_pairs.py --out "$W/whatif" 2>&1 | grep -vE "^USDT|UserWarning|_warn_once"
