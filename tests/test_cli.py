@@ -189,10 +189,11 @@ def test_every_terminal_table_fits_120_columns(argv: list[str], capsys: pytest.C
 
 
 @pytest.mark.shared
-def test_check_prints_the_integrity_checks_and_exits_1_when_one_fails(capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_prints_the_integrity_checks_and_a_missing_capture_is_a_note(capsys: pytest.CaptureFixture[str]) -> None:
     """A graph replay given without its capture: the raw trace's replayed kernels (those sharing a
-    hipGraphLaunch's correlation id) have no op, so the attribution checks fail, exit 1; with the capture
-    every check passes, exit 0."""
+    hipGraphLaunch's correlation id) have no op, so the attribution checks fail — a capture setting (issue 63,
+    point 4: what the capture left out is a note naming what fills it in, exit 0), a failure, exit 1, only with
+    --require graph-capture; with the capture every check passes, exit 0."""
     from tests.conftest import shared_traces
 
     replay = shared_traces() / "sglang_Qwen3-8B_decode.json.gz"
@@ -200,15 +201,17 @@ def test_check_prints_the_integrity_checks_and_exits_1_when_one_fails(capsys: py
     raw = json.loads(gzip.decompress(replay.read_bytes()))["traceEvents"]
     graphs = {e["args"]["correlation"] for e in raw if e.get("cat") == "cuda_runtime" and "GraphLaunch" in e["name"]}
     assert sum(e.get("cat") == "kernel" and e["args"].get("correlation") in graphs for e in raw) > 500
-    assert main(["check", str(replay)]) == 1
+    assert main(["check", str(replay)]) == 0
     out, err = capsys.readouterr()
-    assert "graph_kernel_time_attributed_pct" in out and "FAILED" in out
-    assert "failed:" in err and "graph_kernel_time_attributed_pct" in err
+    assert "graph_kernel_time_attributed_pct" in out and "FAILED" in out and "setting" in out
+    assert "failed:" not in err and "graph_kernel_time_attributed_pct (capture setting 'graph-capture'" in err
+    assert main(["check", str(replay), "--require", "graph-capture"]) == 1
+    assert "graph_kernel_time_attributed_pct (--require graph-capture)" in capsys.readouterr().err
     assert main(["check", str(replay), str(shared_traces() / "sglang_decode_capture_bs32.json.gz")]) == 0
     assert "FAILED" not in capsys.readouterr().out
-    assert main(["check", str(replay), "--format", "json"]) == 1
+    assert main(["check", str(replay), "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {r["check"] for r in rows if not r["ok"]} >= {"graph_kernel_time_attributed_pct"}
+    assert {r["check"]: r["kind"] for r in rows if not r["ok"]}["graph_kernel_time_attributed_pct"] == "setting"
 
 
 def test_names_are_never_broken_when_a_table_wraps() -> None:

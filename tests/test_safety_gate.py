@@ -409,7 +409,7 @@ def test_check_notes_capture_settings_and_edges_without_failing(tmp_path: Path, 
                     e[field] = float(round(e[field]))
     trace = _edited(tmp_path, "settings.json", edit)
     code, _, err = _run(["check", str(trace), "--format", "json"], capsys)
-    assert code == 0 and "timestamp_resolution_ns (capture with a profiler that writes ns" in err
+    assert code == 0 and "timestamp_resolution_ns (capture setting 'ns': limits short kernels' durations" in err
     assert "kernels_without_launch (all at the trace's edges" in err and "failed:" not in err
 
 

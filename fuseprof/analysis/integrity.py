@@ -157,7 +157,7 @@ def _written_twice(kernels: pd.DataFrame) -> pd.DataFrame:
     return plain[plain.duplicated(["correlation", "name"], keep="first")]
 
 
-def _launch_calls(tables: TraceTables) -> tuple[pd.DataFrame, pd.Series]:
+def launch_calls(tables: TraceTables) -> tuple[pd.DataFrame, pd.Series]:
     """The kernel launch calls outside stream captures (a capture's launches run no kernel), one per launch (a
     driver call nested in its runtime call is the same launch), and which of them have no kernel in the trace."""
     calls = tables.launches.sort_values("start_ns", kind="stable")
@@ -169,8 +169,8 @@ def _launch_calls(tables: TraceTables) -> tuple[pd.DataFrame, pd.Series]:
 
 
 def lost_launches(tables: TraceTables) -> tuple[int, int]:
-    """(kernel launch calls whose kernel is not in the trace, kernel launch calls): ``_launch_calls``."""
-    launches, lost = _launch_calls(tables)
+    """(kernel launch calls whose kernel is not in the trace, kernel launch calls): ``launch_calls``."""
+    launches, lost = launch_calls(tables)
     return int(lost.sum()), len(launches)
 
 
@@ -204,7 +204,7 @@ def dropped_records(tables: TraceTables) -> Dropped:
         if keys is not None and len(first) else np.full(int(orphans.sum()), np.inf)
     starts = gpu["start_ns"].to_numpy("int64")[orphans]
     inside = starts > edge
-    launches, lost = _launch_calls(tables)
+    launches, lost = launch_calls(tables)
     last = launches[~lost].groupby("tid", sort=False)["start_ns"].max()
     before_last = launches["start_ns"].to_numpy("float64") < launches["tid"].map(last).astype("float64").fillna(-np.inf)
     return Dropped(int(inside.sum()), int(gpu["dur_ns"].to_numpy("int64")[orphans][inside].sum()),

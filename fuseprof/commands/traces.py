@@ -242,59 +242,48 @@ def _audit(args: argparse.Namespace) -> int:
     return _one_table(args, "audit", lambda result: print_table(result, "audit"))
 
 
+def _check_arguments(p: argparse.ArgumentParser) -> None:
+    from fuseprof.analysis.completeness import REQUIRABLE
+
+    trace_arguments(p, 10, None, "table, or csv/json")
+    p.add_argument("--require", metavar="SETTINGS", type=_requirements,
+                   help="capture settings whose absence fails the check too (comma-separated: "
+                        f"{', '.join(REQUIRABLE)}, or all); default: none, each a note")
+
+
+def _requirements(text: str) -> frozenset[str]:
+    from fuseprof.analysis.completeness import REQUIRABLE
+
+    names = {n.strip() for n in text.split(",")}
+    wrong = sorted(names - set(REQUIRABLE) - {"all"})
+    if wrong or not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: name settings among {', '.join(REQUIRABLE)} or all")
+    return frozenset(REQUIRABLE) if "all" in names else frozenset(names)
+
+
 def _check(args: argparse.Namespace) -> int:
-    """The integrity table alone; exit 1 when a check failed on any trace (a script's gate before it trusts
-    the other tables)."""
+    """The integrity table alone; exit 1 when damage puts 1% or more of a trace's GPU time in doubt, or a
+    zero or repeated kernel timestamp is in it (``completeness.fails``): a script's gate before it trusts the
+    other tables. Capture settings are notes, unless ``--require`` names them."""
+    from fuseprof.analysis.completeness import fails, notes
     from fuseprof.commands.trace_views import print_table
 
     failed: list[str] = []
-    notes: list[str] = []
+    said: list[str] = []
 
     def show(result: TraceAnalysis) -> None:
-        damage, settings = damage_and_settings(result)
-        failed.extend(f"{result.name}: {c}" for c in damage)
-        notes.extend(f"{result.name}: {c}" for c in settings)
+        failed.extend(f"{result.name}: {c}" for c in fails(result.integrity, args.require or ()))
+        said.extend(f"{result.name}: {c}" for c in notes(result.integrity, args.require or ()))
         if args.format == "table":
             print_table(result, "integrity")
 
     code = _one_table(args, "integrity", show, each=show)
-    if notes:
-        print(f"note (how the trace was captured, not damage): {'; '.join(notes)}", file=sys.stderr)
+    if said:
+        print(f"note (not damage, or under 1% of GPU time): {'; '.join(said)}", file=sys.stderr)
     if failed:
         print(f"failed: {'; '.join(failed)}", file=sys.stderr)
         return 1
     return code
-
-
-# Failed checks that say how a trace was captured or read, not that it is damaged: what fills them in
-NOT_DAMAGE = {"shapes_recorded_pct": "capture with record_shapes=True",
-              "modules_recorded_pct": "capture with with_modules=True",
-              "timestamp_resolution_ns": "capture with a profiler that writes ns (torch >= 2.0)",
-              "events_outside_window": "the tables cover the profiler steps; --window all covers every event"}
-
-
-def damage_and_settings(result: TraceAnalysis) -> tuple[list[str], list[str]]:
-    """``check``'s failed checks of one trace as (damage, which fails it; notes, which do not): a capture setting
-    or the window read (``NOT_DAMAGE``) is a note saying what fills it in, and kernels without their launch or
-    launches without their kernel are damage only where records are missing from inside the trace
-    (``integrity.dropped_records``), a note where the trace's edges cut them off."""
-    from fuseprof.analysis.integrity import dropped
-
-    checks = result.integrity
-    failing = [str(c) for c in checks.loc[~checks["ok"].astype(bool), "check"]]
-    pairs = {"kernels_without_launch", "launches_without_gpu_event"}
-    inside = dropped(result) if pairs & set(failing) else None
-    damage, settings = [], []
-    for check in failing:
-        if check in NOT_DAMAGE:
-            settings.append(f"{check} ({NOT_DAMAGE[check]})")
-        elif check in pairs and inside is not None and not (
-                inside.kernels if check == "kernels_without_launch" else inside.launches):
-            settings.append(f"{check} (all at the trace's edges: work launched before the profiler started or run "
-                            "after it stopped)")
-        else:
-            damage.append(check)
-    return damage, settings
 
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:
@@ -476,11 +465,16 @@ COMMANDS = (
             "Catalogue: fuseprof/model/registry_data.py; patterns: fuseprof/analysis/patterns.py; accuracy on "
             "labelled traces: docs/accuracy.md.", kept=always),
     Command("check", "the integrity checks alone: can this trace's tables be trusted? exit 1 if not", _check,
-            lambda p: trace_arguments(p, 10, None, "table, or csv/json"),
+            _check_arguments,
             "The checks every other table rests on — kernel time with a launching op, graph replays attributed, "
-            "launches whose kernel is missing, steps and shapes recorded — with their values, and exit status 1 "
-            "when any failed on any trace (0 when all passed, 2 for an unreadable trace): a script's gate before "
-            "it trusts the other tables. Checks: fuseprof/analysis/integrity.py.", kept=always),
+            "launches whose kernel is missing, steps and shapes recorded — and the completeness report: zero or "
+            "repeated kernel timestamps, records the profiler said it lost, steps without GPU work, a trace "
+            "ending mid-step, torch's own trace-validator rules; each failed check is damage, a capture setting, "
+            "the trace's edge or the window, with the share of GPU time it puts in doubt. Exit status 1 when "
+            "damage puts 1% or more of a trace's GPU time in doubt or any kernel timestamp is zero or repeated "
+            "(0 otherwise, the rest printed as notes; 2 for an unreadable trace): a script's gate before it "
+            "trusts the other tables. --require makes a missing capture setting a failure. Checks: "
+            "fuseprof/analysis/integrity.py, completeness.py, torch_rules.py; docs/validation.md.", kept=always),
     Command("report", "one self-contained HTML report of traces, to attach to a pull request", _report,
             _report_arguments,
             "A verdict (what bounds the run; the three things worth doing, with predicted savings), then the integrity "

@@ -6,10 +6,13 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from fuseprof.analysis import torch_rules
+from fuseprof.analysis.completeness import classify, profiler_findings, step_findings, timestamp_findings
 from fuseprof.analysis.integrity import integrity, lost_launches
 from fuseprof.analysis.sections import Column, Context, Section, Table
 from fuseprof.model.devices import device_from_properties
 from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_notes import read_trace_notes
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
@@ -17,8 +20,14 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     named = context.every["device"].map(  # by name, or by the properties that say which GPU it is
         lambda d: tables.device_name(d) is not None or device_from_properties(tables.properties_of(d)) is not None)
     processes = len(set(tables.launches["pid"].dropna()) | set(tables.host_ops["pid"].dropna()))
-    return {"integrity": integrity(context.every, context.mask, named, lost_launches(context.tables),
-                                   context.window_asked, processes, _host_span(tables), tables.memory)}
+    rows = integrity(context.every, context.mask, named, lost_launches(context.tables), context.window_asked,
+                     processes, _host_span(tables), tables.memory)
+    notes = read_trace_notes(tables.path)
+    found = [*timestamp_findings(context.every), *profiler_findings(notes, context.every),
+             *step_findings(tables, context.every, context.iterations),
+             *torch_rules.findings(tables, context.every, notes)]
+    rows = pd.concat([rows, pd.DataFrame([f._asdict() for f in found])], ignore_index=True)
+    return {"integrity": classify(rows, context.every, tables)}
 
 
 def _host_span(tables: TraceTables) -> tuple[int, int] | None:
@@ -35,8 +44,11 @@ SECTION = Section(
     name="integrity", order=10, build=_build,
     description="How much kernel time has a launching op, graph replays attributed, kernels whose launch is not in "
                 "the trace and launches whose kernel is not, events outside the window, kernels overlapping on one "
-                "stream, µs-rounded timestamps, missing shapes or modules. A table that rests on a failed check says "
-                "so. Checks: fuseprof/analysis/integrity.py.",
+                "stream, µs-rounded timestamps, missing shapes or modules; the completeness report: zero or repeated "
+                "kernel timestamps, records the profiler said it lost, steps without GPU work, a trace ending "
+                "mid-step and torch's own trace-validator rules, each failed check a kind (damage, setting, edge, "
+                "window) with the share of GPU time it puts in doubt. A table that rests on a failed check says "
+                "so. Checks: fuseprof/analysis/integrity.py, completeness.py, torch_rules.py.",
     tables=(Table("integrity", "Integrity (fuseprof/analysis/integrity.py)", (
         Column("check", "check"), Column("value", "value", "g4"), Column("ok", "ok", "okfail"),
-        Column("detail", "detail"))),))
+        Column("kind", "kind"), Column("in doubt %", "doubt_pct", "g4"), Column("detail", "detail"))),))

@@ -1,0 +1,148 @@
+"""What a trace says about its own completeness that the tables do not keep: the CUDA synchronisation records
+(``cuda_sync``: stream syncs and stream waits, with the event record each wait names), the event-record calls
+those names point at, the ``record_param_comms`` ops' metadata keys, and the messages Kineto collected while it
+traced (its ``LoggerCollector``: top-level ``"WARNING"``, ``"ERROR"`` and ``"INFO"`` lists beside
+``traceEvents``, where "Dropped N activity records", "Exceeded max GPU buffer count" and "CUPTI stopped early? =
+1" say records were lost).
+
+Read again from the file, apart from ``trace_events`` (whose tables every analysis keeps, while these serve only
+the completeness checks: ``fuseprof.analysis.completeness``, ``fuseprof.analysis.torch_rules``). Times stay in
+the file's clock as µs floats (``displayTimeUnit: "ns"`` files scaled): the rules compare these records with each
+other and with the kernels read here, never with the tables' exact ns. A file this reader cannot read as a Chrome
+trace (another format) gives no records: the checks that need them then say nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pandas as pd
+
+from fuseprof.errors import FuseprofError
+from fuseprof.parse.textio import read_bytes
+from fuseprof.parse.time_unit import says_ns
+
+SYNC_CATEGORY = "cuda_sync"
+COMMS_OP = "record_param_comms"  # the CPU op c10d writes a collective's metadata on
+# the NCCL metadata torch's validator asks of every record_param_comms op (torch.profiler._trace_validator)
+COMMS_FIELDS = ("Collective name", "dtype", "In msg nelems", "Out msg nelems", "Group size")
+EVENT_RECORDS = frozenset(("cudaEventRecord", "cudaEventRecord_ptsz", "cudaEventRecordWithFlags",
+                           "cudaEventRecordWithFlags_ptsz", "cuEventRecord", "cuEventRecordWithFlags",
+                           "hipEventRecord", "hipEventRecordWithFlags"))
+LOG_LEVELS = ("ERROR", "WARNING", "INFO")
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: Any = ""
+    cat: Any = ""
+    name: Any = ""
+    ts: Any = None
+    dur: Any = None
+    args: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Top(msgspec.Struct):
+    traceEvents: msgspec.Raw
+    displayTimeUnit: Any = None
+    ERROR: Any = None
+    WARNING: Any = None
+    INFO: Any = None
+
+
+class _Trace(msgspec.Struct):
+    traceEvents: list[_Event]
+
+
+_TOP, _DECODER = msgspec.json.Decoder(_Top), msgspec.json.Decoder(_Trace)
+# the events are decoded one by one only where one of these is in the file (most traces hold neither)
+_WANTED = (b'"cuda_sync"', b'"record_param_comms"')
+_ARGS = msgspec.json.Decoder(dict[str, Any])
+
+
+@dataclass(frozen=True)
+class TraceNotes:
+    """The records (module docstring), each a table with µs times: ``syncs`` (kind, ts, dur, device, stream,
+    wait_corr: the ``wait_on_cuda_event_record_corr_id`` written, null where absent), ``records`` (the event-record
+    calls: ts, correlation, external_id), ``kernels`` (ts, dur, device, stream), ``comms`` (ts and the NCCL fields
+    missing, '' where none), and ``log`` (Kineto's messages by level). ``read``: whether the file was read."""
+
+    syncs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["kind", "ts", "dur", "device", "stream", "wait_corr"]))
+    records: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["ts", "correlation", "external_id"]))
+    kernels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["ts", "dur", "device", "stream"]))
+    comms: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["ts", "missing"]))
+    log: dict[str, list[str]] = field(default_factory=dict)
+    read: bool = False
+
+
+def _number(value: Any) -> float | None:
+    """A number as written (a string of one too, as some writers write them); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _args(e: _Event) -> dict[str, Any]:
+    try:
+        decoded = _ARGS.decode(e.args)
+    except msgspec.MsgspecError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _messages(value: Any) -> list[str]:
+    return [m for m in value if isinstance(m, str)] if isinstance(value, list) else []
+
+
+def _rows(trace: _Trace, scale: float) -> dict[str, list[dict[str, Any]]]:
+    """The records of interest, one dict each, by table."""
+    rows: dict[str, list[dict[str, Any]]] = {"syncs": [], "records": [], "kernels": [], "comms": []}
+    for e in trace.traceEvents:
+        ts = _number(e.ts)
+        if e.ph != "X" or ts is None or not isinstance(e.cat, str) or not isinstance(e.name, str):
+            continue
+        dur, cat = (_number(e.dur) or 0.0) * scale, e.cat.lower()
+        if cat == SYNC_CATEGORY:
+            a = _args(e)
+            rows["syncs"].append({"kind": a.get("cuda_sync_kind"), "ts": ts * scale, "dur": dur,
+                                  "device": _number(a.get("device")), "stream": _number(a.get("stream")),
+                                  "wait_corr": _number(a.get("wait_on_cuda_event_record_corr_id"))})
+        elif cat == "kernel":
+            a = _args(e)
+            rows["kernels"].append({"ts": ts * scale, "dur": dur, "device": _number(a.get("device")),
+                                    "stream": _number(a.get("stream"))})
+        elif e.name in EVENT_RECORDS:
+            a = _args(e)
+            rows["records"].append({"ts": ts * scale, "correlation": _number(a.get("correlation")),
+                                    "external_id": _number(a.get("External id"))})
+        elif e.name == COMMS_OP:
+            present = set(_args(e))
+            rows["comms"].append({"ts": ts * scale, "missing": ", ".join(f for f in COMMS_FIELDS if f not in present)})
+    return rows
+
+
+def read_trace_notes(path: Path) -> TraceNotes:
+    """The records of the trace at ``path`` (module docstring); none where it is no Chrome trace JSON."""
+    try:
+        raw = read_bytes(path)
+        top = _TOP.decode(raw)
+        trace = _DECODER.decode(raw) if any(w in raw for w in _WANTED) else _Trace([])
+    except (msgspec.MsgspecError, FuseprofError, OSError, MemoryError):
+        return TraceNotes()
+    ns = says_ns(top.displayTimeUnit) and not any(
+        isinstance(e.ts, float) and not e.ts.is_integer() for e in trace.traceEvents if e.ph == "X")
+    rows = _rows(trace, 1e-3 if ns else 1.0)
+    empty = TraceNotes()
+    frames = {key: pd.DataFrame(value) if value else getattr(empty, key) for key, value in rows.items()}
+    log = {level: _messages(getattr(top, level)) for level in LOG_LEVELS}
+    return TraceNotes(**frames, log={k: v for k, v in log.items() if v}, read=True)
