@@ -106,6 +106,27 @@ def test_decode_compiled_region_is_judged_by_its_kernels() -> None:
 
 
 @pytest.mark.shared
+def test_eager_decode_replayed_from_a_cuda_graph_is_judged_by_its_kernels() -> None:
+    """The same eager decode step captured in a CUDA graph and replayed with no capture given: every kernel is
+    alone (no op, no shapes), only its name and launch order say anything. The code: the norm as pow, mean,
+    rsqrt, mul; q/k/v and gate/up as separate Linears (bias=False); silu(gate(x)) * up(x), so gate, silu, up,
+    mul; RoPE as neg and cat, then k_cache.index_copy_; SDPA — nothing fused but the attention."""
+    path = shared_traces() / "h200-turn4" / "decode_graph_replay.json.gz"
+    (result,) = analyze(path)
+    verdicts = _verdicts(result)
+    for name in ("add + RMSNorm", "SiLU · mul", "QKV projection", "gate / up projection", "RoPE + KV-cache write"):
+        assert verdicts[name] == "not fused", name
+    assert verdicts["flash attention"] == "fused"
+    assert verdicts["GEMM + bias + activation epilogue"] == "not present"  # the SiLU after gate is the MLP's
+    kernels = Counter(_kernels(path))
+    silu = sum(c for n, c in kernels.items() if "silu_kernel" in n)
+    audit = result.audit.set_index("fusion")
+    assert silu == 64 and audit.loc["SiLU · mul", "unfused_instances"] == silu
+    assert audit.loc["gate / up projection", "unfused_instances"] == silu
+    assert audit.loc["QKV projection", "unfused_instances"] == audit.loc["flash attention", "fused_instances"] == 64
+
+
+@pytest.mark.shared
 def test_relu_run_as_clamp_min_after_addmm_is_an_epilogue_left_out() -> None:
     """PARAM's DLRM (older torch): aten::relu runs as an aten::clamp_min kernel after each forward addmm."""
     path = shared_traces() / "fresh4" / "param_dlrm_8rank" / "worker0_step_12.1694128201545.pt.trace.json.gz"

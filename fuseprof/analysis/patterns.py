@@ -37,9 +37,11 @@ another. Names decide only what a unit *is* (the registry's kinds: ``silu``, ``m
 
 A unit whose tensors the trace does not record — a kernel of a compiled region or of a graph replay, which only
 its name describes — is linked to nothing; for it the patterns read the one dataflow such a trace keeps, the
-launch order (``Units.launched_around``): the GEMM calls launched since the last norm, reduction or attention
-before an attention are its q, k and v projections (one: fused; three: not), before a gated product its gate and
-up (one: fused; two: not); an activation-only kernel launched right after a GEMM is its epilogue left out.
+launch order: kernels alone read what the kernel launched before them wrote (``Units``), a pair of tensors is
+taken to be one where none is recorded, and the GEMM calls launched since the last norm, reduction or attention
+(``Units.launched_around``) before an attention are its q, k and v projections (one: fused; three: not), before
+a gated product its gate and up (one: fused; two: not); an activation-only kernel launched right after a GEMM,
+with no product after it, is its epilogue left out.
 
 Each finding is one instance (``Found``) with its units, a signature to group by, and the predicted
 saving: memory-bound groups as the bytes entering and leaving the group at the copy model's rate (the
@@ -59,6 +61,7 @@ from fuseprof.analysis.fusion import CopyModel
 from fuseprof.analysis.units import Unit, Units
 from fuseprof.model.registry import ANCHOR_CATEGORIES, CatalogueEntry, Registry
 from fuseprof.model.roofline import Roof
+from fuseprof.parse.names import short_kernel_name
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,12 @@ _EPILOGUE_KINDS = frozenset({"activation", "view", "unsafe_view", "reshape", "to
 
 
 def _name(unit: Unit) -> str:
-    return unit.op or unit.kernel
+    """The op, else the kernel's short name with what it computes (``vectorized_elementwise_kernel [silu]``)."""
+    if unit.op:
+        return unit.op
+    kinds = sorted(unit.kinds - {"activation", "sample", "compiled region"})
+    short = short_kernel_name(unit.kernel)
+    return f"{short} [{', '.join(kinds)}]" if kinds and not short.startswith("triton_") else short
 
 
 def _unlinked(unit: Unit) -> bool:
@@ -135,6 +143,20 @@ def _gemm_calls(found: list[Unit]) -> list[Unit]:
     """The GEMM calls among launched units, in launch order (a split-K GEMM's reduction kernel is the same call)."""
     return sorted((u for u in found if u.is_gemm and not u.batched and not _SPLIT_K.search(u.kernel)),
                   key=lambda u: u.order)
+
+
+def _gated_pair(units: Units, unit: Unit, before: bool) -> Unit | None:
+    """For a unit alone: the other half of an activation · product pair by launch order, only GEMM calls and copies
+    launched between (``silu(gate(x)) * up(x)`` runs gate, silu, up, mul) — the product after an activation, or
+    (``before``) the gated MLP's activation (SiLU, GELU) before a product; None where something else runs first."""
+    for other in units.launched_around(unit, lambda u: False, before=before, limit=4):
+        if before and (other.computes("silu") or other.computes("gelu")) and not other.computes("mul"):
+            return other
+        if not before and other.computes("mul") and not other.computes("activation"):
+            return other
+        if not (other.is_gemm or _copy(other)):
+            return None
+    return None
 
 
 def _epilogue_only(unit: Unit, activations: frozenset[str]) -> bool:
@@ -214,10 +236,11 @@ def add_rmsnorm(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found
         if norm_input is None:
             continue
         adds, _ = units.sources(unit.op_id, norm_input, _copy, depth=3)
-        residual = [a for a in adds if a.computes("add") and not a.computes("rms norm") and _same_size_pair(a)]
+        residual = [a for a in adds if a.computes("add") and not a.computes("rms norm")
+                    and (_same_size_pair(a) or _unlinked(a))]
         for add in residual[:1]:
             group = [add, *chain]
-            found.append(Found(False, tuple(group), f"{add.op} → {' → '.join(u.op for u in chain[:4])} …",
+            found.append(Found(False, tuple(group), f"{_name(add)} → {' → '.join(_name(u) for u in chain[:4])} …",
                                _memory_saving(group, units, costs)))
     return found
 
@@ -245,10 +268,13 @@ def silu_mul(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (SiLU and product in one)"))
         elif unit.computes("silu"):
             products = units.reaches(unit.op_id, lambda u: u.computes("mul") and not u.computes("silu")
-                                     and _same_size_pair(u), _copy, depth=3)
+                                     and (_same_size_pair(u) or _unlinked(u)), _copy, depth=3)
+            if not products and _unlinked(unit) and (after := _gated_pair(units, unit, before=False)) is not None:
+                products = [after]
             for product in products[:1]:
                 group = [unit, product]
-                found.append(Found(False, tuple(group), f"{unit.op} → {product.op}", _memory_saving(group, units, costs)))
+                found.append(Found(False, tuple(group), f"{_name(unit)} → {_name(product)}",
+                                   _memory_saving(group, units, costs)))
     return found
 
 
@@ -266,7 +292,11 @@ def gate_up(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
         if unit.is_gemm and unit.computes("activation", "mul"):  # a GEMM with a gated-activation epilogue
             found.append(Found(True, (unit,), f"{unit.op or unit.kernel} (gate, up and activation in one GEMM)"))
             continue
-        if _unlinked(unit) and unit.computes("activation", "mul") and not _anchor(unit):
+        if _unlinked(unit) and unit.computes("gated activation"):  # its family reads gate and up as one tensor
+            found.append(Found(True, (unit,), f"{_name(unit)} (a gated activation: gate and up from one GEMM)"))
+            continue
+        if _unlinked(unit) and not _anchor(unit) and (unit.computes("activation", "mul")
+                                                      or _gated_pair(units, unit, before=True) is not None):
             found += _gate_up_by_order(units, unit)
             continue
         gated = unit.computes("activation", "mul")
@@ -524,6 +554,11 @@ def epilogue(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
             if _anchor(consumer) or consumer.category not in ("elementwise",):
                 continue
             tensors = consumer.tensors()
+            if not tensors:  # linked by launch order: an activation alone, not one side of a gated product
+                if _epilogue_only(consumer, activations) and _gated_pair(units, consumer, before=False) is None:
+                    apart.append(Found(False, (unit, consumer), f"{_name(unit)} → {_name(consumer)} (epilogue, by "
+                                                                "launch order)", float(consumer.time_ns)))
+                continue
             activation = consumer.computes("activation") and not consumer.computes("mul") and (
                 len(tensors) == 1 or (len(tensors) == 2 and _epilogue_only(consumer, activations)
                                       and _is_bias(consumer, unit)))
@@ -566,7 +601,7 @@ def rope_cache(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]
         if unit.op_id not in in_rope:
             for cat in units.reaches(unit.op_id, lambda u: u.computes("cat"), _copy, depth=2)[:1]:
                 group = [unit, cat, *(u for u in units.consumers(cat.op_id) if u.category == "elementwise")]
-                found.append(Found(False, tuple(group), f"{unit.op} → {cat.op} (rotate half)",
+                found.append(Found(False, tuple(group), f"{_name(unit)} → {_name(cat)} (rotate half)",
                                    _memory_saving(group, units, costs)))
     apart = [w for w in units.computing("cache write", "index_put", "index_copy") if w.op_id not in in_rope]
     if any(_writes_cache(u) for u in rope) or apart:

@@ -93,10 +93,22 @@ class Units:
                 found = self._consumers.setdefault(producer, [])
                 if consumer not in found:
                     found.append(consumer)
+        self._chain_alone()
         self.basis = graph.basis
         self.forward_of = {i: f for i, f in graph.forward_of.items() if i in units}  # a backward op → its forward op
         # a backward op (run by autograd for a forward one): no forward pattern's part
         self.backward = set(self.forward_of) | {i for i, u in units.items() if u.computes("backward")}
+
+    def _chain_alone(self) -> None:
+        """Kernels alone (no op, no tensors: a compiled region's, a replay's) launched one after another: each reads
+        what the one before it wrote (argument 0) — the launch order, the one dataflow such a trace keeps."""
+        previous: Unit | None = None
+        for unit in self.ordered:
+            alone = unit.op_id >= _KERNEL_ONLY and not unit.tensors()
+            if alone and previous is not None and unit.op_id not in self._producers:
+                self._producers[unit.op_id] = {0: [previous.op_id]}
+                self._consumers.setdefault(previous.op_id, []).append(unit.op_id)
+            previous = unit if alone else None
 
     def __iter__(self) -> Iterator[Unit]:
         return iter(self.ordered)

@@ -312,6 +312,17 @@ CHAIN_CLASSES: tuple[ChainClass, ...] = (
                fused_by="Liger LigerSiLUMulFunction; torch.compile"),
 )
 
+# ATen's own CUDA kernels, seen without their op (an eager model's kernels replayed from a CUDA graph): the kernel
+# function or functor each is instantiated with names the op it computes (aten/src/ATen/native/cuda: silu_kernel,
+# MulFunctor, MeanOps, CatArrayBatchedCopy, index_copy_kernel_impl)
+_NATIVE = r"at::native::(?:\(anonymous namespace\)::|\w+::)?"  # a kernel function or functor of ATen's, in a template
+ATEN_KERNEL_KINDS: tuple[OpKinds, ...] = tuple(OpKinds(kernel=_NATIVE + pattern, kinds=(kind,)) for pattern, kind in (
+    ("silu_kernel", "silu"), ("gelu_kernel|GeluCUDAKernelImpl", "gelu"), ("neg_kernel", "neg"),
+    ("rsqrt_kernel", "rsqrt"), ("pow_tensor_\\w*kernel", "pow"), ("MeanOps<", "mean"), ("MulFunctor<", "mul"),
+    ("(CUDAFunctor(OnSelf)?_add|AddFunctor)<", "add"), ("CatArrayBatchedCopy", "cat"),
+    ("index_copy_kernel", "index_copy"), ("ArgMaxOps<", "argmax"), ("sigmoid_kernel", "sigmoid"),
+    ("tanh_kernel", "tanh")))
+
 # What ops and kernels compute, as the kinds the fusion patterns of the op graph read
 # (fuseprof.analysis.patterns). An op's rows are all applied; a kernel's only where no row names its op.
 OP_KINDS: tuple[OpKinds, ...] = (
@@ -354,6 +365,7 @@ OP_KINDS: tuple[OpKinds, ...] = (
     # the loss over the logits in one kernel: Liger's (its fused linear cross-entropy's too)
     OpKinds(kernel=r"liger_cross_entropy|fused_linear_cross_entropy",
             kinds=("fused cross entropy",)),
+    *ATEN_KERNEL_KINDS,
 )
 KIND_RULES: tuple[KindRule, ...] = (
     # clamp_min: what aten::relu runs as (its kernel's op in older traces: relu → clamp_min)
