@@ -10,6 +10,7 @@ through the registry's schema: a damaged one is one clear line, never a tracebac
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sys
@@ -141,6 +142,33 @@ def test_the_shipped_file_reads_and_makes_a_row_per_family() -> None:
     families, kinds = mined_rows()
     assert len(families) == len(read()["families"]) == len(DATA["families"])
     assert len(kinds) == sum(1 for f in DATA["families"] if f["kinds"])
+
+
+def _replayed_layer(path: Path) -> Path:
+    """A graph replay's trace as Kineto writes it, two steps of one MoE layer's tail: kernels only (no op, no shapes:
+    only their names say what they compute) — FlashInfer's fused add + RMSNorm, the merged gate/up GEMM, a shared
+    expert's GEMM, a SwiGLU kernel (one input holding gate and up), the down GEMM."""
+    names = ["void flashinfer::norm::FusedAddRMSNormKernel<8, __nv_bfloat16>", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT",
+             "nvjet_tst_64x8_64x16_4x1_v_bz_TNT", "void cuda::swiglu_forward_kernel<__nv_bfloat16>",
+             "nvjet_tst_64x8_64x16_4x1_v_bz_TNN"]
+    events = [{"ph": "X", "cat": "kernel", "name": name, "ts": 1000.0 + 6 * i, "dur": 5.0, "pid": 0, "tid": 7,
+               "args": {"stream": 7, "device": 0, "correlation": i + 1}} for i, name in enumerate(names * 2)]
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    return path
+
+
+def test_a_replayed_layer_s_kernels_read_as_the_fusions_their_sources_do(tmp_path: Path) -> None:
+    """Before the mined families the FlashInfer norm was attention ("flash" in flashinfer): add + RMSNorm read "not
+    present"; and the two GEMMs launched before the SwiGLU read gate / up "not fused", though a gated activation's
+    kernel reads gate and up from one tensor — one GEMM's output."""
+    from fuseprof.analysis import analyze
+
+    (result,) = analyze([_replayed_layer(tmp_path / "replay.json.gz")], workers=1)
+    verdicts = dict(zip(result.audit["fusion"], result.audit["verdict"]))
+    assert verdicts["add + RMSNorm"] == "fused"
+    assert verdicts["SiLU · mul"] == "fused"
+    assert verdicts["gate / up projection"] == "fused"
+    assert verdicts["flash attention"] == "not present"
 
 
 # --- the audit on the shared serving traces
