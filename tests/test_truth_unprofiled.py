@@ -1,0 +1,131 @@
+"""The un-profiled truth set (tests/fixtures/truth_unprofiled, issue 59 point 5) and its scorer's arithmetic.
+
+Each truth file must state its bound by its own rule from its own numbers, its traces must be plain torch.profiler
+exports (no fuseprof metadata, so that fuseprof's estimate is what gets scored) and compact; the scorer maps advice
+to the change it names and counts a saving right within 25% or the measured spread, never otherwise.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TRUTH = ROOT / "tests" / "fixtures" / "truth_unprofiled"
+FILES = sorted(TRUTH.glob("*/*.truth.json"))
+
+
+def _scorer() -> Any:
+    spec = importlib.util.spec_from_file_location("score_unprofiled", ROOT / "scripts" / "score_unprofiled.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_the_set_has_the_workloads_the_issue_names() -> None:
+    names = {p.name.removesuffix(".truth.json") for p in FILES}
+    assert len(FILES) >= 12
+    assert {"train_foreach", "train_fused", "infer_eager", "infer_compiled", "data_bound", "sync_bound",
+            "decode_eager", "decode_graph"} <= names
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_each_truth_states_its_bound_by_its_rule(path: Path) -> None:
+    truth = json.loads(path.read_text())
+    step, busy = truth["unprofiled_step"], truth["gpu_busy"]
+    assert step["n"] >= 20 and step["p10_ms"] <= step["median_ms"] <= step["p90_ms"]
+    assert truth["card"]["gpu"].startswith("NVIDIA H")  # the card is named
+    assert round(100 * busy["median_ms"] / step["median_ms"], 1) == truth["busy_pct"]
+    idle = max(step["median_ms"] - busy["median_ms"], 0.0)
+    if busy["median_ms"] >= 0.8 * step["median_ms"]:
+        assert truth["bound"] == "GPU-bound"
+    else:
+        causes = truth["idle_causes_ms"]
+        assert sum(causes.values()) == pytest.approx(idle, abs=1e-3)
+        assert truth["bound"] == max(causes, key=causes.__getitem__)
+    for change in truth["changes"].values():
+        if isinstance(change, dict):  # a timed change: its saving is the two medians' difference
+            assert change["saving_ms"] == pytest.approx(step["median_ms"] - change["step"]["median_ms"], abs=1e-3)
+        else:
+            assert change.startswith(("n/a", "not measured"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_each_trace_is_a_plain_compact_profiler_export_with_its_settings(path: Path) -> None:
+    truth = json.loads(path.read_text())
+    trace = path.parent / truth["trace"]
+    assert trace.stat().st_size < 2_000_000
+    raw = json.loads(gzip.decompress(trace.read_bytes()))
+    assert not [k for k in raw if "fuseprof" in k.lower()]
+    assert raw.get("record_shapes", 0) == int(truth["profiler"]["record_shapes"])
+    assert raw.get("with_stack", 0) == int(truth["profiler"]["with_stack"])
+    steps = {e["name"] for e in raw["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")}
+    assert len(steps) == 3  # wait 1, warm-up 1, active 3
+    for key in ("eager_twin", "capture"):
+        if key in truth:
+            assert (path.parent / (f"{truth[key]}.truth.json" if key == "eager_twin" else truth[key])).exists()
+
+
+def test_the_whole_set_stays_small() -> None:
+    assert sum(p.stat().st_size for p in TRUTH.rglob("*") if p.is_file()) < 25_000_000
+
+
+def _truth(**changes: Any) -> dict[str, Any]:
+    return {"unprofiled_step": {"median_ms": 10.0, "p10_ms": 9.5, "p90_ms": 10.5}, "idle_ms": 8.0,
+            "changes": changes}
+
+
+def _timed(saving: float, spread: float) -> dict[str, Any]:
+    return {"variant": "v", "saving_ms": saving, "saving_spread_ms": spread, "step": {"median_ms": 10.0 - saving}}
+
+
+def _result(what: str, saving_ns: float, steps: int = 3) -> dict[str, Any]:
+    return {"worth_doing": [{"what": what, "saving_ns": saving_ns}],
+            "steps": [{"step": f"ProfilerStep#{i}"} for i in range(steps)] + [{"step": "(between steps)"}]}
+
+
+def test_advice_maps_to_the_change_it_names() -> None:
+    change_of = _scorer().change_of
+    assert change_of("close the host-bound gaps (CUDA graphs, torch.compile mode='reduce-overhead')") == "graphs"
+    assert change_of("shorten the host's work between graph replays") == "host_idle"
+    assert change_of("remove synchronisations (.item())") == "no_syncs"
+    assert change_of("fuse: memory-bound chain — aten::add → aten::mul ×12") == "fusion"
+    assert change_of("overlap data loading (DataLoader workers)") == "data_prefetched"
+    assert change_of("tune aten::mm") is None
+
+
+def test_a_saving_counts_within_25_percent_or_the_spread_per_step() -> None:
+    score = _scorer().score_advice
+    truth = _truth(graphs=_timed(8.0, 0.5))
+    # 3 steps: 3 x 9.9 ms claimed is 9.9 ms a step, 1.24x the measured 8 ms -> right (25% is 2 ms)
+    assert score(truth, _result("close the host-bound gaps (CUDA graphs)", 29.7e6))["ok"]
+    assert not score(truth, _result("close the host-bound gaps (CUDA graphs)", 30.3e6))["ok"]  # 10.1: 2.1 off
+    wide = _truth(graphs=_timed(1.0, 3.0))  # the spread (3 ms) is wider than 25% of 1 ms
+    assert score(wide, _result("close the host-bound gaps (CUDA graphs)", 11.9e6))["ok"]
+    assert not score(wide, _result("close the host-bound gaps (CUDA graphs)", 12.3e6))["ok"]
+
+
+def test_advice_for_a_change_that_cannot_apply_is_wrong() -> None:
+    score = _scorer().score_advice
+    truth = _truth(graphs="n/a: .item() cannot be captured", no_syncs=_timed(2.0, 0.1))
+    row = score(truth, _result("close the host-bound gaps (CUDA graphs)", 6e6))
+    assert not row["ok"] and row["why"].startswith("n/a")
+    assert not score(truth, _result("tune aten::mm", 6e6))["ok"]  # no change of the workload named
+
+
+def test_no_advice_is_right_only_when_nothing_measured_saves_much() -> None:
+    score = _scorer().score_advice
+    empty = {"worth_doing": [], "steps": []}
+    assert score(_truth(compile=_timed(0.3, 0.2)), empty)["ok"]  # 3% of the step
+    assert not score(_truth(compile=_timed(2.0, 0.2)), empty)["ok"]
+
+
+def test_a_bound_is_the_same_in_either_vocabulary_and_only_then() -> None:
+    same = _scorer().same_bound
+    assert same("data loading", "data-bound") and same("host-bound", "host-bound")
+    assert not same("data loading", "host-bound") and not same("GPU-bound", None)
