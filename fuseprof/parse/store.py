@@ -57,7 +57,8 @@ if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written
     from fuseprof.parse.trace_events import TraceTables
 
 FORMAT = 2  # 2: an entry's frames in one pack file (1: a Parquet file each)
-_TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters", "memory")
+_TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters", "memory",
+           "recorded")
 _TIMED = ("name", "pid", "tid")
 # The columns the decoder gives each table (``read_trace_tables``, whatever the trace holds; tests/test_bounded_inputs.py
 # holds the two together): a stored entry whose frame has other columns is no entry of this code's — a foreign or
@@ -76,6 +77,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "parameters": (*_TIMED, "input_dims", "input_type", "start_ns", "dur_ns"),
     "memory": ("pid", "tid", "addr", "bytes", "total_allocated", "total_reserved", "device_type", "device_id", "op",
                "caller", "start_ns"),
+    "recorded": ("kind", "start_ns"),
 }
 _MANIFEST = "manifest.json"
 _PACK = "frames.arrows"  # the entry's frames, one Arrow IPC stream each (``fuseprof.parse.frames.pack_frames``)
@@ -294,7 +296,7 @@ class TraceStore:
             tables = TraceTables(path=path, **{t: frames[t] for t in _TABLES},
                                  devices={int(k): v for k, v in meta["devices"].items()}, rank=meta["rank"],
                                  device_properties={int(k): v for k, v in meta.get("properties", {}).items()},
-                                 world_size=meta.get("world_size"))
+                                 world_size=meta.get("world_size"), capture=meta.get("capture", {}))
             return tables, [w.replace("{path}", str(path)) for w in meta["warnings"]]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -304,7 +306,7 @@ class TraceStore:
             self.put_frames(key, "tables", {t: getattr(tables, t) for t in _TABLES},
                             {"devices": {str(k): v for k, v in tables.devices.items()}, "rank": tables.rank,
                              "properties": {str(k): v for k, v in tables.device_properties.items()},
-                             "world_size": tables.world_size,
+                             "world_size": tables.world_size, "capture": tables.capture,
                              "warnings": [w.replace(str(path), "{path}") for w in said]}, background)
         return tables, said
 

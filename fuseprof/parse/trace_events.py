@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import decimal
+import json
 import re
 import warnings
 from collections import Counter
@@ -148,6 +149,14 @@ class _Trace(msgspec.Struct):
     deviceProperties: list[_Device] | None = None
     distributedInfo: dict[str, Any] | None = None
     displayTimeUnit: Any = None  # a viewer's setting; with whole numbers, a writer's word that ts is in ns
+    # the profiler's settings, as torch ≥ 2.x writes them at the top level (absent: inferred from the events)
+    record_shapes: Any = None
+    with_stack: Any = None
+    with_modules: Any = None
+    profile_memory: Any = None
+    # fuseprof's own timing of the same steps without the profiler (capture): read leniently, as its own JSON, so that
+    # a malformed one is ignored rather than refusing the trace
+    fuseprof_unprofiled: msgspec.Raw = _NULL
 
 
 _DECODER = msgspec.json.Decoder(_Trace)
@@ -321,6 +330,11 @@ class TraceTables:
     rank: int | None
     device_properties: dict[int, dict[str, int]] = field(default_factory=dict)
     world_size: int | None = None
+    # every CPU op and Python frame the profiler recorded (``kind``: "op" or "frame", ``start_ns``): two columns,
+    # what the profiler's own cost is counted from (``fuseprof.analysis.unprofiled``); ``ops`` keeps only some ops
+    recorded: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"kind": pd.Series(dtype=object),
+                                                                         "start_ns": pd.Series(dtype="int64")}))
+    capture: dict[str, Any] = field(default_factory=dict)  # the trace's own word on its settings (``capture_facts``)
 
     def device_name(self, device: object) -> str | None:
         """The GPU name of a device id. ROCm traces can put kernels on an id that ``deviceProperties``
@@ -654,7 +668,7 @@ def _kind(cat: str) -> str:
 def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
     """The trace's events by what they are: GPU work, CPU ops, launch calls, modules, annotations, memory."""
     by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": [],
-                                        "memory": []}
+                                        "memory": [], "frames": []}
     lost: Counter[str] = Counter()
     kind_of: dict[str, str] = {}  # per category as written: a trace has a dozen, over hundreds of thousands of events
     for e in trace.traceEvents:
@@ -668,8 +682,7 @@ def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
         if kind is None:
             kind = kind_of[e.cat] = _kind(category(e.cat))
         if kind == "python function":
-            if e.name.startswith("nn.Module: "):
-                by_kind["modules"].append(e)
+            by_kind["modules" if e.name.startswith("nn.Module: ") else "frames"].append(e)
         elif kind == "other":
             if _CORRELATION in bytes(e.args):
                 lost[f"category {e.cat!r}"] += 1
@@ -680,6 +693,7 @@ def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
         warnings.warn(f"{path}: {sum(lost.values()):,} event(s) left out, their kind unreadable ({said}): a complete "
                       "event's ph is 'X', a GPU event's or launch's category one Kineto writes", FuseprofWarning,
                       stacklevel=2)
+    by_kind["frames"] = [e for e in by_kind["frames"] if e.ts is not None]  # counted only: one without a time is no cost
     for kind in ("ops", "launches", "modules", "annotations"):
         missing = next((i for i, e in enumerate(by_kind[kind]) if e.ts is None), None)
         if missing is not None:
@@ -707,6 +721,29 @@ def _joined_ops(by_kind: dict[str, list[_Event]], gpu_args: list[Any], launch_ar
     by_id = named >= 0.5
     kept = [(by_id and x is not None and x.external_id in launched) or i in by_time for i, x in enumerate(ids)]
     return [e for e, k in zip(by_kind["ops"], kept) if k], _host_leaves(by_kind["ops"], kept), forward
+
+
+def _recorded(ops: list[_Event], frames: list[_Event], path: Path) -> pd.DataFrame:
+    """Every CPU op and Python frame, as its kind and start (ns): what the profiler paid a recording for."""
+    starts = np.array([e.ts for e in ops] + [e.ts for e in frames], dtype=np.float64)
+    return pd.DataFrame({"kind": np.array(["op"] * len(ops) + ["frame"] * len(frames), dtype=object),
+                         "start_ns": ns_from_us(starts, path, "ts") if starts.size else starts.astype(np.int64)})
+
+
+_SETTINGS = ("record_shapes", "with_stack", "with_modules", "profile_memory")
+
+
+def capture_facts(trace: _Trace) -> dict[str, Any]:
+    """The settings the trace says it was recorded with (torch writes ``record_shapes``, ``with_stack``,
+    ``with_modules`` at its top level; older ones write none) and fuseprof's own un-profiled timing, where given."""
+    facts: dict[str, Any] = {k: bool(v) for k in _SETTINGS if isinstance(v := getattr(trace, k), (bool, int))}
+    try:
+        measured = json.loads(bytes(trace.fuseprof_unprofiled))
+    except (ValueError, RecursionError):  # not JSON fuseprof wrote: no measurement
+        measured = None
+    if isinstance(measured, dict):
+        facts["unprofiled"] = measured
+    return facts
 
 
 @python_strings()
@@ -746,9 +783,11 @@ def read_trace_tables(path: Path) -> TraceTables:
         device_properties=properties,
         rank=rank,
         world_size=world_size,
+        recorded=_recorded(every_op, by_kind["frames"], path),
+        capture=capture_facts(trace),
     )
     if base_ns:  # the clock's base back, as integers: times stay exact and comparable across ranks
         for frame in (tables.gpu, tables.ops, tables.launches, tables.modules, tables.annotations, tables.autograd,
-                      tables.host_ops, tables.forward_ops, tables.parameters, tables.memory):
+                      tables.host_ops, tables.forward_ops, tables.parameters, tables.memory, tables.recorded):
             frame["start_ns"] += base_ns
     return tables
