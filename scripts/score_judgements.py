@@ -8,7 +8,7 @@ could decide differently lists both, and either counts) and the ``*.truth.json``
 captures of ``tests/fixtures/truth/`` (models written for it: their truth is known by construction). Scored:
 
     audit         each catalogue entry's verdict (fused / partly fused / not fused / not present)
-    idle          the run's bound (the verdict section: GPU-bound, host-bound, sync-bound, data loading, ...)
+    idle          the run's bound (the verdict section: GPU-bound, host-bound, sync-bound, data-bound, ...)
     classes       the opportunity classes a capture's truth says are there, or are not
     straggler     per labelled rank pair: the rank named (none where there is no straggler), and its cause
 
@@ -30,7 +30,7 @@ LABELS = ROOT.parent / "shared" / "thirdparty-traces" / "labels.json"
 TRUTH = ROOT / "tests" / "fixtures" / "truth"
 
 # Label wordings -> the verdict section's words (``fuseprof.analysis.sections.verdict``)
-_IDLE = {"host-bound (input pipeline / DataLoader)": {"host-bound", "data loading"},
+_IDLE = {"host-bound (input pipeline / DataLoader)": {"host-bound", "data-bound"}, "data loading": {"data-bound"},
          "other (event wait)": {"event wait", "other idle"}, "mixed: GPU-bound with a large host-bound share": {"GPU-bound"}}
 _CAUSES = {"host-side launch delay": {"host launched late"}}  # label wordings -> fuseprof.analysis.ranks' causes
 

@@ -8,9 +8,9 @@ it is work the host had to do before the GPU could start, not latency on the GPU
 
 - before R the GPU waited for the host to launch. What the launching thread was doing says why (the
   registry's ``HostCause`` rows, in order): the time it spent inside a DataLoader range is ``data
-  loading``; inside a synchronising call, or the op that made it (``.item()``'s ``_local_scalar_dense``,
-  ``.cpu()``'s copy: the host time a synchronisation costs), ``sync``; inside allocator calls
-  ``allocator``; the rest ``launch`` (host-bound: Python, dispatch, anything else);
+  loading``; inside one-time start-up, ``launch`` (its part ``startup``); inside a synchronising call, or
+  after one that was in progress when the gap began, until the next launch call, ``sync``; inside allocator
+  calls ``allocator``; the rest ``launch`` (host-bound: Python, dispatch, anything else);
 - after R the work was launched and still did not start: ``event wait`` where the launching thread queued
   it behind an event (a ``StreamWaitEvent`` call between the gap's start and the launch), else ``other``
   (launch latency, another stream).
@@ -21,17 +21,38 @@ launch queued (``next_graph``), or that lies in, before or after a step holding 
 prepares each replay's inputs with a few eager kernels), is host-bound all the same, but CUDA graphs are already in place:
 ``idle_launch_graph_ns`` keeps that part of the launch idle apart, so advice does not offer graphs to graphs.
 
+A sync in progress when the gap began holds it until the next launch call starts (the host could not run ahead
+of the GPU: whatever it did next, it did after waiting; the op around the call before it, a ``nonzero`` launching
+its own kernel, is not the sync's), and each gap names the call (``sync_call``: ``item`` for ``.item()``'s ``_local_scalar_dense``,
+``copy`` for a copy to the host, ``synchronize`` for a stream or device synchronisation, ``event`` for an event
+synchronisation; ``sync_name`` the op or call), summed per step as ``idle_sync_<call>_ns``. One-time CUDA
+start-up (the registry's ``start-up`` calls: context and handle creation, module loading; and any runtime call of
+a second or more that does not synchronise: a ``cudaFree(0)`` of seconds, a first launch loading its module, lazy
+init) is part of the launch idle, kept apart as ``idle_startup_ns`` (as ``idle_launch_graph_ns`` is), never
+``allocator``.
+
+A step owns the whole gap between its start (its range's) and its first GPU work: the gap before it is split at
+the step's start, the part after belongs to the step (``leading``), so a DataLoader wait at a step's start is the
+step's data loading, not "between steps". Communication the GPU did not overlap with computation
+(``comm_exposed_ns``: NCCL/RCCL kernels, ``fuseprof.analysis.timeline``) is its own term beside the computation
+(``busy_compute_ns``): a step whose busy time wins (the largest of busy and idle by cause, communication
+counted busy) and is more exposed communication than computation is ``communication-bound``.
+
 The verdict *as traced* (``verdict_as_traced``, the ``traced_<cause>_ns`` columns) reads each gap whole, as a
 reader of the raw trace would and as the labelled traces state their rule: ``sync`` when a synchronising or
 allocator call (``cudaFree`` synchronises the device) is in progress at the gap's start, on any thread;
 ``launch`` when the next work's launch call starts at or after it; else ``other``; per step, the largest of busy
-and the three. It describes the trace as recorded; the split above is what advice reads. Per step (``ProfilerStep#N``,
+(communication counted busy) and the three; a step's leading part lies outside the union of its GPU work and
+counts only where a DataLoader range overlaps it (``data``: ``data-bound``). It describes the trace as recorded; the split above is what advice reads. Per step (``ProfilerStep#N``,
 or the whole window): busy time and idle time by cause; the verdict names the largest. The CPU activity of
 host-bound parts is every CPU op and ``record_function`` range on the launching thread that overlaps
 [gap start, launch), ranked by the time it overlaps.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -43,16 +64,23 @@ from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import rows_named
 
 CAUSES = ("launch", "sync", "data", "alloc", "event", "other")  # the idle_<cause>_ns columns
-_HOST_CAUSE = {"sync": "sync", "data loading": "data", "allocator": "alloc", "event wait": "event"}
+_HOST_CAUSE = {"sync": "sync", "data loading": "data", "start-up": "startup", "allocator": "alloc",
+               "event wait": "event"}
+_STARTUP_NS = 1_000_000_000  # a runtime call this long that does not synchronise is one-time start-up
+SYNC_CALLS = ("item", "copy", "synchronize", "event")  # which call synchronised: the idle_sync_<call>_ns columns
+_ITEM = re.compile(r"^aten::(?:item|_local_scalar_dense)$")
+_COPY = re.compile(r"^aten::(?:copy_|to|_to_copy|cpu|tolist|nonzero|masked_select|unique\w*|repeat_interleave)$"
+                   r"|Memcpy(?!Async)|^cuMemcpy")
 VERDICTS = {"busy_ns": "GPU-bound", "idle_launch_ns": "host-bound", "idle_sync_ns": "sync-bound",
-            "idle_data_ns": "data loading", "idle_alloc_ns": "allocator", "idle_event_ns": "event wait",
+            "idle_data_ns": "data-bound", "idle_alloc_ns": "allocator", "idle_event_ns": "event wait",
             "idle_other_ns": "other idle"}
-TRACED = ("launch", "sync", "other")  # a gap's one cause as traced (the traced_<cause>_ns columns)
+TERMS = (*VERDICTS, "comm_exposed_ns", "busy_compute_ns")  # what ``verdict_of`` reads
+TRACED = ("launch", "sync", "other", "data")  # a gap's one cause as traced (the traced_<cause>_ns columns)
 TRACED_VERDICTS = {"busy_ns": "GPU-bound", "traced_launch_ns": "host-bound", "traced_sync_ns": "sync-bound",
-                   "traced_other_ns": "other idle"}
-_EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "cause_as_traced", "step", "prev_step", "launch_ns", "tid",
-          "next_graph",
-          *(f"idle_{c}_ns" for c in CAUSES)]
+                   "traced_other_ns": "other idle", "traced_data_ns": "data-bound"}
+_EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "cause_as_traced", "step", "prev_step", "leading",
+          "launch_ns", "tid", "next_graph", "sync_call", "sync_name", *(f"idle_{c}_ns" for c in CAUSES),
+          "idle_startup_ns"]
 
 
 def _intervals(rows: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.ndarray]:
@@ -63,51 +91,121 @@ def _intervals(rows: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.n
     return merge(start, start + rows["dur_ns"].to_numpy(np.int64))
 
 
-def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry) -> pd.DataFrame:
-    """One row per idle gap of the GPU: start, end, length, its time by cause (``idle_<cause>_ns``), its
-    largest cause, the next event's step, launch start and launching thread, and whether a graph launch queued
-    it (``next_graph``)."""
+def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry,
+              steps: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per idle gap of the GPU (split at a step's start, ``steps``: the iterations' ``name`` and
+    ``start_ns``): start, end, length, its time by cause (``idle_<cause>_ns``, ``idle_startup_ns`` a part of the
+    launch idle), its largest cause, the next event's step, launch start and launching thread, whether a graph
+    launch queued it (``next_graph``), whether it leads its step (``leading``) and the synchronising call before
+    its launch (``sync_call``, ``sync_name``)."""
     order = np.argsort(events["start_ns"].to_numpy(np.int64), kind="stable")  # positions, not a sorted frame of
     start = events["start_ns"].to_numpy(np.int64)[order]  # forty columns: the four read are taken at those alone
     end = start + events["dur_ns"].to_numpy(np.int64)[order]
     firsts = runs(start, end)  # the stretches of work, as ``merge`` makes them, each one's events together
-    if firsts.size < 2:
+    if firsts.size < 1:
         return pd.DataFrame(columns=_EMPTY)
     s, e = start[firsts], np.maximum.reduceat(end, firsts)
-    nxt = order[firsts[1:]]  # the first event of each stretch after a gap
+    nxt = order[firsts]  # the first event of each stretch (after a gap, but the first)
     block = np.repeat(np.arange(firsts.size), np.diff(np.append(firsts, start.size)))  # each event's stretch
     ends_last = np.flatnonzero(end == e[block])  # the events that end each stretch
     last = ends_last[np.unique(block[ends_last], return_index=True)[1]]  # the first of them
-    prev = order[last[:-1]]
+    # the first stretch's step owns the time from its start to that work, as if the GPU's work before it ended there
+    first_step = events["profiler_step"].iloc[nxt[0]]
+    begun = _begins(steps).get(first_step, s[0]) if not pd.isna(first_step) else s[0]
+    prev = np.concatenate([[nxt[0]], order[last[:-1]]])
+    gap_starts = np.concatenate([[min(int(begun), int(s[0]))], e[:-1]])
 
     def at(column: str, rows: np.ndarray) -> np.ndarray:
         return events[column].iloc[rows].to_numpy()
 
-    gaps = pd.DataFrame({"gap_start_ns": e[:-1], "gap_end_ns": s[1:], "idle_ns": s[1:] - e[:-1],
-                         "step": at("profiler_step", nxt), "prev_step": at("profiler_step", prev),
-                         "launch_ns": at("launch_start_ns", nxt), "tid": at("tid", nxt),
-                         "next_graph": is_graph_launch(events["launch_api"].iloc[nxt]).to_numpy(bool)})
+    gaps = _at_step_starts(pd.DataFrame({
+        "gap_start_ns": gap_starts, "gap_end_ns": s, "step": at("profiler_step", nxt),
+        "prev_step": at("profiler_step", prev), "launch_ns": at("launch_start_ns", nxt),
+        "launch_dur_ns": at("launch_dur_ns", nxt), "tid": at("tid", nxt),
+        "next_graph": is_graph_launch(events["launch_api"].iloc[nxt]).to_numpy(bool)}), steps)
+    gaps = gaps[gaps["gap_end_ns"] > gaps["gap_start_ns"]].reset_index(drop=True)
+    if gaps.empty:
+        return pd.DataFrame(columns=_EMPTY)
     gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
     launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
     # the host is busy until its launch call returns: the call's own time is the host's, not the GPU's latency
-    returned = launch + pd.array(at("launch_dur_ns", nxt), dtype="Int64").fillna(0)
+    returned = launch + gaps.pop("launch_dur_ns").astype("Int64").fillna(0)
     split = np.where(launch.isna().to_numpy(), gs, np.clip(returned.fillna(0).to_numpy(np.int64), gs, ge))
-    parts = {c: np.zeros(len(gaps), np.int64) for c in CAUSES}
-    calls: dict[str, pd.DataFrame] = {c.cause: rows_named(tables.launches, c.calls)
-                                      for c in registry.host_causes if c.calls}
-    ranges: dict[str, pd.DataFrame] = {c.cause: rows_named(tables.annotations, c.ranges)
-                                       for c in registry.host_causes if c.ranges}
-    named = (calls, ranges)
+    called = np.clip(launch.fillna(0).to_numpy(np.int64), gs, split)  # where the launch call began, in the gap
+    parts = {c: np.zeros(len(gaps), np.int64) for c in (*CAUSES, "startup")}
+    sync_call, sync_name = np.full(len(gaps), "", object), np.full(len(gaps), "", object)
+    named = _named(tables, registry)
     for tid in pd.unique(gaps["tid"].astype(object)):
         mine = (gaps["tid"].astype(object) == tid).to_numpy() if tid is not None and not pd.isna(tid) else \
             gaps["tid"].isna().to_numpy()
         thread = None if tid is None or pd.isna(tid) else tid
-        _split_gaps(parts, mine, gs, ge, split, named, tables, registry, thread)
+        window = (gs[mine], ge[mine], split[mine], called[mine])
+        sync_call[mine], sync_name[mine] = _split_gaps(parts, mine, window, named, tables, registry, thread)
     for cause, values in parts.items():
         gaps[f"idle_{cause}_ns"] = values
-    gaps["cause"] = np.array(CAUSES)[np.argmax(np.vstack([parts[c] for c in CAUSES]), axis=0)]
-    gaps["cause_as_traced"] = _whole_gap_causes(gs, launch, tables, registry)
-    return gaps
+    gaps["sync_call"], gaps["sync_name"] = np.where(parts["sync"] > 0, sync_call, ""), np.where(parts["sync"] > 0,
+                                                                                               sync_name, "")
+    names = np.array([*CAUSES, "startup"])
+    largest = np.vstack([parts[c] - (parts["startup"] if c == "launch" else 0) for c in names])
+    gaps["cause"] = names[np.argmax(largest, axis=0)]
+    traced = _whole_gap_causes(gs, launch, tables, registry)
+    data = named[1].get("data loading")
+    if data is not None and len(data):  # a leading part outside the step's GPU work: data, or not read at all
+        spans = _intervals(data, None)
+        lead = gaps["leading"].to_numpy(bool)
+        traced = np.where(lead, np.where(covered_ns(spans, gs, ge) > 0, "data", "lead"), traced)
+    else:
+        traced = np.where(gaps["leading"].to_numpy(bool), "lead", traced)
+    gaps["cause_as_traced"] = traced
+    return gaps[_EMPTY]
+
+
+def _at_step_starts(gaps: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFrame:
+    """The gaps before a step's first GPU work split at the step's start: the part after it is the step's
+    (``leading``, ``prev_step`` the step itself), the part before stays between steps."""
+    gaps["leading"] = np.arange(len(gaps)) == 0  # the time before the first GPU work (``idle_gaps``)
+    gaps["idle_ns"] = gaps["gap_end_ns"] - gaps["gap_start_ns"]
+    if steps is None or steps.empty or not gaps["step"].notna().any():
+        return gaps
+    first = gaps["step"].astype(object).map(_begins(steps)).astype("Int64")
+    crossing = (gaps["step"].astype(object) != gaps["prev_step"].astype(object)).to_numpy(bool) & \
+        first.notna().to_numpy() & (first.fillna(0).to_numpy(np.int64) < gaps["gap_end_ns"].to_numpy(np.int64))
+    if not crossing.any():
+        return gaps
+    at = first.fillna(0).to_numpy(np.int64)
+    inside = crossing & (at <= gaps["gap_start_ns"].to_numpy(np.int64))  # the step began before the gap did
+    before = gaps[crossing & ~inside].copy()
+    before["gap_end_ns"] = at[crossing & ~inside]
+    # its next work is the step's: the host had launched nothing by its end
+    before["launch_ns"], before["launch_dur_ns"] = before["gap_end_ns"], 0
+    after = gaps.copy()
+    after.loc[crossing & ~inside, "gap_start_ns"] = at[crossing & ~inside]
+    after.loc[crossing, "prev_step"] = after.loc[crossing, "step"]
+    after.loc[crossing, "leading"] = True
+    out = pd.concat([before, after]).sort_values(["gap_start_ns", "gap_end_ns"], kind="stable")
+    out["idle_ns"] = out["gap_end_ns"] - out["gap_start_ns"]
+    return out.reset_index(drop=True)
+
+
+def _begins(steps: pd.DataFrame | None) -> dict[object, int]:
+    """Each step's start (its range's), by name."""
+    if steps is None or steps.empty:
+        return {}
+    return {k: int(v) for k, v in steps.groupby("name")["start_ns"].min().items()}
+
+
+def _named(tables: TraceTables, registry: Registry) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Each host cause's launch calls and ranges; start-up's calls with every call of ``_STARTUP_NS`` or more
+    that does not synchronise (no runtime call takes a second in a steady loop unless it waits for the GPU)."""
+    calls: dict[str, pd.DataFrame] = {c.cause: rows_named(tables.launches, c.calls)
+                                      for c in registry.host_causes if c.calls}
+    ranges: dict[str, pd.DataFrame] = {c.cause: rows_named(tables.annotations, c.ranges)
+                                       for c in registry.host_causes if c.ranges}
+    if "start-up" in calls:
+        waits = calls["sync"].index if "sync" in calls else tables.launches.index[:0]
+        long = tables.launches.index[(tables.launches["dur_ns"].to_numpy(np.int64) >= _STARTUP_NS)].difference(waits)
+        calls["start-up"] = tables.launches.loc[calls["start-up"].index.union(long)]
+    return calls, ranges
 
 
 def _whole_gap_causes(gs: np.ndarray, launch: pd.Series, tables: TraceTables, registry: Registry) -> np.ndarray:
@@ -120,30 +218,37 @@ def _whole_gap_causes(gs: np.ndarray, launch: pd.Series, tables: TraceTables, re
     return np.where(syncing, "sync", np.where(launched_after, "launch", "other"))
 
 
-def _split_gaps(parts: dict[str, np.ndarray], mine: np.ndarray, gs: np.ndarray, ge: np.ndarray, split: np.ndarray,
+def _split_gaps(parts: dict[str, np.ndarray], mine: np.ndarray, window: tuple[np.ndarray, ...],
                 named: tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]], tables: TraceTables,
-                registry: Registry, tid: object | None) -> None:
+                registry: Registry, tid: object | None) -> tuple[np.ndarray, np.ndarray]:
     """The causes of the gaps whose next work one thread launched (the module docstring), into ``parts``;
-    ``named``: each host cause's launch calls and ranges (``_named``)."""
-    g0, g1, at = gs[mine], ge[mine], split[mine]
-    before = at - g0
+    ``window``: the gaps' starts, ends, launch returns and launch starts; ``named``: each host cause's launch calls
+    and ranges (``_named``). Each cause takes its part of [start, launch return) in the registry's order, none
+    what an earlier one took. Returns each gap's synchronising call (kind, name)."""
+    g0, g1, at, called = window
     calls = {cause: _intervals(rows, tid) for cause, rows in named[0].items()}
     ranges = {cause: _intervals(rows, tid) for cause, rows in named[1].items()}
-    if "sync" in calls:  # the op that synchronised (.item(), .cpu()), not only its call: the host time it costs
-        calls["sync"] = _with_enclosing_ops(calls["sync"], tables.ops, tid)
-    remaining = before
+    kinds, names = np.full(g0.size, "", object), np.full(g0.size, "", object)
+    if "sync" in calls:
+        kinds, names = _which_sync(_sync_calls(named[0]["sync"], tables.ops, tid), g0, at)
+        spans = calls["sync"]
+        # a sync in progress when the GPU fell idle holds the host until the next launch call begins
+        waited = np.searchsorted(spans[0], g0, side="right") - 1
+        held = (waited >= 0) & (spans[1][np.maximum(waited, 0)] > g0) if spans[0].size else np.zeros(g0.size, bool)
+        calls["sync"] = merge(np.concatenate([spans[0], g0[held]]), np.concatenate([spans[1], called[held]]))
+    taken = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     for host in registry.host_causes:
         cause = _HOST_CAUSE[host.cause]
-        if cause == "event":
+        found = [x for x in (calls.get(host.cause), ranges.get(host.cause)) if x is not None]
+        if cause == "event" or not found:
             continue
-        spans = [x for x in (calls.get(host.cause), ranges.get(host.cause)) if x is not None]
-        if not spans:
-            continue
-        joined = merge(np.concatenate([x[0] for x in spans]), np.concatenate([x[1] for x in spans]))
-        taken = np.minimum(covered_ns(joined, g0, at), remaining)
-        parts[cause][mine] += taken
-        remaining = remaining - taken
-    parts["launch"][mine] += remaining
+        joined = merge(np.concatenate([taken[0], *(x[0] for x in found)]),
+                       np.concatenate([taken[1], *(x[1] for x in found)]))
+        part = covered_ns(joined, g0, at) - covered_ns(taken, g0, at)
+        parts["launch" if cause == "startup" else cause][mine] += part  # start-up: a part of the launch idle
+        parts[cause][mine] += part if cause == "startup" else 0
+        taken = joined
+    parts["launch"][mine] += (at - g0) - covered_ns(taken, g0, at)
     waits = calls.get("event wait")
     after = g1 - at
     if waits is not None and waits[0].size:
@@ -152,47 +257,92 @@ def _split_gaps(parts: dict[str, np.ndarray], mine: np.ndarray, gs: np.ndarray, 
         queued = np.zeros(len(g0), bool)
     parts["event"][mine] += np.where(queued, after, 0)
     parts["other"][mine] += np.where(queued, 0, after)
+    return kinds, names
+
+
+def _sync_calls(rows: pd.DataFrame, ops: pd.DataFrame, tid: object | None) -> dict[str, np.ndarray]:
+    """The thread's synchronising calls by start: their own spans (``start``, ``end``), those joined with the
+    outermost op around each (``lo``, ``hi``: ``.item()``'s, ``.cpu()``'s: the host time a sync costs), which
+    call each is (``kind``, ``SYNC_CALLS``) and its op's or its own ``name``."""
+    if tid is not None:
+        rows = rows[rows["tid"].astype(str) == str(tid)]
+    rows = rows.sort_values("start_ns", kind="stable")
+    start = rows["start_ns"].to_numpy(np.int64)
+    end = start + rows["dur_ns"].to_numpy(np.int64)
+    top_start, top_end, top_name = _outermost(ops, tid)
+    k = np.maximum(np.searchsorted(top_start, start, side="right") - 1, 0)
+    inside = (np.searchsorted(top_start, start, side="right") > 0) & (top_end[k] >= end) if top_start.size else \
+        np.zeros(start.size, bool)
+    op = np.where(inside, top_name[k], "") if top_start.size else np.full(start.size, "", object)
+    own = rows["name"].astype(str).to_numpy(object)
+    return {"start": start, "end": end, "lo": np.where(inside, top_start[k], start) if top_start.size else start,
+            "hi": np.where(inside, top_end[k], end) if top_start.size else end, "name": np.where(inside, op, own),
+            "kind": np.array([_call_kind(o, c) for o, c in zip(op.tolist(), own.tolist())], dtype=object)}
+
+
+def _which_sync(found: dict[str, np.ndarray], g0: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap, the synchronising call of its host part: the last that began before its launch and ended after
+    its start (``kind``, ``name``; empty where none)."""
+    if not found["start"].size:
+        return np.full(g0.size, "", object), np.full(g0.size, "", object)
+    last = np.searchsorted(found["start"], at, side="left") - 1
+    pick = np.maximum(last, 0)
+    hit = (last >= 0) & (found["end"][pick] > g0)
+    return np.where(hit, found["kind"][pick], ""), np.where(hit, found["name"][pick], "")
+
+
+def _call_kind(op: str, call: str) -> str:
+    """Which call synchronised (``SYNC_CALLS``): by the op around it where that says (.item(), a copy to the
+    host), else by the call."""
+    if _ITEM.search(op):
+        return "item"
+    if _COPY.search(op) or (not op and _COPY.search(call)):
+        return "copy"
+    return "event" if "Event" in call else "copy" if _COPY.search(call) else "synchronize"
+
+
+def _outermost(ops: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The thread's outermost CPU ops (none around them): starts (sorted), ends, names."""
+    mine = ops if tid is None else ops[ops["tid"].astype(str) == str(tid)]
+    order = np.argsort(mine["start_ns"].to_numpy(np.int64), kind="stable")
+    start = mine["start_ns"].to_numpy(np.int64)[order]
+    end = (mine["start_ns"] + mine["dur_ns"]).to_numpy(np.int64)[order]
+    name = mine["name"].astype(str).to_numpy(object)[order]
+    if not start.size:
+        return start, end, name
+    top = start >= np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(end)[:-1]])
+    return start[top], end[top], name[top]
 
 
 def sync_spans(tables: TraceTables, registry: Registry, tid: object) -> tuple[np.ndarray, np.ndarray]:
     """The host time synchronisations cost on one thread: the registry's sync calls, each joined with the
     outermost CPU op around it (``.item()``'s, ``.cpu()``'s), as merged intervals."""
     patterns = [c.calls for c in registry.host_causes if c.cause == "sync" and c.calls]
-    return _with_enclosing_ops(_intervals(rows_named(tables.launches, *patterns), tid), tables.ops, tid)
-
-
-def _with_enclosing_ops(spans: tuple[np.ndarray, np.ndarray], ops: pd.DataFrame, tid: object | None
-                        ) -> tuple[np.ndarray, np.ndarray]:
-    """The calls' intervals joined with those of the outermost CPU op around each (on the thread)."""
-    mine = ops if tid is None else ops[ops["tid"].astype(str) == str(tid)]
-    start = np.sort(mine["start_ns"].to_numpy(np.int64))
-    end = (mine["start_ns"] + mine["dur_ns"]).to_numpy(np.int64)[np.argsort(mine["start_ns"].to_numpy(np.int64),
-                                                                              kind="stable")]
-    if not start.size or not spans[0].size:
-        return spans
-    top = start >= np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(end)[:-1]])  # outermost ops
-    top_start, top_end = start[top], end[top]
-    at = np.searchsorted(top_start, spans[0], side="right") - 1
-    inside = (at >= 0) & (top_end[np.maximum(at, 0)] >= spans[1])
-    return merge(np.concatenate([spans[0], top_start[at[inside]]]), np.concatenate([spans[1], top_end[at[inside]]]))
+    found = _sync_calls(rows_named(tables.launches, *patterns), tables.ops, tid)
+    return merge(found["lo"], found["hi"])
 
 
 def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
-    """Per profiler step (or the whole window, 'all'): busy, idle by cause, the verdict, and the part of the
-    launch idle before graph replays (``idle_launch_graph_ns``: not a verdict's cause, a share of ``launch``)."""
+    """Per profiler step (or the whole window, 'all'): its span (its leading part included), busy, computation
+    and exposed communication, idle by cause, by synchronising call and the parts of the launch idle that are no
+    verdict's cause (``idle_launch_graph_ns`` before graph replays, ``idle_startup_ns``), and the verdicts."""
     from fuseprof.analysis.timeline import breakdown, breakdowns
 
     has_steps = events["profiler_step"].notna().any()
     groups = breakdowns(events, "profiler_step") if has_steps else [("all", breakdown(events))]
-    # a step's gaps lie inside its span: both ends are its own work
+    # a step's gaps lie inside its span (both ends its own work) or lead it (after its start)
     inside = (gaps["step"].astype(object) == gaps["prev_step"].astype(object)).to_numpy(bool) if has_steps else \
         np.ones(len(gaps), bool)
     # summed per step as lists (a step's few gaps; a frame's filter and grouping cost a millisecond each)
-    idle = {c: gaps[f"idle_{c}_ns"].to_numpy(np.int64) for c in CAUSES}
-    idle["launch_graph"] = np.where(_graphed(events, gaps, has_steps), idle["launch"], 0)
+    idle = {c: gaps[f"idle_{c}_ns"].to_numpy(np.int64) for c in (*CAUSES, "startup")}
+    idle["launch_graph"] = np.where(_graphed(events, gaps, has_steps), idle["launch"] - idle["startup"], 0)
+    calls = gaps["sync_call"].to_numpy(object)
+    for call in SYNC_CALLS:
+        idle[f"sync_{call}"] = np.where(calls == call, idle["sync"], 0)
     whole = gaps["cause_as_traced"].to_numpy(object)
     for cause in TRACED:
         idle[f"traced_{cause}"] = np.where(whole == cause, gaps["idle_ns"].to_numpy(np.int64), 0)
+    idle["leading"] = np.where(gaps["leading"].to_numpy(bool), gaps["idle_ns"].to_numpy(np.int64), 0)
     keys = gaps["step"].astype(object).to_numpy() if has_steps else np.full(len(gaps), "all", dtype=object)
     by_step: dict[object, dict[str, int]] = {}
     for position in np.flatnonzero(inside).tolist():
@@ -202,12 +352,15 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
                 totals[cause] += int(values[position])
     rows = []
     for step, totals in groups:
-        rows.append(_verdict({"step": step, "span_ns": totals["span_ns"], "busy_ns": totals["busy_ns"]},
-                             by_step.get(step, {})))
+        mine = by_step.get(step, {})
+        rows.append(_verdict({"step": step, "span_ns": totals["span_ns"] + mine.get("leading", 0),
+                              "busy_ns": totals["busy_ns"], "comm_exposed_ns": totals["exposed_communication_ns"]},
+                             mine))
     between = ~inside
     if between.any():
         rows.append(_verdict({"step": "(between steps)", "span_ns": int(gaps["idle_ns"].to_numpy(np.int64)[between].sum()),
-                              "busy_ns": 0}, {c: int(values[between].sum()) for c, values in idle.items()}))
+                              "busy_ns": 0, "comm_exposed_ns": 0},
+                             {c: int(values[between].sum()) for c, values in idle.items()}))
     return pd.DataFrame(rows)
 
 
@@ -224,13 +377,24 @@ def _graphed(events: pd.DataFrame, gaps: pd.DataFrame, has_steps: bool) -> np.nd
 
 
 def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
-    for cause in (*CAUSES, "launch_graph"):
+    row["busy_compute_ns"] = int(row["busy_ns"]) - int(row["comm_exposed_ns"])  # type: ignore[call-overload]
+    for cause in (*CAUSES, "launch_graph", "startup", *(f"sync_{c}" for c in SYNC_CALLS)):
         row[f"idle_{cause}_ns"] = int(idle.get(cause, 0))
-    row["verdict"] = VERDICTS[max(VERDICTS, key=lambda k: int(row[k]))]  # type: ignore[call-overload]
+    row["verdict"] = verdict_of(row)
     for cause in TRACED:
         row[f"traced_{cause}_ns"] = int(idle.get(f"traced_{cause}", 0))
     row["verdict_as_traced"] = TRACED_VERDICTS[max(TRACED_VERDICTS, key=lambda k: int(row[k]))]  # type: ignore[call-overload]
     return row
+
+
+def verdict_of(row: Mapping[str, object]) -> str:
+    """The verdict of a step, a window or a sum of them (``TERMS``; one the row lacks is 0): the largest of busy
+    and idle by cause (``VERDICTS``), busy named ``communication-bound`` where the communication the GPU did not
+    overlap is more of it than the computation."""
+    values = {k: float(row.get(k, 0) or 0) for k in TERMS}  # type: ignore[arg-type]
+    verdict = VERDICTS[max(VERDICTS, key=lambda k: values[k])]
+    communication = verdict == "GPU-bound" and values["comm_exposed_ns"] > values["busy_compute_ns"]
+    return "communication-bound" if communication else verdict
 
 
 def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFrame, top: int = 10) -> pd.DataFrame:

@@ -228,11 +228,13 @@ class CatalogueEntry:
 @dataclass(frozen=True)
 class HostCause:
     """What a host call or range means for an idle GPU (``fuseprof.analysis.idle``): ``cause`` (``sync``: the
-    host blocked on the GPU; ``data loading``: it waited for input; ``allocator``: it allocated or freed device
-    memory; ``event wait``: it queued the next work behind an event) for runtime/driver calls matching
-    ``calls`` or user annotations matching ``ranges`` (regular expressions, searched)."""
+    host blocked on the GPU; ``data loading``: it waited for input; ``start-up``: it did one-time CUDA start-up
+    (context, handles, module loading; any call of a second or more that does not wait for the GPU as well);
+    ``allocator``: it allocated or freed device memory; ``event wait``: it queued the next work behind an event)
+    for runtime/driver calls matching ``calls`` or user annotations matching ``ranges`` (regular expressions,
+    searched)."""
 
-    cause: Literal["sync", "data loading", "allocator", "event wait"]
+    cause: Literal["sync", "data loading", "start-up", "allocator", "event wait"]
     calls: str = ""
     ranges: str = ""
 

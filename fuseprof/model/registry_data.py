@@ -394,7 +394,12 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
 )
 # What the host's calls and ranges mean while the GPU is idle (fuseprof.analysis.idle), in priority order
 HOST_CAUSES: tuple[HostCause, ...] = (
-    HostCause("data loading", ranges=r"^enumerate\(DataLoader\)|DataLoader\w*Iter"),
+    HostCause("data loading", ranges=r"^enumerate\(DataLoader\)|DataLoader\w*Iter|^DataLoader\.__next__"),
+    # one-time: context and handle creation, device queries, module and library loading (any call of a second or
+    # more that does not wait for the GPU is start-up too, a cudaFree(0) or a first launch: fuseprof.analysis.idle)
+    HostCause("start-up", calls=r"^(?:cu|hip)(?:Init|ModuleLoad\w*|LibraryLoad\w*|DevicePrimaryCtx\w*|CtxCreate\w*)$"
+                                r"|^(?:cuda|hip)(?:GetDeviceCount|DriverGetVersion|RuntimeGetVersion|GetDeviceProperties"
+                                r"\w*|StreamCreate\w*|DeviceGetStreamPriorityRange)$"),
     # what .item() and .cpu() do: a blocking copy, or a synchronisation
     HostCause("sync", calls=r"Synchronize|^(?:cuda|hip)Memcpy(?:WithStream)?$|^cuMemcpy[DH]to[DH](?:_v2)?$"),
     HostCause("allocator", calls=r"^(?:cuda|hip)(?:Malloc|Free)\w*$|^cuMem(?:Alloc|Free)\w*$"),

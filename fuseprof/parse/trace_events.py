@@ -110,6 +110,10 @@ _PHASES = frozenset("BEXiICbnestfPNODMVvRc()")
 # does not read is work missing from every table, not an event of no interest
 _CORRELATION = b'"correlation"'
 _OLD_EXTERNAL_ID = b'"external id"'
+# PyTorch 1.8's Kineto wrote these keys so (today's: "External id", "Input Dims")
+_OLD_KEYS = ((_OLD_EXTERNAL_ID, b'"External id"'), (b'"Input dims"', b'"Input Dims"'))
+# record_function ranges PyTorch 1.8 wrote as ops (category "Operator"): today's user annotations
+_OLD_RANGES = re.compile(r"ProfilerStep#\d+$|enumerate\(DataLoader\)|DataLoader\.__next__|Optimizer\.(?:step|zero_grad)#")
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -278,8 +282,14 @@ def _decode_all_args(events: list[_Event], kind: type, path: Path) -> list[Any]:
     if not events:
         return []
     joined = b",".join(e.args for e in events)
-    old_id = _OLD_EXTERNAL_ID in joined  # PyTorch 1.8's Kineto wrote the key in lower case
-    text = b"[" + (joined.replace(_OLD_EXTERNAL_ID, b'"External id"') if old_id else joined) + b"]"
+    old = [(key, new) for key, new in _OLD_KEYS if key in joined]  # PyTorch 1.8's Kineto's spelling
+
+    def today(raw: bytes) -> bytes:
+        for key, new in old:
+            raw = raw.replace(key, new)
+        return raw
+
+    text = b"[" + today(joined) + b"]"
     shared = _ARGS_SHARING.decode(text) if kind is _Args else None
     if shared is not None:
         return shared
@@ -288,10 +298,8 @@ def _decode_all_args(events: list[_Event], kind: type, path: Path) -> list[Any]:
     except (RecursionError, msgspec.ValidationError, msgspec.DecodeError):
         pass
     dropped: dict[str, int] = {}
-    if old_id:
-        events = [msgspec.structs.replace(e, args=msgspec.Raw(bytes(e.args).replace(_OLD_EXTERNAL_ID,
-                                                                                       b'"External id"')))
-                  for e in events]
+    if old:
+        events = [msgspec.structs.replace(e, args=msgspec.Raw(today(bytes(e.args)))) for e in events]
     decoded = [_decode_args(e, _ONE[kind], kind, dropped) for e in events]
     if dropped:
         said = ", ".join(f"{key} ×{n:,}" for key, n in sorted(dropped.items()))
@@ -681,6 +689,8 @@ def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
         kind = kind_of.get(e.cat)
         if kind is None:
             kind = kind_of[e.cat] = _kind(category(e.cat))
+        if kind == "ops" and e.cat == "Operator" and _OLD_RANGES.match(e.name):
+            kind = "annotations"
         if kind == "python function":
             by_kind["modules" if e.name.startswith("nn.Module: ") else "frames"].append(e)
         elif kind == "other":

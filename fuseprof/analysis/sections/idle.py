@@ -11,7 +11,7 @@ from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
-    gaps = idle_gaps(context.events, context.tables, context.registry)
+    gaps = idle_gaps(context.events, context.tables, context.registry, context.iterations.ranges)
     return {"idle": idle_by_step(context.events, gaps), "idle_host": host_activity(gaps, context.tables, context.iterations.ranges)}
 
 

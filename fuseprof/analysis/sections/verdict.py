@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from fuseprof.analysis.idle import TRACED_VERDICTS, VERDICTS
+from fuseprof.analysis.cause_advice import cause_rows, graphs_after_syncs, sync_why
+from fuseprof.analysis.idle import TERMS, TRACED_VERDICTS, verdict_of
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
@@ -15,8 +16,8 @@ def bound(idle: pd.DataFrame) -> str:
     """What bounds the window: the largest of busy time and idle time by cause, summed over its steps."""
     if idle.empty:
         return "unknown"
-    totals = {k: float(idle[k].sum()) for k in VERDICTS}
-    return VERDICTS[max(totals, key=lambda k: totals[k])]
+    totals = {k: float(idle[k].sum()) for k in TERMS if k in idle}
+    return verdict_of(totals)
 
 
 def bound_as_traced(idle: pd.DataFrame) -> str:
@@ -40,23 +41,23 @@ def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, sp
     if not idle.empty:
         before_graphs = float(idle["idle_launch_graph_ns"].sum())
         rows.append({"what": "close the host-bound gaps (CUDA graphs, torch.compile mode='reduce-overhead')",
-                     "saving_ns": float(idle["idle_launch_ns"].sum()) - before_graphs,
+                     "saving_ns": float(idle["idle_launch_ns"].sum() - idle["idle_startup_ns"].sum()) - before_graphs,
                      "why": "the GPU waited for the next launch"})
         rows.append({"what": "shorten the host's work between graph replays (scheduling, sampling, input copies)",
                      "saving_ns": before_graphs,
                      "why": "the GPU waited for the next graph launch: the work is already CUDA graphs"})
         rows.append({"what": "remove synchronisations (.item(), .cpu(), cudaStreamSynchronize)",
-                     "saving_ns": float(idle["idle_sync_ns"].sum()),
-                     "why": "the host waited for the GPU, then had to launch again"})
+                     "saving_ns": float(idle["idle_sync_ns"].sum()), "why": sync_why(idle)})
         rows.append({"what": "overlap data loading with the GPU (DataLoader num_workers, pin_memory, prefetch)",
                      "saving_ns": float(idle["idle_data_ns"].sum()), "why": "the GPU waited for the next batch"})
         rows.append({"what": "keep allocations out of the step (the caching allocator's warm pool, CUDA graphs)",
                      "saving_ns": float(idle["idle_alloc_ns"].sum()), "why": "the host sat in cudaMalloc/cudaFree"})
+        rows.extend(cause_rows(idle))
     for _, r in slow.iterrows() if not slow.empty else []:
         rows.append({"what": f"tune {r['signature'][:120]}", "saving_ns": r["time_ns"] * (1 - r["pct_of_roof"] / 100),
                      "why": f"at {r['pct_of_roof']:.1f}% of its roof"})
     frame = pd.DataFrame(rows, columns=["what", "saving_ns", "why"])
-    frame = frame[frame["saving_ns"] > 0].sort_values("saving_ns", ascending=False).head(n)
+    frame = graphs_after_syncs(frame[frame["saving_ns"] > 0].sort_values("saving_ns", ascending=False), idle).head(n)
     return frame.assign(share_of_span_pct=100 * frame["saving_ns"] / span_ns if span_ns else float("nan"))
 
 

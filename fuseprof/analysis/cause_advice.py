@@ -1,0 +1,64 @@
+"""What the idle section's newer causes advise (``fuseprof.analysis.idle``): which calls the syncs were, one-time
+start-up and exposed communication as rows of "worth doing", and CUDA graphs kept below the syncs they cannot hold.
+
+A CUDA graph cannot capture a step that reads a value back on the host (``.item()``, a copy to the host, a
+data-dependent shape such as ``nonzero``): where the steps' sync idle holds such calls, graphs come only after the
+syncs are gone, so their row is never ranked above "remove synchronisations".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from fuseprof.analysis.idle import SYNC_CALLS
+
+GRAPHS = "close the host-bound gaps"  # how the worth-doing rows these rules move begin (sections/verdict.py)
+SYNCS = "remove synchronisations"
+_SAID = {"item": ".item()", "copy": "copies to the host (.cpu(), .tolist(), nonzero)",
+         "synchronize": "stream/device synchronize", "event": "event synchronize"}
+_NO_GRAPH = ("item", "copy")  # the calls a CUDA graph cannot hold
+
+
+def _steps(idle: pd.DataFrame) -> pd.DataFrame:
+    return idle[idle["step"].astype(str) != "(between steps)"] if len(idle) > 1 else idle
+
+
+def sync_why(idle: pd.DataFrame) -> str:
+    """The sync row's why: which calls the host waited in, each with its idle (µs), largest first."""
+    totals = {c: float(idle[f"idle_sync_{c}_ns"].sum()) for c in SYNC_CALLS if f"idle_sync_{c}_ns" in idle}
+    named = [f"{_SAID[c]} {v / 1e3:,.1f} µs" for c, v in sorted(totals.items(), key=lambda kv: -kv[1]) if v > 0]
+    return "the host waited for the GPU" + (f" in {', '.join(named)}" if named else "") + ", then had to launch again"
+
+
+def cause_rows(idle: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows for "worth doing": one-time start-up in the window (profile past it) and the communication the GPU
+    did not overlap with computation."""
+    rows = []
+    startup = float(idle["idle_startup_ns"].sum()) if "idle_startup_ns" in idle else 0.0
+    rows.append({"what": "profile past one-time start-up (torch.profiler.schedule wait/warmup steps)",
+                 "saving_ns": startup, "gpu_saving_ns": float("nan"),
+                 "why": "CUDA context, handles and module loading in the window: paid once, not per step"})
+    exposed = float(_steps(idle)["comm_exposed_ns"].sum()) if "comm_exposed_ns" in idle else 0.0
+    rows.append({"what": "overlap communication with computation (DDP buckets, async collectives; check for a "
+                         "late rank)", "saving_ns": exposed, "gpu_saving_ns": exposed,
+                 "why": "NCCL/RCCL kernels ran with no computation beside them"})
+    return rows
+
+
+def graphs_after_syncs(frame: pd.DataFrame, idle: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (ranked worth-doing rows) with the CUDA-graph row moved just below the sync row where the steps'
+    syncs include calls a graph cannot hold, its why saying so."""
+    steps = _steps(idle)
+    blocking = sum(float(steps[f"idle_sync_{c}_ns"].sum()) for c in _NO_GRAPH if f"idle_sync_{c}_ns" in steps)
+    what = frame["what"].astype(str)
+    graphs, syncs = frame.index[what.str.startswith(GRAPHS)], frame.index[what.str.startswith(SYNCS)]
+    if blocking <= 0 or graphs.empty or syncs.empty:
+        return frame
+    order = [i for i in frame.index if i != graphs[0]]
+    order.insert(order.index(syncs[0]) + 1, graphs[0])
+    out = frame.loc[order].copy()
+    out.loc[graphs[0], "why"] = f"{out.loc[graphs[0], 'why']}; a CUDA graph cannot hold .item() or a copy to the " \
+                                "host: remove the syncs first"
+    return out
