@@ -19,6 +19,7 @@ from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
 from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
 from fuseprof.analysis.sections import trace_sections
+from fuseprof.analysis.sections.verdict import headline
 from fuseprof.analysis.timeline import timeline_windows, window_events
 from fuseprof.commands.dashboard import REGISTRY_ENV
 from fuseprof.display import human_units, md_text
@@ -42,15 +43,13 @@ def analysis(trace: str, ceilings: str | None, registry: str | None, top: int) -
 
 
 def _verdict(result: TraceAnalysis) -> None:
-    """The verdict section in a line: what bounds the run and the first thing worth doing (the section itself,
-    with its tables, is one choice away)."""
-    verdict, worth = result.frames.get("verdict", pd.DataFrame()), result.frames.get("worth_doing", pd.DataFrame())
+    """The verdict box: the bound without the profiler and as traced, where the time goes, and the first advice
+    with its one saving (``fuseprof.analysis.sections.verdict.headline``: the words the report and the terminal
+    print; the section itself, with its tables, is one choice away)."""
+    verdict = result.frames.get("verdict", pd.DataFrame())
     if verdict.empty:
         return
-    first = (f"; worth doing first: {md_text(worth['what'].iloc[0])} (saves {worth['saving_ns'].iloc[0] / 1e3:,.1f} µs)"
-             if not worth.empty else "")
-    st.markdown(f"**{md_text(verdict['bound'].iloc[0])}**: GPU busy {verdict['busy_pct'].iloc[0]:.1f}% of the "
-                f"span{first}")
+    st.markdown(md_text(headline(verdict)))
 
 
 @st.cache_resource(max_entries=32)  # a new tab's first chart, built once (0.1-0.2 s of it on this machine)

@@ -17,12 +17,14 @@ import gzip
 import html
 import re
 from datetime import datetime, timezone
+from typing import Any
 
 import pandas as pd
 
 from fuseprof import figures
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.sections import build_across, table_spec
+from fuseprof.analysis.sections.verdict import headline
 from fuseprof.commands.render import clean_text
 from fuseprof.display import cells_as_text, human_units, number_text
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
@@ -58,19 +60,24 @@ def _figure(fig, counter: list[int]) -> str:  # type: ignore[no-untyped-def]
 
 
 def _verdict(result: TraceAnalysis) -> str:
-    """The verdict section as the report's opening box: what bounds the run, and what is worth doing."""
-    verdict, worth = result.frames["verdict"].iloc[0], result.frames["worth_doing"]
-    items = "".join(f"<li><b>{html.escape(str(r.what))}</b>: saves {r.saving_ns / 1e3:,.1f} µs "
-                    f"({r.share_of_span_pct:.1f}% of the span) — {html.escape(str(r.why))}</li>"
-                    for r in worth.itertuples())
+    """The verdict section as the report's opening box: the bound without the profiler and as traced, where the
+    time goes, and what is worth doing, each with its one saving (``fuseprof.analysis.savings``)."""
+    verdict, worth = result.frames["verdict"], result.frames["worth_doing"]
+
+    def gpu(r: Any) -> str:
+        return (f"; GPU time {r.gpu_saving_ns / 1e3:,.1f} µs" if r.gpu_saving_ns == r.gpu_saving_ns
+                and abs(r.gpu_saving_ns - r.saving_ns) >= 1e3 else "")
+
+    items = "".join(f"<li><b>{html.escape(str(r.what))}</b>: saves {r.saving_ns / 1e3:,.1f} µs of step time "
+                    f"({r.share_of_span_pct:.1f}% of the span without the profiler{gpu(r)}) — "
+                    f"{html.escape(str(r.why))}</li>" for r in worth.itertuples())
     if not items:
         unknown = int(result.fusion["saving_ns"].isna().sum()) if not result.fusion.empty else 0
         items = (f"<li>nothing with a predicted saving: the GPU is the bound, and {unknown} chain group(s) have ops "
                  "without a cost model (see Fusion opportunities)</li>")
     titles = [html.escape(str(table_spec(name).title)) for name in ("verdict", "worth_doing")]
-    return (f"<div class='verdict'><h3>{titles[0]}</h3><p><b>{html.escape(str(verdict['bound']))}</b>: GPU busy "
-            f"{verdict['busy_ns'] / 1e3:,.1f} µs of a {verdict['span_ns'] / 1e3:,.1f} µs span "
-            f"({verdict['busy_pct']:.1f}%).</p><p>{titles[1]}:</p><ol>{items}</ol></div>")
+    return (f"<div class='verdict'><h3>{titles[0]}</h3><p>{html.escape(headline(verdict))}</p>"
+            f"<p>{titles[1]}:</p><ol>{items}</ol></div>")
 
 
 def _shown(shown: Shown, counter: list[int]) -> str:
@@ -155,8 +162,8 @@ def _trace_text(i: int, result: TraceAnalysis) -> str:
     worth = result.frames.get("worth_doing", pd.DataFrame())
     if not worth.empty:
         w = worth.iloc[0]
-        lines.append(f"  worth doing first: {w['what']} (saves {number_text(w['saving_ns'] / 1e3, 3)} µs, "
-                     f"{number_text(w['share_of_span_pct'], 1)}% of the span)")
+        lines.append(f"  worth doing first: {w['what']} (saves {number_text(w['saving_ns'] / 1e3, 3)} µs of step "
+                     f"time without the profiler, {number_text(w['share_of_span_pct'], 1)}% of the span)")
     tables = result.tables()
     width = max((len(name) for name in tables), default=0)
     lines.append(f"  sections (report[{i}].NAME or report[{i}].frames['NAME']):")

@@ -18,18 +18,23 @@ import pandas as pd
 
 from fuseprof.analysis.fusion import CopyModel
 from fuseprof.analysis.opgraph import OpGraph
+from fuseprof.analysis.optimizer import CLASS as OPTIMIZER
 from fuseprof.analysis.patterns import Costs, Found, find
+from fuseprof.analysis.savings import held_by, of_class
 from fuseprof.analysis.units import Units, window_units
 from fuseprof.model.registry import Registry
 from fuseprof.model.roofline import Roof
 
 
 def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyModel, registry: Registry,
-          units: Units | None = None, opportunity_savings: dict[str, float] | None = None) -> pd.DataFrame:
+          units: Units | None = None, opportunity_savings: dict[str, float] | None = None,
+          opportunities: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per entry of the registry's catalogue: fusion, verdict, instances (fused, not fused), time_ns
-    (of the unfused units, else of the fused ones), predicted_saving_ns, evidence. ``opportunity_savings``: per
-    catalogue pattern, the saving the opportunity table predicts for it where its pattern predicts none (the
-    optimizer step's cost model needs the parameters, which the opportunity reads: ``analysis.optimizer``)."""
+    (of the unfused units, else of the fused ones), saving_ns and gpu_saving_ns (the one saving, and the GPU time,
+    of the ``opportunities`` rows — the fusion table — that hold its unfused instances: ``analysis.savings``),
+    predicted_saving_ns (the pattern's own GPU prediction), evidence. ``opportunity_savings``: per catalogue
+    pattern, the GPU saving the opportunity table predicts for it where its pattern predicts none (the optimizer
+    step's cost model needs the parameters, which the opportunity reads: ``analysis.optimizer``)."""
     units = units if units is not None else window_units(events, graph, registry)
     costs = Costs(roof, copy, registry)
     rows = []
@@ -42,11 +47,21 @@ def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyMod
         savings = [f.saving_ns for f in undone if not math.isnan(f.saving_ns)]
         if undone and not savings and entry.pattern in (opportunity_savings or {}):
             savings = [(opportunity_savings or {})[entry.pattern]]
+        one, gpu = _held(opportunities, undone, entry.pattern)
         rows.append({"fusion": entry.name, "verdict": verdict, "fused_instances": len(done),
-                     "unfused_instances": len(undone), "time_ns": _time(shown),
-                     "predicted_saving_ns": float(sum(savings)) if savings else float("nan"),
+                     "unfused_instances": len(undone), "time_ns": _time(shown), "saving_ns": one,
+                     "gpu_saving_ns": gpu, "predicted_saving_ns": float(sum(savings)) if savings else float("nan"),
                      "evidence": _evidence(undone, "") + _evidence(done, "; done by " if undone else "")})
     return pd.DataFrame(rows)
+
+
+def _held(opportunities: pd.DataFrame | None, undone: list[Found], pattern: str) -> tuple[float, float]:
+    """The saving of the opportunity rows holding the unfused instances' kernels (the optimizer step: its class's
+    rows, whose kernels its pattern does not name)."""
+    if opportunities is None or opportunities.empty or not undone:
+        return float("nan"), float("nan")
+    found = held_by(opportunities, (label for f in undone for u in f.units for label in u.labels))
+    return of_class(opportunities, OPTIMIZER) if math.isnan(found[0]) and pattern == "optimizer" else found
 
 
 def _time(found: list[Found]) -> int:

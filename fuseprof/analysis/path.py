@@ -133,14 +133,21 @@ def chains_of(row: pd.Series) -> list[tuple[list[object], float]]:
     return [(members[i:i + size], float(predicted) / count) for i in range(0, len(members), size)]
 
 
-def plan_savings(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]]) -> list[int]:
-    """Per row of ``plans`` (one plan per step), the step time saved over every step: every row replayed at once."""
-    spans = sum(g.span_ns for g in graphs)
-    return [spans - int(t) for t in step_times(graphs, plans).sum(axis=1)]
+def plan_savings(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], host_scale: float = 1.0) -> list[int]:
+    """Per row of ``plans`` (one plan per step), the step time saved over every step: every row replayed at once;
+    with ``host_scale`` (the host's time without the profiler: ``unprofiled.host_scale``) before and after."""
+    if host_scale == 1.0:
+        before = sum(g.span_ns for g in graphs)
+    else:
+        scaled = Plan(host_scale=host_scale)
+        before = int(step_times(graphs, [[scaled] * len(graphs)]).sum())
+        plans = [[p.merge(scaled) for p in row] for row in plans]
+    return [before - int(t) for t in step_times(graphs, plans).sum(axis=1)]
 
 
-def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame) -> pd.Series:
-    """Per fusion row, the step time its fusion saves over every step (null: no predicted time)."""
+def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, host_scale: float = 1.0) -> pd.Series:
+    """Per fusion row, the step time its fusion saves over every step (null: no predicted time), the host's time
+    scaled by ``host_scale`` (1: as traced)."""
     graph_of: dict[object, list[int]] = defaultdict(list)  # each GPU event's step graph(s)
     for k, g in enumerate(graphs):
         for e in g.event:
@@ -159,7 +166,7 @@ def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame) -> pd
                 per_graph[k].append(chain)
         plans.append([fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)])
         out.append(len(plans) - 1)
-    saved = plan_savings(graphs, plans)
+    saved = plan_savings(graphs, plans, host_scale) if plans else []
     return pd.Series([None if k is None else saved[k] for k in out], index=fusion.index, dtype="Float64")
 
 
@@ -204,11 +211,12 @@ def region_windows(graph: StepGraph, tables: TraceTables, region: str) -> list[t
 def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: TraceTables, fuse: Sequence[str] = (),
                  graph_regions: Sequence[str] = (), step_time_ns: float | None = None,
                  compile_regions: Sequence[str] = (), overlap: bool = False,
-                 waits: dict[int, int] | None = None) -> pd.DataFrame:
+                 waits: dict[int, int] | None = None, host_scale: float | None = None) -> pd.DataFrame:
     """Per step: its span, the replayed time with the plan (fusion rows chosen by ``fuse``, regions captured as
     CUDA graphs, regions compiled: their memory-bound rows fused and their host time between launches gone,
     communication overlapped, collectives shortened by ``waits`` — a late rank made not late) and the step saving; with ``step_time_ns`` (the step measured apart from the profiler) also both
-    at that scale (the host's time scaled so that the unchanged replay's median equals it: ``calibrated_scale``).
+    at that scale (the host's time scaled so that the unchanged replay's median equals it: ``calibrated_scale``;
+    else ``host_scale``: the host's time without the profiler, estimated, replayed but not walked).
     ``attrs``: the chosen rows' GPU saving (the fusion table's), their number, the host scale, the critical
     path's time by bound before and after over every step (``path_change``; at the measured scale where given),
     and ``in_place``: a line per part of the plan that changes nothing because it is done already (a region whose
@@ -229,7 +237,7 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
         if compile_regions and len(fusion) else []
     if compile_regions:  # the GPU saving beside: the rows a compile fuses, with the chosen ones
         rows = pd.concat([rows, fusion[fusion["memory_bound_chain"].astype(bool)]]).drop_duplicates("key")
-    scale = calibrated_scale(graphs, step_time_ns) if step_time_ns is not None and graphs else None
+    scale = calibrated_scale(graphs, step_time_ns) if step_time_ns is not None and graphs else host_scale
     out, change = [], []
     for g in graphs:
         plan = fuse_plan(g, chains)
@@ -237,12 +245,10 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
             plan = plan.merge(_regions(g, tables, region, graph_plan))
         for region in compile_regions:
             plan = plan.merge(_regions(g, tables, region, lambda g, w: compile_plan(g, pointwise, w)))
-        if overlap:
-            plan = plan.merge(overlap_plan(g))
-        if waits:
-            plan = plan.merge(not_late_plan(g, waits))
+        plan = plan.merge(overlap_plan(g)) if overlap else plan
+        plan = plan.merge(not_late_plan(g, waits)) if waits else plan
         after = replay(g, plan)
-        scaled = Plan(host_scale=scale) if scale is not None else Plan()  # the path at the scale asked for
+        scaled = Plan(host_scale=scale) if scale is not None and step_time_ns is not None else Plan()  # measured
         change.append(_bounds(walk(replayed(g, scaled))).rename("before_ns").to_frame().join(
             _bounds(walk(replayed(g, plan.merge(scaled)))).rename("after_ns"), how="outer"))
         row = {"step": g.step, "span_ns": g.span_ns, "after_ns": after, "step_saving_ns": g.span_ns - after,

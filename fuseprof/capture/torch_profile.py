@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,17 @@ def profiled(raw: Path, cuda: bool, **options: Any) -> Iterator[torch.profiler.p
         observer.unregister_callback()
     if plain.exists():
         _gzip(plain, raw / EXECUTION_TRACE)
+
+
+UNPROFILED_KEY = "fuseprof_unprofiled"  # read by fuseprof.parse.trace_events.capture_facts
+
+
+def add_unprofiled(prof: torch.profiler.profile, step_ns: Sequence[int]) -> None:
+    """Write into the trace the same steps timed without the profiler (CUDA events, ns each), and the torch that ran
+    them: ``analyze`` then uses the measured step time instead of its estimate (``fuseprof.analysis.unprofiled``).
+    Call while the profiler runs (inside its ``with``; Kineto drops metadata added after it stops)."""
+    prof.add_metadata_json(UNPROFILED_KEY, json.dumps({"step_ns": [int(t) for t in step_ns],
+                                                       "torch": torch.__version__, "method": "CUDA events"}))
 
 
 def record_trace(calls: Sequence[Call], repeats: int, gz_path: Path, cuda: bool) -> None:

@@ -7,11 +7,15 @@ import json
 import math
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fuseprof.commands.base import Command, emit
 from fuseprof.commands.paths import input_path
 from fuseprof.commands.traces import _one_table, analyses, trace_arguments
 from fuseprof.errors import InvalidArgumentError
+
+if TYPE_CHECKING:  # pandas loads with the analysis: a wrong path is said before it (tests/test_first_hour.py)
+    import pandas as pd
 
 
 def _path(args: argparse.Namespace) -> int:
@@ -60,6 +64,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
 
 def _whatif(args: argparse.Namespace) -> int:
     from fuseprof.analysis.path import result_graphs, whatif_table
+    from fuseprof.analysis.unprofiled import host_scale
     from fuseprof.parse.store import default_store
 
     fuse, graph, compiled = _plan(args)
@@ -77,7 +82,8 @@ def _whatif(args: argparse.Namespace) -> int:
         graphs = result_graphs(result, tables)
         frame = whatif_table(graphs, result.fusion, tables, fuse, graph,
                              args.step_time * 1e6 if args.step_time is not None else None, compiled,
-                             args.overlap_communication, waits.get(result.rank) if result.rank is not None else None)
+                             args.overlap_communication, waits.get(result.rank) if result.rank is not None else None,
+                             host_scale(result.frames["unprofiled"]) if "unprofiled" in result.frames else 1.0)
         if args.format != "table":
             emit(frame.assign(trace=result.name), args.format, args.wide)
             continue
@@ -86,9 +92,10 @@ def _whatif(args: argparse.Namespace) -> int:
             ([f"rank {args.not_late} not late"] if args.not_late is not None else [])
         print(f"== {result.name}: {', '.join(said)}")
         shown = frame.assign(**{c: frame[c] / 1e3 for c in frame.columns if c.endswith("_ns")})
+        scaled = "measured-scale" if args.step_time is not None else "without profiler"
         emit(shown.rename(columns={"span_ns": "span µs", "after_ns": "after µs", "step_saving_ns": "step saving µs",
-                                   "step_saving_pct": "step saving %", "scaled_before_ns": "measured-scale µs",
-                                   "scaled_after_ns": "after, measured-scale µs"}).round(2), "table", args.wide)
+                                   "step_saving_pct": "step saving %", "scaled_before_ns": f"{scaled} µs",
+                                   "scaled_after_ns": f"after, {scaled} µs"}).round(2), "table", args.wide)
         change = frame.attrs.get("path_change")
         if change is not None and len(change):
             scale = " at the measured scale" if args.step_time is not None else ""
@@ -104,11 +111,25 @@ def _whatif(args: argparse.Namespace) -> int:
         print(line)
         for note in frame.attrs.get("in_place", []):
             print(f"note: {note}")
+        _without_profiler(frame, args.step_time is None)
         if args.step_time is not None:
             predicted = statistics.median(frame["scaled_after_ns"]) / 1e6
             print(f"with the step measured at {args.step_time:g} ms apart from the profiler: predicted {predicted:.4g} ms "
                   f"(the host's time ×{frame.attrs['host_scale']:.3f}, which makes the unchanged replay {args.step_time:g} ms)")
     return 0
+
+
+def _without_profiler(frame: pd.DataFrame, estimated: bool) -> None:
+    """The plan's step saving with the host's time the profiler added taken off (``analysis.unprofiled``): the
+    saving a user acts on; a plan that changes nothing there says so."""
+    if not estimated or "scaled_before_ns" not in frame:
+        return
+    before, after = statistics.median(frame["scaled_before_ns"]), statistics.median(frame["scaled_after_ns"])
+    print(f"without the profiler (estimated: the host's time ×{frame.attrs['host_scale']:.3f}, "
+          f"fuseprof/analysis/unprofiled.py): median step {before / 1e3:,.1f} µs → {after / 1e3:,.1f} µs, step saving "
+          f"{(frame['scaled_before_ns'] - frame['scaled_after_ns']).sum() / 1e3:,.1f} µs over {len(frame)} steps")
+    if after >= before:
+        print("note: the plan removes no step time without the profiler")
 
 
 def _waits(results, late: int | None) -> dict[int, dict[int, int]]:  # type: ignore[no-untyped-def]

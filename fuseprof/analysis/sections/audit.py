@@ -17,7 +17,7 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     steps = fusion[fusion["class"] == OPTIMIZER]["saving_ns"].dropna() if "class" in fusion else pd.Series([])
     known = {"optimizer": float(steps.sum())} if len(steps) else {}
     return {"audit": audit(context.events, context.graph, context.roof, context.copy, context.registry,
-                           context.units(), known)}
+                           context.units(), known, fusion)}
 
 
 SECTION = Section(
@@ -25,9 +25,10 @@ SECTION = Section(
     description="For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + "
                 "KV-cache write, flash attention, dequant + GEMM, sampling, optimizer step, and a user's own), found "
                 "by its dataflow pattern in the op graph: fused (the unit that does it), not fused (the time now and "
-                "the predicted saving), partly fused, or not present, with the evidence: fuseprof/analysis/audit.py, "
+                "its saving: the step time the opportunity rows holding its instances remove without the profiler, their GPU time beside, fuseprof/analysis/savings.py), partly fused, or not present, with the evidence: fuseprof/analysis/audit.py, "
                 "fuseprof/analysis/patterns.py.",
     tables=(Table("audit", "Fusion audit: is each fusion of the catalogue done here? (fuseprof/analysis/audit.py)", (
         Column("fusion", "fusion"), Column("verdict", "verdict"), Column("time µs", "time_ns", "us"),
-        Column("saving µs", "predicted_saving_ns", "us", missing="unknown", only_if=("verdict", "not fused|partly")),
+        Column("saving µs", "saving_ns", "us", missing="unknown", only_if=("verdict", "not fused|partly")),
+        Column("GPU time µs", "gpu_saving_ns", "us", missing="unknown", only_if=("verdict", "not fused|partly")),
         Column("evidence", "evidence", "text:160")), rests_on=DEPENDS["fusion"]),))

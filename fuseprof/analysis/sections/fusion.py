@@ -8,14 +8,16 @@ import pandas as pd
 
 from fuseprof.analysis.integrity import DEPENDS
 from fuseprof.analysis.opportunities import opportunities
-from fuseprof.analysis.path import fusion_step_savings
+from fuseprof.analysis.savings import step_savings
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     fusion = opportunities(context.events, context.built["timeline"], context.copy, context.roof,
                            context.registry, context.graph, context.units(), context.tables)
-    return {"fusion": fusion.assign(step_saving_ns=fusion_step_savings(context.step_graphs(), fusion))}
+    # the one saving of a row (fuseprof.analysis.savings): the step time it removes, the host's without the profiler
+    return {"fusion": fusion.assign(step_saving_ns=step_savings(context.step_graphs(), fusion,
+                                                               context.built["unprofiled"]))}
 
 
 def _title(fusion: pd.DataFrame, _: object = None) -> str:
@@ -29,20 +31,22 @@ def _title(fusion: pd.DataFrame, _: object = None) -> str:
 
 
 SECTION = Section(
-    name="fusion", order=90, build=_build, needs=("timeline",),
+    name="fusion", order=90, build=_build, needs=("timeline", "unprofiled"),
     description="Chains of memory-bound kernels between GEMM/attention/communication kernels (RoPE + KV-cache "
                 "writes and sampling chains named), eager attention → SDPA, horizontal GEMMs and GEMM epilogues, each "
                 "group with the bytes a fused kernel would move, its predicted time, the GPU saving as a share of busy "
-                "time and span, the step saving (the steps replayed with the chains fused: "
-                "fuseprof/analysis/whatif.py), and the kernel that already fuses it. Formulas: fuseprof/analysis/fusion.py and "
+                "time and span, the step saving (the step time it removes: the steps replayed with the chains fused, "
+                "the host's time without the profiler, fuseprof/analysis/unprofiled.py and whatif.py: the saving "
+                "every view quotes), and the kernel that already fuses it. Formulas: fuseprof/analysis/fusion.py and "
                 "fusion_classes.py.",
     tables=(Table("fusion", _title, (
         Column("class", "class"), Column("ops in order", "signature"), Column("×", "count", "int"),
         Column("kernels", "kernels_per_chain", "int"), Column("measured µs", "measured_ns", "us"),
         Column("fused MB", "fused_bytes", "fixed:1e6:3", missing="unknown"),
         Column("predicted µs", "predicted_fused_ns", "us", missing="unknown"),
+        Column("step saving µs", "step_saving_ns", "us", missing="unknown"),
         Column("GPU saving µs", "saving_ns", "us", missing="unknown"),
         Column("% busy", "share_of_busy_pct", "fixed:1:2", missing="unknown"),  # of the GPU saving, beside it
         Column("% span", "share_of_span_pct", "fixed:1:2", missing="unknown"),
-        Column("step saving µs", "step_saving_ns", "us", missing="unknown"), Column("fused by", "known_fusion")),
+        Column("fused by", "known_fusion")),
         rests_on=DEPENDS["fusion"], rows="top"),))

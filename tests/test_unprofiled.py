@@ -1,0 +1,234 @@
+"""The steps without the profiler (issue 59, points 1 and 4): the host time torch.profiler added, counted from the
+raw trace and the calibration table, taken off; and one saving per opportunity, the same in every view.
+
+Expected values come from the raw trace (plain JSON, counted here) and the committed calibration measurements
+(``docs/measurements/profiler-cost-h100-20261206-{a,b}.json``, averaged here), not from the code under test."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fuseprof.analysis import analyze
+from fuseprof.analysis.unprofiled import host_scale
+from fuseprof.parse.trace_events import read_trace_tables
+from tests.conftest import FIXTURES, FUZZ_RESULTS
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA = ROOT / "traces" / "llama4l-eager-h200" / "raw" / "0-profiler_trace.json.gz"
+SMALL = FIXTURES / "truth" / "dataloader_wait.json.gz"
+_LAUNCH = re.compile(r"Launch\w*Kernel|LaunchKernelEx|LaunchCooperativeKernel|Memcpy\w*Async|Memset\w*Async|"
+                     r"MemcpyPeerAsync")
+_SYNC = re.compile(r"Synchronize|^(?:cuda|hip)Memcpy(?:WithStream)?$|^cuMemcpy[DH]to[DH](?:_v2)?$")
+
+
+def _raw(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def _raw_counts(path: Path) -> dict[str, int]:
+    """What the trace recorded, by the calibration's kinds, counted from its JSON."""
+    counts = dict.fromkeys(("op", "launch", "graph_launch", "sync", "range", "module", "frame"), 0)
+    for e in _raw(path)["traceEvents"]:
+        cat, name = e.get("cat"), str(e.get("name", ""))
+        if e.get("ph") != "X":
+            continue
+        if cat == "cpu_op":
+            counts["op"] += 1
+        elif cat == "user_annotation":
+            counts["range"] += 1
+        elif cat == "python_function":
+            counts["module" if name.startswith("nn.Module: ") else "frame"] += 1
+        elif cat in ("cuda_runtime", "cuda_driver"):
+            kind = ("graph_launch" if "GraphLaunch" in name else "sync" if _SYNC.search(name)
+                    else "launch" if _LAUNCH.search(name) else None)
+            if kind:
+                counts[kind] += 1
+    return counts
+
+
+def _table(setting: str) -> dict[str, float]:
+    """µs per event under ``setting``: the mean of the two committed calibration runs, sync as its call alone."""
+    runs = [json.loads((ROOT / "docs" / "measurements" / f"profiler-cost-h100-20261206-{r}.json").read_text())
+            ["per_event_us"][setting] for r in "ab"]
+    mean = {k: max(0.0, sum(run[k] for run in runs) / 2) for k in runs[0]}
+    return {"op": mean["op"], "launch": mean["launch_with_kernel"], "graph_launch": mean["graph_launch"],
+            "range": mean["range"], "module": mean["module"], "frame": mean["stack_frame"],
+            "sync": max(0.0, mean["sync"] - 2 * mean["op"] - mean["launch_with_kernel"])}
+
+
+@pytest.fixture(scope="module")
+def llama():  # type: ignore[no-untyped-def]
+    return analyze(LLAMA.parents[1])[0]
+
+
+def test_the_parse_layer_counts_every_op_and_python_frame_of_the_raw_trace() -> None:
+    tables = read_trace_tables(LLAMA)
+    counts = _raw_counts(LLAMA)
+    kinds = tables.recorded["kind"].value_counts()
+    assert (int(kinds["op"]), int(kinds["frame"])) == (counts["op"], counts["frame"]) == (5794, 4663)
+    assert len(tables.ops) < counts["op"]  # the op table alone keeps only launching ops and shaped leaves
+    assert tables.capture == {"record_shapes": True, "with_stack": True, "with_modules": True}
+
+
+def test_host_time_removed_is_the_raw_counts_times_the_calibration(llama) -> None:  # type: ignore[no-untyped-def]
+    counts, cost = _raw_counts(LLAMA), _table("stack")  # the trace says record_shapes, with_stack, with_modules
+    expected_ns = 1e3 * sum(counts[k] * cost[k] for k in counts)
+    row = llama.frames["unprofiled"].iloc[0]
+    assert row["step"] == "all"  # no ProfilerStep: the whole window is one step
+    assert (row["ops"], row["launches"], row["ranges"], row["modules"], row["frames"]) == \
+        (counts["op"], counts["launch"], counts["range"], counts["module"], counts["frame"])
+    assert row["host_removed_ns"] == pytest.approx(expected_ns, abs=10_000)  # the table's 3 decimals
+    assert "as written in the trace" in row["setting"] and "±25%" in row["source"]
+    idle = llama.frames["idle"].iloc[0]
+    launch = int(idle["idle_launch_ns"])
+    assert row["idle_launch_unprofiled_ns"] == max(0, launch - row["host_removed_ns"])
+    assert row["step_unprofiled_ns"] == idle["span_ns"] - (launch - row["idle_launch_unprofiled_ns"])
+    low, high = (idle["span_ns"] - min(launch, round(row["host_removed_ns"] * f)) for f in (1.25, 0.75))
+    assert (row["step_unprofiled_low_ns"], row["step_unprofiled_high_ns"]) == (low, high)
+    verdict = llama.frames["verdict"].iloc[0]
+    assert verdict["span_unprofiled_ns"] == row["step_unprofiled_ns"]
+    assert (verdict["bound"], verdict["bound_as_traced"]) == ("host-bound", "host-bound")
+    assert host_scale(llama.frames["unprofiled"]) == pytest.approx(1 - expected_ns / idle["span_ns"], abs=2e-4)  # 10 µs of 52 ms
+
+
+def test_one_saving_for_rope_in_analyze_fusion_audit_worth_doing_and_report(llama, capsys) -> None:  # type: ignore[no-untyped-def]
+    fusion = llama.frames["fusion"]
+    rope = fusion[fusion["class"] == "RoPE + KV-cache write"].iloc[0]
+    one = float(rope["step_saving_ns"])
+    assert one != pytest.approx(float(rope["saving_ns"]), rel=0.5)  # host-bound: the step saving is not the GPU's
+    worth = llama.frames["worth_doing"]
+    mine = worth[worth["what"].str.startswith("fuse: RoPE + KV-cache write")].iloc[0]
+    assert (mine["saving_ns"], mine["gpu_saving_ns"]) == (one, float(rope["saving_ns"]))
+    audit = llama.frames["audit"].set_index("fusion").loc["RoPE + KV-cache write"]
+    assert (audit["saving_ns"], audit["gpu_saving_ns"]) == (one, float(rope["saving_ns"]))
+    from fuseprof.cli import main
+    from fuseprof.report import report_html
+
+    assert f"saves {one / 1e3:,.1f} µs of step time" in report_html([llama], plotly="none")
+    assert main(["analyze", str(LLAMA.parents[1]), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    trace = next(v for k, v in doc.items() if k != "schema_version")  # one trace: its tables under its name
+    found = {t: [r for r in trace[t] if "RoPE" in str(r.get("what", r.get("class", r.get("fusion", ""))))]
+             for t in ("worth_doing", "fusion", "audit")}
+    assert found["worth_doing"][0]["saving_ns"] == found["fusion"][0]["step_saving_ns"] == \
+        found["audit"][0]["saving_ns"] == pytest.approx(one)
+
+
+def test_the_verdict_box_names_bound_top_category_and_op_and_first_advice(llama) -> None:  # type: ignore[no-untyped-def]
+    from fuseprof.analysis.sections.verdict import headline
+
+    v = llama.frames["verdict"].iloc[0]
+    events = _raw(LLAMA)["traceEvents"]
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    op_of = {e["args"].get("External id"): e["name"] for e in events if e.get("cat") == "cpu_op"}
+    assert v["top_category"] == "GEMM"  # the kernels aten::mm launched hold the largest share of GPU time
+    gemm = sum(e["dur"] for e in gpu if op_of.get(e.get("args", {}).get("External id")) == "aten::mm")
+    assert v["top_category_pct"] == pytest.approx(100 * gemm / sum(e["dur"] for e in gpu), abs=0.5)
+    text = headline(llama.frames["verdict"])
+    assert text.startswith("host-bound without the profiler (as traced: host-bound)")
+    assert "GEMM (39.4%)" in text and "aten::mm [[1, 2048], [2048, 5632]]" in text
+    assert f"First: {v['first_advice']}" in text
+
+
+def _copy_with(tmp_path: Path, header: dict, name: str = "t.json") -> Path:
+    doc = _raw(SMALL)
+    doc.update(header)
+    out = tmp_path / name
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_fuseprofs_own_unprofiled_timing_replaces_the_estimate(tmp_path: Path) -> None:
+    measured = [5_964_700, 5_900_000, 6_100_000]
+    result = analyze(_copy_with(tmp_path, {"fuseprof_unprofiled": {"step_ns": measured, "torch": "2.13.0"}}))[0]
+    u = result.frames["unprofiled"]
+    assert u["source"].str.startswith("measured").all() and (u["uncertainty_pct"] == 0).all()
+    median = statistics.median(measured)
+    idle = result.frames["idle"].set_index("step").loc[u["step"]]
+    removed = np.maximum(u["span_ns"].to_numpy() - int(median), 0)
+    assert (u["host_removed_ns"].to_numpy() == removed).all()
+    launch = idle["idle_launch_ns"].to_numpy()
+    assert (u["step_unprofiled_ns"].to_numpy() == u["span_ns"].to_numpy() - np.minimum(launch, removed)).all()
+
+
+def test_settings_are_inferred_when_the_trace_does_not_write_them(tmp_path: Path) -> None:
+    doc = _raw(SMALL)
+    for key in ("record_shapes", "with_stack", "with_modules"):
+        doc.pop(key, None)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "python_function"]
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps(doc))
+    u = analyze(path)[0].frames["unprofiled"]
+    assert u["setting"].iloc[0].startswith("+ record_shapes (record_shapes: inferred")
+    assert not (u["frames"] > 0).any() and not (u["modules"] > 0).any()
+
+
+def test_an_amd_trace_is_estimated_with_the_wider_uncertainty_and_says_so(tmp_path: Path) -> None:
+    doc = _raw(SMALL)
+    for e in doc["traceEvents"]:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            e["name"] = re.sub(r"^cuda", "hip", str(e.get("name", "")))
+    for d in doc.get("deviceProperties", []):
+        d["name"] = "AMD Instinct MI300X"
+    path = tmp_path / "amd.json"
+    path.write_text(json.dumps(doc))
+    u = analyze(path)[0].frames["unprofiled"]
+    assert (u["uncertainty_pct"] == 50).all() and "calibrated on NVIDIA only" in u["source"].iloc[0]
+
+
+def test_the_capture_writes_the_key_the_parser_reads(tmp_path: Path) -> None:
+    import torch
+
+    from fuseprof.capture.torch_profile import add_unprofiled
+
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        torch.add(torch.ones(4), 1)
+        add_unprofiled(prof, [1500, 1600])
+    prof.export_chrome_trace(str(tmp_path / "cpu.json"))
+    facts = read_trace_tables(tmp_path / "cpu.json").capture["unprofiled"]
+    assert facts["step_ns"] == [1500, 1600] and facts["torch"] == torch.__version__
+
+
+@pytest.mark.parametrize("value", [
+    "fast", [1, 2], {"step_ns": "5ms"}, {"step_ns": [float("inf"), -3, True, "7"]}, {"step_ns": [1e30]},
+    {"step_ns": []}, {"step_ns": [None]}, {"torch": 2.13, "step_ns": {}},
+], ids=["string", "list", "text-steps", "no-finite-step", "beyond-a-year", "empty", "null", "not-a-list"])
+def test_a_malformed_unprofiled_measurement_is_ignored_for_the_estimate(tmp_path: Path, value: object) -> None:
+    """Hostile metadata: never a traceback, never a 'measured' source from what is no measurement."""
+    doc = _raw(SMALL)
+    doc["fuseprof_unprofiled"] = value
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc).replace("Infinity", "1e400"))  # JSON has no infinity: a float too large
+    try:
+        u = analyze(path)[0].frames["unprofiled"]
+    except Exception as exc:  # a traceback is the failure this case exists to catch
+        FUZZ_RESULTS["traceback"] += 1
+        pytest.fail(f"traceback: {type(exc).__name__}: {exc}")
+    wrong = u["source"].str.startswith("measured").any()
+    FUZZ_RESULTS["silently wrong" if wrong else "held"] += 1
+    assert not wrong
+
+
+def test_whatif_reports_the_saving_without_the_profiler(llama, capsys) -> None:  # type: ignore[no-untyped-def]
+    from fuseprof.cli import main
+
+    fusion = llama.frames["fusion"]
+    one = float(fusion[fusion["class"] == "RoPE + KV-cache write"]["step_saving_ns"].iloc[0])
+    assert main(["whatif", str(LLAMA.parents[1]), "--fuse", "RoPE"]) == 0
+    out = capsys.readouterr().out
+    assert f"step saving {one / 1e3:,.1f} µs over 1 steps" in out.split("without the profiler (estimated: the host")[1]
+
+
+def test_unprofiled_table_is_shown_with_its_source(llama) -> None:  # type: ignore[no-untyped-def]
+    from fuseprof.analysis.sections import table_spec
+
+    frame = llama.frames["unprofiled"]
+    assert isinstance(frame, pd.DataFrame) and "estimated" in table_spec("unprofiled").heading(frame)
