@@ -48,7 +48,7 @@ DEVICE = torch.device("cuda" if CUDA else "cpu")
 DTYPE = torch.bfloat16
 WARM, TIMED = 5, 30
 BUSY_RULE = 0.8
-SYNC_WIDTH = 4096 if CUDA else 256
+SYNC_WIDTH = 2048 if CUDA else 256
 SETTINGS: dict[str, dict[str, bool]] = {
     "activities": {},
     "shapes": {"record_shapes": True},
@@ -413,7 +413,7 @@ def workloads(out: Path) -> list[Workload]:
                  "make (pinned, copied non_blocking)", "modules", _data_bound,
                  {"data_prefetched": "data_prefetched", "data_removed": "data_removed",
                   "graphs": "n/a: the loader's host time is outside any graph"}, data=_loader_ms),
-        Workload("sync_bound", "24 x (4096^2 GEMM, tanh, mean, .item()) a step: a blocking copy after every op",
+        Workload("sync_bound", "24 x (2048^2 GEMM, tanh, mean, .item()) a step: a blocking copy after every op",
                  "shapes", _sync_bound, {"no_syncs": "no_syncs", "graphs": "n/a: .item() cannot be captured",
                                          "graphs_after_no_syncs": "graphs_no_syncs",
                                          "compile": "n/a: .item() breaks the graph"}, syncs=True),
