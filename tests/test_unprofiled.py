@@ -232,3 +232,26 @@ def test_unprofiled_table_is_shown_with_its_source(llama) -> None:  # type: igno
 
     frame = llama.frames["unprofiled"]
     assert isinstance(frame, pd.DataFrame) and "estimated" in table_spec("unprofiled").heading(frame)
+
+
+COMPILED = FIXTURES / "truth_unprofiled" / "h100" / "decode_compiled.json.gz"
+
+
+def test_whatif_compile_leaves_compiled_code_as_it_ran(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Point 3: compiling what is compiled changes nothing. The plan may only take the host time outside
+    torch.compile's graph calls (``## Call CompiledFxGraph`` ranges, read here from the raw JSON); before, it took
+    the compiled calls' host time too (2,017 → 342 µs a step, more than the step holds outside them)."""
+    from fuseprof.cli import main
+
+    events = _raw(COMPILED)["traceEvents"]
+    steps = [e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
+    calls = [e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("## Call CompiledFxGraph")]
+    outside_us = sum(s["dur"] - sum(c["dur"] for c in calls if s["ts"] <= c["ts"] < s["ts"] + s["dur"]) for s in steps)
+    assert main(["whatif", str(COMPILED), "--compile", "step", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    saving_us = sum(r["step_saving_ns"] for r in rows) / 1e3
+    assert 0 <= saving_us <= outside_us
+    assert main(["whatif", str(COMPILED), "--compile", "## Call CompiledFxGraph"]) == 0
+    out = capsys.readouterr().out
+    assert "every launch in it runs inside compiled code already; the plan changes nothing there" in out
+    assert "step saving 0.0 µs" in out.split("without the profiler (estimated: the host")[1]

@@ -211,7 +211,8 @@ def region_windows(graph: StepGraph, tables: TraceTables, region: str) -> list[t
 def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: TraceTables, fuse: Sequence[str] = (),
                  graph_regions: Sequence[str] = (), step_time_ns: float | None = None,
                  compile_regions: Sequence[str] = (), overlap: bool = False,
-                 waits: dict[int, int] | None = None, host_scale: float | None = None) -> pd.DataFrame:
+                 waits: dict[int, int] | None = None, host_scale: float | None = None,
+                 registry: Registry | None = None) -> pd.DataFrame:
     """Per step: its span, the replayed time with the plan (fusion rows chosen by ``fuse``, regions captured as
     CUDA graphs, regions compiled: their memory-bound rows fused and their host time between launches gone,
     communication overlapped, collectives shortened by ``waits`` — a late rank made not late) and the step saving; with ``step_time_ns`` (the step measured apart from the profiler) also both
@@ -220,9 +221,8 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     ``attrs``: the chosen rows' GPU saving (the fusion table's), their number, the host scale, the critical
     path's time by bound before and after over every step (``path_change``; at the measured scale where given),
     and ``in_place``: a line per part of the plan that changes nothing because it is done already (a region whose
-    every launch is a graph launch)."""
+    every launch is a graph launch; one whose every launch runs inside compiled code, by ``registry``'s names)."""
     from fuseprof.analysis.whatif import (
-        already_graphs,
         calibrated_scale,
         compile_plan,
         graph_plan,
@@ -238,13 +238,14 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     if compile_regions:  # the GPU saving beside: the rows a compile fuses, with the chosen ones
         rows = pd.concat([rows, fusion[fusion["memory_bound_chain"].astype(bool)]]).drop_duplicates("key")
     scale = calibrated_scale(graphs, step_time_ns) if step_time_ns is not None and graphs else host_scale
+    compiled = compiled_spans(tables, registry)
     out, change = [], []
     for g in graphs:
         plan = fuse_plan(g, chains)
         for region in graph_regions:
             plan = plan.merge(_regions(g, tables, region, graph_plan))
         for region in compile_regions:
-            plan = plan.merge(_regions(g, tables, region, lambda g, w: compile_plan(g, pointwise, w)))
+            plan = plan.merge(_regions(g, tables, region, lambda g, w: compile_plan(g, pointwise, w, compiled)))
         plan = plan.merge(overlap_plan(g)) if overlap else plan
         plan = plan.merge(not_late_plan(g, waits)) if waits else plan
         after = replay(g, plan)
@@ -260,13 +261,39 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     frame = pd.DataFrame(out)
     gpu = rows["saving_ns"].astype("Float64").sum() if len(rows) else 0
     path_change = pd.concat(change).fillna(0).groupby(level=0).sum().astype("int64") if change else pd.DataFrame()
-    in_place = [f"graph {region}: every launch in it is a CUDA graph launch already; the plan changes nothing there"
-                for region in graph_regions
-                if graphs and all(already_graphs(g, w) for g in graphs for w in region_windows(g, tables, region))]
+    in_place = in_place_notes(graphs, tables, graph_regions, compile_regions, compiled)
     frame.attrs.update(gpu_saving_ns=float(gpu) if pd.notna(gpu) else None, rows=int(len(rows)), host_scale=scale,
                        path_change=path_change.reindex([b for b in BOUNDS if b in path_change.index]),
                        in_place=in_place)
     return frame
+
+
+def compiled_spans(tables: TraceTables, registry: Registry | None) -> tuple[np.ndarray, np.ndarray]:
+    """The start and end of every range and op ``registry`` names a compiled region (torch.compile's region, its
+    graph call, AOTAutograd's function); none without a registry."""
+    spans = pd.concat([tables.annotations, tables.ops], ignore_index=True)[["name", "start_ns", "dur_ns"]]
+    if registry is None or spans.empty:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    names = spans["name"].astype(str)
+    compiled = {n for n in pd.unique(names) if "compiled region" in registry.kinds(n)}
+    kept = spans[names.isin(compiled).to_numpy(bool)]
+    start = kept["start_ns"].to_numpy(np.int64)
+    return start, start + kept["dur_ns"].to_numpy(np.int64)
+
+
+def in_place_notes(graphs: Sequence[StepGraph], tables: TraceTables, graph_regions: Sequence[str],
+                   compile_regions: Sequence[str], compiled: tuple[np.ndarray, np.ndarray]) -> list[str]:
+    """A line per region of the plan whose change is in place already: every launch a graph launch (graph), or
+    inside compiled code (compile); the plan changes nothing there (issue 59, point 3)."""
+    from fuseprof.analysis.whatif import already_compiled, already_graphs
+
+    def everywhere(region: str, done: Callable[[StepGraph, tuple[int, int]], bool]) -> bool:
+        return bool(graphs) and all(done(g, w) for g in graphs for w in region_windows(g, tables, region))
+
+    return [f"graph {r}: every launch in it is a CUDA graph launch already; the plan changes nothing there"
+            for r in graph_regions if everywhere(r, already_graphs)] + [
+        f"compile {r}: every launch in it runs inside compiled code already; the plan changes nothing there"
+        for r in compile_regions if everywhere(r, lambda g, w: already_compiled(g, compiled, w))]
 
 
 def _bounds(path: pd.DataFrame) -> pd.Series:

@@ -282,6 +282,15 @@ def already_graphs(graph: StepGraph, window: tuple[int, int] | None = None) -> b
     return all(GRAPH_LAUNCH.search(graph.name[c]) for c in _window(graph, window)[2])
 
 
+def already_compiled(graph: StepGraph, compiled: tuple[np.ndarray, np.ndarray],
+                     window: tuple[int, int] | None = None) -> bool:
+    """Whether every call that launched work in ``window`` (default: the step) started inside compiled code
+    (``compiled``: the start and end of each range or op the registry names a compiled region), and one did."""
+    starts, ends = compiled
+    launches = _window(graph, window)[2]
+    return bool(launches) and all(bool(((starts <= graph.t0[c]) & (graph.t0[c] < ends)).any()) for c in launches)
+
+
 def graph_plan(graph: StepGraph, window: tuple[int, int] | None = None) -> Plan:
     """The host calls in ``window`` (default: the whole step) replaced by one graph launch, the first call that
     launched work: no host time before any call of the window (a replay runs no Python), every other call takes
@@ -312,11 +321,17 @@ def graph_plan(graph: StepGraph, window: tuple[int, int] | None = None) -> Plan:
 
 
 def compile_plan(graph: StepGraph, chains: Iterable[tuple[Sequence[object], float]],
-                 window: tuple[int, int] | None = None) -> Plan:
+                 window: tuple[int, int] | None = None,
+                 compiled: tuple[np.ndarray, np.ndarray] | None = None) -> Plan:
     """``window`` (default: the whole step) compiled: ``chains`` (the memory-bound chains in it) fused, and no
     host time before the calls that remain there — compiled code calls each kernel's launcher straight after the
-    last, without Python or the dispatcher in between; the launch calls keep their own time."""
+    last, without Python or the dispatcher in between; the launch calls keep their own time. Calls already inside
+    compiled code (``compiled``: the spans ``already_compiled`` reads) are left as they ran: compiling them again
+    changes nothing."""
     span, inside, _ = _window(graph, window)
+    if compiled is not None and compiled[0].size:
+        starts, ends = compiled
+        inside = [c for c in inside if not ((starts <= graph.t0[c]) & (graph.t0[c] < ends)).any()]
     items = _items_of(graph)
     launched = {e: graph.t0[c] for e, v in items.items() for c in [_launch_call(graph, v)] if c is not None}
     mine = [(m, t) for m, t in chains if any(span[0] <= launched.get(e, -1) < span[1] for e in m)]

@@ -83,7 +83,8 @@ def _whatif(args: argparse.Namespace) -> int:
         frame = whatif_table(graphs, result.fusion, tables, fuse, graph,
                              args.step_time * 1e6 if args.step_time is not None else None, compiled,
                              args.overlap_communication, waits.get(result.rank) if result.rank is not None else None,
-                             host_scale(result.frames["unprofiled"]) if "unprofiled" in result.frames else 1.0)
+                             host_scale(result.frames["unprofiled"]) if "unprofiled" in result.frames else 1.0,
+                             result.registry)
         if args.format != "table":
             emit(frame.assign(trace=result.name), args.format, args.wide)
             continue
