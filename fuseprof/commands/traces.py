@@ -253,11 +253,12 @@ def _check_arguments(p: argparse.ArgumentParser) -> None:
 
 def _requirements(text: str) -> frozenset[str]:
     from fuseprof.analysis.completeness import REQUIRABLE
+    from fuseprof.errors import InvalidArgumentError
 
     names = {n.strip() for n in text.split(",")}
     wrong = sorted(names - set(REQUIRABLE) - {"all"})
     if wrong or not text.strip():
-        raise argparse.ArgumentTypeError(f"{text!r}: name settings among {', '.join(REQUIRABLE)} or all")
+        raise InvalidArgumentError(f"--require {text!r}: name settings among {', '.join(REQUIRABLE)} or all")
     return frozenset(REQUIRABLE) if "all" in names else frozenset(names)
 
 
