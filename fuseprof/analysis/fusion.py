@@ -88,9 +88,10 @@ Internal = Sequence[frozenset[int]]  # per op of a chain: its argument positions
 def fused_bytes(ops: Sequence[tuple[str, object, object, object]], registry: Registry,
                 internal: Internal | None = None) -> float:
     """External inputs read once plus outputs written once, for ops (name, input dims, input types,
-    concrete inputs) in chain order. Which inputs an op of the chain produced: ``internal`` when the op graph
-    knows (an execution trace's tensor identities), else the shape-and-dtype dataflow every reader of
-    dataflow shares (``fuseprof.model.dataflow``). Memoised on the chain's text (``value_key``) and the registry:
+    concrete inputs) in chain order. Which inputs an op of the chain produced: ``internal``, the op graph's
+    edges among the chain's ops (the graph the audit reads: by the execution trace or the whole trace's shapes),
+    else (an op the graph does not hold) the shape-and-dtype rule over the chain alone
+    (``fuseprof.model.dataflow``). Memoised on the chain's text (``value_key``) and the registry:
     every decoder layer and step repeats the same few chains."""
     key = (value_key(ops), repr(internal), registry.fingerprint())
     if key not in _FUSED_BYTES:
@@ -194,7 +195,8 @@ def find_chains(events: pd.DataFrame, registry: Registry, graph: OpGraph | None 
     """One row per chain: a maximal run of ≥ 2 consecutive fusible kernels on one stream, inside one
     profiler step (or the user's outermost range), with no idle gap over ``gap_limit_ns`` inside it.
     Columns: stream, step, key (the ops, '?kernel' where the trace did not link one), signature, kernels,
-    measured_ns, chain_bytes, fused_bytes (by the op graph's edges when it rests on an execution trace),
+    measured_ns, chain_bytes, fused_bytes (by ``graph``'s edges among the chain's ops, where given: the op graph
+    the audit reads, one dataflow pass for both),
     module, start_ns and members (the events' index labels)."""
     order, codes = stream_step_order(events)
     runs = _runs(events, order, codes, gap_limit_ns(events))
@@ -209,8 +211,7 @@ def find_chains(events: pd.DataFrame, registry: Registry, graph: OpGraph | None 
                "label": rows.index.tolist(), "stream": rows["stream"].astype("string").fillna("?").tolist(),
                "step": step.astype("string").fillna("").tolist(),
                "op_id": rows["op_id"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan).tolist()}
-    exact = graph if graph is not None and graph.basis == "execution trace" else None
-    return pd.DataFrame([_chain(columns, run, registry, exact) for run in runs])
+    return pd.DataFrame([_chain(columns, run, registry, graph) for run in runs])
 
 
 def _internal(op_ids: list[float], graph: OpGraph) -> Internal | None:
