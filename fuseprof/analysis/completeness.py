@@ -33,6 +33,7 @@ import pandas as pd
 
 from fuseprof.analysis.integrity import CAPTURE_DISAGREES_PCT, Dropped, launch_calls
 from fuseprof.analysis.iterations import Iterations
+from fuseprof.model.capture_settings import SETTINGS
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_notes import TraceNotes
 
@@ -40,27 +41,6 @@ FAIL_PCT = 1.0  # damage putting this share of the GPU time in doubt fails `chec
 ALWAYS = frozenset(("kernel_timestamps_zero", "kernel_timestamps_repeated", "kernels_written_twice"))
 GPU_KINDS = ("kernel", "communication", "memcpy", "memset")
 
-# what each capture setting limits, what fills it in, and the --require name that makes it a failure
-SETTINGS: dict[str, tuple[str, str, str]] = {
-    "shapes_recorded_pct": ("shapes", "the per-op roofline, fusion's shapes and the diff's op signatures",
-                            "torch.profiler.profile(record_shapes=True)"),
-    "modules_recorded_pct": ("modules", "the module column of the top ops and the audit's layers",
-                             "torch.profiler.profile(with_modules=True)"),
-    "timestamp_resolution_ns": ("ns", "short kernels' durations (each up to 1 µs off) and the per-op roofline",
-                                "a torch >= 2.0 profiler, which writes ns (µs with three decimals)"),
-    "nccl_metadata": ("nccl", "the collectives table's bytes and bus bandwidth",
-                      "a newer torch, whose c10d writes the metadata on record_param_comms"),
-    "stream_wait_ids": ("stream-wait-ids", "nothing fuseprof computes (HTA's critical path follows them)",
-                        "a newer torch, whose Kineto writes wait_on_cuda_event_record_corr_id"),
-    "kernels_without_device": ("device", "the roofline's peaks (the GPU is unknown)", "fuseprof --device NAME"),
-    "attributed_kernel_time_pct": ("attribution", "the top ops, fusion and the audit (kernels without an op)",
-                                   "--graph-capture for graph replays; CPU activity on for eager kernels"),
-    "graph_kernel_time_attributed_pct": ("graph-capture", "the ops, shapes and modules of graph-replayed kernels",
-                                         "--graph-capture CAPTURE (the trace taken while the graphs were captured)"),
-    "gpus_in_trace": ("one-gpu", "the 'all' timeline row, idle time and steps (one GPU's busy time)",
-                      "one profiler per process and GPU, or analyse each GPU's trace on its own"),
-}
-REQUIRABLE = tuple(sorted({v[0] for v in SETTINGS.values()}))
 _LOSS = re.compile(r"dropped \d+ activity records|exceeded max .*buffer|stopped early\? = [1-9]|buffer overflow|"
                    r"terminating tracing", re.IGNORECASE)
 _DROPPED = re.compile(r"dropped (\d+) activity records", re.IGNORECASE)
@@ -232,7 +212,7 @@ def classify(rows: pd.DataFrame, every: pd.DataFrame, tables: TraceTables) -> pd
 
 def fails(rows: pd.DataFrame, require: Collection[str] = ()) -> list[str]:
     """The failed checks ``check`` exits 1 on, each with why: damage putting ``FAIL_PCT`` % or more of the GPU time
-    in doubt, or an unknown share; any of ``ALWAYS``; a setting ``require`` names (``REQUIRABLE``)."""
+    in doubt, or an unknown share; any of ``ALWAYS``; a setting ``require`` names (``capture_settings.REQUIRABLE``)."""
     out = []
     for _, row in rows[~rows["ok"].astype(bool)].iterrows():
         check, kind, doubt = str(row["check"]), row["kind"], row["doubt_pct"]

@@ -243,7 +243,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _check_arguments(p: argparse.ArgumentParser) -> None:
-    from fuseprof.analysis.completeness import REQUIRABLE
+    from fuseprof.model.capture_settings import REQUIRABLE
 
     trace_arguments(p, 10, None, "table, or csv/json")
     p.add_argument("--require", metavar="SETTINGS", type=_requirements,
@@ -252,8 +252,8 @@ def _check_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _requirements(text: str) -> frozenset[str]:
-    from fuseprof.analysis.completeness import REQUIRABLE
     from fuseprof.errors import InvalidArgumentError
+    from fuseprof.model.capture_settings import REQUIRABLE
 
     names = {n.strip() for n in text.split(",")}
     wrong = sorted(names - set(REQUIRABLE) - {"all"})

@@ -9,7 +9,9 @@ Read again from the file, apart from ``trace_events`` (whose tables every analys
 the completeness checks: ``fuseprof.analysis.completeness``, ``fuseprof.analysis.torch_rules``). Times stay in
 the file's clock as µs floats (``displayTimeUnit: "ns"`` files scaled): the rules compare these records with each
 other and with the kernels read here, never with the tables' exact ns. A file this reader cannot read as a Chrome
-trace (another format) gives no records: the checks that need them then say nothing.
+trace (another format) gives no records: the checks that need them then say nothing. The cost is one more read of
+the file (its gunzip, a skim of the JSON, and the events decoded only where a sync or comms record is in it: about
+a tenth of the first analysis), once per trace: the analysis is kept in the store.
 """
 
 from __future__ import annotations
