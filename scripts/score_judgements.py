@@ -93,7 +93,8 @@ def own_cases(folder: Path) -> list[Case]:
             if key in truth:  # the model's sibling GEMMs / its eager attention: that class found, or not
                 (present if truth[key] else absent).add(cls)
         cases.append(Case(f"{truth_path.parent.name}/{trace.name}" if truth_path.parent != folder else trace.name, paths,
-                          {e: set(v) for e, v in truth.get("audit", {}).items()}, set(truth.get("idle_verdict", [])),
+                          {e: set(v) for e, v in truth.get("audit", {}).items()},
+                          {w for text in truth.get("idle_verdict", []) for w in _IDLE.get(text, {text})},
                           present, absent, why={"all": truth.get("what", "")}))
     return cases
 

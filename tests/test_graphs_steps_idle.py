@@ -137,7 +137,7 @@ def test_inside_graph_replay_steps_the_gpu_is_the_bound() -> None:
         # issue 59: the step owns the time from its start (or the end of the GPU's work before, if later) to its
         # first GPU work, beside the gaps inside its GPU span
         first = min(round(e["ts"] * 1000) for e in _kernels(raw) if round(e["ts"] * 1000) >= begins[step])
-        before = max([x for x in ends if x <= first], default=begins[step])
+        before = max([x for x in ends if x <= first], default=first)  # no GPU work before it: no gap
         leading = max(first - max(begins[step], before), 0)
         assert causes == steps.loc[step, "idle_ns"] + leading
         assert idle.loc[step, "span_ns"] == steps.loc[step, "span_ns"] + leading

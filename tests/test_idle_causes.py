@@ -113,7 +113,8 @@ def test_the_2021_resnet_shape_reads_data_bound_with_dataloader_advice(tmp_path:
     result = _analyse(path)
     verdict, idle = result.frames["verdict"].iloc[0], result.frames["idle"].set_index("step")
     assert list(idle.index[:3]) == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]  # steps, not periods
-    for step in idle.index[:3]:
+    assert idle.loc["ProfilerStep#1", "verdict"] == "GPU-bound"  # before the trace's first GPU work: no gap
+    for step in ("ProfilerStep#2", "ProfilerStep#3"):
         expected = _leading(path, step)
         row = idle.loc[step]
         assert (row["idle_data_ns"], row["idle_launch_ns"], row["idle_other_ns"]) == \

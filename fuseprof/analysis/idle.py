@@ -33,7 +33,8 @@ init) is part of the launch idle, kept apart as ``idle_startup_ns`` (as ``idle_l
 
 A step owns the whole gap between its start (its range's) and its first GPU work: the gap before it is split at
 the step's start, the part after belongs to the step (``leading``), so a DataLoader wait at a step's start is the
-step's data loading, not "between steps". Communication the GPU did not overlap with computation
+step's data loading, not "between steps". Before the trace's first GPU work there is no gap: the GPU's timeline,
+and the window's, begin there. Communication the GPU did not overlap with computation
 (``comm_exposed_ns``: NCCL/RCCL kernels, ``fuseprof.analysis.timeline``) is its own term beside the computation
 (``busy_compute_ns``): a step whose busy time wins (the largest of busy and idle by cause, communication
 counted busy) and is more exposed communication than computation is ``communication-bound``.
@@ -102,30 +103,23 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry,
     start = events["start_ns"].to_numpy(np.int64)[order]  # forty columns: the four read are taken at those alone
     end = start + events["dur_ns"].to_numpy(np.int64)[order]
     firsts = runs(start, end)  # the stretches of work, as ``merge`` makes them, each one's events together
-    if firsts.size < 1:
+    if firsts.size < 2:
         return pd.DataFrame(columns=_EMPTY)
     s, e = start[firsts], np.maximum.reduceat(end, firsts)
-    nxt = order[firsts]  # the first event of each stretch (after a gap, but the first)
+    nxt = order[firsts[1:]]  # the first event of each stretch after a gap
     block = np.repeat(np.arange(firsts.size), np.diff(np.append(firsts, start.size)))  # each event's stretch
     ends_last = np.flatnonzero(end == e[block])  # the events that end each stretch
     last = ends_last[np.unique(block[ends_last], return_index=True)[1]]  # the first of them
-    # the first stretch's step owns the time from its start to that work, as if the GPU's work before it ended there
-    first_step = events["profiler_step"].iloc[nxt[0]]
-    begun = _begins(steps).get(first_step, s[0]) if not pd.isna(first_step) else s[0]
-    prev = np.concatenate([[nxt[0]], order[last[:-1]]])
-    gap_starts = np.concatenate([[min(int(begun), int(s[0]))], e[:-1]])
+    prev = order[last[:-1]]
 
     def at(column: str, rows: np.ndarray) -> np.ndarray:
         return events[column].iloc[rows].to_numpy()
 
     gaps = _at_step_starts(pd.DataFrame({
-        "gap_start_ns": gap_starts, "gap_end_ns": s, "step": at("profiler_step", nxt),
+        "gap_start_ns": e[:-1], "gap_end_ns": s[1:], "step": at("profiler_step", nxt),
         "prev_step": at("profiler_step", prev), "launch_ns": at("launch_start_ns", nxt),
         "launch_dur_ns": at("launch_dur_ns", nxt), "tid": at("tid", nxt),
         "next_graph": is_graph_launch(events["launch_api"].iloc[nxt]).to_numpy(bool)}), steps)
-    gaps = gaps[gaps["gap_end_ns"] > gaps["gap_start_ns"]].reset_index(drop=True)
-    if gaps.empty:
-        return pd.DataFrame(columns=_EMPTY)
     gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
     launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
     # the host is busy until its launch call returns: the call's own time is the host's, not the GPU's latency
@@ -163,7 +157,7 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry,
 def _at_step_starts(gaps: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFrame:
     """The gaps before a step's first GPU work split at the step's start: the part after it is the step's
     (``leading``, ``prev_step`` the step itself), the part before stays between steps."""
-    gaps["leading"] = np.arange(len(gaps)) == 0  # the time before the first GPU work (``idle_gaps``)
+    gaps["leading"] = False
     gaps["idle_ns"] = gaps["gap_end_ns"] - gaps["gap_start_ns"]
     if steps is None or steps.empty or not gaps["step"].notna().any():
         return gaps

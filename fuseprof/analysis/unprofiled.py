@@ -146,7 +146,8 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     out["verdict_as_traced"] = rows["verdict_as_traced"].to_numpy(object)
     out["verdict"] = [verdict_of({**r, "idle_launch_ns": u})
                       for r, u in zip(rows.to_dict("records"), out["idle_launch_unprofiled_ns"])]
-    ranges = iterations.ranges.set_index("name")["dur_ns"] if iterations.found else pd.Series(dtype="int64")
+    # a step named by two ranges (PyTorch 1.8 wrote ProfilerStep#N as an op too): its longest is its host span
+    ranges = iterations.ranges.groupby("name")["dur_ns"].max() if iterations.found else pd.Series(dtype="int64")
     out["host_span_ns"] = out["step"].map(ranges).fillna(out["span_ns"]).astype(np.int64)
     out["uncertainty_pct"] = 100.0 * spread
     out["setting"] = how
