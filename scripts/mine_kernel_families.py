@@ -82,11 +82,13 @@ FAMILIES: tuple[Family, ...] = (
            "communication", "communication",
            "a tensor-parallel all-reduce that also adds the residual and applies RMSNorm (TRT-LLM/FlashInfer fusion)",
            ("add", "rms norm"), ("add + RMSNorm",)),
-    Family("engines' custom all-reduce",
+    Family("engines' own collectives",
            r"cross_device_reduce|(one|two)_?shot_?all_?reduce|custom_?all_?reduce|quick_?reduce|"
-           r"all_?reduce_?kernel|allreduce\w*(oneshot|twoshot|lamport)|multimem_all", "communication",
-           "communication", "an engine's own all-reduce over peer memory (vLLM/SGLang/aiter/TRT-LLM/FlashInfer)",
-           unless=r"rms_?norm|all_?reduce_?fusion"),
+           r"all_?reduce_?kernel|allreduce\w*(oneshot|twoshot|lamport)|multimem_all|all_?gather_?(?:kernel|impl|vec|"
+           r"lastdim)|reduce_?scatter_?(?:kernel|impl|split)|ipc_\w*push|push_oneshot|moe_?all_?to_?all|alltoall::",
+           "communication", "communication",
+           "an engine's own all-reduce, all-gather, reduce-scatter or all-to-all over peer memory "
+           "(vLLM/SGLang/aiter/TRT-LLM/FlashInfer)", unless=r"rms_?norm|all_?reduce_?fusion"),
     Family("fused RoPE + KV-cache write", _ROPE_KV, "elementwise", "rope",
            "rotary embedding of q and k, with k (and v) written into the paged KV cache in the same kernel",
            ("rotary", "cache write"), ("RoPE + KV-cache write",), unless=r"cos_?sin_?cache"),
@@ -99,10 +101,16 @@ FAMILIES: tuple[Family, ...] = (
            "one kernel", ("add", "rms norm"), ("add + RMSNorm",)),
     Family("RMSNorm", r"rms_?norm", "normalization", "norm", "RMSNorm alone (q/k norms, gated and quantising variants)",
            ("rms norm",), unless=_COMM + r"|add_?rms_?norm|rms_?norm_?add|residual_?rms|rope|rotary"),
+    Family("LayerNorm", r"layer_?norm|ln_(?:fwd|bwd)|ln_parallel", "normalization", "norm",
+           "LayerNorm (its backward too), with or without a residual add", unless=r"layer_norm::ln_fwd|rms_?norm"),
     Family("flash / fused attention",
            r"flash_?attn|flash_fwd|flash_bwd|flashattn|compute_attn|fmha|mha_(?:fwd|bwd)|paged_?attention|"
            r"batch_?(?:prefill|decode)|single_?(?:prefill|decode)|_attn_(?:fwd|bwd)|attention_?kernel|sdpa|"
-           r"mla_?(?:decode|prefill|fwd)|merge_?state|persistent_?attention", "attention", "attention",
+           r"mla_?(?:decode|prefill|fwd)|merge_?state|persistent_?attention|multi_?head_?attention|latent_?attention|"
+           r"query_?attention|compressed_?attention|unified_attention|^reduce_segments|paged_?attn|pa_decode|"
+           r"prefill_?with_?kv_?cache|attention_?(?:sum|forward|backward)|flash_?attention|sparse_?attn|sage_fwd|"
+           r"mla_softmax|^attn_fwd|^_attention_inner|^_bwd_(?:kernel|preprocess|dkdv|dq)|_fwd_kernel_(?:alibi|stage)|"
+           r"compute_?lse", "attention", "attention",
            "attention in one kernel (flash/paged, prefill or decode, its split-KV merge): QKᵀ, softmax and ·V never "
            "written out", ("flash attention",), ("flash attention",), unless=r"rope|rotary|cache_?write"),
     Family("MoE routing, sorting and finalize", _MOE_BOOKKEEPING, "MoE", "moe",
@@ -112,6 +120,16 @@ FAMILIES: tuple[Family, ...] = (
            r"fused_?moe|moe_?gemm|moegemm|fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm",
            "GEMM", "moe", "the experts' GEMMs of a MoE layer (grouped or fused over experts, an activation "
            "sometimes in their epilogue)", ("moe",), unless=_MOE_BOOKKEEPING + "|" + _COMM),
+    Family("sampling", r"sampling|sample_kernel|greedy_sample|random_sample|mix_sample|renorm_?(?:prob|write)|"
+           r"topk_?mask_?logits|top_?p_?(?:renorm|sampling)", "reduction", "sampling",
+           "the next token drawn from the logits in one kernel (top-k, top-p, min-p, temperature, greedy)",
+           ("fused sampling",), ("sampling",)),
+    Family("dense GEMMs", r"(?<!fb)gemm|gemv|wv_?splitk|matmul|(?<![a-z])_?mm_|llgemm", "GEMM", "gemm",
+           "a matrix product of the activations by one weight (dense; bf16, fp8, int8, fp4, with its dequantising "
+           "scales and, some, an epilogue)", unless=_MOE_BOOKKEEPING + "|" + _COMM + r"|fused_?moe|moe_?gemm|moegemm|"
+           r"fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm|attn|attention|fmha|flash|rms_?norm|"
+           r"layer_?norm|rope|rotary|act_and_mul|swiglu|silu_mul|sampl|mqa_logits|conv|implicit_?gemm|igemm|fprop|dgrad|"
+           r"wgrad"),
     Family("gated activation (SiLU/GELU · mul)",
            r"act_and_mul|silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|swiglu|geglu|silu_mul|gelu_mul",
            "elementwise", "activation",
@@ -132,7 +150,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("quantisation", r"quantize|quant_|_quant|cast_to_fp8|to_fp8|fp8_cast|per_token_cast|per_channel_cast|"
            r"scaled_fp8|dequant", "elementwise", "quant",
            "a tensor quantised to (or dequantised from) int8 / fp8 / fp4 with its scales, apart from any GEMM",
-           ("quantize",), unless=r"rms_?norm|rope|rotary|act_and_mul|silu_mul|swiglu|(?<!fb)gemm|_mm\b|matmul|moe|cache|"
+           ("quantize",), unless=r"rms_?norm|layer_?norm|rope|rotary|act_and_mul|silu_mul|swiglu|(?<!fb)gemm|_mm\b|matmul|moe|cache|"
            r"attn|attention|fmha|" + _COMM),
 )
 
@@ -157,6 +175,10 @@ TRACE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("void layer_norm::ln_fwd_kernel<layer_norm::Kernel_traits<__nv_bfloat16, __nv_bfloat16, 7168u>>",
      "flash-attn fused dropout + add + LayerNorm/RMSNorm",
      "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("kernel_unified_attention_3d", "flash / fused attention",
+     "../shared/thirdparty-traces/vllm_decode_full_graph_execution.json.gz (vLLM's Triton unified attention)"),
+    ("reduce_segments", "flash / fused attention",
+     "../shared/thirdparty-traces/vllm_decode_full_graph_execution.json.gz (its split-KV segments' reduction)"),
     ("fused_rope_store_kernel", "fused RoPE + KV-cache write", "issue 60: SGLang decode on B300"),
     ("_fused_qk_rope_reshape_and_cache_kernel", "fused RoPE + KV-cache write",
      "issue 60: SGLang decode on MI300X (aiter Triton)"),
