@@ -81,9 +81,10 @@ def _main(argv: Sequence[str] | None) -> int:
         print("fuseprof: interrupted", file=sys.stderr)
         return 130
     except MemoryError:  # the trace outgrew the memory the process may use (ulimit -v, a container's limit)
+        from fuseprof.errors import out_of_memory
+
         _remove_unfinished()
-        return _said(f"{args.command}: out of memory (the limit this process runs under, or the machine's); read fewer "
-                     "traces at once, a --window of fewer steps, or run where more memory is free", 2)
+        return _said(out_of_memory(args.command), 2)
 
 
 if __name__ == "__main__":

@@ -104,3 +104,20 @@ def missing_extra(exc: ModuleNotFoundError, needed_for: str) -> MissingExtraErro
     none of fuseprof's optional packages (a user's own import: that error is the user's to see)."""
     top = (exc.name or "").split(".")[0]
     return MissingExtraError(top, needed_for) if top in EXTRA_OF_MODULE else None
+
+
+def out_of_memory(doing: str) -> FuseprofError:
+    """The one line for a MemoryError, naming the bound the process ran into: its address-space or data limit
+    (``ulimit -v``/``-d``, RLIMIT_AS/RLIMIT_DATA: the smaller, in GiB) where one is set, else the machine's memory
+    (a MemoryError without a limit means the kernel refused to commit more)."""
+    try:
+        import resource
+
+        limits = [(resource.getrlimit(kind)[0], flag) for kind, flag in ((resource.RLIMIT_AS, "-v"),
+                                                                        (resource.RLIMIT_DATA, "-d"))]
+        limit, flag = min((lim, flag) for lim, flag in limits if lim != resource.RLIM_INFINITY)
+        bound = f"this process's memory limit, {limit / 2**30:,.1f} GiB (ulimit {flag})"
+    except (ImportError, ValueError):  # no resource module (Windows), or no limit set
+        bound = "the memory the machine has free"
+    return FuseprofError(f"{doing}: out of memory: it outgrew {bound}; read fewer traces at once, a --window of "
+                         "fewer steps, or run where more memory is free")
