@@ -255,3 +255,43 @@ def test_whatif_compile_leaves_compiled_code_as_it_ran(capsys) -> None:  # type:
     out = capsys.readouterr().out
     assert "every launch in it runs inside compiled code already; the plan changes nothing there" in out
     assert "step saving 0.0 µs" in out.split("without the profiler (estimated: the host")[1]
+
+
+@pytest.mark.parametrize("header", [
+    {"with_stack": "yes"}, {"record_shapes": [1], "with_modules": {"on": True}}, {"with_stack": None},
+    {"fuseprof_unprofiled": {"step_ns": list(range(1, 100_001))}},
+], ids=["setting-as-text", "settings-as-containers", "setting-null", "a-hundred-thousand-steps"])
+def test_odd_settings_and_long_measurements_are_held(tmp_path: Path, header: dict) -> None:
+    """Hostile headers: a setting torch never writes so is ignored (the events say what was recorded), and a long
+    measurement is read once, its median used."""
+    path = _copy_with(tmp_path, header)
+    try:
+        u = analyze(path)[0].frames["unprofiled"]
+    except Exception as exc:
+        FUZZ_RESULTS["traceback"] += 1
+        pytest.fail(f"traceback: {type(exc).__name__}: {exc}")
+    if "fuseprof_unprofiled" in header:
+        wrong = not (u["source"].str.startswith("measured").all()
+                     and (u["host_removed_ns"] == np.maximum(u["span_ns"] - 50_000, 0)).all())
+    else:
+        said = {k for k in ("record_shapes", "with_stack", "with_modules") if k in header}
+        wrong = any(f"{k} as written" in u["setting"].iloc[0] for k in said)
+    FUZZ_RESULTS["silently wrong" if wrong else "held"] += 1
+    assert not wrong
+
+
+def test_a_measurement_nested_thousands_deep_is_no_measurement(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    text = json.dumps(_raw(SMALL))
+    path.write_text(text[:-1] + ', "fuseprof_unprofiled": ' + "[" * 5000 + "]" * 5000 + "}")
+    try:
+        u = analyze(path)[0].frames["unprofiled"]
+    except Exception as exc:  # a clear one-line refusal would do too; a traceback would not
+        from fuseprof.errors import FuseprofError
+
+        FUZZ_RESULTS["clear error" if isinstance(exc, FuseprofError) else "traceback"] += 1
+        assert isinstance(exc, FuseprofError), exc
+        return
+    wrong = u["source"].str.startswith("measured").any()
+    FUZZ_RESULTS["silently wrong" if wrong else "held"] += 1
+    assert not wrong
