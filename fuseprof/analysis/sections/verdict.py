@@ -141,7 +141,8 @@ SECTION = Section(
                 "for host-bound gaps, removing syncs, tuning slow ops). Sections: fuseprof/analysis/sections/verdict.py.",
     tables=(
         Table("verdict", "Verdict: what bounds the run", (
-            Column("bound", "bound"), Column("as traced", "bound_as_traced"), Column("busy µs", "busy_ns", "us"),
+            Column("bound without profiler", "bound"), Column("as traced", "bound_as_traced"),
+            Column("busy µs", "busy_ns", "us"),
             Column("span µs", "span_ns", "us"), Column("busy %", "busy_pct", "round:1"),
             Column("span without profiler µs", "span_unprofiled_ns", "us"),
             Column("busy % without profiler", "busy_unprofiled_pct", "round:1")), summary=headline),
