@@ -2,8 +2,9 @@
 start-up and exposed communication as rows of "worth doing", and CUDA graphs kept below the syncs they cannot hold.
 
 A CUDA graph cannot capture a step that reads a value back on the host (``.item()``, a copy to the host, a
-data-dependent shape such as ``nonzero``): where the steps' sync idle holds such calls, graphs come only after the
-syncs are gone, so their row is never ranked above "remove synchronisations".
+data-dependent shape such as ``nonzero``): where the steps read back more than once each (``sync_reads``: one, the
+loss logged at the step's end, leaves the step's body to a graph), graphs come only after the syncs are gone, so
+their row is never ranked above "remove synchronisations".
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ GRAPHS = "close the host-bound gaps"  # how the worth-doing rows these rules mov
 SYNCS = "remove synchronisations"
 _SAID = {"item": ".item()", "copy": "copies to the host (.cpu(), .tolist(), nonzero)",
          "synchronize": "stream/device synchronize", "event": "event synchronize"}
-_NO_GRAPH = ("item", "copy")  # the calls a CUDA graph cannot hold
 
 
 def _steps(idle: pd.DataFrame) -> pd.DataFrame:
@@ -48,13 +48,13 @@ def cause_rows(idle: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def graphs_after_syncs(frame: pd.DataFrame, idle: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` (ranked worth-doing rows) with the CUDA-graph row moved just below the sync row where the steps'
-    syncs include calls a graph cannot hold, its why saying so."""
+    """``frame`` (ranked worth-doing rows) with the CUDA-graph row moved just below the sync row where the steps
+    read values back more than once each (``READ_BACKS``), its why saying so."""
     steps = _steps(idle)
-    blocking = sum(float(steps[f"idle_sync_{c}_ns"].sum()) for c in _NO_GRAPH if f"idle_sync_{c}_ns" in steps)
+    reads = float(steps["sync_reads"].mean()) if "sync_reads" in steps and len(steps) else 0.0
     what = frame["what"].astype(str)
     graphs, syncs = frame.index[what.str.startswith(GRAPHS)], frame.index[what.str.startswith(SYNCS)]
-    if blocking <= 0 or graphs.empty or syncs.empty:
+    if reads <= 1 or graphs.empty or syncs.empty:
         return frame
     order = [i for i in frame.index if i != graphs[0]]
     order.insert(order.index(syncs[0]) + 1, graphs[0])

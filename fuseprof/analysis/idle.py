@@ -25,7 +25,8 @@ A sync in progress when the gap began holds it until the next launch call starts
 of the GPU: whatever it did next, it did after waiting; the op around the call before it, a ``nonzero`` launching
 its own kernel, is not the sync's), and each gap names the call (``sync_call``: ``item`` for ``.item()``'s ``_local_scalar_dense``,
 ``copy`` for a copy to the host, ``synchronize`` for a stream or device synchronisation, ``event`` for an event
-synchronisation; ``sync_name`` the op or call), summed per step as ``idle_sync_<call>_ns``. One-time CUDA
+synchronisation; ``sync_name`` the op or call), summed per step as ``idle_sync_<call>_ns``, with the number of
+gaps a read-back (``.item()``, a copy) left idle (``sync_reads``). One-time CUDA
 start-up (the registry's ``start-up`` calls: context and handle creation, module loading; and any runtime call of
 a second or more that does not synchronise: a ``cudaFree(0)`` of seconds, a first launch loading its module, lazy
 init) is part of the launch idle, kept apart as ``idle_startup_ns`` (as ``idle_launch_graph_ns`` is), never
@@ -69,6 +70,7 @@ _HOST_CAUSE = {"sync": "sync", "data loading": "data", "start-up": "startup", "a
                "event wait": "event"}
 _STARTUP_NS = 1_000_000_000  # a runtime call this long that does not synchronise is one-time start-up
 SYNC_CALLS = ("item", "copy", "synchronize", "event")  # which call synchronised: the idle_sync_<call>_ns columns
+READ_BACKS = ("item", "copy")  # a value read back on the host: what a CUDA graph cannot hold (``sync_reads``)
 _ITEM = re.compile(r"^aten::(?:item|_local_scalar_dense)$")
 _COPY = re.compile(r"^aten::(?:copy_|to|_to_copy|cpu|tolist|nonzero|masked_select|unique\w*|repeat_interleave)$"
                    r"|Memcpy(?!Async)|^cuMemcpy")
@@ -333,6 +335,7 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
     calls = gaps["sync_call"].to_numpy(object)
     for call in SYNC_CALLS:
         idle[f"sync_{call}"] = np.where(calls == call, idle["sync"], 0)
+    idle["reads"] = (np.isin(calls, READ_BACKS) & (idle["sync"] > 0)).astype(np.int64)
     whole = gaps["cause_as_traced"].to_numpy(object)
     for cause in TRACED:
         idle[f"traced_{cause}"] = np.where(whole == cause, gaps["idle_ns"].to_numpy(np.int64), 0)
@@ -374,6 +377,7 @@ def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
     row["busy_compute_ns"] = int(row["busy_ns"]) - int(row["comm_exposed_ns"])  # type: ignore[call-overload]
     for cause in (*CAUSES, "launch_graph", "startup", *(f"sync_{c}" for c in SYNC_CALLS)):
         row[f"idle_{cause}_ns"] = int(idle.get(cause, 0))
+    row["sync_reads"] = int(idle.get("reads", 0))
     row["verdict"] = verdict_of(row)
     for cause in TRACED:
         row[f"traced_{cause}_ns"] = int(idle.get(f"traced_{cause}", 0))
