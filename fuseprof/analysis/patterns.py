@@ -774,6 +774,37 @@ def linear_ce(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     return found
 
 
+_NLL = ("nll_loss", "nll_loss_forward", "nll_loss_nd", "nll_loss2d_forward")
+_BINARY_LOSSES = ("aten::binary_cross_entropy_with_logits", "aten::binary_cross_entropy")
+
+
+def cross_entropy(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """A loss over class scores, however many classes (a classifier's 10 or 1,000, an LM head's vocabulary: the
+    ``linear_ce`` pattern's): a forward log_softmax whose output an nll_loss reads (through casts) or whose
+    gradient autograd ran (a training loss, where the trace records no nll_loss op) is the loss apart — its
+    log_softmax, nll_loss and their backward ops — and a binary cross-entropy with logits, a composite of a dozen
+    elementwise kernels, is by the backward units that differentiate it (the trace names the forward op of each).
+    Fused: one unit computing the loss (``fused cross entropy``, or log_softmax and nll_loss in one kernel)."""
+    found = []
+    for unit in units.computing("fused cross entropy", "log_softmax"):
+        if unit.computes("fused cross entropy") or any(unit.computes("log_softmax", n) for n in _NLL):
+            found.append(Found(True, (unit,), f"{_name(unit)} (the loss in one)"))
+            continue
+        if unit.op_id in units.backward:
+            continue
+        loss = units.reaches(unit.op_id, lambda u: any(u.computes(n) for n in _NLL), _copy, depth=3)
+        forward = {unit.op_id, *(u.op_id for u in loss)}
+        backward = [u for u in units if units.forward_of.get(u.op_id) in forward]
+        if loss or backward:
+            group = sorted([unit, *loss, *backward], key=lambda u: u.order)
+            found.append(Found(False, tuple(group), " → ".join(_name(u) for u in (unit, *loss)) +
+                               (" and their backward" if backward else "") + f" ({len(group)} units)"))
+    binary = [u for u in units if u.forward_op in _BINARY_LOSSES]
+    if binary:
+        found.append(Found(False, tuple(binary), f"{binary[0].forward_op}'s backward: {len(binary)} units apart"))
+    return found
+
+
 def chain(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     """A user's chain: a unit computing ``entry.kinds[0]`` whose output feeds (through casts) one computing the
     next kind, and so on; fused: one unit computing them all."""
@@ -814,6 +845,7 @@ PATTERNS: dict[str, Pattern] = {
     "add_rmsnorm": add_rmsnorm, "silu_mul": silu_mul, "gate_up": gate_up, "qkv": qkv, "attention": attention,
     "epilogue": epilogue, "rope_cache": rope_cache, "dequant_gemm": dequant_gemm, "sampling": sampling,
     "optimizer": optimizer, "clip": clip, "zero_grad": zero_grad, "grad_scaler": grad_scaler, "linear_ce": linear_ce,
+    "cross_entropy": cross_entropy,
     "chain": chain, "kernels": kernels,
 }
 

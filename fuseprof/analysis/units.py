@@ -49,6 +49,7 @@ class Unit:
     labels: tuple[Any, ...] = ()  # its events' labels in the window's events (what opportunity rows hold)
     module: str = ""  # the nn.Module path that ran it
     phase: str = ""  # its training phase (forward, backward, recomputation, optimizer, other; fuseprof.analysis.phases)
+    forward_op: str = ""  # a backward unit's: the outermost forward op it differentiates (aten::cross_entropy_loss)
 
     def computes(self, *kinds: str) -> bool:
         return self.kinds.issuperset(kinds)
@@ -322,10 +323,11 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
 
     units: dict[int, Unit] = {}
     shapes = RecordedShapes()
-    for key, code, op, dims, types, concrete, ranges, module, phase, category, kernel in zip(
+    for key, code, op, dims, types, concrete, ranges, module, phase, forward_op, category, kernel in zip(
             unit[longest].tolist(), per.codes.tolist(), at_longest("op", True), at_longest("input_dims"),
             at_longest("input_type"), at_longest("concrete"), at_longest("ranges"), at_longest("module", True),
-            at_longest("phase", True), events["category"].take(described).astype(object).tolist(),
+            at_longest("phase", True), at_longest("forward_op", True),
+            events["category"].take(described).astype(object).tolist(),
             events["name"].take(described).astype(object).tolist()):
         if key >= _KERNEL_ONLY:  # a kernel alone: its name says what it is, not the region's op or arguments
             op, dims, types, concrete = "", None, None, None
@@ -338,5 +340,5 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
             time_ns=int(per.time_ns[code]), kernels=int(per.kernels[code]), kernel=str(kernel),
             ranges=ranges if isinstance(ranges, str) else "", order=int(per.order[code]),
             inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "",
-            phase=phase if isinstance(phase, str) else "")
+            phase=phase if isinstance(phase, str) else "", forward_op=forward_op if isinstance(forward_op, str) else "")
     return Units(units, graph, regions)

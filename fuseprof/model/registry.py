@@ -201,7 +201,7 @@ class KindRule:
 
 
 CATALOGUE_PATTERNS = ("add_rmsnorm", "silu_mul", "gate_up", "qkv", "attention", "epilogue", "rope_cache",
-                      "dequant_gemm", "sampling", "optimizer", "clip", "zero_grad", "grad_scaler", "linear_ce", "chain",
+                      "dequant_gemm", "sampling", "optimizer", "clip", "zero_grad", "grad_scaler", "linear_ce", "cross_entropy", "chain",
                       "kernels")  # fuseprof.analysis.patterns.PATTERNS' names (a test keeps the two one list)
 
 

@@ -391,6 +391,7 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
     CatalogueEntry("zero-grad", "zero_grad", region=r"^Optimizer\.zero_grad#"),
     CatalogueEntry("grad scaler", "grad_scaler"),
     CatalogueEntry("linear cross-entropy", "linear_ce"),
+    CatalogueEntry("cross-entropy", "cross_entropy"),
 )
 # What the host's calls and ranges mean while the GPU is idle (fuseprof.analysis.idle), in priority order
 HOST_CAUSES: tuple[HostCause, ...] = (
