@@ -460,7 +460,7 @@ COMMANDS = (
             lambda p: trace_arguments(p, 10, None, "table, or csv/json"),
             "For each fusion of the catalogue (add+RMSNorm, SiLU·mul, QKV, gate/up, GEMM epilogue, RoPE + KV-cache "
             "write, flash attention, dequant + GEMM, sampling, optimizer step, gradient clipping, zero-grad, grad "
-            "scaler, linear cross-entropy), found by its dataflow pattern in the "
+            "scaler, linear cross-entropy, cross-entropy), found by its dataflow pattern in the "
             "op graph: fused (the unit that does it), not fused (the time now and the predicted saving), partly "
             "fused, or not present, with the evidence. Answers 'is my engine's fusion active for my model?'. "
             "Catalogue: fuseprof/model/registry_data.py; patterns: fuseprof/analysis/patterns.py; accuracy on "
