@@ -21,10 +21,13 @@ SECTION = Section(
                 "a sync, the DataLoader, the allocator, or anything else: launch; after it: an event wait, or other), "
                 "a verdict per step, and the CPU ops that filled the host-bound parts: fuseprof/analysis/idle.py.",
     tables=(
-        Table("idle", "Idle time by cause (launch: host-bound; sync: the host waited on the GPU; event: queued behind "
-                      "an event; fuseprof/analysis/idle.py)", (
+        Table("idle", "Idle time by cause (launch: host-bound, one-time start-up a part of it; sync: the host waited on "
+                      "the GPU, by call in the JSON's idle_sync_<call>_ns; event: queued behind an event; a step owns "
+                      "the wait before its first GPU work; fuseprof/analysis/idle.py)", (
             Column("step", "step"), Column("span µs", "span_ns", "us"), Column("busy µs", "busy_ns", "us"),
-            Column("idle: launch µs", "idle_launch_ns", "us"), Column("idle: sync µs", "idle_sync_ns", "us"),
+            Column("of it exposed comm µs", "comm_exposed_ns", "us"),
+            Column("idle: launch µs", "idle_launch_ns", "us"), Column("of it start-up µs", "idle_startup_ns", "us"),
+            Column("idle: sync µs", "idle_sync_ns", "us"),
             Column("idle: data µs", "idle_data_ns", "us"), Column("idle: alloc µs", "idle_alloc_ns", "us"),
             Column("idle: event µs", "idle_event_ns", "us"), Column("idle: other µs", "idle_other_ns", "us"),
             Column("verdict", "verdict"), Column("as traced", "verdict_as_traced"))),
