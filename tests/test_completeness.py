@@ -387,3 +387,16 @@ def test_check_passes_every_shared_trace_whose_findings_are_settings(name: str, 
     failed = {c: (r["kind"], r["doubt_pct"]) for c, r in rows.items() if not r["ok"]}
     assert code == 0 and "failed:" not in err, (code, err)
     assert all(kind != "damage" or (share is not None and share < 1) for kind, share in failed.values()), failed
+
+
+def test_a_zero_start_on_an_epoch_clock_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    """A kernel written at ts 0 in a trace whose clock is epoch µs (CUPTI's zero start): the reader refuses the file
+    (a timestamp more than a day from the others), exit 2 in one line — never a pass."""
+    def edit(trace: dict) -> None:
+        _kernels(trace)[30]["ts"] = 0
+    _, path = _edited(BERT, tmp_path, "zero-start.json", edit)
+    code, _, err = _check(path, capsys)
+    lines = [line for line in err.strip().splitlines() if line.startswith("fuseprof: error: ")]
+    ok = code == 2 and len(lines) == 1 and "a damaged timestamp?" in lines[0] and "Traceback" not in err
+    FUZZ_RESULTS["clear error" if ok else "silently wrong"] += 1
+    assert ok, (code, err)
