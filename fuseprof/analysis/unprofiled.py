@@ -92,14 +92,13 @@ def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry,
              "launch": launches["start_ns"][launch.to_numpy()], "graph_launch": launches["start_ns"][graph.to_numpy()],
              "sync": launches["start_ns"][sync], "range": tables.annotations["start_ns"],
              "module": tables.modules["start_ns"]}
-    rows = {step: dict.fromkeys(KINDS, 0) for step in steps}
-    for kind, starts in parts.items():
-        keys = (step_at(iterations, starts.reset_index(drop=True)) if iterations.found
-                else pd.Series("all", index=range(len(starts)), dtype=object))
-        for step, n in keys.value_counts().items():
-            if step in rows:
-                rows[step][kind] = int(n)
-    return pd.DataFrame.from_dict(rows, orient="index", columns=list(KINDS)).rename_axis("step").reset_index()
+    starts = pd.Series(np.concatenate([p.to_numpy(np.int64) for p in parts.values()]))
+    kinds = np.repeat(list(parts), [len(p) for p in parts.values()])
+    # one look-up for every event (each a search over the iterations' ranges), then counted by step and kind
+    keys = step_at(iterations, starts) if iterations.found else pd.Series("all", index=starts.index, dtype=object)
+    counted = pd.crosstab(keys.to_numpy(object), kinds) if len(keys.dropna()) else pd.DataFrame()
+    out = counted.reindex(index=pd.Index(steps, dtype=object), columns=list(KINDS), fill_value=0).fillna(0)
+    return out.astype(np.int64).rename_axis("step").reset_index()
 
 
 def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT) -> np.ndarray:
