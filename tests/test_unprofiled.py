@@ -295,3 +295,13 @@ def test_a_measurement_nested_thousands_deep_is_no_measurement(tmp_path: Path) -
     wrong = u["source"].str.startswith("measured").any()
     FUZZ_RESULTS["silently wrong" if wrong else "held"] += 1
     assert not wrong
+
+
+def test_the_exported_findings_carry_the_same_saving(llama) -> None:  # type: ignore[no-untyped-def]
+    from fuseprof.export.findings import fusion_slices
+
+    fusion = llama.frames["fusion"]
+    rope = fusion[fusion["class"] == "RoPE + KV-cache write"].iloc[0]
+    slices = fusion_slices(llama)
+    args = slices[slices["track"] == "fusion · RoPE + KV-cache write"]["args"].iloc[0]
+    assert (args["row_saving_ns"], args["row_gpu_saving_ns"]) == (float(rope["step_saving_ns"]), rope["saving_ns"])

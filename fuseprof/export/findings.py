@@ -5,7 +5,8 @@ events (``fuseprof.export.chrome``). One row per slice: the track it belongs on,
 The tracks, each from one analysis table or function (no finding is computed here, only placed in time):
     fusion · CLASS   one slice per chain (instance) of every fusion row of that class, over its kernels
                      (first kernel's start to last kernel's end); args: the row, its class and ops, the instance's
-                     measured time and its share of the row's predicted saving (``fuseprof.analysis.opportunities``)
+                     measured time and its share of the row's saving (the step time it removes without the
+                     profiler, ``fuseprof.analysis.savings``; the GPU saving beside it)
     GPU idle         one slice per idle gap of the GPU, named by its largest cause, with its time by cause
                      (``fuseprof.analysis.idle.idle_gaps``)
     profiler steps   one slice per profiler step over the GPU work it launched (``profiler_step`` of the events)
@@ -25,6 +26,7 @@ import pandas as pd
 
 from fuseprof.analysis.idle import CAUSES, idle_gaps
 from fuseprof.analysis.ranks import matched_collectives
+from fuseprof.analysis.savings import saving as saving_of
 
 if TYPE_CHECKING:
     from fuseprof.analysis.analyze import TraceAnalysis
@@ -53,15 +55,17 @@ def fusion_slices(result: TraceAnalysis) -> pd.DataFrame:
     """One slice per chain of every fusion row, on the track of the row's class."""
     events, rows = result.events, []
     start, end = events["start_ns"], events["end_ns"]
+    one = saving_of(result.fusion).tolist()  # the row's one saving: the step time it removes without the profiler
     for position, row in enumerate(result.fusion.to_dict("records")):
         chains = _instances(list(row["members"]), int(row["count"]))
-        saving = _number(row.get("saving_ns"))
+        saving = _number(one[position])
         for chain in chains:
             rows.append({"track": f"fusion · {row['class']}", "name": str(row["signature"]),
                          "start_ns": int(start.loc[chain].min()), "end_ns": int(end.loc[chain].max()),
                          "args": {"fusion_row": position, "signature": str(row["signature"]), "kernels": len(chain),
                                   "measured_ns": int((end.loc[chain] - start.loc[chain]).sum()),
-                                  "row_saving_ns": saving, "chains_in_row": len(chains),
+                                  "row_saving_ns": saving, "row_gpu_saving_ns": _number(row.get("saving_ns")),
+                                  "chains_in_row": len(chains),
                                   "saving_share_ns": saving / len(chains) if saving is not None else None,
                                   "known_fusion": _number(row.get("known_fusion")), "module": _number(row.get("module"))}})
     return pd.DataFrame(rows, columns=COLUMNS)
