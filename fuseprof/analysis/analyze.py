@@ -19,7 +19,7 @@ import pandas as pd
 
 from fuseprof.analysis.events import categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
-from fuseprof.analysis.graphs import capture_windows
+from fuseprof.analysis.graphs import capture_windows, is_capture_trace
 from fuseprof.analysis.iterations import NONE as NO_ITERATIONS
 from fuseprof.analysis.iterations import Iterations, find_iterations
 from fuseprof.analysis.opgraph import OpGraph, op_graph
@@ -203,8 +203,9 @@ def windowed_events(tables: TraceTables, options: Options = Options(), captures:
                     ncu_rows: pd.DataFrame | None = None) -> WindowedEvents:
     """The events an analysis's tables are computed from (a stored analysis rebuilds them with this
     when a caller asks for them)."""
-    every, graph_check = categorized_events(tables, options.registry,
-                                            capture_windows(*captures) if captures else None)
+    taken = [c for c in captures if is_capture_trace(c)]  # the rest: eager twins, aligned to (replay_twin)
+    every, graph_check = categorized_events(tables, options.registry, capture_windows(*taken) if taken else None,
+                                            tuple(c for c in captures if not is_capture_trace(c)))
     if every.empty:
         raise TraceFormatError(f"{tables.path}: no GPU kernels, memcpys or memsets: {no_gpu_reason(tables)}")
     iterations = find_iterations(tables, every, options.registry)

@@ -3,10 +3,12 @@ category, fusion role and family name (``fuseprof.model.registry``)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.graphs import attribute_replays
-from fuseprof.model.registry import Registry, classify
+from fuseprof.analysis.replay_twin import align_replays, eager_steps
+from fuseprof.model.registry import FALLBACK, Registry, classify
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import link_gpu_events
 
@@ -37,16 +39,35 @@ def _op_computes(registry: Registry, op: str) -> str | None:
     return family.category if family.op else None
 
 
-def categorized_events(tables: TraceTables, registry: Registry,
-                       capture_windows: list[pd.DataFrame] | None = None) -> tuple[pd.DataFrame, str | None]:
+def categorized_events(tables: TraceTables, registry: Registry, capture_windows: list[pd.DataFrame] | None = None,
+                       twins: tuple[TraceTables, ...] = ()) -> tuple[pd.DataFrame, str | None]:
     """Each GPU event with ``category``, ``role`` and ``family`` (after graph-replayed kernels take the
-    ops of their capture, when ``capture_windows`` are given), and how replays were matched. A kernel
+    ops of their capture, when ``capture_windows`` are given, else of the eager kernels they align to in the
+    ``twins`` or in the trace's own eager steps), and how replays were matched. A kernel
     the registry calls communication (an RCCL or custom all-reduce kernel) is communication on the
     timeline."""
     events, checked_by = attribute_replays(link_gpu_events(tables), capture_windows or [])
+    events = attributed_without_capture(events, twins)
     events[["category", "role", "family"]] = classify(registry, events["kind"], events["op"], events["name"])
-    if capture_windows:
+    by_family = (events["attributed_by"] == "none") & (events["family"] != FALLBACK.family)
+    events.loc[by_family, "attributed_by"] = "family"
+    if capture_windows or twins:
         events["capture_disagrees"] = _capture_disagrees(registry, events)
     comm = (events["category"] == "communication") & (events["kind"] == "kernel")
     events.loc[comm, "kind"] = "communication"
-    return events, checked_by if capture_windows else None
+    return events, checked_by if capture_windows else "eager kernel alignment" if twins else None
+
+
+def attributed_without_capture(events: pd.DataFrame, twins: tuple[TraceTables, ...]) -> pd.DataFrame:
+    """``events`` with ``attributed_by`` (capture / eager twin / warm-up / none; graph-replayed kernels only, NA
+    for the rest) and ``attribution_confidence``: the replayed kernels no capture attributed aligned to the eager
+    steps of the ``twins``, then to the trace's own eager (warm-up) steps (``fuseprof.analysis.replay_twin``)."""
+    replayed = events["graph_replay"].notna()
+    by = np.where(events["graph_attributed"], "capture", "none")
+    events["attributed_by"] = pd.Series(by, index=events.index, dtype="string").where(replayed)
+    events["attribution_confidence"] = np.where(events["graph_attributed"], 1.0, np.nan)
+    if not replayed.any() or events.loc[replayed, "graph_attributed"].all():
+        return events
+    twin_steps = [s for twin in twins for s in eager_steps(link_gpu_events(twin))]
+    events = align_replays(events, twin_steps, "eager twin")
+    return align_replays(events, eager_steps(events), "warm-up")

@@ -33,7 +33,7 @@ GRAPH_LAUNCH = re.compile(r"GraphLaunch")
 KERNEL_LAUNCH = re.compile(r"Launch\w*Kernel|LaunchKernelEx|LaunchCooperativeKernel")
 # copies and fills captured into a graph are nodes of it too: a replay runs them among its kernels
 GRAPH_NODE = re.compile(rf"{KERNEL_LAUNCH.pattern}|Memcpy\w*Async|Memset\w*Async|MemcpyPeerAsync")
-_REPLAY_ID_SCALE = 10**9
+REPLAY_ID_SCALE = 10**9
 
 
 def is_graph_launch(api: pd.Series) -> pd.Series:
@@ -136,7 +136,7 @@ def attribute_replays(events: pd.DataFrame, windows: list[pd.DataFrame]) -> tupl
         for column in columns:
             filled[column][rows] = window[column].to_numpy(dtype=object)
         ext = pd.to_numeric(window["external_id"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
-        op_id[rows] = -(number * _REPLAY_ID_SCALE + ext)
+        op_id[rows] = -(number * REPLAY_ID_SCALE + ext)
         attributed[rows] = window["op"].notna().to_numpy()
     for column in columns:
         out[column] = filled[column]

@@ -64,6 +64,7 @@ import pandas as pd
 from fuseprof.analysis.dependent_launch import PDL_LEAD_NS, dependent_launch_overlap_ns
 from fuseprof.analysis.graphs import KERNEL_LAUNCH, capture_numbers, kernel_launches, outermost
 from fuseprof.analysis.memory import impossible_records
+from fuseprof.analysis.replay_twin import ATTRIBUTED_BY
 from fuseprof.analysis.timeline import stream_labels
 from fuseprof.model.intervals import apart, union_ns
 from fuseprof.parse.trace_events import TraceTables
@@ -282,12 +283,24 @@ def _graph_row(kernels: pd.DataFrame) -> tuple[str, float | None, bool | None, s
     another = disagree_pct == disagree_pct and disagree_pct > CAPTURE_DISAGREES_PCT
     return ("graph_kernel_time_attributed_pct", _pct(attributed["dur_ns"].sum(), graph["dur_ns"].sum()) if len(graph)
             else None, False if another else None,
-            f"{len(graph)} graph-replayed kernels, {len(attributed)} attributed"
+            f"{len(graph)} graph-replayed kernels, {len(attributed)} attributed" + _attributed_by(graph)
             + ("" if len(attributed) == len(graph) else "; their capture is not in the trace: pass it with "
-               "--graph-capture (their categories come from kernel names)")
+               "--graph-capture, or an eager trace of the same model with --eager-twin (their categories come "
+               "from kernel names)")
             + (f"; but {disagree_pct:.0f}% of their time is GEMM or attention kernels given ops that compute neither "
                f"({', '.join(disagree['op'].value_counts().index[:3])}): the capture is another graph's"
                if another else ""))
+
+
+def _attributed_by(graph: pd.DataFrame) -> str:
+    """How the replayed kernels' time was attributed (``attributed_by``: capture, eager twin, warm-up, family, none),
+    each way's share of it."""
+    if "attributed_by" not in graph or graph.empty:
+        return ""
+    shares = graph.groupby(graph["attributed_by"].astype(object).fillna("none"))["dur_ns"].sum()
+    total = graph["dur_ns"].sum()
+    return "; time attributed by " + ", ".join(f"{way} {_pct(shares.get(way, 0), total):.0f}%"
+                                               for way in ATTRIBUTED_BY)
 
 
 def _record_rows(events: pd.DataFrame, kernels: pd.DataFrame) -> list[tuple[str, int, bool, str]]:
@@ -318,7 +331,7 @@ def _record_rows(events: pd.DataFrame, kernels: pd.DataFrame) -> list[tuple[str,
 # the columns the checks read: they filter the events a dozen times, each filter on these a third of the cost of one
 # on the events' forty
 _READ = frozenset(("kind", "start_ns", "dur_ns", "op", "launch_api", "ranges", "graph_replay", "capture_disagrees",
-                   "input_dims", "module", "forward_module", "device", "stream", "correlation", "name", "linked_by"))
+                   "attributed_by", "input_dims", "module", "forward_module", "device", "stream", "correlation", "name", "linked_by"))
 
 
 def _overlap_row(events: pd.DataFrame, kernels: pd.DataFrame, kernel_ns: float) -> tuple[str, int, bool, str]:

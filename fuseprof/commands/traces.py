@@ -40,6 +40,11 @@ def trace_arguments(p: argparse.ArgumentParser, top: int, top_help: str | None, 
                         "the op, shapes and module that launched it during capture (found by itself when both "
                         "traces are given, or sit in one folder); give it once per capture trace when the graphs "
                         "were captured in several runs")
+    p.add_argument("--eager-twin", type=input_path("trace", "--eager-twin"), metavar="EAGER", action="append",
+                   help="without the capture trace: an eager trace of the same model (same shapes); each replay's "
+                        "kernels are aligned, in order, to its steps' and take their ops, shapes and modules "
+                        "(the integrity table says how much time was attributed so; kernels it cannot align are "
+                        "named by their kernel family, module unknown)")
     p.add_argument("--ceilings", type=input_path("any", "--ceilings"), metavar="BUNDLE",
                    help="measured rates to judge against: a `fuseprof ceilings` bundle (DRAM, FP32, BF16 roofs) and/or "
                         "a `fuseprof bench` bundle (the copy model of fused kernels), or a folder of them; default: "
@@ -135,7 +140,7 @@ def analyses(args: argparse.Namespace, top: int | None = None) -> list[TraceAnal
 
     _positive_top(args.top)
     return analyze(args.traces, args.device, top if top is not None else 15, registry=args.registry, window=args.window,
-                   graph_capture=args.graph_capture, ceilings=args.ceilings,
+                   graph_capture=[*(args.graph_capture or ()), *(args.eager_twin or ())] or None, ceilings=args.ceilings,
                    workers=args.workers or os.cpu_count() or 1, scheduler=args.scheduler, progress=_progress)
 
 

@@ -20,7 +20,8 @@ SETTINGS: dict[str, tuple[str, str, str]] = {
     "attributed_kernel_time_pct": ("attribution", "the top ops, fusion and the audit (kernels without an op)",
                                    "--graph-capture for graph replays; CPU activity on for eager kernels"),
     "graph_kernel_time_attributed_pct": ("graph-capture", "the ops, shapes and modules of graph-replayed kernels",
-                                         "--graph-capture CAPTURE (the trace taken while the graphs were captured)"),
+                                         "--graph-capture CAPTURE (the trace taken while the graphs were captured), "
+                                         "or --eager-twin EAGER (an eager trace of the same model)"),
     "gpus_in_trace": ("one-gpu", "the 'all' timeline row, idle time and steps (one GPU's busy time)",
                       "one profiler per process and GPU, or analyse each GPU's trace on its own"),
 }

@@ -377,7 +377,7 @@ class ChainClass:
 
 
 _KIND_FAMILIES = {kind: OpFamily(kind, family=kind) for kind in ("memcpy", "memset")}
-_FALLBACK = OpFamily("other", family="(no rule)")
+FALLBACK = OpFamily("other", family="(no rule)")
 _NO_ROLE = OpRole("")
 _KEY = msgspec.json.Encoder().encode
 _ESTIMATES: dict[tuple[Any, ...], Estimate | None] = {}
@@ -463,7 +463,7 @@ class Registry:
         for row in self.families:
             if row._kernel is not None and row._kernel.search(kernel):
                 return row
-        return _FALLBACK
+        return FALLBACK
 
     def kinds(self, op: str | None, kernels: Iterable[str] = ()) -> frozenset[str]:
         """What a unit computes (``OpKinds``, then ``KindRule``): by its op where a row names the op, else by
