@@ -6,8 +6,8 @@ kernel families: ``fuseprof/model/kernel_families.json``.
 Each argument names a library's repository and a snapshot of it: a bare git directory (read at its HEAD, with
 ``git ls-tree`` and ``git show``; no network). From each, the kernels its sources define are read —
 
-    CUDA / HIP   ``__global__`` functions (``__launch_bounds__`` skipped; namespaces kept for DeepEP, whose trace
-                 names carry them)
+    CUDA / HIP   ``__global__`` (and ``CUTLASS_GLOBAL``) functions, ``__launch_bounds__`` skipped, qualified by
+                 their namespaces as a trace's names are
     Triton       functions under ``@triton.jit`` (and ``@triton.autotune`` / ``@triton.heuristics`` stacks)
     CuTe DSL     classes holding a ``@cute.kernel`` method (a CuTe kernel's trace name holds its class's name)
     CK tile      ``struct ...Kernel`` templates (a kernel's trace name is ``ck_tile::kentry<..., ck_tile::NAME<...>>``)
@@ -69,7 +69,10 @@ class Family:
 # Made exclusive: a mined name matching two families' patterns stops the script.
 _COMM = r"all_?reduce|allgather|all_?to_?all|lamport|mnnvl"
 _MOE_BOOKKEEPING = r"moe_?(?:align|sort|sum|fused_gate|topk|finalize|routing|permute|unpermute)|moe::dev|moesorting|" \
-                   r"moetopk|topk_?(?:gating|softmax)|hash_topk|expert_?(?:count|map|offsets)|fused_router|aux_loss"
+                   r"moetopk|topk_?(?:gating|softmax)|hash_topk|expert_?(?:count|map|offsets)|fused_router|aux_loss|" \
+                   r"_combined_routing|_sum_bitmatrix|_routing_(?:compute|sigmoid|memset)|_expt_data|routing_from_topk|" \
+                   r"_finalize_matmul|^_topk_forward"
+_GEMM = r"(?<!fb)(?<!deep_)gemm"  # a GEMM's name, not a library's (fbgemm_gpu::, deep_gemm:: name every kernel)
 _ROPE_KV = r"rope\w*(?:and_cache|kv_?cache|quant_?cache|cache_?(?:mla|shuffle)|append_paged|_kv_?(?:write|store))|" \
            r"fused_rope_store|qk_?rope\w*(?:reshape|concat|store)|rotary\w*kv_?cache"
 FAMILIES: tuple[Family, ...] = (
@@ -117,17 +120,19 @@ FAMILIES: tuple[Family, ...] = (
            "a MoE layer's bookkeeping: routing scores' top-k, tokens sorted by expert, the experts' outputs "
            "gathered back and weighted", ("moe",), unless=_COMM),
     Family("MoE expert GEMMs",
-           r"fused_?moe|moe_?gemm|moegemm|fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm",
+           r"fused_?moe|moe_?gemm|moegemm|fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm|mega_?moe|"
+           r"matmul_ogs",
            "GEMM", "moe", "the experts' GEMMs of a MoE layer (grouped or fused over experts, an activation "
            "sometimes in their epilogue)", ("moe",), unless=_MOE_BOOKKEEPING + "|" + _COMM),
     Family("sampling", r"sampling|sample_kernel|greedy_sample|random_sample|mix_sample|renorm_?(?:prob|write)|"
            r"topk_?mask_?logits|top_?p_?(?:renorm|sampling)", "reduction", "sampling",
            "the next token drawn from the logits in one kernel (top-k, top-p, min-p, temperature, greedy)",
            ("fused sampling",), ("sampling",)),
-    Family("dense GEMMs", r"(?<!fb)gemm|gemv|wv_?splitk|matmul|(?<![a-z])_?mm_|llgemm", "GEMM", "gemm",
+    Family("dense GEMMs", _GEMM + r"|gemv|wv_?splitk|matmul|(?<![a-z])_?mm_|llgemm", "GEMM", "gemm",
            "a matrix product of the activations by one weight (dense; bf16, fp8, int8, fp4, with its dequantising "
            "scales and, some, an epilogue)", unless=_MOE_BOOKKEEPING + "|" + _COMM + r"|fused_?moe|moe_?gemm|moegemm|"
-           r"fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm|attn|attention|fmha|flash|rms_?norm|"
+           r"fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm|mega_?moe|matmul_ogs|attn|attention|fmha|flash|"
+           r"rms_?norm|"
            r"layer_?norm|rope|rotary|act_and_mul|swiglu|silu_mul|sampl|mqa_logits|conv|implicit_?gemm|igemm|fprop|dgrad|"
            r"wgrad"),
     Family("gated activation (SiLU/GELU · mul)",
@@ -135,7 +140,7 @@ FAMILIES: tuple[Family, ...] = (
            "elementwise", "activation",
            "a gated activation: act(gate) · up in one kernel, reading gate and up from one tensor of twice the "
            "width (the gate / up GEMM's merged output)", ("silu", "mul", "gated activation"),
-           ("SiLU · mul", "gate / up projection"), unless=r"(?<!fb)gemm|grouped|moe|_mm\b|matmul"),
+           ("SiLU · mul", "gate / up projection"), unless=_GEMM + r"|grouped|moe|_mm\b|matmul"),
     Family("rotary embedding (RoPE)", r"rotary|rope(?![nr])", "elementwise", "rope",
            "rotary position embedding of q and k, alone", ("rotary",),
            unless=_ROPE_KV + r"|rms_?norm|attn|attention|fmha"),
@@ -150,7 +155,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("quantisation", r"quantize|quant_|_quant|cast_to_fp8|to_fp8|fp8_cast|per_token_cast|per_channel_cast|"
            r"scaled_fp8|dequant", "elementwise", "quant",
            "a tensor quantised to (or dequantised from) int8 / fp8 / fp4 with its scales, apart from any GEMM",
-           ("quantize",), unless=r"rms_?norm|layer_?norm|rope|rotary|act_and_mul|silu_mul|swiglu|(?<!fb)gemm|_mm\b|matmul|moe|cache|"
+           ("quantize",), unless=r"rms_?norm|layer_?norm|rope|rotary|act_and_mul|silu_mul|swiglu|" + _GEMM + r"|_mm\b|matmul|moe|cache|"
            r"attn|attention|fmha|" + _COMM),
 )
 
@@ -189,6 +194,10 @@ TRACE_NAMES: tuple[tuple[str, str, str], ...] = (
      "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
     ("void moe::dev::routing::routingRenormalize::routingIndicesClusterKernel<KernelParams>",
      "MoE routing, sorting and finalize", "issue 60: SGLang MoE decode on B300 (TRT-LLM-gen MoE)"),
+    ("_combined_routing_compute", "MoE routing, sorting and finalize",
+     "../shared/thirdparty-traces/vllm_decode_full_graph_execution.json.gz (triton_kernels' routing, gpt-oss MoE)"),
+    ("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", "MoE expert GEMMs",
+     "../shared/thirdparty-traces/vllm_decode_full_graph_execution.json.gz (triton_kernels' expert GEMM)"),
     ("void moe::dev::finalize::finalizeKernelVecLoad<KernelParams>", "MoE routing, sorting and finalize",
      "issue 60: SGLang MoE decode on B300 (TRT-LLM-gen MoE)"),
     ("_ZN7ck_tile6kentryILi1ENS_16MoeSortingKernelINS_17MoeSortingProblemEx", "MoE routing, sorting and finalize",
@@ -221,6 +230,8 @@ WHERE: dict[str, tuple[str, ...]] = {
     "ROCm/aiter": ("csrc/", "aiter/ops/triton/"),
     "ROCm/composable_kernel": ("include/ck_tile/ops/",),
     "deepseek-ai/DeepEP": ("csrc/kernels/",),
+    "deepseek-ai/DeepGEMM": ("deep_gemm/include/", "csrc/"),
+    "deepseek-ai/FlashMLA": ("csrc/",),
     "Dao-AILab/flash-attention": ("csrc/flash_attn/", "csrc/layer_norm/", "hopper/", "flash_attn/"),
     "linkedin/Liger-Kernel": ("src/liger_kernel/ops/",),
     "NVIDIA/apex": ("csrc/", "apex/contrib/csrc/"),
@@ -262,7 +273,7 @@ def _namespaces_at(text: str, position: int) -> list[str]:
 def cuda_kernels(text: str) -> list[str]:
     """``__global__`` functions' names, qualified by the namespaces they sit in (as a trace's names are)."""
     names = []
-    for m in re.finditer(r"__global__", text):
+    for m in re.finditer(r"__global__|CUTLASS_GLOBAL", text):  # CUTLASS_GLOBAL: CUTLASS's __global__ (DeepGEMM)
         rest = _LAUNCH_BOUNDS.sub(" ", text[m.end():m.end() + 400])
         calls = []
         for call in _CALL.finditer(rest):

@@ -4,8 +4,9 @@
 
 The labels (``../shared/thirdparty-traces/labels_turn4.json``, written from the raw traces and the models' code before
 fuseprof ran on them; ``LABELS_turn4.md`` reads them) give each trace's catalogue verdicts; a verdict is right when it
-is the label's ``verdict`` or, for a debatable one, any of its ``readings``. The set's ``cross-entropy`` column is
-scored against the catalogue's ``linear cross-entropy`` entry (the one cross-entropy row the audit prints). A rank
+is the label's ``verdict`` or, for a debatable one, any of its ``readings``. Each column is scored against the
+catalogue entry of its name; ``cross-entropy``, where the catalogue has none (before 15e4cb9), against ``linear
+cross-entropy``. A rank
 set's verdicts (``rank_sets``: PARAM's 8 ranks, the 2-of-128 pair) count once per entry, right when every rank's
 audit is. The graph replay is scored twice: alone, and with its capture trace (``--graph-capture``); the pooled
 score is printed both ways. These traces are never used to write rules (``labels.json``'s are): this script only
@@ -25,7 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT.parent / "shared" / "thirdparty-traces" / "labels_turn4.json"
-ENTRY = {"cross-entropy": "linear cross-entropy"}  # the label's column -> the catalogue entry scored against it
+ENTRY = {"cross-entropy": "linear cross-entropy"}  # a label's column -> the entry scored where none has its name
 REPLAY, CAPTURE = "h200-turn4/decode_graph_replay.json.gz", "h200-turn4/decode_graph_capture.json.gz"
 
 
@@ -66,7 +67,7 @@ def score(name: str, labels: dict[str, Any], per_rank: list[dict[str, str]]) -> 
         if entry == "same_as":
             continue
         ok = accepted(label)
-        got = [verdicts.get(ENTRY.get(entry, entry), "(no such entry)") if verdicts else "not present"
+        got = [verdicts.get(entry, verdicts.get(ENTRY.get(entry, ""), "(no such entry)")) if verdicts else "not present"
                for verdicts in per_rank]
         if all(g in ok for g in got):
             right += 1

@@ -42,7 +42,7 @@ TAXONOMY: dict[str, tuple[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]] =
         (("GEMM",), ("GEMM",)), (("attention",), ("other",)), (("elementwise", "normalization"), ("triton",))]),
     VLLM[0]: ("vllm_prefilldecode_piecewise", [
         (("normalization",), ("RMSNorm",)),
-        (("GEMM", "attention", "elementwise", "reduction", "copy/cast", "memcpy"),
+        (("GEMM", "attention", "elementwise", "reduction", "MoE", "copy/cast", "memcpy"),
          ("GEMM", "other", "InferenceAttention", "triton", "elementwise"))]),
 }
 MI300 = ["mi300_bert_small_uncased.json.gz", "mi300_falconsai_nsfw_image_detection.json.gz",
