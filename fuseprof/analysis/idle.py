@@ -62,6 +62,7 @@ import pandas as pd
 from fuseprof.analysis.graphs import is_graph_launch
 from fuseprof.model.intervals import covered_ns, merge, runs
 from fuseprof.model.registry import Registry
+from fuseprof.model.registry_data import SYNC_OPS
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import rows_named
 
@@ -71,9 +72,7 @@ _HOST_CAUSE = {"sync": "sync", "data loading": "data", "start-up": "startup", "a
 _STARTUP_NS = 1_000_000_000  # a runtime call this long that does not synchronise is one-time start-up
 SYNC_CALLS = ("item", "copy", "synchronize", "event")  # which call synchronised: the idle_sync_<call>_ns columns
 READ_BACKS = ("item", "copy")  # a value read back on the host: what a CUDA graph cannot hold (``sync_reads``)
-_ITEM = re.compile(r"^aten::(?:item|_local_scalar_dense)$")
-_COPY = re.compile(r"^aten::(?:copy_|to|_to_copy|cpu|tolist|nonzero|masked_select|unique\w*|repeat_interleave)$"
-                   r"|Memcpy(?!Async)|^cuMemcpy")
+_ITEM, _COPY = re.compile(SYNC_OPS["item"]), re.compile(SYNC_OPS["copy"])
 VERDICTS = {"busy_ns": "GPU-bound", "idle_launch_ns": "host-bound", "idle_sync_ns": "sync-bound",
             "idle_data_ns": "data-bound", "idle_alloc_ns": "allocator", "idle_event_ns": "event wait",
             "idle_other_ns": "other idle"}

@@ -775,7 +775,7 @@ def linear_ce(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
 
 
 _NLL = ("nll_loss", "nll_loss_forward", "nll_loss_nd", "nll_loss2d_forward")
-_BINARY_LOSSES = ("aten::binary_cross_entropy_with_logits", "aten::binary_cross_entropy")
+_BINARY_LOSSES = ("binary_cross_entropy_with_logits", "binary_cross_entropy")  # ATen's, by their bare name
 
 
 def cross_entropy(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
@@ -799,7 +799,7 @@ def cross_entropy(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Fou
             group = sorted([unit, *loss, *backward], key=lambda u: u.order)
             found.append(Found(False, tuple(group), " → ".join(_name(u) for u in (unit, *loss)) +
                                (" and their backward" if backward else "") + f" ({len(group)} units)"))
-    binary = [u for u in units if u.forward_op in _BINARY_LOSSES]
+    binary = [u for u in units if u.forward_op.rpartition("::")[2] in _BINARY_LOSSES]
     if binary:
         found.append(Found(False, tuple(binary), f"{binary[0].forward_op}'s backward: {len(binary)} units apart"))
     return found

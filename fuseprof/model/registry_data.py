@@ -406,6 +406,11 @@ HOST_CAUSES: tuple[HostCause, ...] = (
     HostCause("allocator", calls=r"^(?:cuda|hip)(?:Malloc|Free)\w*$|^cuMem(?:Alloc|Free)\w*$"),
     HostCause("event wait", calls=r"StreamWaitEvent"),
 )
+# Which call a sync was (fuseprof.analysis.idle's idle_sync_<call>_ns; item and copy are read-backs, what a CUDA
+# graph cannot hold): the op around it, or the runtime call itself for a copy
+SYNC_OPS = {"item": r"^aten::(?:item|_local_scalar_dense)$",
+            "copy": r"^aten::(?:copy_|to|_to_copy|cpu|tolist|nonzero|masked_select|unique\w*|repeat_interleave)$"
+                    r"|Memcpy(?!Async)|^cuMemcpy"}
 # The phases of a training step that autograd does not record (fuseprof.analysis.phases)
 PHASE_RANGES: tuple[PhaseRange, ...] = (
     PhaseRange("optimizer", r"^Optimizer\.(step|zero_grad)#"),  # torch.optim's own ranges, per optimizer class
