@@ -220,8 +220,8 @@ def _with_waits(shown: Shown, frame: pd.DataFrame, text: bool, wide: bool) -> Sh
 
 
 def several_ranks(results: list[TraceAnalysis]) -> bool:
-    """Traces of two or more ranks of one distributed run: the across-ranks sections apply. Two traces that
-    name the same rank but both communicate are such a set too (``ranks.numbered_ranks`` numbers them and says
-    so), not two single runs."""
+    """Traces of two or more ranks of one distributed run: the across-ranks sections apply. Two or more traces that
+    communicate are such a set too, whether they name the same rank or none (no ``distributedInfo``: ranks by file
+    name, ``ranks.numbered_ranks`` numbers them and says how), not single runs."""
     ranked = [r for r in results if r.rank is not None]
-    return len({r.rank for r in ranked}) > 1 or sum(not r.collectives.empty for r in ranked) > 1
+    return len({r.rank for r in ranked}) > 1 or sum(not r.collectives.empty for r in results) > 1

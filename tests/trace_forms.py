@@ -12,22 +12,30 @@ the same (its times shifted by a known offset where the form moves the clock).
     display_ns      ``displayTimeUnit: "ns"`` (a viewer's setting: ts stays µs, as the Trace Event Format says)
     several_devices ``deviceProperties`` for eight devices where the trace ran on fewer (a node's every GPU)
     no_devices      no ``deviceProperties`` at all (older writers, CPU-side exporters): only the names go
+    begin_end       every complete event that nests on its thread as a begin/end pair ('B' then 'E', the end with no
+                    name, category or args), in the order a streaming writer emits them on each thread (the Trace
+                    Event Format's other form of a duration event; the two mix in one trace)
+    string_times    ``ts`` and ``dur`` written as strings ("ts": "1234.567")
+    metadata_at_zero  ``epoch_fraction`` with a metadata event ('M', a process name) at ts 0, as writers that give
+                    metadata no time do
 
 and, apart (the decoded ids differ, the analysis must not): ``ids_by_correlation``, a writer whose GPU
 events and launch calls carry their correlation id as External id (no op has it, or another op does), and
 ``launches_without_ids``, launch calls with no External id (writers that put it on ops and kernels only).
 
-``FORMS`` maps each name to (rewrite, offset in ns); ``write`` writes a rewritten trace as JSON text, with
-the exact timestamps the form chose.
+``FORMS`` maps each name to (rewrite, offset in ns); ``load`` reads a trace keeping each number's text, and ``write``
+writes a rewritten trace as JSON text with the exact timestamps the form chose or the trace held.
 """
 
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import random
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +46,30 @@ _OLD_NAMES = {"cpu_op": "Operator", "cuda_runtime": "Runtime", "gpu_memcpy": "Me
 Trace = dict[str, Any]
 
 
+class Written(float):
+    """A JSON number kept as written beside its float: µs since the epoch with ns decimals (1.7e15 µs) is beyond a
+    float's precision (spacing 0.25 µs), and a form rewritten through the float would move its times."""
+
+    text: str
+
+    def __new__(cls, text: str | float) -> Written:
+        number = super().__new__(cls, text)
+        number.text = str(text)
+        return number
+
+
+def load(path: Path) -> Trace:
+    """A gzipped trace's JSON, each fraction a ``Written`` (its text kept)."""
+    return json.loads(gzip.decompress(path.read_bytes()), parse_float=Written)  # type: ignore[no-any-return]
+
+
 def _ns(value: float) -> int:
-    """A written µs value (three decimals) as integer ns."""
-    return round(value * 1000)
+    """A written µs value (three decimals) as integer ns: exact from its text where it was kept, else from the float
+    (exact below 2**43 µs)."""
+    if isinstance(value, Written):
+        return int(Decimal(value.text) * 1000)
+    whole = int(value // 1)
+    return whole * 1000 + round((value - whole) * 1000)
 
 
 def _text_ts(trace: Trace, offset_us: int) -> Trace:
@@ -48,7 +77,7 @@ def _text_ts(trace: Trace, offset_us: int) -> Trace:
     for e in trace["traceEvents"]:
         if isinstance(e.get("ts"), (int, float)):
             ns = _ns(e["ts"]) + offset_us * 1000
-            e["_ts_text"] = f"{ns // 1000}.{ns % 1000:03d}" if ns % 1000 else str(ns // 1000)
+            e["_ts_text"] = _ts_text_of(ns)
     return trace
 
 
@@ -58,7 +87,7 @@ def whole_us(trace: Trace) -> Trace:
     for e in out["traceEvents"]:
         for key in ("ts", "dur"):
             if isinstance(e.get(key), float):
-                e[key] = int(e[key] // 1)
+                e[key] = int(Decimal(e[key].text) // 1) if isinstance(e[key], Written) else int(e[key] // 1)
     return out
 
 
@@ -137,6 +166,75 @@ def launches_without_ids(trace: Trace) -> Trace:
     return out
 
 
+def _ts_text_of(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}" if ns % 1000 else str(ns // 1000)
+
+
+def _pair_order(e: dict[str, Any]) -> tuple[Any, ...]:
+    """Where a streaming writer puts a begin or end on its thread: by time; at one time, ends of spans that began
+    earlier first, then begins (the longer first), then ends of spans of no duration (the last begun first)."""
+    span, position = e["_span"]
+    if e["ph"] == "B":
+        return (span[0], 1, span[0] - span[1], position)
+    return (span[1], 2 if span[1] == span[0] else 0, -span[0], -position)
+
+
+def _nesting(spans: list[tuple[tuple[int, int], int]]) -> set[int]:
+    """The positions of one thread's spans that nest (each inside the last open one, or after it): those a pair
+    can write. A span that crosses the end of one open around its start (kernels overlapping on one stream, a
+    range that ends inside an op) has no begin/end form and stays complete."""
+    nested, open_ends = set(), []  # type: ignore[var-annotated]
+    for (start, end), position in sorted(spans, key=lambda s: (s[0][0], s[0][0] - s[0][1], s[1])):
+        while open_ends and open_ends[-1] <= start and not (open_ends[-1] == start == end):
+            open_ends.pop()
+        if not open_ends or end <= open_ends[-1]:
+            nested.add(position)
+            open_ends.append(end)
+    return nested
+
+
+def begin_end(trace: Trace) -> Trace:
+    out = copy.deepcopy(trace)
+    spans: dict[tuple[str, str], list[tuple[tuple[int, int], int]]] = {}
+    for position, e in enumerate(out["traceEvents"]):
+        if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur"), (int, float)):
+            start = _ns(e["ts"])
+            spans.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append(((start, start + _ns(e["dur"])),
+                                                                                  position))
+    paired = set().union(*(_nesting(s) for s in spans.values()))
+    kept, pairs = [], []
+    for position, e in enumerate(out["traceEvents"]):
+        if position not in paired:
+            kept.append(e)
+            continue
+        start, end = _ns(e["ts"]), _ns(e["ts"]) + _ns(e.pop("dur"))
+        span = ((start, end), position)
+        pairs += [{**e, "ph": "B", "_span": span},
+                  {"ph": "E", "pid": e.get("pid"), "tid": e.get("tid"), "ts": 0, "_ts_text": _ts_text_of(end),
+                   "_span": span}]
+    pairs.sort(key=lambda e: (str(e.get("pid")), str(e.get("tid")), _pair_order(e)))
+    for e in pairs:
+        del e["_span"]
+    out["traceEvents"] = kept + pairs
+    return out
+
+
+def string_times(trace: Trace) -> Trace:
+    out = copy.deepcopy(trace)
+    for e in out["traceEvents"]:
+        for key in ("ts", "dur"):
+            if isinstance(e.get(key), (int, float)) and not isinstance(e.get(key), bool):
+                e[key] = e[key].text if isinstance(e[key], Written) else repr(e[key])
+    return out
+
+
+def metadata_at_zero(trace: Trace) -> Trace:
+    out = epoch_fraction(trace)
+    out["traceEvents"].insert(0, {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "ts": 0,
+                                  "args": {"name": "python3"}})
+    return out
+
+
 FORMS: dict[str, tuple[Callable[[Trace], Trace], int]] = {
     "epoch_fraction": (epoch_fraction, EPOCH_US * 1000),
     "epoch_integer": (epoch_integer, EPOCH_US * 1000),
@@ -146,7 +244,11 @@ FORMS: dict[str, tuple[Callable[[Trace], Trace], int]] = {
     "display_ns": (display_ns, 0),
     "several_devices": (several_devices, 0),
     "no_devices": (no_devices, 0),
+    "begin_end": (begin_end, 0),
+    "string_times": (string_times, 0),
+    "metadata_at_zero": (metadata_at_zero, EPOCH_US * 1000),
 }
+REORDERED = {"shuffled", "begin_end"}  # the events in another order than the file's: the tables compared sorted
 DEVICES_CHANGED = {"several_devices", "no_devices"}  # the device table differs; the events the trace ran must not
 
 
@@ -156,12 +258,19 @@ def original_of(form: str, trace: Trace) -> Trace:
 
 
 def write(trace: Trace, path: Path) -> Path:
-    """The trace as JSON text, each ``_ts_text`` written as the number it is (never through a float)."""
+    """The trace as JSON text, each ``_ts_text`` and ``Written`` time written as the number it is (never through a
+    float); the trace itself is left as it was (forms share events with it)."""
     texts: list[str] = []
+    events = []
     for e in trace["traceEvents"]:
-        if "_ts_text" in e:
-            texts.append(e.pop("_ts_text"))
-            e["ts"] = f"\x00{len(texts) - 1}\x00"
-    text = json.dumps(trace)
+        if "_ts_text" in e or any(isinstance(e.get(key), Written) for key in ("ts", "dur")):
+            e = {k: v for k, v in e.items() if k != "_ts_text"} | ({"ts": Written(e["_ts_text"])} if "_ts_text" in e
+                                                                   else {})
+            for key in ("ts", "dur"):
+                if isinstance(e.get(key), Written):
+                    texts.append(e[key].text)
+                    e[key] = f"\x00{len(texts) - 1}\x00"
+        events.append(e)
+    text = json.dumps({**trace, "traceEvents": events})
     path.write_text(re.sub(r'"\\u0000(\d+)\\u0000"', lambda m: texts[int(m[1])], text))
     return path

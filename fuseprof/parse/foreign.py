@@ -18,6 +18,10 @@ _HEAD = 1 << 16
 _SQLITE = b"SQLite format 3\x00"
 _NCU_REP = b"NVR\x00"  # the first bytes of every Nsight Compute report (tests/fixtures/*.ncu-rep)
 _NSYS_SUFFIXES = (".nsys-rep", ".qdrep")  # Nsight Systems' reports: recognised by name (no documented magic)
+# tables every ``nsys export --type sqlite`` holds; SQLite keeps its schema's text in the file's first pages
+_NSYS_TABLES = (b"CUPTI_ACTIVITY_KIND_KERNEL", b"CUPTI_ACTIVITY_KIND_RUNTIME", b"NVTX_EVENTS", b"TARGET_INFO_GPU")
+_NSYS_NEXT = ("`nsys stats --report cuda_gpu_kern_sum,cuda_api_sum {path}` summarises its kernels and API calls; for "
+              "fuseprof, record the run with torch.profiler and give that trace")
 _ET_SCHEMA = re.compile(rb'"schema"\s*:')
 _ET_NODES = re.compile(rb'"nodes"\s*:\s*\[')
 
@@ -46,12 +50,13 @@ def foreign_file(path: Path) -> str | None:
     if head.startswith(_NCU_REP):
         return (f"an Nsight Compute report (.ncu-rep), not a torch.profiler trace; make it a bundle with "
                 f"`fuseprof ingest {path}`, then `fuseprof roofline` or `fuseprof summary` on the bundle")
+    if head.startswith(_SQLITE) and any(table in head for table in _NSYS_TABLES):
+        return f"an Nsight Systems SQLite export, not a torch.profiler trace; {_NSYS_NEXT.format(path=path)}"
     if head.startswith(_SQLITE):
-        return ("an SQLite database (an Nsight Systems export?), not a torch.profiler trace; fuseprof does not read "
-                "nsys data: `nsys stats` summarises it, or record the run with torch.profiler and give that trace")
+        return ("an SQLite database, not a torch.profiler trace (an Nsight Systems export holds its CUPTI_ACTIVITY_KIND_"
+                "tables: `nsys stats` summarises one); give the torch.profiler trace")
     if path.name.lower().endswith(_NSYS_SUFFIXES):
-        return ("an Nsight Systems report, not a torch.profiler trace; fuseprof does not read nsys reports: "
-                "`nsys stats` summarises it, or record the run with torch.profiler and give that trace")
+        return f"an Nsight Systems report, not a torch.profiler trace; {_NSYS_NEXT.format(path=path)}"
     if b'"traceEvents"' not in head and _ET_SCHEMA.search(head) and _ET_NODES.search(head):
         return ("a PyTorch execution trace (Chakra: 'schema' and 'nodes'), not a torch.profiler trace; give the "
                 "torch.profiler trace recorded with it, with this file beside it named X.et.json.gz for X.json.gz: "

@@ -77,9 +77,30 @@ def _gunzip(raw: bytes, path: Path, limit: int) -> bytes | bytearray:
     return out_buffer  # a bytearray: every reader takes a buffer, and bytes() would copy it
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _utf8(raw: bytes | bytearray, path: Path) -> bytes | bytearray:
+    """The text as UTF-8 without a byte-order mark. A BOM is valid before JSON text (RFC 8259 lets a reader ignore
+    it; Windows editors and .NET writers put one) but no JSON decoder takes it; UTF-16 with its BOM is what
+    Windows PowerShell's ``>`` writes: decoded and made UTF-8 (twice the text's size, as the file holds)."""
+    if raw[:3] == _UTF8_BOM:
+        if isinstance(raw, bytearray):
+            del raw[:3]  # in place: a bytearray drops its head without copying the rest
+            return raw
+        return raw[3:]
+    if raw[:2] in _UTF16_BOMS:
+        try:
+            return raw.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TraceFormatError(f"{path}: starts as UTF-16 text but is not (byte {exc.start})") from None
+    return raw
+
+
 def read_bytes(path: Path, limit: int | None = None) -> bytes | bytearray:
     """The file's bytes, gunzipped when they start with gzip's magic (not by the file's name), at most
-    ``limit`` (default ``MAX_BYTES``) of them."""
+    ``limit`` (default ``MAX_BYTES``) of them, as UTF-8 without a byte-order mark (``_utf8``)."""
     require_regular(path)
     limit = limit or max_bytes()
     if path.stat().st_size > limit:
@@ -90,7 +111,7 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes | bytearray:
         raise TraceFormatError(f"{path}: cannot read ({exc.strerror})") from None
     except MemoryError:
         raise TraceFormatError(f"{path}: larger than the memory this process may use (ulimit -v?)") from None
-    return _gunzip(raw, path, limit) if raw[:2] == b"\x1f\x8b" else raw
+    return _utf8(_gunzip(raw, path, limit) if raw[:2] == b"\x1f\x8b" else raw, path)
 
 
 def read_text(path: Path) -> str:

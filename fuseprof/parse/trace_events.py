@@ -41,8 +41,10 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.errors import FuseprofWarning, NotATraceError, TraceFormatError
+from fuseprof.parse.durations import PAIRED, complete_events, launch_durations
 from fuseprof.parse.foreign import foreign_file
 from fuseprof.parse.nesting import around, innermost
+from fuseprof.parse.perfetto_proto import chrome_json, is_protobuf_trace
 from fuseprof.parse.shared_lists import SharingDecoder
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.textio import read_bytes
@@ -55,6 +57,9 @@ AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 MEMORY_EVENT = "[memory]"  # the allocator's record (profile_memory=True): one instant per alloc (+bytes) or free (-)
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+# a kernel's hardware counters from CUPTI's range profiler (torch.profiler's experimental_config profiler_metrics):
+# Kineto records no kernel events while it runs, by design
+COUNTER_RANGE = "cuda_profiler_range"
 _EXACT_LIMIT_US = float(2**43)
 
 
@@ -127,6 +132,13 @@ class _Event(msgspec.Struct, gc=False):
     args: msgspec.Raw = _NULL
 
 
+# Every CUDA GPU since Kepler keeps 1024–2048 threads resident per SM (AMD's CUs 2048), and no GPU has 1024 SMs. torch
+# 2.13's Python exporter (``export_chrome_trace(path, use_python_export=True)``, torch/profiler/_chrome_trace_export.py)
+# writes ``multi_processor_count`` as ``maxThreadsPerMultiprocessor`` and no ``numSms``, which every other writer
+# writes: without ``numSms``, a value below this is the SM count
+_FEWEST_THREADS_PER_SM = 1024
+
+
 class _Device(msgspec.Struct, gc=False):
     id: int = 0
     name: str = ""
@@ -142,9 +154,13 @@ class _Device(msgspec.Struct, gc=False):
     def properties(self) -> dict[str, int]:
         """What identifies the device (SMs — CUs on ROCm —, memory, arch, warp size) and the per-SM limits
         occupancy needs that it records (registers, shared memory, resident threads: ``devices.limits_for``)."""
-        values = {"sms": self.numSms, "memory_bytes": self.totalGlobalMem, "major": self.computeMajor,
+        sms, max_threads = self.numSms, self.maxThreadsPerMultiprocessor
+        threads = _as_int(max_threads)
+        if sms is None and threads is not None and threads < _FEWEST_THREADS_PER_SM:
+            sms, max_threads = max_threads, None  # torch 2.13's Python exporter: the SM count under this key
+        values = {"sms": sms, "memory_bytes": self.totalGlobalMem, "major": self.computeMajor,
                   "minor": self.computeMinor, "warp": self.warpSize, "registers": self.regsPerMultiprocessor,
-                  "shared_bytes": self.sharedMemPerMultiprocessor, "max_threads": self.maxThreadsPerMultiprocessor}
+                  "shared_bytes": self.sharedMemPerMultiprocessor, "max_threads": max_threads}
         return {k: v for k, v in ((k, _as_int(v)) for k, v in values.items()) if v is not None}
 
 
@@ -163,7 +179,9 @@ class _Trace(msgspec.Struct):
     fuseprof_unprofiled: msgspec.Raw = _NULL
 
 
-_DECODER = msgspec.json.Decoder(_Trace)
+# strict=False: a ts or dur written as a string ("ts": "1234.567", as some exporters write every number) is the
+# number it says; one that says no number is still refused
+_DECODER = msgspec.json.Decoder(_Trace, strict=False)
 # strict=False: ROCm writes some numbers as strings (hipMemcpy*'s "bytes": "4096"); "4096" decodes to 4096,
 # while a string that is no number is still refused
 _ONE: dict[type, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(k | None, strict=False)
@@ -409,7 +427,8 @@ def _exact_times(trace: _Trace, raw: bytes | bytearray, per_unit: int) -> int:
                          int((decimal.Decimal(text.strip('"')) * per_unit).to_integral_value()))
         except decimal.InvalidOperation:
             exact.append(None)
-    base = min((n for n in exact if n is not None), default=0) // 1000 * 1000
+    # metadata events ('M': names, sort orders) have no time of their own: one written at ts 0 is no start
+    base = min((n for n, e in zip(exact, events) if n is not None and e.ph != "M"), default=0) // 1000 * 1000
     for e, n in zip(events, exact):
         if e.ts is not None and n is not None:
             e.ts = (n - base) / 1000
@@ -422,16 +441,17 @@ def _ns_per_unit(trace: _Trace, path: Path) -> int:
     """``fuseprof.parse.time_unit.ns_per_unit`` of the trace: its events looked at only where it says ns."""
     if not says_ns(trace.displayTimeUnit):
         return NS_PER_US
-    timed = [e for e in trace.traceEvents if e.ph == "X"]
+    timed = [e for e in trace.traceEvents if e.ph == "X" or e.ph in PAIRED]
     fractional = any(t is not None and not float(t).is_integer() for e in timed for t in (e.ts, e.dur))
-    launches = [e.dur for e in timed if e.dur is not None and category(e.cat) in LAUNCH_CATEGORIES
-                and "launch" in e.name.lower()]
+    launches = launch_durations(timed, lambda e: category(e.cat) in LAUNCH_CATEGORIES and "launch" in e.name.lower())
     return ns_per_unit(trace.displayTimeUnit, fractional, launches, path)
 
 
 def _decode(path: Path) -> tuple[_Trace, int]:
     """The trace, and the base its timestamps were rebased on (``_exact_times``)."""
     raw = read_bytes(path)
+    if is_protobuf_trace(raw):  # by content, whatever the name: a .pftrace may hold JSON text (torch 2.13 writes so)
+        raw = chrome_json(raw, path)
     try:
         trace = _DECODER.decode(raw)
         return trace, _exact_times(trace, raw, _ns_per_unit(trace, path))
@@ -566,7 +586,15 @@ def _timed_rows(events: list[_Event], path: Path, extra: tuple[str, ...] = (),
     return _frame(cols, path)
 
 
-def _host_leaves(ops: list[_Event], launched: list[bool]) -> list[_Event]:
+def _opened(e: _Event, ids: _Ids | None) -> tuple[float, float, int, str]:
+    """Where an op sorts among its thread's: by start, the longer first; between ops of one span (an op and the
+    autograd node recorded with it), by External id (the order the profiler opened them), then name: never by the
+    file's order, which a merged or streamed writer changes."""
+    external = ids.external_id if ids is not None and ids.external_id is not None else -1
+    return (e.ts or 0.0, -(e.dur or 0.0), external, e.name)
+
+
+def _host_leaves(ops: list[_Event], launched: list[bool], ids: list[_Ids | None]) -> list[_Event]:
     """The ops that launched nothing and called no other op (views, reshapes, factories: what the op graph
     follows tensors through), in start order per thread."""
     by_thread: dict[Any, list[int]] = {}
@@ -574,7 +602,7 @@ def _host_leaves(ops: list[_Event], launched: list[bool]) -> list[_Event]:
         by_thread.setdefault(e.tid, []).append(i)
     leaves = []
     for indices in by_thread.values():
-        indices.sort(key=lambda i: (ops[i].ts or 0.0, -(ops[i].dur or 0.0)))
+        indices.sort(key=lambda i: _opened(ops[i], ids[i]))
         for here, after in zip(indices, [*indices[1:], None]):
             e = ops[here]
             nested = after is not None and (ops[after].ts or 0.0) < (e.ts or 0.0) + (e.dur or 0.0)
@@ -625,7 +653,8 @@ def _ops_by_time(ops: list[_Event], op_ids: list[Any], launches: list[_Event],
     if not unnamed:
         return set(), named
     spans: dict[str, list[tuple[float, float, Any]]] = {}
-    for i, e in enumerate(ops):
+    for i in sorted(range(len(ops)), key=lambda i: _opened(ops[i], op_ids[i])):  # the walk keeps this order at ties
+        e = ops[i]
         if str(e.tid) in unnamed:
             spans.setdefault(str(e.tid), []).append((e.ts or 0.0, (e.ts or 0.0) + (e.dur or 0.0), i))
     found: set[int] = set()
@@ -670,19 +699,23 @@ def _kind(cat: str) -> str:
         return "gpu"
     if cat in LAUNCH_CATEGORIES:
         return "launches"
-    return {"cpu_op": "ops", "user_annotation": "annotations", "python_function": "python function"}.get(cat, "other")
+    return {"cpu_op": "ops", "user_annotation": "annotations", "python_function": "python function",
+            COUNTER_RANGE: "counters"}.get(cat, "other")
 
 
 def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
     """The trace's events by what they are: GPU work, CPU ops, launch calls, modules, annotations, memory."""
     by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": [],
-                                        "memory": [], "frames": []}
+                                        "memory": [], "frames": [], "counters": []}
     lost: Counter[str] = Counter()
     kind_of: dict[str, str] = {}  # per category as written: a trace has a dozen, over hundreds of thousands of events
     for e in trace.traceEvents:
         if e.ph != "X":
             if e.ph in ("i", "I") and e.name == MEMORY_EVENT and e.ts is not None:
                 by_kind["memory"].append(e)
+            elif e.ph in PAIRED:  # durations written as begin/end pairs: read again with each pair one 'X'
+                trace.traceEvents = complete_events(trace.traceEvents, path)
+                return _by_kind(trace, path)
             elif e.ph not in _PHASES:
                 lost[f"ph {e.ph!r}"] += 1
             continue
@@ -730,7 +763,7 @@ def _joined_ops(by_kind: dict[str, list[_Event]], gpu_args: list[Any], launch_ar
     # ids that mostly name no op around their launch say nothing, not even which ops launched work
     by_id = named >= 0.5
     kept = [(by_id and x is not None and x.external_id in launched) or i in by_time for i, x in enumerate(ids)]
-    return [e for e, k in zip(by_kind["ops"], kept) if k], _host_leaves(by_kind["ops"], kept), forward
+    return [e for e, k in zip(by_kind["ops"], kept) if k], _host_leaves(by_kind["ops"], kept, ids), forward
 
 
 def _recorded(ops: list[_Event], frames: list[_Event], path: Path) -> pd.DataFrame:
@@ -761,6 +794,12 @@ def read_trace_tables(path: Path) -> TraceTables:
     """Decode ``path`` (``.json`` or ``.json.gz``) into ``TraceTables``."""
     trace, base_ns = _decode(path)
     by_kind = _by_kind(trace, path)
+    if by_kind["counters"] and not by_kind["gpu"]:
+        raise TraceFormatError(
+            f"{path}: a trace of CUPTI range-profiler counters ({len(by_kind['counters']):,} '{COUNTER_RANGE}' "
+            "events: each kernel's hardware counters, recorded with experimental_config's profiler_metrics), which by "
+            "design holds no kernel events and so no GPU timeline; record the run again without profiler_metrics for "
+            "one (its counters: HTA's get_cupti_counter_data_with_operators reads them)")
     gpu_args = _decode_all_args(by_kind["gpu"], _Args, path)
     launch_args = _decode_all_args(by_kind["launches"], _Args, path)
     gpu = _gpu_rows(by_kind["gpu"], gpu_args, path)

@@ -24,6 +24,7 @@ import msgspec
 import pandas as pd
 
 from fuseprof.errors import FuseprofError
+from fuseprof.parse.perfetto_proto import chrome_json, is_protobuf_trace
 from fuseprof.parse.textio import read_bytes
 from fuseprof.parse.time_unit import says_ns
 
@@ -137,6 +138,8 @@ def read_trace_notes(path: Path) -> TraceNotes:
     """The records of the trace at ``path`` (module docstring); none where it is no Chrome trace JSON."""
     try:
         raw = read_bytes(path)
+        if is_protobuf_trace(raw):  # by content, as the tables are read (``trace_events``)
+            raw = chrome_json(raw, path)
         top = _TOP.decode(raw)
         trace = _DECODER.decode(raw) if any(w in raw for w in _WANTED) else _Trace([])
     except (msgspec.MsgspecError, FuseprofError, OSError, MemoryError):
