@@ -145,3 +145,32 @@ def test_engine_replays_get_their_category_from_the_families(name: str) -> None:
     assert got["op"].isna().all()
     assert got["module"].astype(object).fillna("").tolist() == \
         linked.loc[got.index, "module"].astype(object).fillna("").tolist()
+
+
+def verdicts(replay: Path, given: Path | None) -> dict[str, str]:
+    """The audit's verdict per catalogue entry, the replay analysed with ``given`` (a capture, an eager twin)."""
+    from fuseprof.analysis import analyze
+
+    result = analyze([replay], workers=1, graph_capture=given)[0]
+    return dict(zip(result.audit["fusion"], result.audit["verdict"]))
+
+
+def test_the_audit_with_an_eager_twin_gives_the_capture_s_verdicts() -> None:
+    replay = TRUTH / "h100" / "decode_graph.json.gz"
+    with_capture = verdicts(replay, TRUTH / "h100" / "decode_graph.capture.json.gz")
+    assert "not fused" in with_capture.values()  # entries found, so equal verdicts say something
+    assert verdicts(replay, truth_twin("h100", "decode_graph")) == with_capture
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize(("name", "capture", "apart"), [
+    ("vllm_decode_full_graph_execution", "vllm_decode_full_graph_capture", set()),
+    ("vllm_prefilldecode_piecewise_graph_execution", "vllm_prefilldecode_piecewise_graph_capture", set()),
+    # sampling is an argmax over the logits, known only by its shapes: without them the audit claims nothing
+    ("sglang_Qwen3-8B_decode", "sglang_decode_capture_bs32", {"sampling"})])
+def test_engine_replays_audited_from_the_families_give_the_capture_s_verdicts(name: str, capture: str,
+                                                                               apart: set[str]) -> None:
+    replay = shared_traces() / f"{name}.json.gz"
+    with_capture, alone = verdicts(replay, shared_traces() / f"{capture}.json.gz"), verdicts(replay, None)
+    differ = {e for e, v in with_capture.items() if alone.get(e) != v}
+    assert differ == apart, {e: (alone.get(e), with_capture[e]) for e in differ}

@@ -39,7 +39,8 @@ A unit whose tensors the trace does not record — a kernel of a compiled region
 its name describes — is linked to nothing; for it the patterns read the one dataflow such a trace keeps, the
 launch order: kernels alone read what the kernel launched before them wrote (``Units``), a pair of tensors is
 taken to be one where none is recorded, and the GEMM calls launched since the last norm, reduction or attention
-(``Units.launched_around``) before an attention are its q, k and v projections (one: fused; three: not), before
+before them (``Units.launched_around``; the norms of q and k between them and the attention passed) before an
+attention are its q, k and v projections (one: fused; three: not), before
 a gated product its gate and up (one: fused; two: not); an activation-only kernel launched right after a GEMM,
 with no product after it, is its epilogue left out.
 
@@ -484,8 +485,13 @@ def qkv(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
 
 
 def _qkv_by_order(units: Units, attention: Unit) -> list[Found]:
-    """An attention linked to nothing: the GEMM calls launched since the norm before it (module docstring)."""
-    gemms = _gemm_calls(units.launched_around(attention, _layer_boundary))
+    """An attention linked to nothing: the GEMM calls launched since the norm before them (module docstring). The
+    walk up passes the norms between the projections and the attention (Qwen3's and OLMo2's per-head q and k norms,
+    launched after the QKV GEMM) until it has met a GEMM; the previous attention ends it."""
+    walked = units.launched_around(attention, lambda u: u.category == "attention")
+    first = next((k for k, u in enumerate(walked) if u.is_gemm), len(walked))
+    rest = walked[first:]
+    gemms = _gemm_calls(rest[:next((k for k, u in enumerate(rest) if _layer_boundary(u)), len(rest))])
     names = " + ".join(_name(g) for g in gemms)
     if len(gemms) == 1:
         return [Found(True, tuple(gemms), f"{names} → attention (q, k and v in one GEMM, by launch order)")]
@@ -534,7 +540,9 @@ def _qkv_by_width(units: Units, site: _Site, after: int, before: int, costs: Cos
     if len(siblings) >= 2:
         return [Found(False, tuple(siblings[-3:]), " + ".join(g.op for g in siblings[-3:]) + " → attention (by width)",
                       sibling_saving(siblings[-3:], costs))]
-    return []
+    # no GEMM before it has a width (a graph replay's, run without its capture: no op, no shapes), nor an edge to
+    # it: launch order decides, as for an attention linked to nothing (vLLM's piecewise graphs run it eagerly)
+    return _qkv_by_order(units, attention) if unlinked and not gemms else []
 
 
 def epilogue(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:

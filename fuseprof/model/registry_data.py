@@ -349,6 +349,9 @@ OP_KINDS: tuple[OpKinds, ...] = (
     OpKinds(op=r"::\w*gelu\w*_and_mul\w*$", kinds=("gelu", "mul")),
     OpKinds(op=r"::\w*(fused_add_rms_?norm|add_rms_?norm|rms_?norm\w*add)\w*$", kinds=("add", "rms norm")),
     OpKinds(op=r"::\w*rms_?norm\w*$|^aten::(rms_norm|_fused_rms_norm)$", kinds=("rms norm",)),
+    # Composable Kernel's RMSNorm says in its mangled template whether it adds the residual first
+    # (ck_tile's Rmsnorm2dFusedAddEnum: 0 NO_ADD, 1 PRE_ADD_STORE, 2 PRE_ADD): a graph replay's aiter norm, no op
+    OpKinds(kernel=r"Rmsnorm2dFusedAddEnumE[12]", kinds=("add", "rms norm")),
     OpKinds(op=r"::\w*(rotary|rope)\w*$", kinds=("rotary",)),
     OpKinds(op=r"::\w*(store_cache|store_kvcache|reshape_and_cache|concat_and_cache)\w*$", kinds=("cache write",)),
     OpKinds(op=r"::\w*(sampling|top_?k_?top_?p|sampler)\w*$", kinds=("fused sampling",)),
