@@ -2,7 +2,8 @@
 raw trace and the calibration table, taken off; and one saving per opportunity, the same in every view.
 
 Expected values come from the raw trace (plain JSON, counted here) and the committed calibration measurements
-(``docs/measurements/profiler-cost-h100-20261206-{a,b}.json``, averaged here), not from the code under test."""
+(``docs/measurements/profiler-cost-h100-20261206-{a,b}.json``, averaged here, and the fit on real steps on top of
+them, ``docs/measurements/profiler-cost-fit-h100-20261206.json``), not from the code under test."""
 
 from __future__ import annotations
 
@@ -64,6 +65,9 @@ def _table(setting: str) -> dict[str, float]:
             "sync": max(0.0, mean["sync"] - 2 * mean["op"] - mean["launch_with_kernel"])}
 
 
+FIT = json.loads((ROOT / "docs" / "measurements" / "profiler-cost-fit-h100-20261206.json").read_text())
+
+
 @pytest.fixture(scope="module")
 def llama():  # type: ignore[no-untyped-def]
     return analyze(LLAMA.parents[1])[0]
@@ -80,12 +84,12 @@ def test_the_parse_layer_counts_every_op_and_python_frame_of_the_raw_trace() -> 
 
 def test_host_time_removed_is_the_raw_counts_times_the_calibration(llama) -> None:  # type: ignore[no-untyped-def]
     counts, cost = _raw_counts(LLAMA), _table("stack")  # the trace says record_shapes, with_stack, with_modules
-    expected_ns = 1e3 * sum(counts[k] * cost[k] for k in counts)
+    expected_ns = 1e3 * (FIT["per_step_us"] + FIT["scale"] * sum(counts[k] * cost[k] for k in counts))
     row = llama.frames["unprofiled"].iloc[0]
     assert row["step"] == "all"  # no ProfilerStep: the whole window is one step
     assert (row["ops"], row["launches"], row["ranges"], row["modules"], row["frames"]) == \
         (counts["op"], counts["launch"], counts["range"], counts["module"], counts["frame"])
-    assert row["host_removed_ns"] == pytest.approx(expected_ns, abs=10_000)  # the table's 3 decimals
+    assert row["host_removed_ns"] == pytest.approx(expected_ns, abs=25_000)  # the table's 3 decimals, ×scale
     assert "as written in the trace" in row["setting"] and "±25%" in row["source"]
     idle = llama.frames["idle"].iloc[0]
     launch = int(idle["idle_launch_ns"])
@@ -96,7 +100,30 @@ def test_host_time_removed_is_the_raw_counts_times_the_calibration(llama) -> Non
     verdict = llama.frames["verdict"].iloc[0]
     assert verdict["span_unprofiled_ns"] == row["step_unprofiled_ns"]
     assert (verdict["bound"], verdict["bound_as_traced"]) == ("host-bound", "host-bound")
-    assert host_scale(llama.frames["unprofiled"]) == pytest.approx(1 - expected_ns / idle["span_ns"], abs=2e-4)  # 10 µs of 52 ms
+    assert host_scale(llama.frames["unprofiled"]) == pytest.approx(1 - expected_ns / idle["span_ns"], abs=5e-4)  # 25 µs of 52 ms
+
+
+def test_the_embedded_fit_is_the_committed_fit_and_refits_from_its_points() -> None:
+    """profiler_cost's scale and per-step cost are the committed fit's, and the fit script's least squares on the
+    committed points (the host-critical traces it names) gives them back."""
+    import importlib.util
+
+    from fuseprof.model import profiler_cost
+
+    assert (profiler_cost.SCALE, profiler_cost.PER_STEP_US) == (FIT["scale"], FIT["per_step_us"])
+    spec = importlib.util.spec_from_file_location("fit_profiler_cost", ROOT / "scripts" / "fit_profiler_cost.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    used = [p for p in FIT["points"] if p["trace"] in FIT["fitted_on"]]
+    assert len(used) == 9 and all(p["bound"] in ("host-bound", "sync-bound") for p in used)
+    per_step, scale = script.fit(used)
+    assert (round(per_step, 1), round(scale, 3)) == (FIT["per_step_us"], FIT["scale"])
+    # each fitted trace's cost per step is its traced step less its measured one, as the truth files say
+    for p in used:
+        truth = json.loads((FIXTURES / "truth_unprofiled" / f"{p['trace']}.truth.json").read_text())
+        assert p["measured_us"] == pytest.approx(1e3 * truth["unprofiled_step"]["median_ms"])
+        assert p["cost_us"] == pytest.approx(p["traced_us"] - p["measured_us"])
 
 
 def test_one_saving_for_rope_in_analyze_fusion_audit_worth_doing_and_report(llama, capsys) -> None:  # type: ignore[no-untyped-def]

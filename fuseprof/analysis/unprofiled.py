@@ -3,10 +3,11 @@
 A trace's host time is the host's time while torch.profiler recorded every op, launch, range, module and
 Python frame. Per step (``ProfilerStep#N``, an engine's step, or the whole window):
 
-    host_removed_ns           = Σ over kinds  count in the step × the calibrated cost of one event of that kind
-                                under the trace's setting (``fuseprof.model.profiler_cost``; counted on every
-                                thread by the event's start: CPU ops and Python frames from ``tables.recorded``,
-                                ranges, modules, launch calls from their tables)
+    host_removed_ns           = per_step + scale × Σ over kinds  count in the step × the calibrated cost of one
+                                event of that kind under the trace's setting (``fuseprof.model.profiler_cost``:
+                                the unit-loop table, and the fit of scale and per_step on real steps; counted on
+                                every thread by the event's start: CPU ops and Python frames from
+                                ``tables.recorded``, ranges, modules, launch calls from their tables)
     idle_launch_unprofiled_ns = max(0, idle_launch_ns − host_removed_ns)
     step_unprofiled_ns        = span_ns − (idle_launch_ns − idle_launch_unprofiled_ns)
 
@@ -102,11 +103,13 @@ def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry,
 
 
 def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT) -> np.ndarray:
-    """Per row of ``counts``, the host time (ns) the profiler added: Σ count × cost."""
+    """Per row of ``counts``, the host time (ns) the profiler added: the fit's per-step cost + its scale × Σ count ×
+    cost (a row that recorded nothing costs nothing)."""
     row = calibration.per_event_us[setting]
     cost = {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
-    total = sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS)
-    return np.rint(np.asarray(total) * 1e3).astype(np.int64)
+    total = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
+    fixed = np.where(counts[list(KINDS)].to_numpy(np.int64).sum(axis=1) > 0, calibration.per_step_us, 0.0)
+    return np.rint((calibration.scale * total + fixed) * 1e3).astype(np.int64)
 
 
 def _measured(tables: TraceTables) -> float | None:

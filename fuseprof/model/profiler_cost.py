@@ -7,6 +7,12 @@ off, per step, the count of each recorded event times its cost here. The table i
 Counts × costs explained 76–108% of the profiler's measured cost on a held-out decode step, so an estimate
 carries ±25% (``UNCERTAINTY``); a trace from another vendor or torch, which this table does not describe,
 carries twice that, and says so.
+
+On real steps the unit loops under-count: a fit of the traced step less the measured un-profiled step on the
+host-bound H100 captures with truth (``scripts/fit_profiler_cost.py``,
+``docs/measurements/profiler-cost-fit-h100-20261206.json``) gives the profiler's cost per step as
+``PER_STEP_US`` + ``SCALE`` × Σ count × the table's cost (deeper stacks, larger shapes and busier CUPTI buffers than a
+unit loop has, and the profiler's own per-step work); the estimate applies both.
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ H100_TORCH_2_11: dict[str, dict[str, float]] = {
 }
 SETTINGS = {"activities": "activities (CPU + CUDA)", "shapes": "+ record_shapes",
             "stack": "+ record_shapes, with_modules, with_stack", "memory": "+ record_shapes, profile_memory"}
-UNCERTAINTY = 0.25  # the held-out error, 76-108% of the measured cost, rounded out
+# the fit on top of the table (docs/measurements/profiler-cost-fit-h100-20261206.json, scripts/fit_profiler_cost.py)
+SCALE = 2.172
+PER_STEP_US = 261.1
+UNCERTAINTY = 0.25  # the fit's leave-one-out error on 7 of its 9 traces (docs/profiler-cost.md)
 UNCALIBRATED = 0.50  # a vendor or torch the table was not measured on
 TORCH_CALIBRATED = ("2.11", "2.12", "2.13")
 # the script's names for the kinds (``per_event_us`` of its JSON) and this table's
@@ -43,7 +52,9 @@ class Calibration:
     """Per setting, µs per recorded event of each kind, and where the figures were measured."""
 
     per_event_us: dict[str, dict[str, float]] = field(default_factory=lambda: H100_TORCH_2_11)
-    source: str = "H100, torch 2.11 (docs/profiler-cost.md)"
+    source: str = f"H100, torch 2.11 (docs/profiler-cost.md) ×{SCALE} + {PER_STEP_US:.0f} µs a step (fit)"
+    scale: float = SCALE  # the real steps' cost over the unit loops' (the fit; 1: the unit loops alone)
+    per_step_us: float = PER_STEP_US  # the profiler's cost per step beyond its events (the fit)
 
     @classmethod
     def from_file(cls, path: Path) -> Calibration:
@@ -53,7 +64,8 @@ class Calibration:
         table = {setting: {_SCRIPT_KINDS[k]: max(0.0, float(v)) for k, v in row.items() if k in _SCRIPT_KINDS}
                  for setting, row in measured["per_event_us"].items()}
         facts = measured.get("machine", {})
-        return cls(table, f"{facts.get('gpu', facts.get('cpu', '?'))}, torch {facts.get('torch', '?')} ({path})")
+        where = f"{facts.get('gpu', facts.get('cpu', '?'))}, torch {facts.get('torch', '?')} ({path})"
+        return cls(table, f"{where} ×{SCALE} + {PER_STEP_US:.0f} µs a step (the H100 fit)")
 
     def cost_us(self, setting: str, kind: str) -> float:
         """One recorded event's cost; a kind the table lacks (a CPU-only calibration has no launch) costs 0."""
