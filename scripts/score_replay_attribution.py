@@ -68,7 +68,8 @@ def agreement(with_capture: pd.DataFrame, without: pd.DataFrame) -> dict[str, fl
            "capture attributed": 100 * dur[with_capture["op"].notna()].sum() / total}
     for method in METHODS:
         out[method] = 100 * dur[without["attributed_by"] == method].sum() / total
-    out["family category"] = 100 * dur[without["family"] != "(no rule)"].sum() / total
+    out["family category"] = 100 * dur[without["family"] != "(no rule)"].sum() / total  # any kernel-name row
+    out["mined family"] = 100 * dur[without["family"].astype(str).str.endswith("(mined)")].sum() / total
     out["category agree"] = 100 * dur[with_capture["category"] == without["category"]].sum() / total
     return out
 
@@ -94,6 +95,9 @@ def main() -> int:
             continue
         rows[name] = agreement(*replayed_pair(replay, capture, twin))
         audits[name] = same_verdicts(replay, capture, twin)
+        if twin is not None:  # and without the twin: the trace's own warm-up steps, else the families alone
+            rows[f"{name} (no twin)"] = agreement(*replayed_pair(replay, capture, None))
+            audits[f"{name} (no twin)"] = same_verdicts(replay, capture, None)
     print("Shares of replayed GPU time (%), attribution without the capture against the capture's:")
     print(pd.DataFrame(rows).T.round(1).to_string())
     print("\nAudit verdicts without the capture equal to those with it:")
