@@ -52,12 +52,19 @@ def _verdict(result: TraceAnalysis) -> None:
     st.markdown(md_text(headline(verdict)))
 
 
+def timeline_figure(events: pd.DataFrame, window: str) -> tuple[Any, int, int]:
+    """The window's timeline figure, the events it draws and the events the window holds."""
+    rows, total = window_events(events, window, TIMELINE_BARS)
+    return figures.kernel_timeline_figure(rows, f"GPU timeline: {window}"), len(rows), total
+
+
 @st.cache_resource(max_entries=32)  # a new tab's first chart, built once (0.1-0.2 s of it on this machine)
 def _timeline_figure(trace: str, ceilings: str | None, registry: str | None, top: int, window: str
                      ) -> tuple[Any, int, int]:
-    """The window's timeline figure, the events it draws and the events the window holds."""
-    rows, total = window_events(analysis(trace, ceilings, registry, top).events, window, TIMELINE_BARS)
-    return figures.kernel_timeline_figure(rows, f"GPU timeline: {window}"), len(rows), total
+    from fuseprof_dashboards.serve import take  # the first chart the server built at start, if it is this one
+
+    return take(trace, ceilings, registry, top, window) or timeline_figure(
+        analysis(trace, ceilings, registry, top).events, window)
 
 
 def _timeline(result: TraceAnalysis, key: tuple[str, str | None, str | None, int],  # type: ignore[no-untyped-def]

@@ -1,7 +1,8 @@
 """The dashboard's server process (``fuseprof dashboard`` becomes it): Streamlit's own command line, with the
 work of the first page begun on a thread while the server starts and the browser loads Streamlit's page
 (two seconds and more): the imports, and, where the input is traces only (the Model page comes first), the
-first trace's analysis from the trace store. The first script run then finds them done (``take``)."""
+first trace's analysis from the trace store and its first chart (the first window's timeline: the first use of
+pandas' and Plotly's code paths costs more than the figure). The first script run then finds them done (``take``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 _lock = threading.Lock()
-_ready: dict[tuple[str, str | None, str | None, int], Any] = {}
+_ready: dict[tuple[Any, ...], Any] = {}  # what the start-up work made, by what take() is asked for
 FIRST_TOP = 15  # the Model page's rows per top table unless the URL says otherwise (``fuseprof analyze``'s default)
 
 
@@ -32,10 +33,11 @@ def _listening(port: int, timeout_s: float = 30) -> None:
 def _warm(path: Path, port: int) -> None:
     with _lock:  # held from the start: a page that asks first waits for the work rather than doing it twice
         _listening(port)
+        from fuseprof_dashboards import model_page  # what every page imports (pandas, Plotly, the analysis) and more
         from fuseprof_dashboards.inputs import find_inputs
 
-        import fuseprof.figures  # noqa: F401  (what every page imports: pandas, Plotly, the models)
         from fuseprof.analysis import analyze
+        from fuseprof.analysis.timeline import timeline_windows
         from fuseprof.commands.dashboard import REGISTRY_ENV
         from fuseprof.errors import FuseprofError
 
@@ -44,17 +46,21 @@ def _warm(path: Path, port: int) -> None:
             if inputs.traces and not inputs.bundles:
                 trace, ceilings = str(next(iter(inputs.traces.values()))), os.environ.get("FUSEPROF_CEILINGS") or None
                 registry = os.environ.get(REGISTRY_ENV) or None
-                _ready[trace, ceilings, registry, FIRST_TOP] = analyze(
-                    Path(trace), top=FIRST_TOP, ceilings=Path(ceilings) if ceilings else None,
-                    registry=Path(registry) if registry else None)[0]
+                result = analyze(Path(trace), top=FIRST_TOP, ceilings=Path(ceilings) if ceilings else None,
+                                 registry=Path(registry) if registry else None)[0]
+                _ready[trace, ceilings, registry, FIRST_TOP] = result
+                window = timeline_windows(result.events)[0]  # the page's default window: its first chart
+                _ready[trace, ceilings, registry, FIRST_TOP, window] = model_page.timeline_figure(result.events, window)
         except FuseprofError:
             pass  # the page says it, in its own words
 
 
-def take(trace: str, ceilings: str | None, registry: str | None, top: int) -> Any:
-    """The analysis begun at start for these arguments (waiting for it if it is still running), once; else None."""
+def take(*key: Any) -> Any:
+    """What was begun at start for ``key`` (waiting for it if it is still running), once; else None: a trace's
+    analysis under (trace, ceilings, registry, top), the first window's timeline figure under the same and the
+    window."""
     with _lock:
-        return _ready.pop((trace, ceilings, registry, top), None)
+        return _ready.pop(key, None)
 
 
 def main() -> None:

@@ -37,16 +37,14 @@ st.plotly_chart(pio.read_json({path!r}))
 
 def first_figure_json(trace: Path) -> str:
     """The dashboard's first chart for ``trace`` as Plotly JSON: the first window's kernel timeline."""
-    from fuseprof_dashboards.model_page import TIMELINE_BARS
+    from fuseprof_dashboards.model_page import timeline_figure
 
-    from fuseprof import figures
     from fuseprof.analysis import analyze
-    from fuseprof.analysis.timeline import timeline_windows, window_events
+    from fuseprof.analysis.timeline import timeline_windows
 
     result = analyze(trace)[0]
-    window = timeline_windows(result.events)[0]
-    rows, _ = window_events(result.events, window, TIMELINE_BARS)
-    return str(figures.kernel_timeline_figure(rows, f"GPU timeline: {window}").to_json())
+    figure, _, _ = timeline_figure(result.events, timeline_windows(result.events)[0])  # the page's own builder
+    return str(figure.to_json())
 
 
 def main() -> None:
