@@ -84,7 +84,10 @@ def test_the_parse_layer_counts_every_op_and_python_frame_of_the_raw_trace() -> 
 
 def test_host_time_removed_is_the_raw_counts_times_the_calibration(llama) -> None:  # type: ignore[no-untyped-def]
     counts, cost = _raw_counts(LLAMA), _table("stack")  # the trace says record_shapes, with_stack, with_modules
-    expected_ns = 1e3 * (FIT["per_step_us"] + FIT["scale"] * sum(counts[k] * cost[k] for k in counts))
+    launches = [e["dur"] for e in _raw(LLAMA)["traceEvents"] if e.get("ph") == "X"
+                and e.get("cat") in ("cuda_runtime", "cuda_driver") and re.search(r"Launch\w*Kernel", e["name"])]
+    speed = min(max(statistics.median(launches) / FIT["reference_launch_us"], 0.25), 4.0)  # dur in µs
+    expected_ns = 1e3 * speed * (FIT["per_step_us"] + FIT["scale"] * sum(counts[k] * cost[k] for k in counts))
     row = llama.frames["unprofiled"].iloc[0]
     assert row["step"] == "all"  # no ProfilerStep: the whole window is one step
     assert (row["ops"], row["launches"], row["ranges"], row["modules"], row["frames"]) == \
@@ -110,14 +113,17 @@ def test_the_embedded_fit_is_the_committed_fit_and_refits_from_its_points() -> N
 
     from fuseprof.model import profiler_cost
 
-    assert (profiler_cost.SCALE, profiler_cost.PER_STEP_US) == (FIT["scale"], FIT["per_step_us"])
+    assert (profiler_cost.SCALE, profiler_cost.PER_STEP_US, profiler_cost.REFERENCE_LAUNCH_US) == \
+        (FIT["scale"], FIT["per_step_us"], FIT["reference_launch_us"])
     spec = importlib.util.spec_from_file_location("fit_profiler_cost", ROOT / "scripts" / "fit_profiler_cost.py")
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     used = [p for p in FIT["points"] if p["trace"] in FIT["fitted_on"]]
     assert len(used) == 9 and all(p["bound"] in ("host-bound", "sync-bound") for p in used)
-    per_step, scale = script.fit(used)
+    reference = statistics.median(p["launch_us"] for p in used)
+    assert round(reference, 2) == FIT["reference_launch_us"]
+    per_step, scale = script.fit(used, reference)
     assert (round(per_step, 1), round(scale, 3)) == (FIT["per_step_us"], FIT["scale"])
     # each fitted trace's cost per step is its traced step less its measured one, as the truth files say
     for p in used:

@@ -3,11 +3,12 @@
 A trace's host time is the host's time while torch.profiler recorded every op, launch, range, module and
 Python frame. Per step (``ProfilerStep#N``, an engine's step, or the whole window):
 
-    host_removed_ns           = per_step + scale × Σ over kinds  count in the step × the calibrated cost of one
+    host_removed_ns           = speed × (per_step + scale × Σ over kinds  count in the step × the calibrated cost of one
                                 event of that kind under the trace's setting (``fuseprof.model.profiler_cost``:
                                 the unit-loop table, and the fit of scale and per_step on real steps; counted on
                                 every thread by the event's start: CPU ops and Python frames from
-                                ``tables.recorded``, ranges, modules, launch calls from their tables)
+                                ``tables.recorded``, ranges, modules, launch calls from their tables); speed:
+                                the trace's median kernel-launch call over the fit's (``host_speed``))
     idle_launch_unprofiled_ns = max(0, idle_launch_ns − host_removed_ns)
     step_unprofiled_ns        = span_ns − (idle_launch_ns − idle_launch_unprofiled_ns)
 
@@ -34,9 +35,10 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.graphs import GRAPH_LAUNCH, GRAPH_NODE
+from fuseprof.analysis.graphs import GRAPH_LAUNCH, GRAPH_NODE, KERNEL_LAUNCH
 from fuseprof.analysis.idle import verdict_of
 from fuseprof.analysis.iterations import Iterations, step_at
+from fuseprof.model import profiler_cost
 from fuseprof.model.profiler_cost import DEFAULT, SETTINGS, Calibration, setting_of, sync_call_us, uncertainty
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
@@ -102,14 +104,30 @@ def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry,
     return out.astype(np.int64).rename_axis("step").reset_index()
 
 
-def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT) -> np.ndarray:
-    """Per row of ``counts``, the host time (ns) the profiler added: the fit's per-step cost + its scale × Σ count ×
-    cost (a row that recorded nothing costs nothing)."""
+def median_launch_us(tables: TraceTables) -> float | None:
+    """The trace's median kernel-launch call as traced (µs); None under ``profiler_cost.MIN_LAUNCHES`` kernel launches."""
+    launches = tables.launches
+    kernel = launches[launches["name"].astype(str).str.contains(KERNEL_LAUNCH.pattern, regex=True)]
+    return float(kernel["dur_ns"].median()) / 1e3 if len(kernel) >= profiler_cost.MIN_LAUNCHES else None
+
+
+def host_speed(tables: TraceTables) -> float:
+    """How slow this trace's host is against the host the fit was made on: its median kernel-launch call over the
+    fit's (``profiler_cost.REFERENCE_LAUNCH_US``), within 0.25-4. The profiler's cost is host CPU time, so a host
+    that launches twice as fast pays about half; 1 where the trace has too few kernel launches to say."""
+    launch = median_launch_us(tables)
+    return 1.0 if launch is None else float(np.clip(launch / profiler_cost.REFERENCE_LAUNCH_US, 0.25, 4.0))
+
+
+def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT, speed: float = 1.0
+               ) -> np.ndarray:
+    """Per row of ``counts``, the host time (ns) the profiler added: (the fit's per-step cost + its scale × Σ count
+    × cost) × the host's speed against the fit's (``host_speed``); a row that recorded nothing costs nothing."""
     row = calibration.per_event_us[setting]
     cost = {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
     total = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
     fixed = np.where(counts[list(KINDS)].to_numpy(np.int64).sum(axis=1) > 0, calibration.per_step_us, 0.0)
-    return np.rint((calibration.scale * total + fixed) * 1e3).astype(np.int64)
+    return np.rint((calibration.scale * total + fixed) * speed * 1e3).astype(np.int64)
 
 
 def _measured(tables: TraceTables) -> float | None:
@@ -135,8 +153,9 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     out[[COUNTS[k] for k in KINDS]] = counts[list(KINDS)].to_numpy(np.int64)
     measured = _measured(tables)
     span = out["span_ns"].to_numpy(np.int64)
+    speed = host_speed(tables)
     removed = (np.maximum(span - int(measured), 0) if measured is not None
-               else removed_ns(counts, setting, calibration))
+               else removed_ns(counts, setting, calibration, speed))
     launch = rows["idle_launch_ns"].to_numpy(np.int64)
     out["host_removed_ns"] = removed
     out["idle_launch_ns"] = launch
@@ -154,7 +173,8 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     out["uncertainty_pct"] = 100.0 * spread
     out["setting"] = how
     out["source"] = ("measured: fuseprof's CUDA-event timing of the same steps without the profiler"
-                     if measured is not None else f"estimated: recorded events × {calibration.source}, {why}")
+                     if measured is not None else
+                     f"estimated: recorded events × {calibration.source}, host ×{speed:.2f} the fit's, {why}")
     return out
 
 

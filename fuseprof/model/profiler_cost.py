@@ -12,7 +12,8 @@ On real steps the unit loops under-count: a fit of the traced step less the meas
 host-bound H100 captures with truth (``scripts/fit_profiler_cost.py``,
 ``docs/measurements/profiler-cost-fit-h100-20261206.json``) gives the profiler's cost per step as
 ``PER_STEP_US`` + ``SCALE`` × Σ count × the table's cost (deeper stacks, larger shapes and busier CUPTI buffers than a
-unit loop has, and the profiler's own per-step work); the estimate applies both.
+unit loop has, and the profiler's own per-step work), times the host's speed against the fit's (the trace's median
+kernel-launch call over ``REFERENCE_LAUNCH_US``); the estimate applies all three.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ H100_TORCH_2_11: dict[str, dict[str, float]] = {
 SETTINGS = {"activities": "activities (CPU + CUDA)", "shapes": "+ record_shapes",
             "stack": "+ record_shapes, with_modules, with_stack", "memory": "+ record_shapes, profile_memory"}
 # the fit on top of the table (docs/measurements/profiler-cost-fit-h100-20261206.json, scripts/fit_profiler_cost.py)
-SCALE = 2.172
-PER_STEP_US = 261.1
+SCALE = 2.202
+PER_STEP_US = 256.3
+REFERENCE_LAUNCH_US = 7.72  # the fit's traces' median traced kernel-launch call: the host speed the fit holds for
+MIN_LAUNCHES = 20  # fewer kernel launches than this say nothing of the host's speed
 UNCERTAINTY = 0.25  # the fit's leave-one-out error on 7 of its 9 traces (docs/profiler-cost.md)
 UNCALIBRATED = 0.50  # a vendor or torch the table was not measured on
 TORCH_CALIBRATED = ("2.11", "2.12", "2.13")
