@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.events import attributed_without_capture, categorized_events
+from fuseprof.analysis.events import TWIN_CHECK, attributed_without_capture, categorized_events
 from fuseprof.analysis.graphs import attribute_replays, capture_windows
 from fuseprof.cli import main
 from fuseprof.model.registry_data import DEFAULT
@@ -54,7 +54,7 @@ def test_an_eager_twin_attributes_the_replay_as_its_capture_does(card: str, name
     got = events[events["graph_replay"].notna()]
     assert reference["op"].notna().all() and len(got) == len(reference) > 0
     assert agreeing_share(reference, got) >= 95.0
-    assert checked == "eager kernel alignment"
+    assert checked == TWIN_CHECK
     assert set(got["attributed_by"]) <= {"eager twin", "family"}
     twin = got[got["attributed_by"] == "eager twin"]
     assert twin["attribution_confidence"].between(0.5, 1.0).all()
@@ -91,6 +91,8 @@ def test_the_integrity_table_says_what_share_is_attributed_which_way() -> None:
     row = result.integrity.set_index("check").loc["graph_kernel_time_attributed_pct"]
     assert float(row["value"]) == 100.0
     assert "eager twin 100%" in row["detail"] and "capture 0%" in row["detail"]
+    said = [n for n in result.notes if n.startswith("graph replays attributed")]
+    assert said and "--eager-twin" in said[0] and "capture trace" not in said[0]
 
 
 def test_check_with_an_eager_twin_passes_and_says_how(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.analysis.events import categorized_events
+from fuseprof.analysis.events import TWIN_CHECK, categorized_events
 from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
 from fuseprof.analysis.graphs import capture_windows, is_capture_trace
 from fuseprof.analysis.iterations import NONE as NO_ITERATIONS
@@ -157,7 +157,10 @@ def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None) -> list[st
                      "audit sees fused kernels only (the op graph that shows unfused ones needs shapes)")
     if events["module"].isna().all():
         notes.append("no nn.Module paths (captured without with_stack=True / with_modules=True)")
-    if graph_check:
+    if graph_check == TWIN_CHECK:
+        notes.append("graph replays attributed by aligning their kernels, in order, to the eager trace's given "
+                     "beside them (--eager-twin; the integrity table says how much time was attributed so)")
+    elif graph_check:
         notes.append(f"graph replays attributed through the capture trace, checked by {graph_check}")
     return notes
 

@@ -15,6 +15,7 @@ from fuseprof.parse.trace_link import link_gpu_events
 # kernel names that say what they compute whatever op launched them: a replayed kernel named so whose captured
 # op computes something else was given the op of another graph's node
 _UNMISTAKABLE = ("GEMM", "attention")
+TWIN_CHECK = "eager kernel alignment"  # how replays were matched where eager twins, not a capture, attribute them
 
 
 def _capture_disagrees(registry: Registry, events: pd.DataFrame) -> pd.Series:
@@ -55,7 +56,7 @@ def categorized_events(tables: TraceTables, registry: Registry, capture_windows:
         events["capture_disagrees"] = _capture_disagrees(registry, events)
     comm = (events["category"] == "communication") & (events["kind"] == "kernel")
     events.loc[comm, "kind"] = "communication"
-    return events, checked_by if capture_windows else "eager kernel alignment" if twins else None
+    return events, checked_by if capture_windows else TWIN_CHECK if twins else None
 
 
 def attributed_without_capture(events: pd.DataFrame, twins: tuple[TraceTables, ...]) -> pd.DataFrame:
