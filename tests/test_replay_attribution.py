@@ -74,6 +74,24 @@ def test_the_traces_own_eager_steps_attribute_its_replays_as_warm_up() -> None:
     assert agreeing_share(reference, got) >= 95.0
 
 
+def test_a_piecewise_graph_s_pieces_take_their_own_layers() -> None:
+    # each replay cut where the capture's layer changes, each piece a replay of its own (vLLM's piecewise graphs):
+    # the pieces of Layer_0 and Layer_1 run kernels of the same names, and each must take its own layer's modules
+    replay = TRUTH / "h100" / "decode_graph.json.gz"
+    reference = by_capture(replay, TRUTH / "h100" / "decode_graph.capture.json.gz")
+    layer = reference["module"].astype(str).str.extract(r"(Layer_\d+)")[0].fillna("")
+    cut = (layer != layer.shift()) | (reference["graph_replay"] != reference["graph_replay"].shift())
+    events, _ = attribute_replays(link_gpu_events(read_trace_tables(replay)), [])
+    pieces = events.loc[reference.index]
+    events.loc[reference.index, "graph_replay"] = cut.cumsum().to_numpy()
+    assert events["graph_replay"].nunique() >= 4 * pieces["graph_replay"].nunique()  # Layer_0, Layer_1 and more
+    got = attributed_without_capture(events, (read_trace_tables(truth_twin("h100", "decode_graph")),))
+    got = got.loc[reference.index]
+    in_layer_1 = layer == "Layer_1"
+    assert in_layer_1.any() and got.loc[in_layer_1, "module"].str.contains("Layer_1").all()
+    assert agreeing_share(reference, got) >= 95.0
+
+
 def test_without_twin_or_warm_up_the_families_name_the_kernels_and_modules_are_unknown() -> None:
     events, checked = categorized_events(read_trace_tables(TRUTH / "h100" / "decode_graph.json.gz"), DEFAULT)
     got = events[events["graph_replay"].notna()]

@@ -67,21 +67,18 @@ def _pairs(replay: tuple[tuple[str, str], ...], step: tuple[tuple[str, str], ...
 
 def align_replays(events: pd.DataFrame, steps: list[pd.DataFrame], method: str) -> pd.DataFrame:
     """``events`` (with ``graph_replay``, ``attributed_by`` and ``attribution_confidence``) with each replayed kernel
-    not yet attributed given the op, shapes and module of the eager kernel it aligns to in the best of ``steps``,
-    its ``op_id`` one per replay and eager op (negative, as a capture's), ``attributed_by`` = ``method``."""
+    not yet attributed given the op, shapes and module of the eager kernel it aligns to (``_Aligner``), its
+    ``op_id`` one per replay and eager op (negative, as a capture's), ``attributed_by`` = ``method``."""
     todo = events["graph_replay"].notna() & (events["attributed_by"] == "none")
     if not steps or not todo.any():
         return events
     out = events.copy()
-    step_tokens = [_tokens(s) for s in steps]
-    best: dict[tuple[tuple[str, str], ...], tuple[list[tuple[int, int]], float, int]] = {}
+    for column in COLUMNS:
+        out[column] = out[column].astype(object)
+    aligner = _Aligner(steps)
     for number, replay in out[todo].groupby("graph_replay", sort=True):
         replay = replay.sort_values("start_ns", kind="stable")
-        tokens = _tokens(replay)
-        if tokens not in best:
-            found = [(*_pairs(tokens, t), k) for k, t in enumerate(step_tokens)]
-            best[tokens] = max(found, key=lambda f: f[1])
-        pairs, ratio, k = best[tokens]
+        pairs, ratio, k = aligner.align(_tokens(replay))
         if ratio < MIN_RATIO or not pairs:
             continue
         rows = replay.index.to_numpy()[[i for i, _ in pairs]]
@@ -89,7 +86,6 @@ def align_replays(events: pd.DataFrame, steps: list[pd.DataFrame], method: str) 
         has_op = source["op"].notna().to_numpy()
         rows, source = rows[has_op], source[has_op]
         for column in COLUMNS:
-            out[column] = out[column].astype(object)
             out.loc[rows, column] = source[column].to_numpy(dtype=object)
         ext = pd.to_numeric(source["op_id"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
         out.loc[rows, "op_id"] = -(int(number) * REPLAY_ID_SCALE + ext)
@@ -99,3 +95,33 @@ def align_replays(events: pd.DataFrame, steps: list[pd.DataFrame], method: str) 
     for column in ("op", "module"):
         out[column] = out[column].astype("string")
     return out
+
+
+class _Aligner:
+    """Replays, in order, aligned to the eager steps. A replay first aligns to what follows the previous replay's
+    match in its step: the graphs of one step replay in the step's order, so the pieces of a piecewise graph
+    (vLLM's: one per layer, each piece's kernels named as every other's) take their own layer, not the first one
+    with those names. Where that part holds too little of it (a new step begins), the replay aligns to each whole
+    step and the best is taken."""
+
+    def __init__(self, steps: list[pd.DataFrame]) -> None:
+        self.steps = [_tokens(s) for s in steps]
+        self.at: tuple[int, int] | None = None  # (step, position) after the previous replay's last matched kernel
+        self.whole: dict[tuple[tuple[str, str], ...], tuple[list[tuple[int, int]], float, int]] = {}
+
+    def align(self, tokens: tuple[tuple[str, str], ...]) -> tuple[list[tuple[int, int]], float, int]:
+        """The (replay position, step position) pairs, the share of the replay matched, and the step."""
+        found: tuple[list[tuple[int, int]], float, int] | None = None
+        if self.at is not None:
+            k, start = self.at
+            pairs, ratio = _pairs(tokens, self.steps[k][start:])
+            if ratio >= MIN_RATIO:
+                found = ([(i, j + start) for i, j in pairs], ratio, k)
+        if found is None:
+            if tokens not in self.whole:
+                self.whole[tokens] = max(((*_pairs(tokens, t), k) for k, t in enumerate(self.steps)),
+                                         key=lambda f: f[1])
+            found = self.whole[tokens]
+        pairs, ratio, k = found
+        self.at = (k, pairs[-1][1] + 1) if pairs and ratio >= MIN_RATIO else None
+        return found
