@@ -129,11 +129,14 @@ def test_an_eager_twin_that_is_no_trace_is_a_clear_error(twin: str, capsys: pyte
     assert clear, err
 
 
-@pytest.mark.parametrize("twin", ["train_fused.json.gz", "decode_graph.json.gz", "data_bound.json.gz"])
+@pytest.mark.parametrize("twin", ["truth_unprofiled/h100/train_fused.json.gz", "truth_unprofiled/h100/decode_graph.json.gz",
+                                  "truth_unprofiled/h100/data_bound.json.gz", "writers/torch213_cpu_kineto.gz",
+                                  "h200-graphs/graph-replay.json.gz"])
 def test_a_twin_of_another_computation_gives_nothing(twin: str) -> None:
-    # another model's eager trace, the replay itself (no ops), a data-bound loop: no step holds half the replay
+    # another model's eager trace (its generic kernels align 57% of the replay), the replay itself (no ops), a
+    # data-bound loop, a CPU-only trace (no kernel), another model's graph replay: nothing is taken from them
     events, _ = categorized_events(read_trace_tables(TRUTH / "h100" / "decode_graph.json.gz"), DEFAULT, None,
-                                   (read_trace_tables(TRUTH / "h100" / twin),))
+                                   (read_trace_tables(ROOT / "tests" / "fixtures" / twin),))
     got = events[events["graph_replay"].notna()]
     taken = got[got["attributed_by"] == "eager twin"]
     held_safely(None if taken.empty else f"{len(taken)} kernels", f"twin {twin}")
