@@ -12,7 +12,8 @@ cost (``fuseprof.model.profiler_cost``, scale 1, nothing per step). The fit is
 
     cost per step = host speed × (per_step + scale × table's prediction)
 
-(host speed: the trace's median traced kernel-launch call over the fitted traces' median of those — the profiler's
+(the per-step cost only on steps with eager kernel launches: a step of graph replays alone showed none of it;
+host speed: the trace's median traced kernel-launch call over the fitted traces' median of those — the profiler's
 cost is host CPU time, and a faster host pays less; ``unprofiled.host_speed``) by least squares on the relative error (each trace weighs 1 / its cost: a 0.4 ms step counts as much as a 7 ms
 one). It prints each trace's residual and its leave-one-out residual (the fit without that trace), and writes the
 two numbers with the residuals to ``--out`` (``fuseprof/model/profiler_cost.py`` embeds them; a test checks the two
@@ -76,7 +77,7 @@ def fit(points: list[dict[str, Any]], reference: float) -> tuple[float, float]:
     """(per_step_us, scale) by least squares on the relative error, each trace's prediction × its host speed."""
     cost = np.array([p["cost_us"] for p in points])
     speeds = np.array([speed(p, reference) for p in points])
-    design = np.c_[speeds, speeds * np.array([p["table_us"] for p in points])] / cost[:, None]
+    design = np.c_[speeds * [p["counts"]["launch"] > 0 for p in points], speeds * np.array([p["table_us"] for p in points])] / cost[:, None]
     (per_step, scale), *_ = np.linalg.lstsq(design, np.ones(len(points)), rcond=None)
     return float(per_step), float(scale)
 
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{scale:.3f} × table); host speed = median kernel-launch call / {reference:.2f} µs")
     print(f"{'trace':26} {'setting':10} {'cost µs':>9} {'table µs':>9} {'fit µs':>9} {'resid':>7} {'loo':>7}")
     for p in every:
-        p["fit_us"] = speed(p, reference) * (per_step + scale * p["table_us"])
+        eager = p["counts"]["launch"] > 0  # the per-step cost only with eager launches (unprofiled.removed_ns)
+        p["fit_us"] = speed(p, reference) * (per_step * eager + scale * p["table_us"])
         p["residual"] = p["fit_us"] / p["cost_us"] - 1 if p["cost_us"] > 0 else None
         if p in used:
             others = fit([q for q in used if q is not p], reference)

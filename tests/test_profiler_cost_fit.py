@@ -88,3 +88,19 @@ def test_hostile_launch_durations_hold_the_speed_in_its_bounds(tmp_path: Path, d
     wrong = speed != expected or not (u["host_removed_ns"] >= 0).all()
     FUZZ_RESULTS["silently wrong" if wrong else "held"] += 1
     assert not wrong
+
+
+def test_a_graph_replay_step_pays_no_per_step_cost() -> None:
+    """The per-step cost came with eager launches: on h100/infer_graph (one graph launch a step) the profiler added
+    30 µs a step (traced − measured, its truth file), and the estimate removes the scaled events alone."""
+    from tests.test_unprofiled import _table
+
+    trace = TRUTH / "h100" / "infer_graph.json.gz"
+    u = analyze(trace)[0].frames["unprofiled"]
+    cost = _table("stack")  # the trace writes record_shapes, with_stack, with_modules
+    columns = {"op": "ops", "launch": "launches", "graph_launch": "graph_launches", "sync": "syncs",
+               "range": "ranges", "module": "modules", "frame": "frames"}
+    assert (u["launches"] == 0).all() and (u["graph_launches"] == 1).all()
+    expected = 1e3 * FIT["scale"] * sum(u[c].to_numpy() * cost[k] for k, c in columns.items())
+    assert u["host_removed_ns"].to_numpy() == pytest.approx(expected, abs=50)
+    assert (u["host_removed_ns"] < 1e3 * FIT["per_step_us"]).all()

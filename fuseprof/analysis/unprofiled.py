@@ -3,7 +3,7 @@
 A trace's host time is the host's time while torch.profiler recorded every op, launch, range, module and
 Python frame. Per step (``ProfilerStep#N``, an engine's step, or the whole window):
 
-    host_removed_ns           = speed × (per_step + scale × Σ over kinds  count in the step × the calibrated cost of one
+    host_removed_ns           = speed × (per_step [where eager launches] + scale × Σ over kinds  count in the step × the calibrated cost of one
                                 event of that kind under the trace's setting (``fuseprof.model.profiler_cost``:
                                 the unit-loop table, and the fit of scale and per_step on real steps; counted on
                                 every thread by the event's start: CPU ops and Python frames from
@@ -122,11 +122,13 @@ def host_speed(tables: TraceTables) -> float:
 def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT, speed: float = 1.0
                ) -> np.ndarray:
     """Per row of ``counts``, the host time (ns) the profiler added: (the fit's per-step cost + its scale × Σ count
-    × cost) × the host's speed against the fit's (``host_speed``); a row that recorded nothing costs nothing."""
+    × cost) × the host's speed against the fit's (``host_speed``); the per-step cost only where the step launched
+    kernels one by one."""
     row = calibration.per_event_us[setting]
     cost = {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
     total = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
-    fixed = np.where(counts[list(KINDS)].to_numpy(np.int64).sum(axis=1) > 0, calibration.per_step_us, 0.0)
+    # the per-step cost came with eager launches (the fit's traces); a step of graph replays alone showed none of it
+    fixed = np.where(counts["launch"].to_numpy(np.int64) > 0, calibration.per_step_us, 0.0)
     return np.rint((calibration.scale * total + fixed) * speed * 1e3).astype(np.int64)
 
 
