@@ -257,7 +257,6 @@ ERRORS: dict[str, Variant] = {
     "trace distributedInfo='x'": _trace_variant(lambda t: {**t, "distributedInfo": "x"}),
     "trace traceEvents=null": _trace_variant(lambda t: {**t, "traceEvents": None}),
     "trace a kernel a week later": _trace_variant(lambda t: _first(t).update(ts=_first(t)["ts"] + 7 * 86_400e6)),
-    "trace UTF-16 file": _raw_bytes(lambda: TRACE_JSON.decode().encode("utf-16"), "utf16.json"),
     "trace gzip of random bytes": _raw_bytes(lambda: gzip.compress(random.Random(4).randbytes(4096)), "noise.json.gz"),
     "trace gzip of gzip": _raw_bytes(lambda: gzip.compress(gzip.compress(TRACE_JSON)), "double.json.gz"),
     "csv only a units row": _csv_variant(lambda t: "\n".join(t.splitlines()[1:2]) + "\n"),
@@ -302,6 +301,13 @@ WARNINGS: dict[str, Variant] = {
 def _bom(tmp: Path) -> Path:
     path = tmp / "bom.csv"
     path.write_bytes(b"\xef\xbb\xbf" + gzip.decompress(CSV.read_bytes()))
+    return path
+
+
+def _utf16(tmp: Path) -> Path:
+    """What Windows PowerShell's ``>`` writes: UTF-16 with its byte-order mark (read as the text it is)."""
+    path = tmp / "utf16.json"
+    path.write_bytes(gzip.decompress(BERT.read_bytes()).decode().encode("utf-16"))
     return path
 
 
@@ -360,6 +366,7 @@ SAME: dict[str, tuple[Path, Callable[[Path], Path]]] = {
     "trace with unknown fields": (BERT, lambda tmp: _write_json(tmp, {**_trace(), "extra": {"x": [1]}, "traceEvents": [
         {**e, "mystery": 1} for e in _trace()["traceEvents"]]})),
     "csv with a UTF-8 BOM": (CSV, _bom),
+    "trace UTF-16 file": (BERT, _utf16),
     "csv with CRLF line ends": (CSV, _crlf),
     "csv not gzipped": (CSV, _plain_csv),
 }
