@@ -35,6 +35,7 @@ from fuseprof.model.registry_data import DEFAULT
 from fuseprof.model.roofline import Roof, capture_roof
 from fuseprof.parse.dispatch import inside
 from fuseprof.parse.execution_trace import is_execution_trace
+from fuseprof.parse.foreign import holds_trace
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.trace_events import TraceTables
 
@@ -114,17 +115,25 @@ def _regular(path: Path) -> bool:
     return False
 
 
+def _bundle_traces(bundle: Path) -> list[Path]:
+    """A bundle's raw profiler traces: in ``raw/``, or one per rank in ``raw/rank<r>/`` (``profile --gpus N``)."""
+    raw = bundle / RAW
+    ranks = sorted((p for p in raw.glob("rank*") if p.is_dir() and p.name[4:].isdigit()), key=lambda p: int(p.name[4:]))
+    return [inside(p, raw) for folder in (raw, *ranks) for p in sorted(folder.glob("*.json*"))
+            if not is_execution_trace(p)]
+
+
 def trace_files(path: Path) -> list[Path]:
     """The trace(s) behind a path: a trace file, a bundle's raw profiler trace(s), or the traces in a
     folder."""
     if path.is_dir():  # an execution trace beside a trace is read with it (fuseprof.analysis.opgraph), not alone
-        found = sorted(inside(p, path / RAW) for p in (path / RAW).glob("*.json*") if not is_execution_trace(p)) \
-            if is_bundle(path) else sorted(p for p in path.iterdir() if p.name.endswith((".json", ".json.gz"))
-                                           and _regular(p) and not is_execution_trace(p))
+        found = _bundle_traces(path) if is_bundle(path) else sorted(
+            p for p in path.iterdir() if _regular(p) and not is_execution_trace(p)
+            and (p.name.endswith((".json", ".json.gz")) or holds_trace(p)))
         if not found:
             hint = (f" under {RAW}/" if is_bundle(path) else
                     "; it holds bundles: name one of them" if any(is_bundle(p) for p in path.iterdir()) else "")
-            raise TraceFormatError(f"{path}: holds no torch.profiler trace (.json, .json.gz){hint}")
+            raise TraceFormatError(f"{path}: holds no torch.profiler trace (no .json or .json.gz file, nor one whose content is a trace){hint}")
         return found
     if not path.exists():
         raise TraceFormatError(f"{path}: no such file")

@@ -1,4 +1,4 @@
-"""Which parser reads which artifact, by file name; and all of a bundle's raw artifacts at once.
+"""Which parser reads which artifact, by file name (else by content); and all of a bundle's raw artifacts at once.
 
 ``fuseprof profile``, ``ingest`` and ``reparse`` all build the kernel frame through
 ``parse_raw_dir``, so a bundle re-parsed by a newer fuseprof gives what a fresh capture would.
@@ -15,6 +15,7 @@ import pandas as pd
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.chrome_trace import read_chrome_trace
 from fuseprof.parse.execution_trace import is_execution_trace
+from fuseprof.parse.foreign import holds_trace
 from fuseprof.parse.ncu_csv import read_ncu_csv
 from fuseprof.parse.ncu_rep import read_ncu_rep
 
@@ -31,9 +32,15 @@ ARTIFACT_KINDS: tuple[tuple[str, Reader, str, str], ...] = (
 
 
 def artifact_kind(path: Path) -> tuple[Reader, str, str] | None:
+    """The reader of a file by its name, else by its content: a trace named otherwise (``x.pftrace`` holding JSON,
+    gzip without ``.gz``, ``.txt``) is still a trace, kept in a bundle under the name its bytes call for."""
     for suffix, reader, kind, raw_name in ARTIFACT_KINDS:
         if path.name.endswith(suffix):
             return reader, kind, raw_name
+    if holds_trace(path):
+        with path.open("rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+        return read_chrome_trace, "torch.profiler trace", "profiler_trace.json.gz" if gzipped else "profiler_trace.json"
     return None
 
 

@@ -14,6 +14,8 @@ import stat
 import zlib
 from pathlib import Path
 
+from fuseprof.parse.perfetto_proto import is_protobuf_trace
+
 _HEAD = 1 << 16
 _SQLITE = b"SQLite format 3\x00"
 _NCU_REP = b"NVR\x00"  # the first bytes of every Nsight Compute report (tests/fixtures/*.ncu-rep)
@@ -36,6 +38,26 @@ def _head(path: Path) -> bytes:
         return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, _HEAD)
     except zlib.error:
         return raw
+
+
+_JSON_START = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*[{\[]")  # a JSON object or array, after a BOM and blanks
+
+
+def holds_trace(path: Path) -> bool:
+    """Whether a regular file's content is a trace fuseprof reads — JSON text (gzipped or not, UTF-16 included) or a
+    Perfetto protobuf — whatever its name: torch 2.13 writes Chrome JSON into ``x.pftrace``, and users keep traces
+    as ``.txt`` or gzip without ``.gz``. Another tool's file (``foreign_file``) and an execution trace are not."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
+        head = _head(path)
+    except OSError:
+        return False
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        head = head.decode("utf-16", "ignore").encode()
+    if _JSON_START.match(head):
+        return not (b'"traceEvents"' not in head and _ET_SCHEMA.search(head) and _ET_NODES.search(head))
+    return is_protobuf_trace(head)
 
 
 def foreign_file(path: Path) -> str | None:
