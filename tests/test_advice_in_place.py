@@ -49,7 +49,9 @@ def test_a_committed_graph_replay_gets_no_graph_advice() -> None:
     left = float(result.frames["unprofiled"]["idle_launch_unprofiled_ns"].sum())
     named = [w for w in result.frames["worth_doing"].itertuples() if str(w.what).startswith(BETWEEN_REPLAYS_ROW)]
     assert float(result.frames["idle"]["idle_launch_ns"].sum()) > 100_000  # the host gaps are there as traced
-    assert (left, len(named)) == (0.0, 0) or (len(named) == 1 and named[0].saving_ns == left)
+    steps = result.frames["unprofiled"]
+    assert (steps["idle_launch_ns"] < steps["host_removed_ns"]).all()  # 63.7 and 61.4 µs a step, each under ~65 µs
+    assert (left, named) == (0.0, [])  # so no host work is left between the replays, and no row claims any
 
 
 def test_an_eager_trace_still_gets_graph_advice() -> None:
