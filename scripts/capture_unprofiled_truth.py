@@ -208,10 +208,19 @@ def _llama_train(optimizer: str, variant: str) -> tuple[Step, int]:
     forward = compiled(model) if variant == "compile" else model
     tokens, positions = _tokens(2, 256)
 
-    def step() -> torch.Tensor:
+    def loss_of_step() -> torch.Tensor:
         with torch.autocast(DEVICE.type, dtype=DTYPE, cache_enabled=False):
             logits = forward(tokens, positions)
-        loss = F.cross_entropy(logits.float().view(-1, base.VOCAB), tokens.view(-1))
+        return F.cross_entropy(logits.float().view(-1, base.VOCAB), tokens.view(-1))
+
+    return _training_step(loss_of_step, opt, variant)
+
+
+def _training_step(loss_of_step: Step, opt: torch.optim.Optimizer, variant: str) -> tuple[Step, int]:
+    """A training step around a loss (backward, the optimizer's step, zero_grad unless graphed: a graph keeps its
+    gradients' memory), as a graph replay with 3 warm-up steps where the variant asks for one."""
+    def step() -> torch.Tensor:
+        loss = loss_of_step()
         loss.backward()
         opt.step()
         if variant != "graphs":
@@ -273,21 +282,14 @@ def _sgd_train(optimizer: str, variant: str, loader: Any = None) -> tuple[Step, 
     x, y = (t.to(DEVICE) for t in _batch(0))
     batches = iter(loader) if loader is not None else None
 
-    def step() -> torch.Tensor:
+    def loss_of_step() -> torch.Tensor:
         nonlocal x, y
         if batches is not None:
             cpu_x, cpu_y = next(batches)
             x, y = cpu_x.to(DEVICE, non_blocking=True), cpu_y.to(DEVICE, non_blocking=True)
-        loss = F.cross_entropy(forward(x), y)
-        loss.backward()
-        opt.step()
-        if variant != "graphs":
-            opt.zero_grad(set_to_none=True)
-        return loss.detach()
+        return F.cross_entropy(forward(x), y)
 
-    if variant == "graphs":
-        return _graphed_train(step, opt), 3
-    return step, 0
+    return _training_step(loss_of_step, opt, variant)
 
 
 class SlowBatches(torch.utils.data.Dataset):

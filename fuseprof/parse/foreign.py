@@ -40,6 +40,14 @@ def _head(path: Path) -> bytes:
         return raw
 
 
+def _regular_head(path: Path) -> bytes | None:
+    """A regular file's first bytes; None for anything else (a pipe would block) or a file that cannot be read."""
+    try:
+        return _head(path) if stat.S_ISREG(path.stat().st_mode) else None
+    except OSError:
+        return None
+
+
 _JSON_START = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*[{\[]")  # a JSON object or array, after a BOM and blanks
 
 
@@ -47,11 +55,8 @@ def holds_trace(path: Path) -> bool:
     """Whether a regular file's content is a trace fuseprof reads — JSON text (gzipped or not, UTF-16 included) or a
     Perfetto protobuf — whatever its name: torch 2.13 writes Chrome JSON into ``x.pftrace``, and users keep traces
     as ``.txt`` or gzip without ``.gz``. Another tool's file (``foreign_file``) and an execution trace are not."""
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            return False
-        head = _head(path)
-    except OSError:
+    head = _regular_head(path)
+    if head is None:
         return False
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         head = head.decode("utf-16", "ignore").encode()
@@ -63,11 +68,8 @@ def holds_trace(path: Path) -> bool:
 def foreign_file(path: Path) -> str | None:
     """What another tool's file is and the next step, as one sentence after the path; None for anything else
     (a trace, a damaged trace, a path that is not a regular file: the reader says what is wrong with those)."""
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            return None
-        head = _head(path)
-    except OSError:
+    head = _regular_head(path)
+    if head is None:
         return None
     if head.startswith(_NCU_REP):
         return (f"an Nsight Compute report (.ncu-rep), not a torch.profiler trace; make it a bundle with "
