@@ -27,7 +27,9 @@ another. Names decide only what a unit *is* (the registry's kinds: ``silu``, ``m
                   when it also writes the cache, partly when a cache write runs apart
     dequant_gemm  a GEMM that reads quantized operands (``quantized gemm``)
     sampling      an argmax, top-k or multinomial over a tensor as wide as the widest GEMM of the trace
-                  (its logits: a router's top-k over 8 experts, CLIP's argmax over token ids are not);
+                  (its logits: a router's top-k over 8 experts, CLIP's argmax over token ids are not), or,
+                  where the GEMMs' widths are not recorded (a replay), a cast or copy between the GEMM launched
+                  just before an argmax and the argmax (a lone argmax is the whole sampler);
                   fused: a unit computing ``fused sampling``
     optimizer     the units inside the entry's region (``Optimizer.step#``): a ``fused optimizer`` unit
                   is fused, elementwise and foreach units with none are not
@@ -637,7 +639,22 @@ def sampling(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
             group = [*sorted(passed, key=lambda u: u.order), unit]
             found.append(Found(False, tuple(group), " → ".join(u.op for u in group) + f" (over logits of {widest})",
                                _memory_saving(group, units, costs) if len(group) > 1 else float("nan")))
+        elif unit.computes("sample") and (chain := _after_logits_gemm(units, unit)):
+            found.append(Found(False, (*chain, unit), " → ".join(_name(u) for u in (*chain, unit)) + " (after the "
+                               "LM head's GEMM, by launch order)", float("nan")))
     return found
+
+
+def _after_logits_gemm(units: Units, sample: Unit) -> tuple[Unit, ...]:
+    """What runs between the LM head's GEMM and an argmax or top-k over its logits (a cast, a copy, a softmax),
+    where that GEMM's width is not recorded (a graph replay's, a compiled region's kernel: the widths cannot be
+    compared) — read by launch order: the GEMM launched within a few kernels before the sampler. Empty where the
+    sampler follows the GEMM directly (one argmax is the whole sampler: nothing to fuse) or no GEMM is near."""
+    nearest = units.launched_around(sample, lambda u: u.computes("sample"), limit=4)
+    at = next((i for i, u in enumerate(nearest) if u.is_gemm), None)
+    if at is None or nearest[at].width:
+        return ()
+    return tuple(reversed(nearest[:at]))
 
 
 def optimizer(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
