@@ -109,6 +109,19 @@ def test_every_built_in_pattern_passes_the_check() -> None:
     assert [p for p in patterns if regex_problem(p)] == []
 
 
+@pytest.mark.parametrize(("pattern", "refused"), [
+    (r"at::native::(?:\(anonymous namespace\)::|\w+::)?silu_kernel", False),  # ATen's kernels, one namespace or none
+    (r"(a|aa)?b", False), (r"((a+)?)+$", True), (r"(?:\w+::)+x$", True)])
+def test_an_optional_part_is_one_turn_and_no_nesting(pattern: str, refused: bool) -> None:
+    """``?`` takes one turn at most, so a repeat inside it has no turns to split a name between (2fa1f15's ATen
+    kernel rows were refused as '(a+)+'); a part that can repeat still is. Timed on a long name either way."""
+    assert (regex_problem(pattern) is not None) == refused
+    if not refused:
+        started = time.perf_counter()
+        re.search(pattern, "at::native::" + "a" * 50_000 + "!")
+        assert time.perf_counter() - started < 0.5
+
+
 def test_a_catastrophic_registry_regex_is_refused_not_searched(tmp_path: Path) -> None:
     """``(a+)+$`` against a kernel named by 40 a's and a '!': on the code before, minutes of backtracking (a
     hang); now one line naming the file, the table and the key."""

@@ -7,7 +7,8 @@ calls it for every regex of a ``--registry`` file), and each distinct name is se
 (``fuseprof.model.registry.classify``). Refused, with the reason:
 
 - a repeat inside a repeat where either can take a varying number of turns (``(a+)+``, ``(\\w*x?)*``, ``(a{1,9})+``):
-  the ways to split a run of text between the two grow exponentially with its length;
+  the ways to split a run of text between the two grow exponentially with its length (an optional part,
+  ``(\\w+::)?``, takes one turn at most: nothing to split, allowed);
 - a repeated alternation whose branches can start on the same character (``(a|aa)+``, ``(.|x)+``): the same, one
   choice per turn;
 - a search whose time could grow as the name's length to a power over ``MAX_DEGREE``: each unbounded repeat of a
@@ -153,10 +154,12 @@ def _overlapping_branches(body: Any) -> bool:
 
 def _problem_in(node: Any) -> str | None:
     for op, av in _items(node):
-        if op in _REPEATS and (av[1] > 1 or _varies(av[0], av[1])):
-            if _varies(av[0], av[1]) and _ambiguous_nesting(av[2]):
+        # an optional part (``(\w+::)?``: at most one turn) has no turns to split text between, however its body
+        # repeats: only a repeat that can take several turns, a varying number of them, is exponential
+        if op in _REPEATS and av[1] > 1 and _varies(av[0], av[1]):
+            if _ambiguous_nesting(av[2]):
                 return "a repeat inside a repeat (as in (a+)+)"
-            if _varies(av[0], av[1]) and _overlapping_branches(av[2]):
+            if _overlapping_branches(av[2]):
                 return "a repeated alternation with two ways over the same text (as in (a|aa)+)"
         if op == getattr(_c, "ATOMIC_GROUP", None) or op == getattr(_c, "POSSESSIVE_REPEAT", None):
             continue  # never backtracks
