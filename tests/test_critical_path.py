@@ -13,7 +13,8 @@ import pytest
 from fuseprof.analysis import analyze
 from fuseprof.analysis.critical_path import walk
 from fuseprof.analysis.path import result_graphs
-from fuseprof.analysis.whatif import Plan, replay, replayed
+from fuseprof.analysis.plan import Plan
+from fuseprof.analysis.whatif import replay, replayed
 from fuseprof.cli import main
 from fuseprof.parse.store import default_store
 

@@ -19,10 +19,10 @@ import pytest
 
 from fuseprof.analysis import analyze
 from fuseprof.analysis.path import chains_of, result_graphs
+from fuseprof.analysis.plan import Plan
 from fuseprof.analysis.replay_lanes import Union, replay_union
 from fuseprof.analysis.whatif import (
     HOST_LAGS,
-    Plan,
     compile_plan,
     fuse_plan,
     graph_plan,

@@ -17,10 +17,10 @@ from collections import defaultdict
 import numpy as np
 
 from fuseprof.analysis.critical_path import StepGraph, _add_calls, _add_end, _add_gpu, bind, topological_order, walk
+from fuseprof.analysis.plan import Plan
 from fuseprof.analysis.replay_lanes import StepArrays, Union, replay_union
 from fuseprof.analysis.whatif import (
     HOST_LAGS,
-    Plan,
     _times,
     fuse_plan,
     graph_plan,

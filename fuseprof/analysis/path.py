@@ -21,7 +21,8 @@ from fuseprof.analysis.critical_path import (
     walk,
     walk_segments,
 )
-from fuseprof.analysis.whatif import Plan, fuse_plan, replay, step_times, zero_plan
+from fuseprof.analysis.plan import Plan
+from fuseprof.analysis.whatif import fuse_plan, replay, step_times, zero_plan
 from fuseprof.model.registry import Registry
 from fuseprof.parse.text_arrays import text_dtype
 from fuseprof.parse.trace_events import TraceTables

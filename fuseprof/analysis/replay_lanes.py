@@ -37,7 +37,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from fuseprof.analysis.critical_path import Dep, StepGraph
-    from fuseprof.analysis.whatif import Plan
+    from fuseprof.analysis.plan import Plan
 
 _NEG = -(2**62)  # no dependency of that kind: below every time
 _CELLS = 2**21  # plans × items per batch (a few int64 matrices of this many cells: ~16 MB each)

@@ -27,30 +27,17 @@ import copy
 import statistics
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from fuseprof.analysis.critical_path import BEFORE, Dep, StepGraph, bind, topological_order
 from fuseprof.analysis.graphs import GRAPH_LAUNCH
+from fuseprof.analysis.plan import Plan
 from fuseprof.analysis.replay_lanes import Union, batches, replay_union
 
 # A CUDA graph replay's time per node on the H200: 0.5-0.9 µs (../shared/DESIGN.md, measured); the upper end.
 GRAPH_NODE_NS = 900
-
-
-@dataclass
-class Plan:
-    """Changes to a step graph: item → new duration, (item, dependency position) → new lag, and a factor on every
-    host time left unchanged (calls' own time and the host work between them: ``host_scale``, see
-    ``calibrated_scale``)."""
-
-    duration: dict[int, int] = field(default_factory=dict)
-    lag: dict[tuple[int, int], int] = field(default_factory=dict)
-    host_scale: float = 1.0
-
-    def merge(self, other: Plan) -> Plan:
-        return Plan({**self.duration, **other.duration}, {**self.lag, **other.lag}, self.host_scale * other.host_scale)
 
 
 HOST_LAGS = ("host", "wake", "end")  # the lags that are the host's own work (critical_path's dependency kinds)
