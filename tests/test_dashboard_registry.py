@@ -13,8 +13,8 @@ import pytest
 
 from fuseprof.cli import main
 from fuseprof.commands.dashboard import REGISTRY_ENV
-from fuseprof.model.registry import load_registry
 from fuseprof.model.registry_data import DEFAULT
+from fuseprof.model.registry_schema import load_registry
 from tests.conftest import FUZZ_RESULTS
 from tests.test_registry import BERT, TOML, _layer_norms
 

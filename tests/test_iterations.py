@@ -18,8 +18,9 @@ from fuseprof.analysis import analyze
 from fuseprof.analysis.analyze import windowed_events
 from fuseprof.analysis.iterations import find_iterations, step_at
 from fuseprof.cli import main
-from fuseprof.model.registry import IterationRange, load_registry
+from fuseprof.model.registry import IterationRange
 from fuseprof.model.registry_data import DEFAULT
+from fuseprof.model.registry_schema import load_registry
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import FIXTURES, ROOT, by_name, shared_traces, trace_at
 

@@ -20,8 +20,9 @@ from fuseprof.analysis import analyze
 from fuseprof.cli import main
 from fuseprof.errors import InvalidArgumentError
 from fuseprof.model.op_models import PerElement
-from fuseprof.model.registry import CatalogueEntry, KnownFusion, OpFamily, OpRole, load_registry
+from fuseprof.model.registry import CatalogueEntry, KnownFusion, OpFamily, OpRole
 from fuseprof.model.registry_data import DEFAULT
+from fuseprof.model.registry_schema import load_registry
 from tests.conftest import FIXTURES
 
 BERT = FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz"

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from fuseprof.model.registry import KernelArgument, KernelMatch, OpKinds, OpRole, load_registry
+from fuseprof.model.registry import KernelArgument, KernelMatch, OpKinds, OpRole
 from fuseprof.model.registry_data import DEFAULT
+from fuseprof.model.registry_schema import load_registry
 from tests.conftest import FIXTURES, FUZZ_RESULTS
 from tests.test_fuzz_inputs import _run
 

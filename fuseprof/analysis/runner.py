@@ -50,8 +50,9 @@ from fuseprof.analysis.stored import analysis_from, analysis_meta, analysis_part
 from fuseprof.bundle.files import is_bundle
 from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError, NotATraceError, TraceFormatError
 from fuseprof.model.devices import require_device
-from fuseprof.model.registry import Registry, load_registry
+from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import DEFAULT
+from fuseprof.model.registry_schema import load_registry
 from fuseprof.parse.arrow_pool import prefer_jemalloc
 from fuseprof.parse.execution_trace import execution_trace_beside, read_execution_trace
 from fuseprof.parse.hashing import file_sha256

@@ -70,8 +70,8 @@ def _dashboard(args: argparse.Namespace) -> int:
     if args.memory_mb is not None:
         os.environ[MEMORY_MB_ENV] = str(args.memory_mb)
     if args.registry is not None:
-        from fuseprof.model.registry import load_registry
         from fuseprof.model.registry_data import DEFAULT
+        from fuseprof.model.registry_schema import load_registry
 
         load_registry(args.registry, DEFAULT)  # a wrong file is refused here, in its own lines, not on a page
         os.environ[REGISTRY_ENV] = str(args.registry.resolve())

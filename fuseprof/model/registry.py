@@ -33,7 +33,7 @@ tables are ``fuseprof.model.registry_data``. A user extends a registry into a ne
                           roles=[OpRole("mylib::fused_gelu", epilogue=True)])
     fuseprof.analyze("trace.json.gz", registry=mine)
 
-or in a TOML file given to any trace verb as ``--registry FILE`` (``load_registry``; the format and a
+or in a TOML file given to any trace verb as ``--registry FILE`` (``fuseprof.model.registry_schema.load_registry``; the format and a
 worked example are in docs/registry.md). A registry's ``fingerprint`` is part of the name a stored analysis is kept under, so an
 extended registry never gets an answer made with another one.
 """
@@ -46,7 +46,6 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -582,38 +581,6 @@ def _received(fingerprint: str, fields_: dict[str, Any]) -> Registry:
         found = _RECEIVED[fingerprint] = Registry(**fields_)
         found._fingerprint.append(fingerprint)
     return found
-
-
-REGISTRY_BYTES = 8 << 20  # a registry file's size bound: rows of text (registry_schema.MAX_ROWS bounds their count)
-
-
-def load_registry(path: Path, base: Registry) -> Registry:
-    """``base`` (``fuseprof.model.registry_data.DEFAULT``) extended by a TOML file of ``[[family]]``, ``[[role]]``,
-    ``[[catalogue]]``, ``[[known_fusion]]``, ``[[kernel_match]]``, ``[[chain_class]]``, ``[[op_kinds]]``,
-    ``[[kind_rule]]``, ``[[host_cause]]``, ``[[phase_range]]``, ``[[optimizer]]`` and ``[[iteration_range]]`` tables (fields as
-    the classes of this module name them; a family's ``cost = {model = "elementwise", flops_per_element =
-    8}``), checked against ``fuseprof.model.registry_schema``: one line per error, naming the file, the table
-    and the key. Only a regular file of at most ``REGISTRY_BYTES`` is read (a FIFO would hang, /dev/zero
-    never end)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    from fuseprof.model.registry_schema import rows
-    from fuseprof.parse.textio import read_settings
-
-    where = f"--registry {path}"
-    text = read_settings(path, where, REGISTRY_BYTES)  # a regular file, bounded, UTF-8: one line otherwise
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidArgumentError(f"{where}: not valid TOML ({str(exc)[:200]})") from None
-    except RecursionError:
-        raise InvalidArgumentError(f"{where}: not valid TOML (nested too deeply)") from None
-    made = rows(data, where)
-    return base.extend(made["family"], made["role"], made["catalogue"], made["known_fusion"], made["kernel_match"],
-                       made["chain_class"], made["op_kinds"], made["kind_rule"], made["host_cause"],
-                       made["phase_range"], made["optimizer"], made["iteration_range"])
 
 
 def classify(registry: Registry, kind: pd.Series, op: pd.Series, kernel: pd.Series) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from fuseprof.errors import InvalidArgumentError
@@ -43,6 +44,7 @@ from fuseprof.model.registry import (
     OpRole,
     OptimizerModel,
     PhaseRange,
+    Registry,
 )
 
 SECTIONS: Mapping[str, type] = {"family": OpFamily, "role": OpRole, "catalogue": CatalogueEntry,
@@ -304,3 +306,34 @@ def _duplicates(made: dict[str, list[Any]], where: str, errors: _Errors) -> None
                                                            f"#{first[key(row)] + 1}: give each once")
             else:
                 first[key(row)] = i
+
+
+REGISTRY_BYTES = 8 << 20  # a registry file's size bound: rows of text (registry_schema.MAX_ROWS bounds their count)
+
+
+def load_registry(path: Path, base: Registry) -> Registry:
+    """``base`` (``fuseprof.model.registry_data.DEFAULT``) extended by a TOML file of ``[[family]]``, ``[[role]]``,
+    ``[[catalogue]]``, ``[[known_fusion]]``, ``[[kernel_match]]``, ``[[chain_class]]``, ``[[op_kinds]]``,
+    ``[[kind_rule]]``, ``[[host_cause]]``, ``[[phase_range]]``, ``[[optimizer]]`` and ``[[iteration_range]]`` tables (fields as
+    the classes of ``fuseprof.model.registry`` name them; a family's ``cost = {model = "elementwise", flops_per_element =
+    8}``), checked against ``fuseprof.model.registry_schema``: one line per error, naming the file, the table
+    and the key. Only a regular file of at most ``REGISTRY_BYTES`` is read (a FIFO would hang, /dev/zero
+    never end)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    from fuseprof.parse.textio import read_settings
+
+    where = f"--registry {path}"
+    text = read_settings(path, where, REGISTRY_BYTES)  # a regular file, bounded, UTF-8: one line otherwise
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgumentError(f"{where}: not valid TOML ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise InvalidArgumentError(f"{where}: not valid TOML (nested too deeply)") from None
+    made = rows(data, where)
+    return base.extend(made["family"], made["role"], made["catalogue"], made["known_fusion"], made["kernel_match"],
+                       made["chain_class"], made["op_kinds"], made["kind_rule"], made["host_cause"],
+                       made["phase_range"], made["optimizer"], made["iteration_range"])
