@@ -13,13 +13,16 @@ work's end). An item starts when the last of its dependencies allows:
     launch   GPU work after the call that launched it (by correlation id; a graph replay's after its graph
              launch) has reached the GPU: the call's start plus its own time up to the work's start
     stream   GPU work after the previous work on its stream
-    wait     GPU work after the latest work on another stream of its device, where its launching thread queued a
-             stream wait (``StreamWaitEvent``) since its stream's previous launch
+    wait     GPU work after the work on another stream its stream waited for: as the trace's synchronisation
+             records state it (``fuseprof.analysis.sync_edges``: Kineto's ``Stream Wait Event``, the stream and the
+             event record waited on); in a trace without them, after the latest work on another stream of its
+             device, where its launching thread queued a stream wait (``StreamWaitEvent``) since its stream's
+             previous launch
     contention  GPU work that was ready (every dependency's point plus its kind's median lag) and still did not
              start while one item of another stream ran over the whole wait: it waited for that item's SMs, and
              starts as long before that item's end as it did
 A synchronising call (the registry's ``sync`` host cause) ends when the GPU work it waited for — the last to end
-while it ran — has ended. Edge lags are measured: the gap the trace shows on the dependency that bound (the
+while it ran; a stream or event sync the trace records waits for its own stream's work only — has ended. Edge lags are measured: the gap the trace shows on the dependency that bound (the
 latest to allow), and for the others the smaller of their gap and the median bound lag of their kind, so the
 graph replayed unchanged gives every item's start back to the ns (``fuseprof.analysis.whatif``).
 
@@ -42,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.iterations import Iterations
+from fuseprof.analysis.sync_edges import SyncEdges, sync_edges
 from fuseprof.analysis.timeline import device_streams
 from fuseprof.model.registry import Registry
 from fuseprof.parse.nesting import around, innermost
@@ -262,7 +266,8 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
     partners = _wake_partners(tables)
     events = events.assign(lane=device_streams(events).to_numpy())
     history = StreamHistory(events)
-    waits = calls[calls["role"] == "wait call"]
+    edges = sync_edges(tables.syncs, events)
+    waits = calls.iloc[:0] if edges.waits else calls[calls["role"] == "wait call"]  # the records, not a guess
     wait_times = {tid: sorted(part["start_ns"].astype("int64").tolist()) for tid, part in waits.groupby("tid")}
     gpu = _GpuRows(events)
     call_rows = _call_rows(calls)
@@ -275,7 +280,7 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
                    max(t1 for _, t1, *_ in mine) if mine else range_end])
         graph = StepGraph(name, start, end)
         by_correlation = _add_calls(graph, mine, partners)
-        _add_gpu(graph, [gpu.rows[k] for k in in_step], history, by_correlation, wait_times)
+        _add_gpu(graph, [gpu.rows[k] for k in in_step], history, by_correlation, wait_times, edges)
         _add_end(graph)
         bind(graph)
         out.append(graph)
@@ -337,10 +342,13 @@ def _add_calls(graph: StepGraph, calls: Sequence[tuple[int, int, str, str, str, 
 
 
 def _add_gpu(graph: StepGraph, in_step: Sequence[tuple[int, int, str, str, str, object, str, object]],
-             history: StreamHistory, by_correlation: dict[object, int], wait_times: dict[str, list[int]]) -> None:
+             history: StreamHistory, by_correlation: dict[object, int], wait_times: dict[str, list[int]],
+             edges: SyncEdges) -> None:
     """The step's GPU work (``_GpuRows``, in start order) as items, after its launch call, its stream's previous
-    work and, where its thread queued a stream wait (``wait_times``: every thread's, in order; those between a
-    step's launches are the step's own), the latest work on another stream."""
+    work and the work on other streams it waited for: the trace's records (``edges``), else, where its thread
+    queued a stream wait (``wait_times``: every thread's, in order; those between a step's launches are the
+    step's own), the latest work on another stream."""
+    item_of: dict[object, int] = {}
     last: dict[str, int] = {}
     launched: dict[str, int] = {}  # per stream: when its previous work's launch call started
     done: dict[str, list[int]] = defaultdict(list)  # per stream, its GPU items so far (they end in order)
@@ -356,6 +364,9 @@ def _add_gpu(graph: StepGraph, in_step: Sequence[tuple[int, int, str, str, str, 
             previous = history.ended_before(lane, t0)
             if previous is not None and previous > graph.start_ns:
                 graph.deps[v].append(Dep(BEFORE, "stream", previous - graph.start_ns))
+        for src in edges.gpu.get(idx, ()):  # an earlier item only: the graph stays acyclic whatever the clocks say
+            if item_of.get(src, v) < v:
+                graph.deps[v].append(Dep(item_of[src], "wait", None))
         times = wait_times.get(tid)
         if call is not None and times is not None and \
                 bisect.bisect_right(times, graph.t0[call]) > bisect.bisect_left(times, launched.get(lane, graph.start_ns)):
@@ -368,7 +379,9 @@ def _add_gpu(graph: StepGraph, in_step: Sequence[tuple[int, int, str, str, str, 
         if call is not None:
             launched[lane] = graph.t0[call]
         done[lane].append(v)
-    _add_syncs(graph)
+        item_of[idx] = v
+    _add_syncs(graph, {v: item_of.get(edges.host[c], -1) for c, v in by_correlation.items() if c in edges.host}
+               if edges.host else {})
 
 
 def _latest_ended(graph: StepGraph, done: dict[str, list[int]], lane: str, t: int) -> int | None:
@@ -406,9 +419,10 @@ class StreamHistory:
         return ends[k - 1] if k else None
 
 
-def _add_syncs(graph: StepGraph) -> None:
-    """Each synchronising call waits for the GPU item that ended last while it ran, among the work launched before
-    it started, and queued behind none that its own threads launched after (a sync cannot wait for work launched
+def _add_syncs(graph: StepGraph, waited: dict[int, int]) -> None:
+    """Each synchronising call waits for the GPU item that ended last while it ran (a call the trace's records
+    name the work of — ``waited``, per call item: the GPU item, -1 for none in the step — for that item only),
+    among the work launched before it started, and queued behind none that its own threads launched after (a sync cannot wait for work launched
     after it: on a trace whose GPU clock is off, an item launched later can seem to end inside it; and work queued
     behind a launch that came after the sync on its thread, or on a thread it hands work to, would close a cycle —
     the sync, that launch, the work behind it, the sync. Another thread's later launch closes none: allowed)."""
@@ -440,9 +454,12 @@ def _add_syncs(graph: StepGraph) -> None:
     for v, role in enumerate(graph.role):
         if role != "sync" or graph.kind[v] != "call":
             continue
-        mine = threads[graph.lane[v]]
+        mine, only = threads[graph.lane[v]], waited.get(v)
         k = int(np.searchsorted(ends, graph.t1[v], "right")) - 1
         while k >= 0 and ends[k] > graph.t0[v]:
+            if only is not None and order[k] != only:
+                k -= 1
+                continue
             launched, late = own[order[k]], behind[order[k]].get(mine)
             if (launched is None or launched < graph.t0[v]) and (late is None or late < graph.t0[v]):
                 graph.sync_on[v] = order[k]

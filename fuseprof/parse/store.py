@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written
 
 FORMAT = 2  # 2: an entry's frames in one pack file (1: a Parquet file each)
 _TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters", "memory",
-           "recorded")
+           "recorded", "syncs")
 _TIMED = ("name", "pid", "tid")
 # The columns the decoder gives each table (``read_trace_tables``, whatever the trace holds; tests/test_bounded_inputs.py
 # holds the two together): a stored entry whose frame has other columns is no entry of this code's — a foreign or
@@ -78,6 +78,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "memory": ("pid", "tid", "addr", "bytes", "total_allocated", "total_reserved", "device_type", "device_id", "op",
                "caller", "start_ns"),
     "recorded": ("kind", "start_ns"),
+    "syncs": (*_TIMED, "correlation", "stream", "device", "wait_stream", "wait_record", "start_ns", "dur_ns"),
 }
 _MANIFEST = "manifest.json"
 _PACK = "frames.arrows"  # the entry's frames, one Arrow IPC stream each (``fuseprof.parse.frames.pack_frames``)

@@ -57,6 +57,9 @@ AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 MEMORY_EVENT = "[memory]"  # the allocator's record (profile_memory=True): one instant per alloc (+bytes) or free (-)
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+# CUPTI's synchronisation records (a stream sync, an event sync, a stream waiting on another's event): the
+# dependencies between streams and between the host and a stream (``syncs``; ``fuseprof.analysis.sync_edges``)
+SYNC_CATEGORY = "cuda_sync"
 # a kernel's hardware counters from CUPTI's range profiler (torch.profiler's experimental_config profiler_metrics):
 # Kineto records no kernel events while it runs, by design
 COUNTER_RANGE = "cuda_profiler_range"
@@ -97,6 +100,14 @@ class _Args(msgspec.Struct, gc=False):
 class _Ids(msgspec.Struct, gc=False):
     external_id: Int64 | None = msgspec.field(default=None, name="External id")
     sequence: Int64 | None = msgspec.field(default=None, name="Sequence number")  # a forward op's autograd number
+
+
+class _Sync(msgspec.Struct, gc=False):
+    correlation: Int64 | None = None  # the synchronising call's (cudaStreamWaitEvent, cudaStreamSynchronize)
+    stream: Int64 | None = None
+    device: Int64 | None = None
+    wait_stream: Int64 | None = msgspec.field(default=None, name="wait_on_stream")
+    wait_record: Int64 | None = msgspec.field(default=None, name="wait_on_cuda_event_record_corr_id")
 
 
 class _Memory(msgspec.Struct, gc=False):
@@ -185,9 +196,9 @@ _DECODER = msgspec.json.Decoder(_Trace, strict=False)
 # strict=False: ROCm writes some numbers as strings (hipMemcpy*'s "bytes": "4096"); "4096" decodes to 4096,
 # while a string that is no number is still refused
 _ONE: dict[type, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(k | None, strict=False)
-                                              for k in (_Args, _Ids, _Memory)}
+                                              for k in (_Args, _Ids, _Memory, _Sync)}
 _MANY: dict[type, msgspec.json.Decoder[Any]] = {k: msgspec.json.Decoder(list[k | None], strict=False)  # type: ignore[valid-type]
-                                               for k in (_Args, _Ids, _Memory)}
+                                               for k in (_Args, _Ids, _Memory, _Sync)}
 # an op's recorded lists, each decoded once per distinct text (``fuseprof.parse.shared_lists``), as leniently as _MANY
 _ARGS_SHARING = SharingDecoder(_Args, ("input_dims", "input_type", "concrete"), strict=False)
 
@@ -361,6 +372,11 @@ class TraceTables:
     recorded: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"kind": pd.Series(dtype=object),
                                                                          "start_ns": pd.Series(dtype="int64")}))
     capture: dict[str, Any] = field(default_factory=dict)  # the trace's own word on its settings (``capture_facts``)
+    # CUPTI's synchronisation records (``_sync_rows``): waits between streams, a host waiting on a stream
+    syncs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({
+        **{c: pd.Series(dtype=object) for c in ("name", "pid", "tid")},
+        **{c: pd.Series(dtype="Int64") for c in ("correlation", "stream", "device", "wait_stream", "wait_record")},
+        "start_ns": pd.Series(dtype="int64"), "dur_ns": pd.Series(dtype="int64")}))
 
     def device_name(self, device: object) -> str | None:
         """The GPU name of a device id. ROCm traces can put kernels on an id that ``deviceProperties``
@@ -700,13 +716,13 @@ def _kind(cat: str) -> str:
     if cat in LAUNCH_CATEGORIES:
         return "launches"
     return {"cpu_op": "ops", "user_annotation": "annotations", "python_function": "python function",
-            COUNTER_RANGE: "counters"}.get(cat, "other")
+            COUNTER_RANGE: "counters", SYNC_CATEGORY: "syncs"}.get(cat, "other")
 
 
 def _by_kind(trace: _Trace, path: Path) -> dict[str, list[_Event]]:
     """The trace's events by what they are: GPU work, CPU ops, launch calls, modules, annotations, memory."""
     by_kind: dict[str, list[_Event]] = {"gpu": [], "ops": [], "launches": [], "modules": [], "annotations": [],
-                                        "memory": [], "frames": [], "counters": []}
+                                        "memory": [], "frames": [], "counters": [], "syncs": []}
     lost: Counter[str] = Counter()
     kind_of: dict[str, str] = {}  # per category as written: a trace has a dozen, over hundreds of thousands of events
     for e in trace.traceEvents:
@@ -764,6 +780,21 @@ def _joined_ops(by_kind: dict[str, list[_Event]], gpu_args: list[Any], launch_ar
     by_id = named >= 0.5
     kept = [(by_id and x is not None and x.external_id in launched) or i in by_time for i, x in enumerate(ids)]
     return [e for e, k in zip(by_kind["ops"], kept) if k], _host_leaves(by_kind["ops"], kept, ids), forward
+
+
+def _sync_rows(events: list[_Event], path: Path) -> pd.DataFrame:
+    """The synchronisation records (name: CUPTI's kind, 'Stream Wait Event', 'Stream Sync'; the call's
+    correlation id, its stream and device, and for a wait the stream and event record it waits on), those with a
+    time and no negative duration: a record is a dependency, never a cost, so a damaged one is left out."""
+    kept = [e for e in events if isinstance(e.ts, (int, float)) and (e.dur is None or e.dur >= 0)]
+    args = [a or _Sync() for a in _decode_all_args(kept, _Sync, path)]
+    fields = ("correlation", "stream", "device", "wait_stream", "wait_record")
+    frame = _frame({"name": [str(e.name) for e in kept], "ts": [e.ts for e in kept],
+                    "dur": [e.dur or 0.0 for e in kept], "pid": [str(e.pid) for e in kept],
+                    "tid": [str(e.tid) for e in kept], **{f: [getattr(a, f) for a in args] for f in fields}}, path)
+    for f in fields:
+        frame[f] = pd.array(frame[f].tolist(), dtype="Int64")
+    return frame
 
 
 def _recorded(ops: list[_Event], frames: list[_Event], path: Path) -> pd.DataFrame:
@@ -834,9 +865,10 @@ def read_trace_tables(path: Path) -> TraceTables:
         world_size=world_size,
         recorded=_recorded(every_op, by_kind["frames"], path),
         capture=capture_facts(trace),
+        syncs=_sync_rows(by_kind["syncs"], path),
     )
     if base_ns:  # the clock's base back, as integers: times stay exact and comparable across ranks
         for frame in (tables.gpu, tables.ops, tables.launches, tables.modules, tables.annotations, tables.autograd,
-                      tables.host_ops, tables.forward_ops, tables.parameters, tables.memory, tables.recorded):
+                      tables.host_ops, tables.forward_ops, tables.parameters, tables.memory, tables.recorded, tables.syncs):
             frame["start_ns"] += base_ns
     return tables
