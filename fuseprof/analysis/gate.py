@@ -8,6 +8,10 @@ Rules, comma-separated (``busy:+5%,op:aten::mm:+10%,category:GEMM:+3%,kernels:+0
     op:NAME                        GPU time of the kernels NAME launched (an op name, e.g. aten::mm; a name
                                    holding a comma is written in double quotes: op:"my op, v2":+5%)
     category:NAME                  GPU time of a category (GEMM, attention, elementwise, …)
+    module:PATH                    GPU time of an nn.Module and those under it, as the aligned comparison
+                                   counts it (``fuseprof.analysis.changes``: a compiled or graphed B's kernels
+                                   take the module of the eager work they align to); ``module:*`` judges every
+                                   module one by one, with a noise floor (``fuseprof.analysis.module_gate``)
     memory                         peak allocated device memory (bytes; the allocator's records in the trace,
                                    profile_memory=True: ``fuseprof.analysis.memory``; the largest device's)
     LIMIT                          +N% (relative to A) or +N (absolute: ns for times, a count for kernels)
@@ -19,8 +23,10 @@ a memory rule whose records all fall outside B's steps), one trace with profiler
 (a whole window against one step), records the profiler dropped from inside either trace (a kernel launch call
 without its kernel, a kernel without its launch call: ``integrity.dropped_records``; not what the trace's edges
 cut off, nor kernels a code change removed, which take their launch calls with them: the lighter trace would
-look faster), and traces of different models (under half of A's GEMM, attention, convolution and communication
-time in op signatures — op and input shapes — that B also has). ``--fail-on`` may be given several times:
+look faster), and traces of different models (no model structure shared: under half of A's GPU time in module
+paths B also has, of its GEMM, attention, convolution and communication time in op signatures — op and input
+shapes — that B also has, and of its anchors aligned to B anchors of the same op, module or kernel;
+``fuseprof.analysis.changes``), a module rule over a path neither trace has. ``--fail-on`` may be given several times:
 every rule of every one is evaluated.
 
 Values are per profiler step when both traces have steps — the **median** over the steps, which one
@@ -44,19 +50,20 @@ import pandas as pd
 from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.diff import signature
 from fuseprof.analysis.integrity import dropped, unlaunched_in
+from fuseprof.analysis.module_gate import check_target, module_rows, normal_path
 from fuseprof.analysis.steps import OUTSIDE
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
 
-_QUANTITY = r"busy|span|idle|kernels|memory|op:(?:\"[^\"]+\"|[^\"]+?)|category:[^\",]+?"
+_QUANTITY = r"busy|span|idle|kernels|memory|(?:op|module):(?:\"[^\"]+\"|[^\"]+?)|category:[^\",]+?"
 _RULE = re.compile(rf"^({_QUANTITY}):\+(\d+(?:\.\d+)?)(%?)$")
-_SPLIT = re.compile(r",(?=\s*(?:busy|span|idle|kernels|memory|op:|category:))")
+_SPLIT = re.compile(r",(?=\s*(?:busy|span|idle|kernels|memory|op:|module:|category:))")
 MAD_TO_SD = 1.4826  # a normal distribution's standard deviation over its median absolute deviation
 
 
 @dataclass(frozen=True)
 class Rule:
     text: str
-    quantity: str  # busy, span, idle, kernels, op, category
+    quantity: str  # busy, span, idle, kernels, memory, op, category, module
     target: str | None
     limit: float
     relative: bool
@@ -92,17 +99,21 @@ def parse_rules(given: str | Sequence[str]) -> list[Rule]:
                                            "op:aten::mm:+10%, category:GEMM:+3%, kernels:+0 (an op name with a comma "
                                            "in double quotes)")
             quantity, _, target = match.group(1).partition(":")
-            rule = Rule(part, quantity, target.strip('"') or None, float(match.group(2)), match.group(3) == "%")
+            target = normal_path(target.strip('"')) if quantity == "module" else target.strip('"')
+            rule = Rule(part, quantity, target or None, float(match.group(2)), match.group(3) == "%")
             if rule in rules:
                 raise InvalidArgumentError(f"--fail-on {part!r}: given twice; give each rule once")
             rules.append(rule)
     return rules
 
 
-def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis) -> None:
-    """Every op and category a rule names exists in A or B, else an error that suggests the nearest
+def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis, parts: set[str]) -> None:
+    """Every op, category and module a rule names exists in A or B, else an error that suggests the nearest
     name: a rule over nothing would always read 'no change'."""
     for rule in rules:
+        if rule.quantity == "module":
+            check_target(rule.text, str(rule.target), parts)
+            continue
         if rule.quantity == "memory":
             for side, result in (("A", a), ("B", b)):
                 if result.frames.get("memory", pd.DataFrame()).empty:
@@ -125,7 +136,7 @@ def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis) -> Non
                                    f"{hint}")
 
 
-def _check_comparable(a: TraceAnalysis, b: TraceAnalysis) -> None:
+def _check_comparable(a: TraceAnalysis, b: TraceAnalysis, summary: dict[str, object]) -> None:
     """Refuse what the gate cannot compare: lost kernel records, steps on one side only, unrelated traces."""
     for side, result in (("A", a), ("B", b)):
         lost = dropped(result)
@@ -141,10 +152,10 @@ def _check_comparable(a: TraceAnalysis, b: TraceAnalysis) -> None:
         has, lacks = ("A", "B") if steps_a else ("B", "A")
         raise TraceFormatError(f"{has} has {len(steps_a or steps_b)} profiler step(s) and {lacks} none: the gate "
                                "compares step with step; capture both with torch.profiler's schedule (or neither)")
-    share = matched_share(a, b)
-    if share < 0.5:
-        raise TraceFormatError(f"{a.name} and {b.name} look unrelated: only {100 * share:.1f}% of A's GEMM/attention "
-                               "time is in ops of the same shapes in B (the gate needs at least half); compare traces "
+    from fuseprof.analysis.changes import unrelated_evidence
+
+    if not summary["related"]:  # the aligned comparison's evidence (fuseprof.analysis.changes)
+        raise TraceFormatError(f"{a.name} and {b.name} look unrelated: {unrelated_evidence(summary)}; compare traces "
                                "of the same model")
 
 
@@ -217,15 +228,24 @@ def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFr
     """One row per rule: rule, a, b (the median per step where both have steps, else window totals),
     change, change_pct, noise_pct, status. Errors (see the module docstring) instead of a verdict that
     could pass a regression."""
-    _check_comparable(a, b)
-    _check_targets(rules, a, b)
+    from fuseprof.analysis.changes import changes
+    from fuseprof.analysis.changes import per_step as by_step
     from fuseprof.analysis.timeline import breakdown
+
+    aligned = changes(a, b)
+    _check_comparable(a, b, aligned.summary)
+    _check_targets(rules, a, b, set(aligned.alignment.units["part"]))
 
     per_step = bool(_steps(a))
     parts_a = _step_parts(a) if per_step else [(a.events, breakdown(a.events))]
     parts_b = _step_parts(b) if per_step else [(b.events, breakdown(b.events))]
     rows, unevaluable = [], []
+    basis = f"median per profiler step ({len(parts_a)} in A, {len(parts_b)} in B)" if per_step else "whole window"
     for rule in rules:
+        if rule.quantity == "module":
+            rows += module_rows(rule.text, str(rule.target), rule.limit, rule.relative,
+                                by_step(aligned.alignment.units, ["part"]), basis)
+            continue
         if rule.quantity == "memory":
             values_a, values_b = _peaks(a, per_step), _peaks(b, per_step)
         else:
@@ -242,7 +262,7 @@ def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFr
         over = change_pct > rule.limit if rule.relative else change > rule.limit
         status = ("no change" if change == 0 else "ok" if not over else
                   "within noise" if noise is not None and change_pct <= noise else "BROKEN")
-        rows.append({"rule": rule.text, "a": va, "b": vb, "change": change, "change_pct": change_pct,
+        rows.append({"rule": rule.text, "module": None, "a": va, "b": vb, "change": change, "change_pct": change_pct,
                      "noise_pct": noise, "status": status,
                      "basis": f"median per profiler step ({len(values_a)} in A, {len(values_b)} in B)" if per_step
                      else "whole window"})

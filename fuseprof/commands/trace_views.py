@@ -13,6 +13,7 @@ import msgspec
 import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
+from fuseprof.analysis.changes import Changes, unrelated_evidence
 from fuseprof.analysis.sections import build_across
 from fuseprof.commands.base import JSON_SCHEMA_VERSION, emit
 from fuseprof.commands.render import WIDTH, cell_text, clean_text, table_text
@@ -194,3 +195,22 @@ def print_diff(a: str, b: str, tables: dict[str, pd.DataFrame], top: int) -> Non
             name[:-1] if name == "ops" else "category": d["key"].str.slice(0, 72), "A µs": d["time_ns_a"].map(us),
             "B µs": d["time_ns_b"].map(us), "Δ µs": d["time_delta_ns"].map(us), "A launches": d["launches_a"],
             "B launches": d["launches_b"], "change": d["change"]}))
+
+
+def print_modules(aligned: Changes, top: int) -> None:
+    """``fuseprof diff``'s aligned view: what changed by module (``fuseprof.analysis.changes``), the ``top``
+    modules by time delta, the matched share and the unmatched remainder; 'unrelated' with its evidence."""
+    summary = aligned.summary
+    d = aligned.modules.head(top)
+    _print("by module (aligned by what is computed: module path, op and shapes, order)", pd.DataFrame({
+        "module": d["part"].str.slice(-72), "A µs": d["time_ns_a"].map(us), "B µs": d["time_ns_b"].map(us),
+        "Δ µs": d["delta_ns"].map(us), "A kernels": d["kernels_a"].round(1), "B kernels": d["kernels_b"].round(1),
+        "B launches": d["launches_b"].round(1), "A share %": d["share_a_pct"].round(1), "change": d["change"]}))
+    step_a, step_b = int(summary["step_a_ns"]), int(summary["step_b_ns"])  # type: ignore[call-overload]
+    print(f"\naligned: {float(summary['matched_a_pct']):.1f}% of A's GPU time (a step: {us(step_a)} µs; B's "  # type: ignore[arg-type]
+          f"{us(step_b)} µs) matched to B; unmatched: A {us(int(summary['unmatched_a_ns']))} µs, "  # type: ignore[call-overload]
+          f"B {us(int(summary['unmatched_b_ns']))} µs")  # type: ignore[call-overload]
+    if not summary["related"]:
+        print(f"unrelated: {unrelated_evidence(summary)}")
+    for note in summary["notes"]:  # type: ignore[attr-defined]
+        print(f"note: {note}")

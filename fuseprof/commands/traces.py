@@ -364,7 +364,9 @@ def _diff_arguments(p: argparse.ArgumentParser) -> None:
                    help="a regression gate (repeatable: every rule given is evaluated): exit 1 when B breaks a rule, "
                         "e.g. 'busy:+5%%,op:aten::mm:+10%%,"
                         "category:GEMM:+3%%,kernels:+0,memory:+10%%' (memory: peak allocated, from profile_memory records; per profiler step when both traces have steps; a change "
-                        "inside A's step-to-step noise passes). Unrelated traces are an error")
+                        "inside A's step-to-step noise passes); 'module:PATH:+10%%' one nn.Module's aligned time, "
+                        "'module:*:+10%%' every module one by one (under 1%% of the step: not judged). Traces that "
+                        "share no model structure are an error")
     p.add_argument("--format", choices=["table", "csv", "json", "markdown"], default="table",
                    help="table, every row in csv/json, or with --fail-on a markdown summary for a pull request")
     wide_option(p)
@@ -374,8 +376,9 @@ def _diff(args: argparse.Namespace) -> int:
     hash_while_importing([args.a, args.b])
     import pandas as pd
 
+    from fuseprof.analysis.changes import changes, summary_table
     from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
-    from fuseprof.commands.trace_views import print_diff, width
+    from fuseprof.commands.trace_views import print_diff, print_modules, width
 
     if args.fail_on is not None:
         from fuseprof.analysis.gate import parse_rules
@@ -386,12 +389,15 @@ def _diff(args: argparse.Namespace) -> int:
         return _gate(a, b, args)
     if args.format == "markdown":
         raise FuseprofError("--format markdown goes with --fail-on (a gate's summary)")
-    tables = {"totals": diff_totals(a, b), "categories": diff_by_category(a, b), "ops": diff_by_op(a, b)}
+    aligned = changes(a, b)
+    tables = {"totals": diff_totals(a, b), "categories": diff_by_category(a, b), "ops": diff_by_op(a, b),
+              "modules": aligned.modules, "module_ops": aligned.ops, "alignment": summary_table(aligned.summary)}
     if args.format != "table":
         emit(pd.concat([t.assign(table=name) for name, t in tables.items()], ignore_index=True), args.format, args.wide)
     else:
         with width(args.wide):
             print_diff(a.name, b.name, tables, args.top)
+            print_modules(aligned, args.top)
     return 0
 
 
@@ -494,7 +500,8 @@ COMMANDS = (
             "Windows; FUSEPROF_CACHE=off turns it off); later "
             "runs read them instead of the JSON. Entries are per fuseprof version and checked on every read; a "
             "damaged one is rebuilt. Design: fuseprof/parse/store.py."),
-    Command("diff", "A/B diff of two traces: totals, categories, ops matched by op and shapes", _diff,
+    Command("diff", "A/B diff of two traces: totals, categories, ops matched by op and shapes, and each module "
+                    "aligned by what it computes (what changed, by part)", _diff,
             _diff_arguments,
             "Time and launches per category and per op signature (CPU op + input shapes) in A and B, what appeared "
             "and what disappeared, ranked by time delta. Kernels are matched by the op that launched them, not by "
