@@ -32,7 +32,7 @@ from fuseprof.display import human_units, md_text  # noqa: E402
 from fuseprof.errors import FuseprofError  # noqa: E402
 from fuseprof.model import catalog, launches  # noqa: E402
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE  # noqa: E402
-from fuseprof.model.occupancy import occupancy, occupancy_table  # noqa: E402
+from fuseprof.model.occupancy import device_limits, occupancy, occupancy_table  # noqa: E402
 from fuseprof.model.roofline import PLACED_SOURCES, Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place  # noqa: E402
 from fuseprof.tables.summary import summarize  # noqa: E402
 
@@ -174,6 +174,9 @@ def roofline_page(kernels: pd.DataFrame, kinds: dict[str, str], measured: dict[s
     roofs = [chosen] if chosen else [capture_roof(d, measured) for d in sorted(placed["device"].dropna().unique())]
     reference = datasheet_roof(DEVICES[REFERENCE_DEVICE])
     st.plotly_chart(figures.roofline_figure(placed, roofs, reference, kinds), key="roofline")
+    for roof in roofs:  # a GPU without a row of its own: said, never judged by another's roof in silence
+        if not roof.judged:
+            st.warning(f"Roof unknown: {roof.label}; its points are not judged (bound, % of roof).")
     no_flops = int((placed["flops"].fillna(0) == 0).sum())
     st.caption("Points: one per ncu-profiled kernel, measured against the ceiling of the pipe that did most of its "
                "FLOPs (tensor-core FLOPs by source precision, SIMT FP16/FP32/FP64); bytes = DRAM read + write. "
@@ -201,15 +204,33 @@ def occupancy_page(kernels: pd.DataFrame) -> None:
     labels = figures.kernel_labels(table)
     chosen = st.selectbox("Start from kernel", range(len(labels)), format_func=lambda i: labels[i], key="occ-kernel")
     row = table.iloc[chosen]
-    st.subheader("Occupancy calculator (compute capability 9.0)")
+    calculator(row, chosen)
+
+
+def calculator(row: pd.Series, chosen: int) -> None:
+    """The occupancy calculator on the kernel's own GPU's per-SM limits (``devices.SM_LIMITS`` by its compute
+    capability), bounded by them; a GPU without limits in the table says so and gets none, never Hopper's."""
+    device = row.get("device")
+    limits = device_limits(device)
+    if limits is None:
+        st.subheader("Occupancy calculator")
+        st.info(f"Per-SM limits unknown for {device if isinstance(device, str) and device else 'this GPU'}: "
+                "fuseprof's device table holds no registers, shared memory or warp slots for it (AMD CUs and "
+                "unknown parts), so no occupancy is computed: unknown.")
+        return
+    st.subheader(f"Occupancy calculator ({device}: {limits.max_warps} warps of {limits.warp_width} threads, "
+                 f"{limits.registers:,} registers, {limits.shared_bytes:,} B shared memory per SM)")
     left, middle, right = st.columns(3)
-    registers = left.number_input("registers per thread", 1, 255, int(row["registers_per_thread"]),
+    registers = left.number_input("registers per thread", 1, limits.max_registers_per_thread,
+                                  min(int(row["registers_per_thread"]), limits.max_registers_per_thread),
                                   key=f"occ-regs-{chosen}")
-    threads = middle.number_input("threads per block", 1, 1024, int(row["threads_per_block"]),
-                                  key=f"occ-threads-{chosen}")
-    shared = right.number_input("shared memory per block (bytes)", 0, 232448, int(row["shared_mem_bytes"]),
-                                key=f"occ-smem-{chosen}")
-    result = occupancy(int(threads), int(registers), int(shared))
+    most_threads = min(1024, limits.max_warps * limits.warp_width)
+    threads = middle.number_input("threads per block", 1, most_threads,
+                                  min(int(row["threads_per_block"]), most_threads), key=f"occ-threads-{chosen}")
+    most_shared = limits.shared_bytes - limits.shared_reserved_per_block
+    shared = right.number_input("shared memory per block (bytes)", 0, most_shared,
+                                min(int(row["shared_mem_bytes"]), most_shared), key=f"occ-smem-{chosen}")
+    result = occupancy(int(threads), int(registers), int(shared), limits)
     st.metric("theoretical occupancy", f"{result.theoretical_pct:.1f}%", help=f"limited by {result.limiter}")
     st.dataframe(pd.DataFrame({"resource": ["warps", "registers", "shared memory", "block slots"],
                                "blocks per SM it allows": [result.blocks_by_warps, result.blocks_by_registers,
@@ -217,7 +238,8 @@ def occupancy_page(kernels: pd.DataFrame) -> None:
                  hide_index=True)
     st.caption(f"{result.blocks} resident blocks × {result.warps_per_block} warps of {result.limits.max_warps}; "
                f"limiter: {result.limiter} (as ncu's launch__occupancy_limit_* name it).")
-    st.plotly_chart(figures.occupancy_curves_figure(int(threads), int(registers), int(shared)), key="occupancy-curves")
+    st.plotly_chart(figures.occupancy_curves_figure(int(threads), int(registers), int(shared), limits),
+                    key="occupancy-curves")
 
 
 def fusion_page(kernels: pd.DataFrame, timings: pd.DataFrame, kinds: dict[str, str]) -> None:
