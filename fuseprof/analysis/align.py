@@ -53,6 +53,7 @@ class Alignment:
 
     units: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    steps: dict[str, list[str]] = field(default_factory=dict)  # each run's steps, those without GPU work too
 
 
 def _module_label(events: pd.DataFrame) -> pd.Series:
@@ -88,6 +89,9 @@ def side(result: TraceAnalysis) -> Side:
     units["order"] = units.groupby("step").cumcount()
     per_step = units.groupby("step")["dur_ns"].sum().sort_values(kind="stable")
     steps = sorted(per_step.index.astype(str))
+    listed = result.frames.get("steps", pd.DataFrame(columns=["step"]))["step"].astype(str)
+    if steps and steps != ["window"]:  # a step without GPU work counts, as zero, in the medians per step
+        steps = sorted(set(steps) | {s for s in listed if s.startswith(("ProfilerStep#", "iteration #"))})
     reference = str(per_step.index[(len(per_step) - 1) // 2]) if len(per_step) else "window"
     return Side(units, steps, reference)
 
@@ -280,4 +284,4 @@ def align(a: TraceAnalysis, b: TraceAnalysis) -> Alignment:
     columns = ["side", "step", "order", "reference", "dur_ns", "module", "has_module", "part", "group", "pair",
                "op", "sig", "name", "category", "anchor", "graphed", "launch"]
     units = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
-    return Alignment(units[columns], notes)
+    return Alignment(units[columns], notes, {"A": sa.steps, "B": sb.steps})

@@ -44,20 +44,23 @@ class Changes:
     alignment: Alignment
 
 
-def per_step(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Each side's time, kernels and launches per step and ``keys`` (every step listed, zeros included)."""
+def per_step(units: pd.DataFrame, keys: list[str], steps: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    """Each side's time, kernels and launches per step and ``keys``: every step of ``units`` and of ``steps``
+    (each side's, those without GPU work too), zeros included."""
     frame = units  # a graph's kernels share one launch: the graph's replay
     sums = frame.groupby(["side", "step", *keys], observed=True).agg(
         time_ns=("dur_ns", "sum"), kernels=("dur_ns", "size"), launches=("launch", "nunique"))
-    steps = frame[["side", "step"]].drop_duplicates()
+    listed = pd.DataFrame([(s, step) for s, names in (steps or {}).items() for step in names],
+                          columns=["side", "step"])
+    every = pd.concat([frame[["side", "step"]], listed]).drop_duplicates()
     parts = frame[keys].drop_duplicates()
-    grid = steps.merge(parts, how="cross").set_index(["side", "step", *keys])
+    grid = every.merge(parts, how="cross").set_index(["side", "step", *keys])
     return grid.join(sums).fillna(0).reset_index()
 
 
-def _medians(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    steps = per_step(units, keys)
-    medians = steps.groupby(["side", *keys])[["time_ns", "kernels", "launches"]].median().unstack("side")
+def _medians(units: pd.DataFrame, keys: list[str], steps: dict[str, list[str]]) -> pd.DataFrame:
+    each = per_step(units, keys, steps)
+    medians = each.groupby(["side", *keys])[["time_ns", "kernels", "launches"]].median().unstack("side")
     medians.columns = [f"{metric}_{s.lower()}" for metric, s in medians.columns]
     for column in ("time_ns_a", "time_ns_b", "kernels_a", "kernels_b", "launches_a", "launches_b"):
         if column not in medians:
@@ -65,14 +68,14 @@ def _medians(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return medians.fillna(0.0)
 
 
-def _spread(units: pd.DataFrame) -> pd.Series:
-    """A's step-to-step spread per module, % of its median (±2 robust standard errors; NaN under 3 steps)."""
+def _spread(units: pd.DataFrame, keys: list[str], steps: dict[str, list[str]]) -> pd.Series:
+    """A's step-to-step spread per row, % of its median (±2 robust standard errors; NaN under 3 steps)."""
     from fuseprof.analysis.gate import robust_noise_pct
 
-    steps = per_step(units[units["side"] == "A"], ["part"])
-    if steps["step"].nunique() < 3:
-        return pd.Series(dtype="float64")
-    return steps.groupby("part")["time_ns"].apply(lambda v: robust_noise_pct(v.to_numpy("float64")))
+    each = per_step(units[units["side"] == "A"], keys, {"A": steps.get("A", [])})
+    if each["step"].nunique() < 3:
+        return pd.Series(np.nan, index=each.groupby(keys).size().index, dtype="float64")
+    return each.groupby(keys)["time_ns"].apply(lambda v: robust_noise_pct(v.to_numpy("float64")))
 
 
 def change_class(a: pd.DataFrame, b: pd.DataFrame, other_gpu: bool = False,
@@ -110,8 +113,8 @@ def _classes(units: pd.DataFrame, keys: list[str], other_gpu: bool) -> pd.Series
                      dtype="string")
 
 
-def _table(units: pd.DataFrame, keys: list[str], other_gpu: bool = False) -> pd.DataFrame:
-    table = _medians(units, keys)
+def _table(units: pd.DataFrame, keys: list[str], steps: dict[str, list[str]], other_gpu: bool) -> pd.DataFrame:
+    table = _medians(units, keys, steps)
     a = units[units["side"] == "A"]
     matched = a[a["group"] >= 0].groupby(keys)["dur_ns"].sum() / a.groupby(keys)["dur_ns"].sum()
     total_a = a.groupby("step")["dur_ns"].sum().median() if len(a) else 0
@@ -121,6 +124,7 @@ def _table(units: pd.DataFrame, keys: list[str], other_gpu: bool = False) -> pd.
         table["time_ns_a"] > 0, 1), np.inf)
     table["share_a_pct"] = 100 * table["time_ns_a"] / total_a if total_a else 0.0
     table["matched_a_pct"] = 100 * matched.reindex(table.index).fillna(0.0)
+    table["spread_a_pct"] = _spread(units, keys, steps).reindex(table.index)
     out = table.reset_index()
     return out.iloc[out["delta_ns"].abs().sort_values(ascending=False, kind="stable").index].reset_index(drop=True)
 
@@ -148,7 +152,8 @@ def changes(a: TraceAnalysis, b: TraceAnalysis) -> Changes:
     alignment = align(a, b)
     units = alignment.units
     other_gpu = bool(a.device and b.device and a.device != b.device)
-    modules, ops = _table(units, ["part"], other_gpu), _table(units, ["part", "op"], other_gpu)
+    modules = _table(units, ["part"], alignment.steps, other_gpu)
+    ops = _table(units, ["part", "op"], alignment.steps, other_gpu)
     reference = units[units["reference"]]
     ra, rb = reference[reference["side"] == "A"], reference[reference["side"] == "B"]
     shares = evidence(alignment, matched_share(a, b) if len(a.events) and len(b.events) else 0.0)

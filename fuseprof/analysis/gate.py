@@ -101,10 +101,16 @@ def parse_rules(given: str | Sequence[str]) -> list[Rule]:
             quantity, _, target = match.group(1).partition(":")
             target = normal_path(target.strip('"')) if quantity == "module" else target.strip('"')
             rule = Rule(part, quantity, target or None, float(match.group(2)), match.group(3) == "%")
-            if rule in rules:
+            if any(_same(rule, given) for given in rules):  # module:a/b and module:a / b are one rule
                 raise InvalidArgumentError(f"--fail-on {part!r}: given twice; give each rule once")
             rules.append(rule)
     return rules
+
+
+def _same(one: Rule, other: Rule) -> bool:
+    """Whether two rules say the same thing, however each was written."""
+    return (one.quantity, one.target, one.limit, one.relative) == (other.quantity, other.target, other.limit,
+                                                                   other.relative)
 
 
 def _check_targets(rules: list[Rule], a: TraceAnalysis, b: TraceAnalysis, parts: set[str]) -> None:
@@ -244,7 +250,7 @@ def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFr
     for rule in rules:
         if rule.quantity == "module":
             rows += module_rows(rule.text, str(rule.target), rule.limit, rule.relative,
-                                by_step(aligned.alignment.units, ["part"]), basis)
+                                by_step(aligned.alignment.units, ["part"], aligned.alignment.steps), basis)
             continue
         if rule.quantity == "memory":
             values_a, values_b = _peaks(a, per_step), _peaks(b, per_step)
