@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from fuseprof.analysis.events import TWIN_CHECK, categorized_events
-from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns
+from fuseprof.analysis.fusion import CopyModel, copy_model_from_bench, kernel_floor_ns, within_peak
 from fuseprof.analysis.graphs import capture_windows, is_capture_trace
 from fuseprof.analysis.iterations import NONE as NO_ITERATIONS
 from fuseprof.analysis.iterations import Iterations, find_iterations
@@ -32,7 +32,7 @@ from fuseprof.errors import FuseprofWarning, TraceFormatError
 from fuseprof.model.devices import identify
 from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import DEFAULT
-from fuseprof.model.roofline import Roof, capture_roof
+from fuseprof.model.roofline import Roof, capture_roof, dram_limit
 from fuseprof.parse.dispatch import inside
 from fuseprof.parse.execution_trace import is_execution_trace
 from fuseprof.parse.foreign import holds_trace
@@ -245,13 +245,15 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
     roof = capture_roof(device_name, options.measured, properties)
     copy = options.copy or CopyModel(roof.dram_bytes_per_s, kernel_floor_ns(events),
                                      f"{roof.label} DRAM + the trace's kernel floor")
+    peak = max(roof.dram_bytes_per_s, dram_limit(device_name, options.measured)) if roof.judged else float("nan")
+    copy, bounded = within_peak(copy, peak, roof.label)
     graph = op_graph(tables, options.registry, execution_trace)  # by shapes where no execution trace is given
     frames = build_all(Context(tables, found.every, events, found.mask, options.registry, options.top, roof, copy,
                                graph, found.iterations, window_asked=options.window))
     return TraceAnalysis(name=name or tables.path.name, device=device_name, roof=roof, events=events, frames=frames,
                          window=found.window, rank=tables.rank, world_size=tables.world_size, registry=options.registry, top=options.top,
                          notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph, execution_trace is not None)
-                         + ([recognised] if recognised else []))
+                         + ([recognised] if recognised else []) + ([bounded] if bounded else []))
 
 
 def measured_rates(ceilings: Path) -> tuple[dict[str, Roof], CopyModel | None]:

@@ -58,6 +58,24 @@ class CopyModel:
         return nbytes / self.bytes_per_s * 1e9 + self.fixed_ns
 
 
+def within_peak(copy: CopyModel, peak_bytes_per_s: float, device: str) -> tuple[CopyModel, str | None]:
+    """The copy model no faster than the device's peak DRAM rate (``peak_bytes_per_s``: its roof's), and a line
+    saying so where it was: a predicted time may never imply more bandwidth than the card has. A rate above it (a
+    bench of another GPU given with ``--ceilings``), or none above 0 (a fit's negative slope), is the peak; a negative fixed cost (a line fitted through
+    copies that ended in L2) is none, since any fused kernel takes at least its bytes over the rate."""
+    rate = copy.bytes_per_s if 0 < copy.bytes_per_s <= peak_bytes_per_s else peak_bytes_per_s
+    fixed = max(copy.fixed_ns, 0.0)
+    if (rate, fixed) == (copy.bytes_per_s, copy.fixed_ns) or not peak_bytes_per_s > 0:
+        return copy, None
+    wrong = f"above {device}'s peak" if copy.bytes_per_s > peak_bytes_per_s else "not a rate"
+    said = [f"its rate {copy.bytes_per_s / 1e12:.2f} TB/s is {wrong}: priced at the peak, "
+            f"{peak_bytes_per_s / 1e12:.2f} TB/s"] if rate != copy.bytes_per_s else []
+    said += [f"its fixed cost {copy.fixed_ns:,.0f} ns is negative: 0"] if fixed > copy.fixed_ns else []
+    return (CopyModel(rate, fixed, f"{copy.source}, bounded by {device}'s peak DRAM rate"),
+            f"copy model ({copy.source}): {'; '.join(said)} (a predicted time never implies more bandwidth than "
+            "the device's peak)")
+
+
 def copy_model_from_bench(timings: pd.DataFrame, min_bytes: float = 2e7) -> CopyModel | None:
     """A least-squares line through the fastest same-bytes copy of each shape of the newest bench
     bundle in ``timings`` (copies of at least ``min_bytes``: smaller ones measure launch latency)."""

@@ -10,6 +10,11 @@ name) says how many elements a fused step moves per parameter element:
 
     fused_bytes        = Σ over parameters  numel · element bytes · (3 + 2 · states)
                          (Adam/AdamW: reads w, g, m, v and writes w, m, v — 7 elements, torch.optim's docs)
+    element bytes      = the scalar type the step's own kernels are built for, where they name one: a foreach
+                         kernel's functor is templated on it (``multi_tensor_apply_kernel<…,
+                         BinaryOpScalarFunctor<float, …>>``), and it is what the step reads and writes — fp32
+                         shards and state under FSDP2, whose gradients arrive as the bf16 unsharded parameter's;
+                         else the gradient's dtype as autograd recorded it (several scalar types: each parameter's)
     predicted_fused_ns = fused_bytes / the copy rate + one kernel's floor   (as every memory-bound chain)
     measured_ns        = the GPU time of the kernels the step ran
 
@@ -19,6 +24,8 @@ registry does not model has unknown bytes and no prediction."""
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -31,10 +38,21 @@ from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import rows_named
 
 CLASS = "optimizer step"
+# a foreach kernel's functor names the scalar type it runs on first: BinaryOpScalarFunctor<float, 1, 1, 0>
+_FUNCTOR_SCALAR = re.compile(r"Functor<(float|double|c10::BFloat16|c10::Half|at::BFloat16|at::Half)\s*[,>]")
+_SCALAR_BYTES = {"float": 4, "double": 8, "c10::BFloat16": 2, "c10::Half": 2, "at::BFloat16": 2, "at::Half": 2}
 
 
-def _parameter_bytes(parameters: pd.DataFrame) -> tuple[int, int, int | None]:
-    """(parameters, elements, bytes of one copy of them); bytes None where a dtype is unrecorded."""
+def kernel_element_bytes(names: Iterable[object]) -> int | None:
+    """The element bytes of the one scalar type the kernels' functors name (module docstring); None where they
+    name none or several (then each parameter's recorded dtype decides)."""
+    found = {_SCALAR_BYTES[m.group(1)] for n in names if isinstance(n, str) for m in [_FUNCTOR_SCALAR.search(n)] if m}
+    return found.pop() if len(found) == 1 else None
+
+
+def _parameter_bytes(parameters: pd.DataFrame, width: int | None = None) -> tuple[int, int, int | None]:
+    """(parameters, elements, bytes of one copy of them, each element ``width`` bytes where given, else its
+    recorded dtype's); bytes None where a shape, or a dtype needed, is unrecorded."""
     elements, nbytes = 0, 0
     known = True
     for dims, types in zip(parameters["input_dims"], parameters["input_type"]):
@@ -45,8 +63,9 @@ def _parameter_bytes(parameters: pd.DataFrame) -> tuple[int, int, int | None]:
             continue
         n = math.prod(int(d) for d in shape)
         elements += n
-        if dtype in DTYPE_BYTES:
-            nbytes += n * DTYPE_BYTES[dtype]
+        size = width or DTYPE_BYTES.get(str(dtype))
+        if size:
+            nbytes += n * size
         else:
             known = False
     return len(parameters), elements, nbytes if known and len(parameters) else None
@@ -76,7 +95,7 @@ def optimizer_instances(events: pd.DataFrame, tables: TraceTables, registry: Reg
         if mine.empty or fused:
             continue
         model = registry.optimizer(str(step.name))
-        count, elements, one_copy = _parameter_bytes(params)
+        count, elements, one_copy = _parameter_bytes(params, kernel_element_bytes(mine["name"]))
         moved = one_copy * (3 + 2 * model.states) if model is not None and one_copy is not None else None
         rows.append({"class": CLASS, "signature": f"{step.name}: {len(mine)} kernels over {count} parameters "
                                                   f"({elements:,} elements) → one fused step",
