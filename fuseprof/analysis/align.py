@@ -232,6 +232,17 @@ def _names_modules(units: pd.DataFrame) -> bool:
     return bool(total) and units.loc[units["has_module"], "dur_ns"].sum() >= 0.5 * total
 
 
+def _share_paths(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether both runs name modules and half of each one's named time is in paths the other also names
+    (a torch.compile'd run names only its wrapper, ``OptimizedModule_0``: its path is no match for any)."""
+    named_a, named_b = a[a["has_module"]], b[b["has_module"]]
+    if named_a.empty or named_b.empty:
+        return True  # one run names none: its units borrow the other's, nothing to reconcile
+    common = set(named_a["module"]) & set(named_b["module"])
+    return all(frame.loc[frame["module"].isin(common), "dur_ns"].sum() >= 0.5 * frame["dur_ns"].sum()
+               for frame in (named_a, named_b))
+
+
 def _parts(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """The module each unit is counted under: its own where named, else the one with the most time among
     the other run's units of its group, else its own label (a phase, or ``NO_MODULE``)."""
@@ -270,11 +281,16 @@ def align(a: TraceAnalysis, b: TraceAnalysis) -> Alignment:
     notes: list[str] = []
     ra = sa.units[sa.units["step"] == sa.reference].reset_index(drop=True)
     rb = sb.units[sb.units["step"] == sb.reference].reset_index(drop=True)
+    named = ra["has_module"].to_numpy(), rb["has_module"].to_numpy()
+    if not _share_paths(ra, rb):  # paths the other run lacks are no evidence (a wrapper's, another model's)
+        ra, rb = ra.assign(has_module=False), rb.assign(has_module=False)
+        notes.append("the runs share no module paths: aligned by op, shapes and order alone")
     split = _names_modules(ra) and _names_modules(rb)
     ga, gb, pa, pb = _groups(ra, rb, _pairs(ra, rb, notes), split)
     ra, rb = ra.assign(group=ga, pair=pa), rb.assign(group=gb, pair=pb)
     part_a, part_b = _parts(ra, rb)
-    ra, rb = ra.assign(part=part_a.to_numpy()), rb.assign(part=part_b.to_numpy())
+    ra = ra.assign(part=part_a.to_numpy(), has_module=named[0])  # the trace's own naming, kept in the output
+    rb = rb.assign(part=part_b.to_numpy(), has_module=named[1])
     frames = []
     for name, run, reference in (("A", sa, ra), ("B", sb, rb)):
         for step, units in run.units.groupby("step", sort=False):
