@@ -199,7 +199,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise FuseprofError(f"--verify: {args.traces[0]} holds {len(files)} traces; name one trace file")
     result = analyses(args)[0]
     chains = chains_to_verify(result.events, result.fusion, recorded_strides(files[0]), args.verify, result.registry,
-                              _exact_graph(files[0], result.registry))
+                              _op_graph(files[0], result.registry))
     if not chains:
         raise FuseprofError(f"{args.traces[0]}: no fusible chain to verify (see `fuseprof fusion`)")
     timings, bundle = verify_chains(chains, files[0], args.verify_device or default_device(), args.out, result.registry,
@@ -214,16 +214,15 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _exact_graph(trace: Path, registry):  # type: ignore[no-untyped-def]
-    """The op graph by the execution trace recorded beside a capture's trace, or None when there is none."""
+def _op_graph(trace: Path, registry):  # type: ignore[no-untyped-def]
+    """The op graph the analysis read (``analyze_tables``): by the execution trace recorded beside a capture's
+    trace, else by shapes."""
     from fuseprof.analysis.opgraph import op_graph
     from fuseprof.parse.execution_trace import execution_trace_beside, read_execution_trace
     from fuseprof.parse.store import default_store
 
     beside = execution_trace_beside(trace)
-    if beside is None:
-        return None
-    return op_graph(default_store().tables(trace)[0], registry, read_execution_trace(beside))
+    return op_graph(default_store().tables(trace)[0], registry, read_execution_trace(beside) if beside else None)
 
 
 def _fusion_arguments(p: argparse.ArgumentParser) -> None:

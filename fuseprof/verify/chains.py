@@ -6,7 +6,9 @@ backward), the representative is the most common shape signature among the group
 share a group but not shapes); for it:
 
     trace_chain_ns      = median over those chains of Σ kernel durations (the trace's time per chain)
-    fused_bytes         = the finder's fused bytes of one such chain (fuseprof.analysis.fusion.fused_bytes)
+    fused_bytes         = the finder's fused bytes of one such chain (fuseprof.analysis.fusion.fused_bytes), by the
+                          op graph the fusion table and the audit read (by an execution trace where one is beside
+                          the trace, else by shapes): one dataflow pass, so a chain's bytes here are the table's
     predicted_fused_ns  = the fusion table's copy model at those bytes: fused_bytes / rate + fixed
     predicted_saving_ns = trace_chain_ns − predicted_fused_ns
 """
@@ -42,7 +44,7 @@ class ChainToVerify:
     predicted_fused_ns: float
     ops: tuple[RecordedOp, ...]
     skipped: str | None = None  # why it cannot be replayed
-    links: Links | None = None  # the op graph's edges among the ops, where an execution trace gives them
+    links: Links | None = None  # the op graph's edges among the ops (the replay links its tensors by them)
 
     @property
     def predicted_saving_ns(self) -> float:
@@ -113,13 +115,12 @@ def _recorded_ops(members: list[Any], events: pd.DataFrame, strides: dict[int, l
 def chains_to_verify(events: pd.DataFrame, fusion: pd.DataFrame, strides: dict[int, list[Any]],
                      top: int, registry: Registry, graph: OpGraph | None = None) -> list[ChainToVerify]:
     """The top ``top`` chain groups of the fusion table, in its order, predicted with the copy model the
-    table used (its rate and fixed-cost columns); with an op graph from an execution trace, each chain
-    carries the graph's edges among its ops (the replay then links tensors by them)."""
-    exact = graph if graph is not None and graph.basis == "execution trace" else None
+    table used (its rate and fixed-cost columns); with the op graph the table read (``graph``), each chain's
+    fused bytes and the edges among its ops (the replay then links tensors by them) are that graph's."""
     if fusion.empty or "memory_bound_chain" not in fusion:
         return []
     groups = fusion[fusion["memory_bound_chain"].astype(bool)].head(top)
-    chains = find_chains(events, registry, exact)
+    chains = find_chains(events, registry, graph)
     if groups.empty or chains.empty:
         return []
     chains = chains.assign(key=linked_keys(chains, events))
@@ -138,7 +139,7 @@ def chains_to_verify(events: pd.DataFrame, fusion: pd.DataFrame, strides: dict[i
             chain_count=int(group["count"]), chain_instances=len(same), chain_kernels=int(first["kernels"]),
             trace_chain_ns=float(same["measured_ns"].median()), fused_bytes=fused,
             predicted_fused_ns=float(copy.time_ns(fused)), ops=_recorded_ops(first["members"], events, strides),
-            links=_links(_op_ids(first["members"], events), exact) if exact is not None else None,
+            links=_links(_op_ids(first["members"], events), graph) if graph is not None else None,
             skipped="a kernel of the chain has no recorded op (no record_shapes, or graph-replayed)"
             if unlinked.any() else None))
     return picked
