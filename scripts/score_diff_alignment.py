@@ -134,6 +134,12 @@ def vendor_rows(found: Changes, top: int) -> pd.DataFrame:
                          table["kernels_b"].astype(int).astype(str), "change": table["change"]})
 
 
+def _markdown(rows: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(rows.columns) + " |", "|" + "---|" * len(rows.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows.itertuples(index=False)]
+    return "\n".join(lines)
+
+
 def print_vendors(top: int, markdown: bool) -> None:
     for model, h100, mi300 in VENDORS:
         pa, pb = SHARED / f"{h100}.json.gz", SHARED / f"{mi300}.json.gz"
@@ -146,7 +152,7 @@ def print_vendors(top: int, markdown: bool) -> None:
               f"{s['matched_a_pct']:.2f}% of H100's GPU time; unmatched H100 {s['unmatched_a_ns'] / 1e3:,.1f} µs, "
               f"MI300 {s['unmatched_b_ns'] / 1e3:,.1f} µs; classes {found.modules['change'].value_counts().to_dict()}")
         rows = vendor_rows(found, top)
-        print(rows.to_markdown(index=False) if markdown else rows.to_string(index=False))
+        print(_markdown(rows) if markdown else rows.to_string(index=False))
         units = found.alignment.units
         lost = units[(units["group"] < 0) & units["reference"]]
         for side, part in lost.groupby(["side", "part"])["dur_ns"].sum().sort_values(ascending=False).head(4).items():
@@ -161,7 +167,8 @@ def main() -> int:
     parser.add_argument("--markdown", action="store_true", help="the vendor tables as markdown")
     parser.add_argument("--top", type=int, default=8)
     args = parser.parse_args()
-    files = [f for p in (args.paths or DEFAULT) for f in ([p] if p.is_file() else sorted(p.glob("*.truth.json")))]
+    paths = args.paths or ([] if args.vendors else DEFAULT)
+    files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.glob("*.truth.json")))]
     rows = [score(f) for f in files]
     if rows:
         print_scores(rows)
