@@ -49,6 +49,7 @@ from fuseprof.parse.shared_lists import SharingDecoder
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.textio import read_bytes
 from fuseprof.parse.time_unit import NS_PER_US, ns_per_unit, says_ns
+from fuseprof.parse.trace_notes import TraceNotes, notes_of
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's run: links it to its forward op
@@ -377,6 +378,9 @@ class TraceTables:
         **{c: pd.Series(dtype=object) for c in ("name", "pid", "tid")},
         **{c: pd.Series(dtype="Int64") for c in ("correlation", "stream", "device", "wait_stream", "wait_record")},
         "start_ns": pd.Series(dtype="int64"), "dur_ns": pd.Series(dtype="int64")}))
+    # what the trace says of its own completeness (``trace_notes``), read from the bytes the tables were decoded from;
+    # not stored: None for tables read back from the store (the integrity check reads the file then)
+    notes: TraceNotes | None = None
 
     def device_name(self, device: object) -> str | None:
         """The GPU name of a device id. ROCm traces can put kernels on an id that ``deviceProperties``
@@ -463,14 +467,16 @@ def _ns_per_unit(trace: _Trace, path: Path) -> int:
     return ns_per_unit(trace.displayTimeUnit, fractional, launches, path)
 
 
-def _decode(path: Path) -> tuple[_Trace, int]:
-    """The trace, and the base its timestamps were rebased on (``_exact_times``)."""
+def _decode(path: Path) -> tuple[_Trace, int, TraceNotes]:
+    """The trace, the base its timestamps were rebased on (``_exact_times``) and its notes (``trace_notes``), read
+    from the same bytes: before the events are decoded, so the two decodings are never in memory together."""
     raw = read_bytes(path)
     if is_protobuf_trace(raw):  # by content, whatever the name: a .pftrace may hold JSON text (torch 2.13 writes so)
         raw = chrome_json(raw, path)
+    notes = notes_of(raw)
     try:
         trace = _DECODER.decode(raw)
-        return trace, _exact_times(trace, raw, _ns_per_unit(trace, path))
+        return trace, _exact_times(trace, raw, _ns_per_unit(trace, path)), notes
     except msgspec.ValidationError as exc:
         text = str(exc)
         if "`$`" in text or "required field `traceEvents`" in text or text.endswith("at `$.traceEvents`") or \
@@ -823,7 +829,7 @@ def capture_facts(trace: _Trace) -> dict[str, Any]:
 @python_strings()
 def read_trace_tables(path: Path) -> TraceTables:
     """Decode ``path`` (``.json`` or ``.json.gz``) into ``TraceTables``."""
-    trace, base_ns = _decode(path)
+    trace, base_ns, notes = _decode(path)
     by_kind = _by_kind(trace, path)
     if by_kind["counters"] and not by_kind["gpu"]:
         raise TraceFormatError(
@@ -866,6 +872,7 @@ def read_trace_tables(path: Path) -> TraceTables:
         recorded=_recorded(every_op, by_kind["frames"], path),
         capture=capture_facts(trace),
         syncs=_sync_rows(by_kind["syncs"], path),
+        notes=notes,
     )
     if base_ns:  # the clock's base back, as integers: times stay exact and comparable across ranks
         for frame in (tables.gpu, tables.ops, tables.launches, tables.modules, tables.annotations, tables.autograd,

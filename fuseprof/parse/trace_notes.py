@@ -5,13 +5,14 @@ traced (its ``LoggerCollector``: top-level ``"WARNING"``, ``"ERROR"`` and ``"INF
 ``traceEvents``, where "Dropped N activity records", "Exceeded max GPU buffer count" and "CUPTI stopped early? =
 1" say records were lost).
 
-Read again from the file, apart from ``trace_events`` (whose tables every analysis keeps, while these serve only
-the completeness checks: ``fuseprof.analysis.completeness``, ``fuseprof.analysis.torch_rules``). Times stay in
-the file's clock as µs floats (``displayTimeUnit: "ns"`` files scaled): the rules compare these records with each
-other and with the kernels read here, never with the tables' exact ns. A file this reader cannot read as a Chrome
-trace (another format) gives no records: the checks that need them then say nothing. The cost is one more read of
-the file (its gunzip, a skim of the JSON, and the events decoded only where a sync or comms record is in it: about
-a tenth of the first analysis), once per trace: the analysis is kept in the store.
+Kept apart from ``trace_events``' tables (which every analysis keeps and the store holds, while these serve only
+the completeness checks: ``fuseprof.analysis.completeness``, ``fuseprof.analysis.torch_rules``), but read from
+the same bytes when a trace is decoded (``notes_of``: ``TraceTables.notes``); only tables read back from the store
+have the file read again (``read_trace_notes``). Times stay in the file's clock as µs floats (``displayTimeUnit:
+"ns"`` files scaled): the rules compare these records with each other and with the kernels read here, never with
+the tables' exact ns. A file this reader cannot read as a Chrome trace (another format) gives no records: the
+checks that need them then say nothing. The cost is a skim of the JSON, and the events decoded only where a sync or
+comms record is in it; a second read of the file cost its gunzip again (0.25 CPU-s of a 62 MB trace).
 """
 
 from __future__ import annotations
@@ -135,14 +136,25 @@ def _rows(trace: _Trace, scale: float) -> dict[str, list[dict[str, Any]]]:
 
 
 def read_trace_notes(path: Path) -> TraceNotes:
-    """The records of the trace at ``path`` (module docstring); none where it is no Chrome trace JSON."""
+    """The records of the trace at ``path`` (module docstring); none where it is no Chrome trace JSON. A trace
+    decoded in this process has them already (``TraceTables.notes``, from the same bytes): this read is for
+    tables read back from the store."""
     try:
         raw = read_bytes(path)
         if is_protobuf_trace(raw):  # by content, as the tables are read (``trace_events``)
             raw = chrome_json(raw, path)
+    except (FuseprofError, OSError, MemoryError):
+        return TraceNotes()
+    return notes_of(raw)
+
+
+def notes_of(raw: bytes | bytearray) -> TraceNotes:
+    """The records of a trace's Chrome JSON text (module docstring): ``trace_events`` reads them from the bytes
+    it decodes, so the file is not read and unzipped a second time."""
+    try:
         top = _TOP.decode(raw)
         trace = _DECODER.decode(raw) if any(w in raw for w in _WANTED) else _Trace([])
-    except (msgspec.MsgspecError, FuseprofError, OSError, MemoryError):
+    except (msgspec.MsgspecError, MemoryError, RecursionError):  # the tables' decoding says why, if it must
         return TraceNotes()
     ns = says_ns(top.displayTimeUnit) and not any(
         isinstance(e.ts, float) and not e.ts.is_integer() for e in trace.traceEvents if e.ph == "X")

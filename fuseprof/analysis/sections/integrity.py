@@ -22,7 +22,7 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     processes = len(set(tables.launches["pid"].dropna()) | set(tables.host_ops["pid"].dropna()))
     rows = integrity(context.every, context.mask, named, lost_launches(context.tables), context.window_asked,
                      processes, _host_span(tables), tables.memory)
-    notes = read_trace_notes(tables.path)
+    notes = tables.notes if tables.notes is not None else read_trace_notes(tables.path)
     found = [*timestamp_findings(context.every), *profiler_findings(notes, context.every),
              *step_findings(tables, context.every, context.iterations),
              *torch_rules.findings(tables, context.every, notes)]
