@@ -10,7 +10,7 @@ For each, ``fuseprof analyze TRACE --format json`` is run and read:
   ``bound`` (GPU-bound when the un-profiled GPU busy is >= 80% of the un-profiled step; else the largest idle cause);
   ``bound_as_traced`` is shown beside, not scored (it answers for the trace's own gaps).
 - **first advice**: the first "worth doing" row is mapped to the candidate change it names (CUDA graphs, compile,
-  fused optimizer, syncs removed, data loading, a fusion; the host's work between graph replays, whose measured
+  fused optimizer, syncs removed, syncs removed and then CUDA graphs, data loading, a fusion; the host's work between graph replays, whose measured
   saving is at most the un-profiled step's idle) and its saving per step (``saving_ns`` over the window's
   steps) compared with the un-profiled saving the truth measured for that change: right when within 25% of it, or
   within the measured spread where that is wider. Advice for a change the truth marks ``n/a`` (graphs on a
@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 TRUTH = ROOT / "tests" / "fixtures" / "truth_unprofiled"
 # the first words that name a change, checked in order on the advice's "what"
-CHANGES = (("host_idle", ("between graph replays",)),
+CHANGES = (("host_idle", ("between graph replays",)), ("graphs_after_no_syncs", ("synchronisations, then",)),
            ("graphs", ("cuda graph", "host-bound gaps", "reduce-overhead")),
            ("no_syncs", ("sync",)), ("data_prefetched", ("data", "loader")),
            ("fused_optimizer", ("optimizer",)), ("fusion", ("fuse:",)), ("compile", ("compile",)))

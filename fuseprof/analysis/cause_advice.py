@@ -4,7 +4,8 @@ start-up and exposed communication as rows of "worth doing", and CUDA graphs kep
 A CUDA graph cannot capture a step that reads a value back on the host (``.item()``, a copy to the host, a
 data-dependent shape such as ``nonzero``): where the steps read back more than once each (``sync_reads``: one, the
 loss logged at the step's end, leaves the step's body to a graph), graphs come only after the syncs are gone, so
-their row is never ranked above "remove synchronisations".
+their row says both ("remove synchronisations, then close the host-bound gaps") and saves both: in a loop the host
+bounds, removing the syncs alone saves little (the host's work then leaves launch gaps) and graphs after them most.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from fuseprof.analysis.idle import SYNC_CALLS
 
 GRAPHS = "close the host-bound gaps"  # how the worth-doing rows these rules move begin (sections/verdict.py)
 SYNCS = "remove synchronisations"
+THEN = "remove synchronisations, then "  # how the graph row begins where the syncs must go first
 _SAID = {"item": ".item()", "copy": "copies to the host (.cpu(), .tolist(), nonzero)",
          "synchronize": "stream/device synchronize", "event": "event synchronize"}
 
@@ -48,17 +50,19 @@ def cause_rows(idle: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def graphs_after_syncs(frame: pd.DataFrame, idle: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` (ranked worth-doing rows) with the CUDA-graph row moved just below the sync row where the steps
-    read values back more than once each (``READ_BACKS``), its why saying so."""
+    """``frame`` (ranked worth-doing rows) where the steps read values back more than once each (``READ_BACKS``):
+    the CUDA-graph row becomes the syncs' removal and then graphs (``THEN``), its saving both rows' (the sync row's
+    is what removing them saves, ``fuseprof.analysis.sync_saving``; the graph row's the launch idle left, which
+    holds the host work the syncs no longer make the GPU wait for), ranked again; the sync row stays as it is."""
     steps = _steps(idle)
     reads = float(steps["sync_reads"].mean()) if "sync_reads" in steps and len(steps) else 0.0
     what = frame["what"].astype(str)
     graphs, syncs = frame.index[what.str.startswith(GRAPHS)], frame.index[what.str.startswith(SYNCS)]
     if reads <= 1 or graphs.empty or syncs.empty:
         return frame
-    order = [i for i in frame.index if i != graphs[0]]
-    order.insert(order.index(syncs[0]) + 1, graphs[0])
-    out = frame.loc[order].copy()
+    out = frame.copy()
+    out.loc[graphs[0], "what"] = THEN + str(out.loc[graphs[0], "what"])
+    out.loc[graphs[0], "saving_ns"] = float(out.loc[graphs[0], "saving_ns"]) + float(out.loc[syncs[0], "saving_ns"])
     out.loc[graphs[0], "why"] = f"{out.loc[graphs[0], 'why']}; a CUDA graph cannot hold .item() or a copy to the " \
-                                "host: remove the syncs first"
-    return out
+                                "host: the syncs go first, and this saving is both"
+    return out.sort_values("saving_ns", ascending=False, kind="stable")

@@ -104,7 +104,7 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry,
     start = events["start_ns"].to_numpy(np.int64)[order]  # forty columns: the four read are taken at those alone
     end = start + events["dur_ns"].to_numpy(np.int64)[order]
     firsts = runs(start, end)  # the stretches of work, as ``merge`` makes them, each one's events together
-    if firsts.size < 2:
+    if not firsts.size:
         return pd.DataFrame(columns=_EMPTY)
     s, e = start[firsts], np.maximum.reduceat(end, firsts)
     nxt = order[firsts[1:]]  # the first event of each stretch after a gap
@@ -113,14 +113,20 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry,
     last = ends_last[np.unique(block[ends_last], return_index=True)[1]]  # the first of them
     prev = order[last[:-1]]
 
-    def at(column: str, rows: np.ndarray) -> np.ndarray:
-        return events[column].iloc[rows].to_numpy()
+    def at(column: str, rows: np.ndarray) -> pd.api.extensions.ExtensionArray | np.ndarray:
+        values = events[column].iloc[rows]  # a time as stored: Int64's to_numpy is float where one is missing
+        return values.array if column.endswith("_ns") else values.to_numpy()
 
     gaps = _at_step_starts(pd.DataFrame({
         "gap_start_ns": e[:-1], "gap_end_ns": s[1:], "step": at("profiler_step", nxt),
         "prev_step": at("profiler_step", prev), "launch_ns": at("launch_start_ns", nxt),
         "launch_dur_ns": at("launch_dur_ns", nxt), "tid": at("tid", nxt),
         "next_graph": is_graph_launch(events["launch_api"].iloc[nxt]).to_numpy(bool)}), steps)
+    named = _named(tables, registry)
+    loading = _loading(named[1])
+    gaps = _first_lead(gaps, events.iloc[order[:1]], steps, loading)
+    if gaps.empty:
+        return pd.DataFrame(columns=_EMPTY)
     gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
     launch = gaps["launch_ns"].astype("Int64")  # integers: a clock of µs since the epoch is 1.7e18 ns
     # the host is busy until its launch call returns: the call's own time is the host's, not the GPU's latency
@@ -129,7 +135,6 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry,
     called = np.clip(launch.fillna(0).to_numpy(np.int64), gs, split)  # where the launch call began, in the gap
     parts = {c: np.zeros(len(gaps), np.int64) for c in (*CAUSES, "startup")}
     sync_call, sync_name = np.full(len(gaps), "", object), np.full(len(gaps), "", object)
-    named = _named(tables, registry)
     for tid in pd.unique(gaps["tid"].astype(object)):
         mine = (gaps["tid"].astype(object) == tid).to_numpy() if tid is not None and not pd.isna(tid) else \
             gaps["tid"].isna().to_numpy()
@@ -144,14 +149,9 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry,
     largest = np.vstack([parts[c] - (parts["startup"] if c == "launch" else 0) for c in names])
     gaps["cause"] = names[np.argmax(largest, axis=0)]
     traced = _whole_gap_causes(gs, launch, tables, registry)
-    data = named[1].get("data loading")
-    if data is not None and len(data):  # a leading part outside the step's GPU work: data, or not read at all
-        spans = _intervals(data, None)
-        lead = gaps["leading"].to_numpy(bool)
-        traced = np.where(lead, np.where(covered_ns(spans, gs, ge) > 0, "data", "lead"), traced)
-    else:
-        traced = np.where(gaps["leading"].to_numpy(bool), "lead", traced)
-    gaps["cause_as_traced"] = traced
+    # a leading part outside the step's GPU work: data, or not read at all
+    data = covered_ns(loading, gs, ge) > 0 if loading is not None else np.zeros(len(gs), bool)
+    gaps["cause_as_traced"] = np.where(gaps["leading"].to_numpy(bool), np.where(data, "data", "lead"), traced)
     return gaps[_EMPTY]
 
 
@@ -162,7 +162,8 @@ def _at_step_starts(gaps: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFr
     gaps["idle_ns"] = gaps["gap_end_ns"] - gaps["gap_start_ns"]
     if steps is None or steps.empty or not gaps["step"].notna().any():
         return gaps
-    first = gaps["step"].astype(object).map(_begins(steps)).astype("Int64")
+    begins = _begins(steps)  # a map's missing keys would make its integers floats, 256 ns apart on an epoch clock
+    first = pd.Series(pd.array([begins.get(s) for s in gaps["step"].astype(object)], dtype="Int64"), index=gaps.index)
     crossing = (gaps["step"].astype(object) != gaps["prev_step"].astype(object)).to_numpy(bool) & \
         first.notna().to_numpy() & (first.fillna(0).to_numpy(np.int64) < gaps["gap_end_ns"].to_numpy(np.int64))
     if not crossing.any():
@@ -180,6 +181,37 @@ def _at_step_starts(gaps: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFr
     out = pd.concat([before, after]).sort_values(["gap_start_ns", "gap_end_ns"], kind="stable")
     out["idle_ns"] = out["gap_end_ns"] - out["gap_start_ns"]
     return out.reset_index(drop=True)
+
+
+def _loading(ranges: dict[str, pd.DataFrame]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The DataLoader's ranges on any thread, merged (None where the trace has none)."""
+    data = ranges.get("data loading")
+    return _intervals(data, None) if data is not None and len(data) else None
+
+
+def _first_lead(gaps: pd.DataFrame, first: pd.DataFrame, steps: pd.DataFrame | None,
+                loading: tuple[np.ndarray, np.ndarray] | None) -> pd.DataFrame:
+    """``gaps`` with the first step's leading part before them: from its start (its range's) to the trace's first GPU
+    work (``first``, that work's event), where that work is the step's and the DataLoader (``loading``: its merged
+    ranges) ran in it. A DataLoader wait at the start of the first profiled step is that step's data loading, as
+    at every other step's start (there is no GPU work before it, so no gap would hold it). Without one the part
+    is left out: there the host's time is mostly the profiler opening its window (on the H100 captures of
+    tests/fixtures/truth_unprofiled/h100 the first step's lead was 1.1-6x the later steps'), and in a loop whose host
+    runs ahead the GPU would not have waited at all."""
+    step = first["profiler_step"].iloc[0] if len(first) else None
+    begins = _begins(steps)
+    if step is None or pd.isna(step) or step not in begins or begins[step] >= int(first["start_ns"].iloc[0]):
+        return gaps
+    lo, hi = np.array([begins[step]], np.int64), first["start_ns"].to_numpy(np.int64)[:1]
+    if loading is None or not covered_ns(loading, lo, hi)[0]:
+        return gaps
+    lead = pd.DataFrame({
+        "gap_start_ns": [begins[step]], "gap_end_ns": [int(first["start_ns"].iloc[0])], "step": [step],
+        "prev_step": [step], "launch_ns": first["launch_start_ns"].to_numpy(), "launch_dur_ns":
+        first["launch_dur_ns"].to_numpy(), "tid": first["tid"].to_numpy(), "next_graph":
+        is_graph_launch(first["launch_api"]).to_numpy(bool), "leading": [True]})
+    lead["idle_ns"] = lead["gap_end_ns"] - lead["gap_start_ns"]
+    return pd.concat([lead, gaps], ignore_index=True) if len(gaps) else lead
 
 
 def _begins(steps: pd.DataFrame | None) -> dict[object, int]:
@@ -384,12 +416,16 @@ def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
     return row
 
 
-def verdict_of(row: Mapping[str, object]) -> str:
+def verdict_of(row: Mapping[str, object], busy_share: float | None = None) -> str:
     """The verdict of a step, a window or a sum of them (``TERMS``; one the row lacks is 0): the largest of busy
     and idle by cause (``VERDICTS``), busy named ``communication-bound`` where the communication the GPU did not
-    overlap is more of it than the computation."""
+    overlap is more of it than the computation. With ``busy_share``, busy wins only where it is at least that share
+    of busy and idle together; else the largest idle cause does."""
     values = {k: float(row.get(k, 0) or 0) for k in TERMS}  # type: ignore[arg-type]
-    verdict = VERDICTS[max(VERDICTS, key=lambda k: values[k])]
+    idle = [k for k in VERDICTS if k != "busy_ns"]
+    total = values["busy_ns"] + sum(values[k] for k in idle)
+    short = busy_share is not None and total > 0 and values["busy_ns"] < busy_share * total
+    verdict = VERDICTS[max(idle if short else VERDICTS, key=lambda k: values[k])]
     communication = verdict == "GPU-bound" and values["comm_exposed_ns"] > values["busy_compute_ns"]
     return "communication-bound" if communication else verdict
 

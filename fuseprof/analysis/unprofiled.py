@@ -39,6 +39,7 @@ from fuseprof.analysis.graphs import GRAPH_LAUNCH, GRAPH_NODE, KERNEL_LAUNCH
 from fuseprof.analysis.idle import verdict_of
 from fuseprof.analysis.iterations import Iterations, step_at
 from fuseprof.model import profiler_cost
+from fuseprof.model.intervals import covered_ns, merge
 from fuseprof.model.profiler_cost import DEFAULT, SETTINGS, Calibration, setting_of, sync_call_us, uncertainty
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
@@ -80,9 +81,10 @@ def vendor_of(tables: TraceTables) -> str | None:
     return None
 
 
-def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry, steps: list[object]
-                ) -> pd.DataFrame:
-    """Per step (``steps``; ``all``: the whole trace), the events the profiler recorded, by kind (``KINDS``)."""
+def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry, steps: list[object],
+                within: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
+    """Per step (``steps``; ``all``: the whole trace), the events the profiler recorded, by kind (``KINDS``); those
+    that began inside ``within`` (merged intervals) alone where it is given."""
     launches = tables.launches
     name = launches["name"].astype(str)
     graph = name.str.contains(GRAPH_LAUNCH.pattern, regex=True)
@@ -97,6 +99,9 @@ def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry,
              "module": tables.modules["start_ns"]}
     starts = pd.Series(np.concatenate([p.to_numpy(np.int64) for p in parts.values()]))
     kinds = np.repeat(list(parts), [len(p) for p in parts.values()])
+    if within is not None:
+        inside = covered_ns(within, starts.to_numpy(np.int64), starts.to_numpy(np.int64) + 1) > 0
+        starts, kinds = starts[inside].reset_index(drop=True), kinds[inside]
     # one look-up for every event (each a search over the iterations' ranges), then counted by step and kind
     keys = step_at(iterations, starts) if iterations.found else pd.Series("all", index=starts.index, dtype=object)
     counted = pd.crosstab(keys.to_numpy(object), kinds) if len(keys.dropna()) else pd.DataFrame()
@@ -119,16 +124,16 @@ def host_speed(tables: TraceTables) -> float:
     return 1.0 if launch is None else float(np.clip(launch / profiler_cost.REFERENCE_LAUNCH_US, 0.25, 4.0))
 
 
-def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT, speed: float = 1.0
-               ) -> np.ndarray:
+def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT, speed: float = 1.0,
+               per_step: bool = True) -> np.ndarray:
     """Per row of ``counts``, the host time (ns) the profiler added: (the fit's per-step cost + its scale × Σ count
     × cost) × the host's speed against the fit's (``host_speed``); the per-step cost only where the step launched
-    kernels one by one."""
+    kernels one by one (and ``per_step``: a part of a step, its data loading, has none of its own)."""
     row = calibration.per_event_us[setting]
     cost = {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
     total = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
     # the per-step cost came with eager launches (the fit's traces); a step of graph replays alone showed none of it
-    fixed = np.where(counts["launch"].to_numpy(np.int64) > 0, calibration.per_step_us, 0.0)
+    fixed = np.where(counts["launch"].to_numpy(np.int64) > 0, calibration.per_step_us if per_step else 0.0, 0.0)
     return np.rint((calibration.scale * total + fixed) * speed * 1e3).astype(np.int64)
 
 
@@ -158,17 +163,24 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     speed = host_speed(tables)
     removed = (np.maximum(span - int(measured), 0) if measured is not None
                else removed_ns(counts, setting, calibration, speed))
-    launch = rows["idle_launch_ns"].to_numpy(np.int64)
+    # the profiler's cost on the events inside the DataLoader's ranges was paid in the data idle, not the launch idle
+    loading = _data_spans(tables, registry)
+    in_data = np.zeros(len(out), np.int64) if measured is not None or not loading[0].size else np.minimum(
+        removed_ns(step_counts(tables, iterations, registry, rows["step"].tolist(), loading), setting, calibration,
+                   speed, per_step=False), removed)
+    launch, data = rows["idle_launch_ns"].to_numpy(np.int64), rows["idle_data_ns"].to_numpy(np.int64)
     out["host_removed_ns"] = removed
-    out["idle_launch_ns"] = launch
-    out["idle_launch_unprofiled_ns"] = np.maximum(launch - removed, 0)
+    out["idle_launch_ns"], out["idle_data_ns"] = launch, data
+    out["idle_launch_unprofiled_ns"] = np.maximum(launch - (removed - in_data), 0)
+    out["idle_data_unprofiled_ns"] = np.maximum(data - in_data, 0)
     spread = 0.0 if measured is not None else share
     for column, factor in (("step_unprofiled_ns", 1.0), ("step_unprofiled_low_ns", 1 + spread),
                            ("step_unprofiled_high_ns", 1 - spread)):
-        out[column] = span - (launch - np.maximum(launch - np.rint(removed * factor).astype(np.int64), 0))
+        less = [np.rint(part * factor).astype(np.int64) for part in (removed - in_data, in_data)]
+        out[column] = span - (launch - np.maximum(launch - less[0], 0)) - (data - np.maximum(data - less[1], 0))
     out["verdict_as_traced"] = rows["verdict_as_traced"].to_numpy(object)
-    out["verdict"] = [verdict_of({**r, "idle_launch_ns": u})
-                      for r, u in zip(rows.to_dict("records"), out["idle_launch_unprofiled_ns"])]
+    out["verdict"] = [verdict_of({**r, "idle_launch_ns": u, "idle_data_ns": d}) for r, u, d in zip(
+        rows.to_dict("records"), out["idle_launch_unprofiled_ns"], out["idle_data_unprofiled_ns"])]
     # a step named by two ranges (PyTorch 1.8 wrote ProfilerStep#N as an op too): its longest is its host span
     ranges = iterations.ranges.groupby("name")["dur_ns"].max() if iterations.found else pd.Series(dtype="int64")
     out["host_span_ns"] = out["step"].map(ranges).fillna(out["span_ns"]).astype(np.int64)
@@ -178,6 +190,15 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
                      if measured is not None else
                      f"estimated: recorded events × {calibration.source}, host ×{speed:.2f} the fit's, {why}")
     return out
+
+
+def _data_spans(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np.ndarray]:
+    """The DataLoader's ranges (the registry's ``data loading`` host cause), merged: where the host's time is the
+    data idle's."""
+    patterns = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
+    rows = rows_named(tables.annotations, *patterns) if patterns else tables.annotations.iloc[:0]
+    start = rows["start_ns"].to_numpy(np.int64)
+    return merge(start, start + rows["dur_ns"].to_numpy(np.int64))
 
 
 def host_scale(estimate: pd.DataFrame) -> float:

@@ -7,11 +7,15 @@ from collections.abc import Mapping
 import pandas as pd
 
 from fuseprof.analysis.sections import Column, Context, Section, Table
+from fuseprof.analysis.sync_saving import with_sync_saving
 from fuseprof.analysis.unprofiled import unprofiled
 
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
-    return {"unprofiled": unprofiled(context.built["idle"], context.tables, context.iterations, context.registry)}
+    idle = context.built["idle"]
+    estimate = unprofiled(idle, context.tables, context.iterations, context.registry)
+    syncing = "idle_sync_ns" in idle and bool((idle["idle_sync_ns"] > 0).any())
+    return {"unprofiled": with_sync_saving(estimate, idle, context.step_graphs() if syncing else [])}
 
 
 def _title(frame: pd.DataFrame, _: object = None) -> str:

@@ -13,22 +13,32 @@ from fuseprof.analysis.idle import TERMS, TRACED_VERDICTS, verdict_of
 from fuseprof.analysis.savings import saving, scaled_graph_part
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
+# a window is GPU-bound when its GPU is busy at least this share of it (issue 59 point 5: "GPU-bound when busy >= 80%
+# of the un-profiled step"; below it, removing the largest idle cause is what shortens the step most)
+GPU_BOUND_SHARE = 0.8
 
-def launch_removed(estimate: pd.DataFrame | None) -> float:
-    """The launch idle the profiler's host time made, over the steps (``fuseprof.analysis.unprofiled``)."""
-    if estimate is None or estimate.empty:
+
+def launch_removed(estimate: pd.DataFrame | None, cause: str = "launch") -> float:
+    """The idle of a cause (launch, data, sync) that is not there without the profiler, over the steps
+    (``fuseprof.analysis.unprofiled``; sync: ``sync_saving``)."""
+    columns = [f"idle_{cause}_ns", f"idle_{cause}_unprofiled_ns"]
+    if estimate is None or estimate.empty or not set(columns) <= set(estimate):
         return 0.0
-    return float((estimate["idle_launch_ns"] - estimate["idle_launch_unprofiled_ns"]).sum())
+    return float((estimate[columns[0]] - estimate[columns[1]]).sum())
 
 
 def bound(idle: pd.DataFrame, estimate: pd.DataFrame | None = None) -> str:
-    """What bounds the window: the largest of busy time and idle time by cause, summed over its steps, the launch
-    idle without the profiler where ``estimate`` (the unprofiled table) is given."""
+    """What bounds the window: summed over its steps, GPU-bound where the GPU is busy at least ``GPU_BOUND_SHARE``
+    of the time, else the largest idle cause (issue 59's rule for the un-profiled step, the truth files' rule); the
+    idle without the profiler where ``estimate`` (the unprofiled table) is given: the launch and data idle less the
+    profiler's host time, the sync idle what removing the syncs saves (``fuseprof.analysis.sync_saving``)."""
     if idle.empty:
         return "unknown"
     totals = {k: float(idle[k].sum()) for k in TERMS if k in idle}
-    totals["idle_launch_ns"] -= launch_removed(estimate)
-    return verdict_of(totals)
+    for cause in ("launch", "data", "sync"):
+        if f"idle_{cause}_ns" in totals:
+            totals[f"idle_{cause}_ns"] -= launch_removed(estimate, cause)
+    return verdict_of(totals, GPU_BOUND_SHARE)
 
 
 def bound_as_traced(idle: pd.DataFrame) -> str:
@@ -61,9 +71,11 @@ def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, sp
                      "saving_ns": before_graphs, "gpu_saving_ns": nothing,
                      "why": "the GPU waited for the next graph launch: the work is already CUDA graphs"})
         rows.append({"what": "remove synchronisations (.item(), .cpu(), cudaStreamSynchronize)",
-                     "saving_ns": float(idle["idle_sync_ns"].sum()), "gpu_saving_ns": nothing, "why": sync_why(idle)})
+                     "saving_ns": float(idle["idle_sync_ns"].sum()) - launch_removed(estimate, "sync"),
+                     "gpu_saving_ns": nothing, "why": sync_why(idle)})
         rows.append({"what": "overlap data loading with the GPU (DataLoader num_workers, pin_memory, prefetch)",
-                     "saving_ns": float(idle["idle_data_ns"].sum()), "gpu_saving_ns": nothing,
+                     "saving_ns": float(idle["idle_data_ns"].sum()) - launch_removed(estimate, "data"),
+                     "gpu_saving_ns": nothing,
                      "why": "the GPU waited for the next batch"})
         rows.append({"what": "keep allocations out of the step (the caching allocator's warm pool, CUDA graphs)",
                      "saving_ns": float(idle["idle_alloc_ns"].sum()), "gpu_saving_ns": nothing,
@@ -88,7 +100,7 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     built = context.built
     whole, idle, estimate = built["timeline"].iloc[0], built["idle"], built["unprofiled"]
     span = int(whole["span_ns"])
-    removed = launch_removed(estimate)
+    removed = sum(launch_removed(estimate, cause) for cause in ("launch", "data", "sync"))
     spans = {f"span_unprofiled{s}_ns": span - int((estimate["span_ns"] - estimate[f"step_unprofiled{s}_ns"]).sum())
              if len(estimate) else span for s in ("", "_low", "_high")}
     worth = worth_doing(built["fusion"], idle, built["slow_ops"], float(spans["span_unprofiled_ns"]),
