@@ -1,5 +1,6 @@
-"""fuseprof dashboard: the Model page's analysis of torch.profiler traces, and roofline, occupancy, fusion,
-launches and layers over capture bundles — each page only where the input has something for it.
+"""fuseprof dashboard: the Model page's analysis of torch.profiler traces, the Diff page's aligned comparison of
+two of them, and roofline, occupancy, fusion, launches and layers over capture bundles — each page only where the
+input has something for it.
 
 Run ``fuseprof dashboard [PATH]`` or ``streamlit run dashboards/app.py -- --traces PATH`` (a trace file, a
 bundle, or a folder of them). Pages only call the analysis, the models and the figure builders in
@@ -37,7 +38,7 @@ from fuseprof.model.roofline import PLACED_SOURCES, Roof, capture_roof, datashee
 from fuseprof.tables.summary import summarize  # noqa: E402
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
-PAGES = ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Layer")
+PAGES = ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Diff", "Layer")
 
 
 def traces_dir() -> Path:
@@ -299,6 +300,7 @@ def available_pages(inputs: Inputs, kernels: pd.DataFrame, timings: pd.DataFrame
     page where there is a capture bundle, the others by what the kernel tables hold."""
     has = set(kernel_pages(kernels, timings))
     has |= {"Model"} if inputs.traces else set()
+    has |= {"Diff"} if len(inputs.traces) >= 2 else set()  # two runs compared by what they compute
     has |= {"Layer"} if inputs.captures else set()
     return [page for page in PAGES if page in has]
 
@@ -336,6 +338,11 @@ def main() -> None:
         from fuseprof_dashboards import model_page  # imported here so other pages never pay for it
 
         model_page.render(inputs.traces, data_table, _keyed_choice)
+        return
+    if page == "Diff":  # two whole traces, aligned: the kernel filters do not apply
+        from fuseprof_dashboards import diff_page
+
+        diff_page.render(inputs.traces, data_table, _keyed_choice)
         return
     st.caption(f"{kernels['bundle'].nunique()} bundles with kernels from {md_text(path)}")
     if page == "Layer":  # one capture bundle's variants: the kernel filters do not apply

@@ -398,6 +398,23 @@ BREAKDOWN_PARTS = {"GEMM": ("gemm_share", "#1f77b4"), "attention": ("attention_s
 
 
 @as_text
+def module_diff_figure(modules: pd.DataFrame, top: int = 20) -> go.Figure:
+    """``fuseprof.analysis.changes``' modules: the ``top`` by |time delta|, A's and B's GPU time per step (µs)
+    side by side, the class of change in the hover."""
+    view = modules.head(top).iloc[::-1]
+    labels = view["part"].str.split(" / ").str[-2:].str.join(" / ")
+    fig = go.Figure()
+    for side, color in (("a", "#7f7f7f"), ("b", "#1f77b4")):
+        fig.add_trace(go.Bar(y=labels, x=view[f"time_ns_{side}"] / 1e3, name=side.upper(), orientation="h",
+                             marker_color=color, customdata=np.stack([view["part"], view["change"]], axis=-1),
+                             hovertemplate=f"{side.upper()} %{{customdata[0]}}: %{{x:,.3f}} µs "
+                                           "(%{customdata[1]})<extra></extra>"))
+    fig.update_layout(barmode="group", xaxis_title="GPU time per step (µs)", title="A against B, per module (aligned)",
+                      height=max(380, 120 + 28 * len(view)))
+    return fig
+
+
+@as_text
 def breakdown_figure(breakdown: pd.DataFrame, shape: str) -> go.Figure:
     """One shape of ``fuseprof.tables.breakdown.variant_breakdown``: each variant's as-called
     latency split into kernel time by kind (profiler, per call) and the rest (host work and

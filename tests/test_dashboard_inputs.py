@@ -109,7 +109,7 @@ def test_an_ingested_trace_offers_launches_and_model_and_captures_their_own_page
     shutil.copy(FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz", folder / "bert.json")
     (folder / "notes.txt").write_text("not a trace")
     at = _app(folder, monkeypatch, trace="eager.json.gz")
-    assert at.radio(key="choice-page").options == ["Model"]
+    assert at.radio(key="choice-page").options == ["Model", "Diff"]  # two traces: the Diff page compares them
     assert at.selectbox(key="choice-trace").options == ["bert.json", "eager.json.gz"]
     assert _spec(at)["layout"]["title"]["text"] == "GPU timeline: prefill"
 
