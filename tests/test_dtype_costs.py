@@ -133,3 +133,61 @@ def test_a_copy_model_that_is_no_rate_is_the_peak(copy: CopyModel, tmp_path: Pat
         "is not a rate: priced at the peak, 4.80 TB/s" in n for n in result.notes)
     FUZZ_RESULTS["warning" if ok else "silently wrong"] += 1
     assert ok, (rates.describe(), result.notes)
+
+
+FP8 = FIXTURES / "truth" / "fp8_gemm.json.gz"  # H200: torch._scaled_mm, e4m3 operands, per-tensor scales, bf16 out
+
+
+def test_an_fp8_gemm_costs_its_operands_scales_and_bf16_output() -> None:
+    """_scaled_mm's bytes from its recorded args: the two e4m3 operands at 1 B, the two fp32 scalar scales at 4 B,
+    the output at out_dtype 15 (bf16, 2 B); 2·M·N·K FLOPs on the fp8 tensor pipe. Before: no cost model at all."""
+    from fuseprof.analysis import analyze
+
+    raw = next(e for e in trace_rewrite.load(FP8)["traceEvents"] if e.get("name") == "aten::_scaled_mm")
+    (m, k), (_, n) = raw["args"]["Input Dims"][:2]
+    assert raw["args"]["Concrete Inputs"][6] == "15"
+    (result,) = analyze(FP8)
+    row = result.op_roofline.set_index("op").loc["aten::_scaled_mm"]
+    assert row["dram_bytes"] == m * k + k * n + 2 * 4 + m * n * 2
+    assert row["flops"] == 2 * m * n * k and row["roof_pipe"] == "tensor_fp8"
+
+
+def _estimate(op: str, dims: list[Any], types: list[Any], concrete: list[Any]) -> Any:
+    from fuseprof.model.registry_data import DEFAULT
+
+    return DEFAULT.estimate(op, dims, types, concrete)
+
+
+def test_an_int8_weight_costs_one_byte_and_its_scales() -> None:
+    """_weight_int8pack_mm(x: 32×1024 bf16, w: 1024×1024 int8, scales: 1024 bf16), as torch records it: x and the
+    output at 2 B, the weight at 1 B, the scales at 2 B."""
+    found = _estimate("aten::_weight_int8pack_mm", [[32, 1024], [1024, 1024], [1024]],
+                      ["c10::BFloat16", "signed char", "c10::BFloat16"], ["", "", ""])
+    assert found.bytes == (32 * 1024 + 32 * 1024) * 2 + 1024 * 1024 + 1024 * 2 and found.flops == 2 * 32 * 1024 * 1024
+
+
+SCALED = (["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float", "", "", "Scalar", "Scalar"],
+          [[64, 128], [128, 256], [], [], [], [], [], []])
+HOSTILE_GEMMS = {
+    # an out_dtype that is no ScalarType number: the operands' width, as ATen's default
+    "out_dtype not a number": ("aten::_scaled_mm", SCALED[1], SCALED[0], ["", "", "", "", "", "", "banana", ""],
+                               64 * 128 + 128 * 256 + 8 + 64 * 256),
+    # no out_dtype recorded at all (a shorter argument list)
+    "no out_dtype": ("aten::_scaled_mm", SCALED[1][:4], SCALED[0][:4], ["", "", "", ""], 64 * 128 + 128 * 256 + 8
+                     + 64 * 256),
+    # a batched (3-D) operand _scaled_mm does not take: no estimate rather than a wrong one
+    "3-D operand": ("aten::_scaled_mm", [[2, 64, 128], [128, 256], [], []], SCALED[0][:4], ["", "", "", ""], None),
+    # the int8 weight's scales unrecorded: no scale bytes, the rest as recorded
+    "int8 weight without scales": ("aten::_weight_int8pack_mm", [[32, 1024], [1024, 1024], []],
+                                   ["c10::BFloat16", "signed char", ""], ["", "", ""],
+                                   (32 * 1024 + 32 * 1024) * 2 + 1024 * 1024),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_GEMMS))
+def test_hostile_quantized_gemm_records(case: str) -> None:
+    op, dims, types, concrete, expected = HOSTILE_GEMMS[case]
+    found = _estimate(op, dims, types, concrete)
+    ok = found is None if expected is None else found is not None and found.bytes == expected
+    FUZZ_RESULTS["held" if ok else "silently wrong"] += 1
+    assert ok, (case, found)

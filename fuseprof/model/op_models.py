@@ -125,6 +125,43 @@ class Linear:
         return Estimate(flops, moved, _pipe(x, 0))
 
 
+# c10::ScalarType's numbers (c10/core/ScalarType.h's order), as a recorded ``out_dtype`` argument writes them
+SCALAR_TYPE_BYTES = {"0": 1, "1": 1, "3": 4, "5": 2, "6": 4, "7": 8, "15": 2, "23": 1, "24": 1, "25": 1, "26": 1}
+
+
+@dataclass(frozen=True)
+class ScaledMatmul:
+    """``_scaled_mm(a: M×K, b: K×N, scale_a, scale_b, bias?, scale_result?, out_dtype?, use_fast_accum)``: the
+    fp8 (or int8) operands at their own width, each scale and the bias at theirs (a per-tensor scale is one
+    element, a row-wise one M or N), the output in ``out_dtype`` as recorded (a ScalarType number: 15 bf16), else
+    in the first operand's dtype, as ATen makes it."""
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        a, b = x.tensor(0), x.tensor(1)
+        if not a or not b or len(a) != 2 or len(b) != 2:
+            return None
+        (m, k), n = a, b[1]
+        asked = x.concrete[6] if len(x.concrete) > 6 else None
+        out = SCALAR_TYPE_BYTES.get(str(asked).strip()) or x.itemsize(0)
+        moved = m * k * x.itemsize(0) + k * n * x.itemsize(1) + sum(x.tensor_bytes(i) for i in (2, 3, 4, 5)) \
+            + m * n * out
+        return Estimate(2 * m * n * k, moved, _pipe(x, 0))
+
+
+@dataclass(frozen=True)
+class WeightOnlyMatmul:
+    """``_weight_int8pack_mm(x: …×K, weight: N×K int8, scales: N)``: the activations and the output in x's dtype,
+    the weight at its own width (1 B) and its scales; computed in x's precision (the weight is widened)."""
+
+    def __call__(self, x: OpInputs) -> Estimate | None:
+        inp, weight = x.tensor(0), x.tensor(1)
+        if not inp or not weight or len(weight) != 2:
+            return None
+        rows, (n, k) = math.prod(inp[:-1]), weight
+        moved = (rows * k + rows * n) * x.itemsize(0) + n * k * x.itemsize(1) + x.tensor_bytes(2)
+        return Estimate(2 * rows * n * k, moved, _pipe(x, 0))
+
+
 @dataclass(frozen=True)
 class Attention:
     """q, k, v as the first three inputs, in layout 'BHLD' (SDPA) or 'BLHD' (flash/efficient forward);
@@ -289,5 +326,6 @@ class Picks:
 COST_MODELS: dict[str, type] = {
     "matmul": Matmul, "linear": Linear, "attention": Attention, "elementwise": Elementwise,
     "per_element": PerElement, "copy": Copy, "gather": Gather, "gather_elements": GatherElements,
-    "index_copy": IndexCopy, "arange": Arange, "cat": Cat, "picks": Picks,
+    "index_copy": IndexCopy, "arange": Arange, "cat": Cat, "picks": Picks, "scaled_matmul": ScaledMatmul,
+    "weight_only_matmul": WeightOnlyMatmul,
 }

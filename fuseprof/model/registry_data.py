@@ -22,6 +22,8 @@ from fuseprof.model.op_models import (
     Matmul,
     PerElement,
     Picks,
+    ScaledMatmul,
+    WeightOnlyMatmul,
 )
 from fuseprof.model.registry import (
     CatalogueEntry,
@@ -70,6 +72,8 @@ FAMILIES: tuple[OpFamily, ...] = (
     OpFamily("GEMM", op=r"^aten::bmm$", cost=Matmul(bias=False, batched=True), family="aten GEMM"),
     OpFamily("GEMM", op=r"^aten::baddbmm$", cost=Matmul(bias=True, batched=True), family="aten GEMM"),
     OpFamily("GEMM", op=r"^aten::linear$", cost=Linear(), family="aten GEMM"),
+    OpFamily("GEMM", op=r"^aten::_scaled_mm$", cost=ScaledMatmul(), family="aten GEMM"),
+    OpFamily("GEMM", op=r"^aten::_weight_int8pack_mm$", cost=WeightOnlyMatmul(), family="aten GEMM"),
     OpFamily("GEMM", op=_ops(*_GEMM_OPS), family="aten GEMM"),
     OpFamily("GEMM", op=r"^(aiter::gemm_a16w16\w*|vllm::rocm_unquantized_gemm\w*)$", cost=Linear(),
              family="engine GEMMs (x: M×K, weight: N×K, as F.linear)"),
