@@ -42,8 +42,8 @@ def _expected_waits(trace: dict[str, Any]) -> set[tuple[int, int]]:
         a = e.get("args") or {}
         if e.get("cat") != "cuda_sync" or e.get("name") != "Stream Wait Event" or "correlation" not in a:
             continue
-        record = a.get("wait_on_cuda_event_record_corr_id", -1)
-        limit = record if isinstance(record, int) and record >= 0 else a["correlation"]
+        record = a.get("wait_on_cuda_event_record_corr_id", -1)  # recorded after the wait (damage): the wait bounds it
+        limit = min(record, a["correlation"]) if isinstance(record, int) and record >= 0 else a["correlation"]
         before = [c for d, s, c in work if d == a["device"] and s == a.get("wait_on_stream") and c < limit]
         after = [c for d, s, c in work if d == a["device"] and s == a["stream"] and c > a["correlation"]]
         if before and after:
@@ -173,6 +173,8 @@ HOSTILE = {
     "no ts": [{k: v for k, v in _sync("Stream Sync", stream=7, correlation=1158379).items() if k != "ts"}],
     "record id after every launch": [_sync("Stream Wait Event", stream=57, wait_on_stream=7, correlation=1,
                                            wait_on_cuda_event_record_corr_id=10**12)],
+    "record id later than the wait": [_sync("Stream Wait Event", stream=7, wait_on_stream=57, correlation=1158492,
+                                            wait_on_cuda_event_record_corr_id=1158990)],
     "stream written as text": [_sync("Stream Sync", stream="seven", correlation=1158379)],
     "args no object": [{**_sync("Stream Sync"), "args": [1, 2]}],
 }
@@ -180,18 +182,19 @@ HOSTILE = {
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_sync_records_give_no_edge_and_no_failure(case: str, tmp_path: Path) -> None:
-    """Each damaged record gives no edge beyond the wait calls' guess (a record naming work after every launch
-    would close a cycle: none) and the path still equals every step's span: a record is a dependency, never a
-    cost."""
-    path = trace_rewrite.save(_known_path_with_waits(HOSTILE[case]), tmp_path / "h.json.gz")
+    """Each damaged record gives only the edges its readable fields state, worked from the raw JSON (none for most;
+    a record id after its wait is bounded by the wait call), else the wait calls' guess where no wait record is
+    read at all, and the path still equals every step's span: a record is a dependency, never a cost."""
+    trace = _known_path_with_waits(HOSTILE[case])
+    path = trace_rewrite.save(trace, tmp_path / "h.json.gz")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result, graphs = _graphs(path)
     crashed = not (result.critical_path["path_ns"] == result.critical_path["span_ns"]).all()
-    base = _found_waits(KNOWN_PATH)
+    base, stated = _found_waits(KNOWN_PATH), _expected_waits(trace)
     correlation = result.events["correlation"]
-    extra = {(int(correlation[g.event[d.src]]), int(correlation[g.event[v]])) for g in graphs
-             for v, deps in enumerate(g.deps) for d in deps if d.kind == "wait"} - base
-    ok = not crashed and not extra
+    found = {(int(correlation[g.event[d.src]]), int(correlation[g.event[v]])) for g in graphs
+             for v, deps in enumerate(g.deps) for d in deps if d.kind == "wait"}
+    ok = not crashed and found <= stated | base and stated <= found
     FUZZ_RESULTS[("warning" if caught else "held") if ok else "silently wrong"] += 1
-    assert ok, (case, extra)
+    assert ok, (case, found - base, stated)

@@ -4,7 +4,8 @@ events), read as edges for the step graphs (``fuseprof.analysis.critical_path``)
     Stream Wait Event   stream S waits for the event recorded on stream W (``wait_on_stream``): the work on S
                         launched after the wait call starts after the work on W launched before the event's
                         record call (``wait_on_cuda_event_record_corr_id``, torch ≥ 2.1's Kineto) ends. Where the
-                        record is not named (older Kineto; -1, Kineto's "unknown"), the wait call itself bounds it: the event was recorded
+                        record is not named (older Kineto; -1, Kineto's "unknown") or named after the wait (damage:
+                        an event is recorded before it is waited on), the wait call itself bounds it: the event was recorded
                         before it was waited on, so the work on W launched before the wait — the latest the
                         record can have seen. A GPU→GPU edge from that work on W to the first work on S after it.
     Stream Sync         the host waits for stream S: the call waits for the last work on that stream launched
@@ -85,7 +86,7 @@ def sync_edges(syncs: pd.DataFrame, events: pd.DataFrame) -> SyncEdges:
         if pd.isna(call):
             continue
         if name == STREAM_WAIT and not pd.isna(stream) and not pd.isna(on):
-            src = lanes.before(f"{dev}:{on}", int(call if pd.isna(record) else record))
+            src = lanes.before(f"{dev}:{on}", int(call if pd.isna(record) else min(record, call)))
             dst = lanes.after(f"{dev}:{stream}", int(call))
             if src is not None and dst is not None:
                 edges.gpu.setdefault(dst, []).append(src)
