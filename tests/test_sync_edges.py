@@ -14,13 +14,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
 from fuseprof.analysis.path import result_graphs
 from fuseprof.parse.store import default_store
 from fuseprof.parse.trace_events import read_trace_tables
-from tests import trace_rewrite
+from tests import trace_forms, trace_rewrite
 from tests.conftest import FIXTURES, FUZZ_RESULTS, trace_at
 
 ALEXNET = "shared:fresh4/hta_cpa_alexnet_a100.json.gz"  # waits with their record ids (torch ≥ 2.1's Kineto)
@@ -198,3 +199,22 @@ def test_hostile_sync_records_give_no_edge_and_no_failure(case: str, tmp_path: P
     ok = not crashed and found <= stated | base and stated <= found
     FUZZ_RESULTS[("warning" if caught else "held") if ok else "silently wrong"] += 1
     assert ok, (case, found - base, stated)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("form", sorted(trace_forms.FORMS))
+def test_the_sync_records_are_the_same_in_every_form(form: str, tmp_path: Path) -> None:
+    """The conformance forms (tests/test_conformance.py: epoch clocks, ns display, B/E pairs, old writers,
+    shuffled, string times, …) give the same syncs table as the file as written."""
+    path = trace_at(ALEXNET)
+    trace = trace_forms.load(path)
+    rewrite, offset = trace_forms.FORMS[form]
+    original = trace_forms.original_of(form, trace)
+    base = read_trace_tables(trace_forms.write(original, tmp_path / "a.json")) if original is not trace \
+        else read_trace_tables(path)
+    variant = read_trace_tables(trace_forms.write(rewrite(trace), tmp_path / "b.json")).syncs
+    variant = variant.assign(start_ns=variant["start_ns"] - offset)
+    order = ["start_ns", "correlation"]
+    pd.testing.assert_frame_equal(base.syncs.sort_values(order).reset_index(drop=True),
+                                  variant.sort_values(order).reset_index(drop=True), check_exact=True)
+    assert len(base.syncs) == 41
