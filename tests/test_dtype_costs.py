@@ -191,3 +191,13 @@ def test_hostile_quantized_gemm_records(case: str) -> None:
     ok = found is None if expected is None else found is not None and found.bytes == expected
     FUZZ_RESULTS["held" if ok else "silently wrong"] += 1
     assert ok, (case, found)
+
+
+def test_a_gathers_indices_are_read_at_their_recorded_width() -> None:
+    """embedding(weight 32000×2048 bf16, indices 4×128): int64 ids cost 8 B each, int32 positions 4 (before: 8
+    whatever the trace recorded); the rows gathered and written are 2 × 512 × 2048 × 2 B either way."""
+    rows = 2 * 4 * 128 * 2048 * 2
+    for index_type, width in (("long int", 8), ("int", 4)):
+        found = _estimate("aten::embedding", [[32000, 2048], [4, 128], [], [], []],
+                          ["c10::BFloat16", index_type, "Scalar", "Scalar", "Scalar"], ["", "", "-1", "False", "False"])
+        assert found.bytes == rows + 4 * 128 * width

@@ -241,16 +241,17 @@ class Copy:
 
 @dataclass(frozen=True)
 class Gather:
-    """embedding(weight (V, D), indices) / index_select(self, dim, index): read the indices and the
-    gathered rows, write the output."""
+    """embedding(weight (V, D), indices) / index_select(self, dim, index): read the indices (at their recorded
+    width: int32 positions are 4 B, int64 ids 8) and the gathered rows, write the output."""
 
     def __call__(self, x: OpInputs) -> Estimate | None:
-        weight, index = x.tensor(0), x.tensor(2) if x.tensor(1) is None else x.tensor(1)
+        at = 2 if x.tensor(1) is None else 1
+        weight, index = x.tensor(0), x.tensor(at)
         if not weight or index is None:
             return None
         rows = math.prod(index)
         row_bytes = math.prod(weight[1:]) * x.itemsize(0)
-        return Estimate(0.0, 2 * rows * row_bytes + rows * 8, "memory")
+        return Estimate(0.0, 2 * rows * row_bytes + rows * (x.itemsize(at) or 8), "memory")
 
 
 @dataclass(frozen=True)
