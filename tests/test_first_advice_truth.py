@@ -221,3 +221,18 @@ def test_hostile_a_loader_wait_before_the_first_step_is_not_its_own(tmp_path: Pa
     assert idle.loc[step["name"], "idle_data_ns"] == 0
     assert (idle.drop(index=[step["name"], "(between steps)"], errors="ignore")["idle_data_ns"] > 0).all()
     FUZZ_RESULTS["held"] += 1
+
+
+def test_one_same_input_row_is_split_between_the_audit_entries_holding_it() -> None:
+    """The committed eager Llama trace: the gate/up projection and the GEMM epilogue entries both hold kernels of the
+    "same input" horizontal-GEMM rows (they showed the same 850 µs each); now they split them, so their two savings
+    add up to those rows' step savings and the epilogue row's, as the fusion table lists them."""
+    result = _analyse(FIXTURES.parents[1] / "traces" / "llama4l-eager-h200")
+    fusion = result.frames["fusion"]
+    held = fusion[fusion["class"].isin(["horizontal GEMM", "GEMM epilogue"])]
+    audit = result.frames["audit"].set_index("fusion")
+    pair = audit.loc[["gate / up projection", "GEMM + bias + activation epilogue"], "saving_ns"].astype(float)
+    assert pair.sum() == pytest.approx(float(held["step_saving_ns"].astype(float).sum()), abs=2)
+    assert pair.iloc[0] != pytest.approx(pair.iloc[1])
+    rope = fusion[fusion["class"] == "RoPE + KV-cache write"].iloc[0]  # an entry alone on its row quotes it whole
+    assert audit.loc["RoPE + KV-cache write", "saving_ns"] == float(rope["step_saving_ns"])

@@ -38,8 +38,9 @@ def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyMod
     units = units if units is not None else window_units(events, graph, registry)
     costs = Costs(roof, copy, registry)
     rows = []
-    for entry in registry.catalogue:
-        found = find(units, entry, costs)
+    everything = [find(units, entry, costs) for entry in registry.catalogue]
+    rivals = [_labels([f for f in found if not f.fused]) for found in everything]
+    for entry, found, mine in zip(registry.catalogue, everything, rivals):
         done, undone = [f for f in found if f.fused], [f for f in found if not f.fused]
         verdict = ("partly fused" if done and undone else "not fused" if undone else "fused" if done
                    else "not present")
@@ -47,7 +48,7 @@ def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyMod
         savings = [f.saving_ns for f in undone if not math.isnan(f.saving_ns)]
         if undone and not savings and entry.pattern in (opportunity_savings or {}):
             savings = [(opportunity_savings or {})[entry.pattern]]
-        one, gpu = _held(opportunities, undone, entry.pattern)
+        one, gpu = _held(opportunities, undone, entry.pattern, [r for r in rivals if r is not mine])
         rows.append({"fusion": entry.name, "verdict": verdict, "fused_instances": len(done),
                      "unfused_instances": len(undone), "time_ns": _time(shown), "saving_ns": one,
                      "gpu_saving_ns": gpu, "predicted_saving_ns": float(sum(savings)) if savings else float("nan"),
@@ -55,12 +56,19 @@ def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyMod
     return pd.DataFrame(rows)
 
 
-def _held(opportunities: pd.DataFrame | None, undone: list[Found], pattern: str) -> tuple[float, float]:
-    """The saving of the opportunity rows holding the unfused instances' kernels (the optimizer step: its class's
-    rows, whose kernels its pattern does not name)."""
+def _labels(undone: list[Found]) -> set[object]:
+    """The GPU events of an entry's unfused instances."""
+    return {label for f in undone for u in f.units for label in u.labels}
+
+
+def _held(opportunities: pd.DataFrame | None, undone: list[Found], pattern: str, others: list[set[object]]
+          ) -> tuple[float, float]:
+    """The saving of the opportunity rows holding the unfused instances' kernels, shared with the ``others``
+    entries' holding the same rows (the optimizer step: its class's rows, whose kernels its pattern does not
+    name)."""
     if opportunities is None or opportunities.empty or not undone:
         return float("nan"), float("nan")
-    found = held_by(opportunities, (label for f in undone for u in f.units for label in u.labels))
+    found = held_by(opportunities, _labels(undone), others)
     return of_class(opportunities, OPTIMIZER) if math.isnan(found[0]) and pattern == "optimizer" else found
 
 

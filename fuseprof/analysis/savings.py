@@ -34,17 +34,27 @@ def saving(fusion: pd.DataFrame) -> pd.Series:
     return step.fillna(fusion["saving_ns"].astype("Float64")).astype("float64")
 
 
-def held_by(fusion: pd.DataFrame, labels: Iterable[object]) -> tuple[float, float]:
+def held_by(fusion: pd.DataFrame, labels: Iterable[object], rivals: Sequence[set[object]] = ()
+            ) -> tuple[float, float]:
     """The saving and GPU saving of the opportunity rows that hold any of ``labels`` (GPU events: a catalogue
-    fusion's instances), summed; NaN where no row holds one."""
+    fusion's instances), summed; NaN where no row holds one. Where ``rivals`` (the other catalogue entries'
+    labels) hold members of the same row, the row's saving is split by how many of its members each
+    holds: the Q/K/V and the gate/up GEMMs in one "same input" row share its one saving instead of each claiming
+    all of it; an entry alone on its rows quotes their number."""
     wanted = set(labels)
     if fusion.empty or not wanted:
         return float("nan"), float("nan")
-    rows = [i for i, members in zip(fusion.index, fusion["members"]) if wanted.intersection(members)]
-    if not rows:
+    share = []
+    for members in fusion["members"]:
+        mine = len(wanted.intersection(members))
+        held = mine + sum(len(r.intersection(members)) for r in rivals)
+        share.append(mine / held if mine else 0.0)
+    shares = pd.Series(share, index=fusion.index, dtype="float64")
+    rows = shares.index[shares > 0]
+    if rows.empty:
         return float("nan"), float("nan")
-    return float(saving(fusion).loc[rows].sum(min_count=1)), float(
-        fusion.loc[rows, "saving_ns"].astype("float64").sum(min_count=1))
+    return float((saving(fusion).loc[rows] * shares.loc[rows]).sum(min_count=1)), float(
+        (fusion.loc[rows, "saving_ns"].astype("float64") * shares.loc[rows]).sum(min_count=1))
 
 
 def of_class(fusion: pd.DataFrame, cls: str) -> tuple[float, float]:
