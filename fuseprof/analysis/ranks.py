@@ -2,8 +2,8 @@
 and the skew of each collective across ranks.
 
 Each rank's collectives come with its analysis (``fuseprof.analysis.collectives``: communication kernels
-with their bytes, matched across ranks by their number on their communicator, else by their order on
-it). Traces of one host share its clock:
+with their bytes, matched across ranks by their number on their communicator, else by their kind, size and
+end: ``fuseprof.analysis.collective_match``). Traces of one host share its clock:
     skew_ns     = last rank's kernel start − first rank's kernel start (the last to arrive sets the time)
     transfer_ns = last end − last start (the collective's own time once everyone is there)
     wait_ns     = per rank, the last start − this rank's start (time spent waiting inside the kernel)
@@ -11,7 +11,8 @@ it). Traces of one host share its clock:
     grew        = per category, the last rank's computation since its previous collective − the others'
                   median: the largest names what grew on it (``late_arrivals``, ``stragglers``)
     host_late   = the last rank's launch of the collective − the others' median start
-A communicator's first collective holds the ranks' start-up offset (traces started apart): it is left
+A communicator's first collective, where the window holds the job's start (``collective_match.holds_job_start``),
+holds the ranks' start-up offset (traces started apart): it is left
 out of the straggler and reported apart (the collectives table's ``phase``). A
 straggler is a rank that holds most of the steady state's late time, whose lateness over every steady
 collective stands above its own spread (not jitter) and made the others wait a stated share of the span;
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.analyze import TraceAnalysis
+from fuseprof.analysis.collective_match import aligned, holds_job_start
 from fuseprof.errors import FuseprofWarning
 
 
@@ -85,7 +87,7 @@ def _grouped(results: list[TraceAnalysis]) -> Iterator[Group]:
     per_rank = [r.collectives for r in results if not r.collectives.empty and r.rank not in apart]
     if not per_rank:
         return
-    both = _aligned(pd.concat(per_rank, ignore_index=True))
+    both = aligned(pd.concat(per_rank, ignore_index=True))
     ranks = both["rank"].nunique()
     for position, (match, group) in enumerate(both.groupby("match", sort=False)):
         yield position, str(match), group, ranks
@@ -121,38 +123,6 @@ def apart_sentence(apart: list[int], ranks: int) -> str:
             f"job's ({where}); left out of the skew, straggler and path tables")
 
 
-def _aligned(both: pd.DataFrame) -> pd.DataFrame:
-    """Collectives numbered by order, renumbered by time: each rank's collective takes the number of the
-    reference rank's (the lowest) that it overlaps, of the same name — a collective ends on no rank before the
-    last rank arrives, so one collective's kernels overlap on every rank, and a trace that holds a collective
-    more or less than another (its window, a late-started process) stays aligned. A rank whose collectives
-    overlap less than half of the reference's (clocks of different hosts) keeps its order; its pairs are then
-    checked one by one (``_verdict``). Collectives numbered by ``Seq`` stay."""
-    by_order = both["seq"].isna()
-    if not by_order.any():
-        return both
-    out = both.copy()
-    for communicator, part in both[by_order].groupby("communicator", sort=False):
-        reference = part[part["rank"] == part["rank"].min()].sort_values("start_ns")
-        ref_start = reference["start_ns"].to_numpy(np.int64)
-        ref_end = reference["end_ns"].to_numpy(np.int64)
-        for rank, mine in part.groupby("rank", sort=False):
-            if rank == reference["rank"].iloc[0]:
-                continue
-            at = np.minimum(np.searchsorted(ref_end, mine["start_ns"].to_numpy(np.int64), side="left"),
-                            len(reference) - 1)
-            hit = ((ref_start[at] <= mine["end_ns"].to_numpy(np.int64))
-                   & (ref_end[at] >= mine["start_ns"].to_numpy(np.int64))
-                   & (reference["collective"].to_numpy()[at] == mine["collective"].to_numpy()))
-            if hit.sum() < min(len(mine), len(reference)) / 2:
-                continue
-            order = np.where(hit, reference["order"].to_numpy()[at], -1 - mine["order"].to_numpy())
-            out.loc[mine.index, "order"] = order
-            out.loc[mine.index, "match"] = [f"{communicator}#order {o}" if o >= 0 else
-                                            f"{communicator}#rank {rank} only {-1 - o}" for o in order]
-    return out
-
-
 def _verdict(group: pd.DataFrame, ranks: int) -> str:
     """Whether one collective key pairs the same collective on every rank: ``matched``; ``not on every rank``
     (a rank's trace ended before it, or the rank set differs); ``refused`` where it was paired by order
@@ -171,7 +141,8 @@ def _verdict(group: pd.DataFrame, ranks: int) -> str:
 def matched_collectives(results: list[TraceAnalysis]) -> list[tuple[int, str, pd.DataFrame, bool]]:
     """Each collective (its position among all matches, its ``match``, one row per rank, whether it is in
     the steady state) that every rank's trace holds and that pairs one collective (``_verdict``). A
-    communicator's first collective is not steady: its skew is the ranks' start-up offset."""
+    communicator's first collective is not steady where the window holds the job's start: its skew is then the
+    ranks' start-up offset."""
     return _once(results, "matched", _matched)
 
 
@@ -180,7 +151,7 @@ def _matched(results: list[TraceAnalysis]) -> Iterator[tuple[int, str, pd.DataFr
     for position, match, group, ranks in _groups(results):
         if _verdict(group, ranks) == "matched":
             communicator = str(group["communicator"].iloc[0]) if "communicator" in group else ""
-            yield position, match, group, communicator in seen
+            yield position, match, group, communicator in seen or not holds_job_start(group)
             seen.add(communicator)
 
 

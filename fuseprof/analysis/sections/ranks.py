@@ -62,7 +62,7 @@ def rank_set_line(found: pd.DataFrame) -> str:
               else "; more traces than the world has ranks: more than one job?" if of and row["ranks"] > world else "")
     return (f"Ranks: {int(row['ranks'])}{of} (numbers from {row['ranks_from']}){partial}{apart}{worlds}. Collectives: "
             f"{int(row['matched'])} of {int(row['collectives'])} matched ({int(row['by_seq'])} by Seq, the rest by "
-            f"order on their communicator, checked by overlap){'; ' + ', '.join(unmatched) if unmatched else ''}.")
+            f"kind, size and end on their communicator){'; ' + ', '.join(unmatched) if unmatched else ''}.")
 
 
 def _skew_title(skew: pd.DataFrame, _: object = None) -> str:
@@ -73,8 +73,8 @@ def _skew_title(skew: pd.DataFrame, _: object = None) -> str:
 SECTION = Section(
     name="ranks", order=200, scope="ranks", build_ranks=_build,
     description="Several ranks of one run: communication per rank (exposed: not overlapped by computation), each "
-                "collective's skew across ranks with every rank's wait (a communicator's first collective is the "
-                "ranks' start-up offset, apart), and the straggler in the steady state — the rank holding most of the "
+                "collective's skew across ranks with every rank's wait (a communicator's first collective, where the "
+                "window holds the job's start, is the ranks' start-up offset, apart), and the straggler in the steady state — the rank holding most of the "
                 "late time, late by more than jitter — with the cause that explains it (computation that grew, its "
                 "host's late launches) or unexplained: fuseprof/analysis/ranks.py.",
     tables=(
