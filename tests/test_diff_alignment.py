@@ -344,3 +344,23 @@ def test_hostile_a_trace_against_itself_is_all_same(eager) -> None:  # type: ign
     assert set(found.modules["change"]) == {"same"} and (found.modules["delta_ns"] == 0).all()
     assert align(eager, eager).units.groupby("side")["dur_ns"].sum().nunique() == 1
     _count("identical")
+
+
+PAIRS = FIXTURES / "diff_pairs" / "h100"
+
+
+def test_eager_attention_against_sdpa_passes_a_busy_rule(capsys) -> None:  # type: ignore[no-untyped-def]
+    """issue 62's done-when: the eager -> SDPA pair (tests/fixtures/diff_pairs/h100, the same model with attention
+    by hand, then F.scaled_dot_product_attention) was 'unrelated' (rc 2); it shares every module path (raw: the
+    nn.Module events' names are the same set), so the gate compares it, and busy:+5% passes (B does less work)."""
+    a, b = PAIRS / "forward_eager_attention.json.gz", PAIRS / "forward_sdpa.json.gz"
+    names = [{e["name"] for e in _raw(p) if e.get("cat") == "python_function" and
+              str(e.get("name", "")).startswith("nn.Module: ")} for p in (a, b)]
+    assert names[0] == names[1]
+    kernel_ns = [sum(round(e["dur"] * 1000) for e in _raw(p) if e.get("cat") == "kernel") for p in (a, b)]
+    assert kernel_ns[1] < kernel_ns[0]
+    assert main(["diff", str(a), str(b), "--fail-on", "busy:+5%", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["status"] == "ok" and row["change"] < 0
+    found = changes(analyze(a)[0], analyze(b)[0])
+    assert found.summary["related"] and found.summary["module_share_pct"] == 100.0
