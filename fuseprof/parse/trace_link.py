@@ -82,11 +82,19 @@ def numbered(spans: pd.DataFrame) -> pd.DataFrame:
     return ordered.assign(name=pd.Series(out, index=ordered.index, dtype=ordered["name"].dtype))
 
 
+def _exact(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its integer times nullable, so that a reindex that finds no row for a label leaves them
+    integers: as floats, times of a clock in µs since the epoch (1.7e18 ns) would move by up to 128 ns."""
+    ints = [c for c in frame.columns if str(c).endswith("_ns") and frame[c].dtype == np.int64]
+    return frame.astype(dict.fromkeys(ints, "Int64")) if ints else frame
+
+
 def _launching_ops(ops: pd.DataFrame, gpu: pd.DataFrame, external: pd.Series) -> pd.DataFrame:
     """Per GPU event, the CPU op that launched it (rows of ``ops`` aligned with ``gpu``, with ``linked_by``):
     the op its External id names where that op is around its launch call on the launch's thread; else the
     innermost op around the launch call in time (writers whose External ids are correlation ids, or collide:
     a memcpy's small id naming an ``aten::view``); else, with no launch call, the op its id names."""
+    ops = _exact(ops)
     by_id = ops.dropna(subset=["external_id"]).drop_duplicates("external_id", keep="last")
     label_of = pd.Series(by_id.index.to_numpy(), index=by_id["external_id"].astype("float64").to_numpy())
     labels = label_of.reindex(external.astype("float64").to_numpy()).to_numpy(dtype="float64")
@@ -118,16 +126,16 @@ def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     gpu = tables.gpu.copy()
     gpu["kind"] = gpu["cat"].map(_KIND)  # communication kernels are the op registry's to name (analysis.events)
     launches = tables.launches.drop_duplicates("correlation").set_index("correlation")
-    joined = launches.reindex(gpu["correlation"].astype("float64"))
+    joined = _exact(launches).reindex(gpu["correlation"].astype("float64"))
     gpu["launch_api"] = joined["name"].to_numpy()
-    gpu["launch_start_ns"] = pd.array(joined["start_ns"].to_numpy(), dtype="Int64")
-    gpu["launch_dur_ns"] = pd.array(joined["dur_ns"].to_numpy(), dtype="Int64")
+    gpu["launch_start_ns"] = pd.array(joined["start_ns"].array, dtype="Int64")
+    gpu["launch_dur_ns"] = pd.array(joined["dur_ns"].array, dtype="Int64")
     gpu["tid"] = joined["tid"].to_numpy()
     external = gpu["external_id"].astype("Float64").fillna(pd.Series(joined["external_id"].to_numpy(),
                                                                      index=gpu.index, dtype="Float64"))
     op_rows = _launching_ops(tables.ops, gpu, external)
     gpu["op"] = pd.array(op_rows["name"].to_numpy(), dtype="string")
-    gpu["op_start_ns"] = pd.array(op_rows["start_ns"].to_numpy(), dtype="Int64")
+    gpu["op_start_ns"] = pd.array(op_rows["start_ns"].array, dtype="Int64")
     gpu["op_id"] = pd.array(op_rows["external_id"].to_numpy(), dtype="Int64")
     gpu["linked_by"] = pd.array(op_rows["linked_by"].to_numpy(), dtype="string")
     for column in ("input_dims", "input_type", "concrete"):
