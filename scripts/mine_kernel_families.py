@@ -1,7 +1,7 @@
 """Mine kernel names from the sources of the libraries whose kernels fill real traces, and write the registry's
 kernel families: ``fuseprof/model/kernel_families.json``.
 
-    python scripts/mine_kernel_families.py OWNER/NAME=GIT_DIR [...] [--out PATH]
+    python scripts/mine_kernel_families.py OWNER/NAME=GIT_DIR [...] [--wheel PACKAGE==VERSION=WHEEL ...] [--out PATH]
 
 Each argument names a library's repository and a snapshot of it: a bare git directory (read at its HEAD, with
 ``git ls-tree`` and ``git show``; no network). From each, the kernels its sources define are read —
@@ -14,6 +14,12 @@ Each argument names a library's repository and a snapshot of it: a bare git dire
     multi-tensor ``struct ...Functor`` in apex's ``multi_tensor_*`` sources (the kernel is
                  ``multi_tensor_apply_kernel<..., AdamFunctor<...>>``)
     NCCL         ``ncclDevKernel_<coll>_<algo>_<proto>``, built from the lists ``src/device/generate.py`` reads
+
+Closed libraries are read from their vendor wheels (``--wheel nvidia-cublas-cu12==12.9.3.13=...whl``,
+``nvidia-cudnn-cu12``): the kernel names their shared libraries hold as whole strings (``sm90_xmma_gemm_…``,
+``cutlass3x_…``, cuDNN's ``…fprop/dgrad/wgrad…implicit_gemm…``), up to 40 per family kept (spread over the sorted
+list) with the count found. Libraries too large to snapshot here (vLLM, SGLang) give ``INDEXED``: names read from
+one file each, at the commit recorded with it.
 
 — and each name is given to the family whose pattern it matches (``FAMILIES`` below: name pattern → what the kernel
 computes, its category, the kinds the audit's patterns read, the catalogue entries it does). A name two families
@@ -33,6 +39,7 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,6 +164,19 @@ FAMILIES: tuple[Family, ...] = (
            "a tensor quantised to (or dequantised from) int8 / fp8 / fp4 with its scales, apart from any GEMM",
            ("quantize",), unless=r"rms_?norm|layer_?norm|rope|rotary|act_and_mul|silu_mul|swiglu|" + _GEMM + r"|_mm\b|matmul|moe|cache|"
            r"attn|attention|fmha|" + _COMM),
+    Family("convolution (implicit GEMM)", r"(?:fprop|dgrad|wgrad)\w*implicit_?gemm|implicit_?gemm\w*(?:fprop|dgrad|wgrad)|"
+           r"xmma_(?:fprop|dgrad|wgrad)|depthwise_convolution", "convolution", "convolution",
+           "a convolution's forward (fprop) or its gradients (dgrad, wgrad) as an implicit GEMM over the image "
+           "(cuDNN's engines)"),
+    Family("Inductor foreach kernel", r"^triton_for_", "elementwise", "elementwise",
+           "torch.compile's horizontal fusion: one pointwise update over a list of tensors (a compiled foreach "
+           "optimizer step, a list's copies); the ops it fused are in its name"),
+    Family("Inductor split scan", r"^triton_spl_", "reduction", "scan",
+           "torch.compile's scan (cumsum, cumprod) split over blocks of the scanned dimension"),
+    Family("serving engine's batch bookkeeping",
+           r"future_token_ids|clamp_position|compute_position_kernel|create_\w*kv_indices", "other", "bookkeeping",
+           "a serving engine's per-step index work: positions, the KV-cache page indices an attention kernel "
+           "reads, overlapped-schedule token ids (no model math)"),
 )
 
 # Names seen only in traces: closed libraries, and the traces issue 60 names (their families must take them).
@@ -219,9 +239,34 @@ TRACE_NAMES: tuple[tuple[str, str, str], ...] = (
      "says fbgemm, which the generic GEMM words took)"),
     ("rotary_kernel", "rotary embedding (RoPE)",
      "../shared/thirdparty-traces/fresh4/deepseek_v3_train_ep64_h800_rank0.json.gz"),
+    ("compute_position_kernel", "serving engine's batch bookkeeping",
+     "../shared/thirdparty-traces/sglang_qwen3_8b_prefilldecode.json.gz (SGLang's Triton positions of an extend "
+     "batch, model_executor/forward_batch_info.py)"),
     ("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, float, float, float, float>",
      "fused optimizer step (multi-tensor)",
      "../shared/thirdparty-traces/fresh4/hta_torchrec_a100_rank0_of16_graphs_triton.json.gz (apex FusedAdam)"),
+)
+
+# Kernels of libraries too large to snapshot here (vLLM, SGLang, TensorRT-LLM): each name as its file defines it, the file read
+# whole at the commit given (``__global__`` functions and ``@triton.jit`` ones, as ``mine`` reads them).
+INDEXED: tuple[tuple[str, str, str, str], ...] = (
+    ("vllm::rms_norm_kernel", "vllm-project/vllm", "0112cf233e0c60674c2844a09695ddeb2b901dc0",
+     "csrc/layernorm_kernels.cu"),
+    ("vllm::fused_add_rms_norm_kernel", "vllm-project/vllm", "0112cf233e0c60674c2844a09695ddeb2b901dc0",
+     "csrc/layernorm_kernels.cu"),
+    ("resolve_future_token_ids_kernel", "sgl-project/sglang", "5d7264af44bd00f642fb047dc3ef29c446f909d7",
+     "python/sglang/jit_kernel/csrc/elementwise/resolve_future_token_ids.cuh"),
+    ("resolve_future_token_ids_int32_vec4_kernel", "sgl-project/sglang", "5d7264af44bd00f642fb047dc3ef29c446f909d7",
+     "python/sglang/jit_kernel/csrc/elementwise/resolve_future_token_ids.cuh"),
+    ("clamp_position_kernel", "sgl-project/sglang", "369fa46b1151bb3e8b73ddd17fee059fad72dd2f",
+     "python/sglang/jit_kernel/csrc/elementwise/clamp_position.cuh"),
+    ("create_flashinfer_kv_indices_triton", "sgl-project/sglang", "03ca015ebcd791d10c7396296f84f2999c06321d",
+     "python/sglang/srt/layers/attention/utils.py"),
+    ("create_flashmla_kv_indices_triton", "sgl-project/sglang", "03ca015ebcd791d10c7396296f84f2999c06321d",
+     "python/sglang/srt/layers/attention/utils.py"),
+    ("moe::dev::routing::routingRenormalize::routingIndicesClusterKernel", "NVIDIA/TensorRT-LLM",
+     "cff5a04097f8add42c740b386db6ad4b5e5fdea1",
+     "cpp/tensorrt_llm/kernels/trtllmGenKernels/blockScaleMoe/routingRenormalize/launchClusterKernel.cu"),
 )
 
 # Where each library keeps its kernels (path prefixes; every file under them with a source suffix is read).
@@ -331,18 +376,115 @@ def mine(repo: str, git_dir: Path) -> tuple[str, list[tuple[str, str]]]:
     return commit, found
 
 
+# Closed libraries (cuBLASLt, cuDNN): the kernel names their vendor wheels hold as whole strings (a cubin's symbol
+# table, a runtime-compiled engine's name prefix); nvjet's own kernels are compiled into compressed fatbins, so the
+# wheel gives only their namespace (nvjet::, the nvjet_matmulAlgo dispatch), and their names stay trace-only.
+_CLOSED_NAME = re.compile(rb"(?<![A-Za-z0-9_])((?:sm\d{2,3}_xmma_|cutlass3x_|cutlass_\d+_|cudnn_generated_|"
+                          rb"(?:ampere|volta|turing|hopper)_(?=\w*gemm))[A-Za-z0-9_]{4,300})(?![A-Za-z0-9_])")
+WHEEL_MEMBERS = re.compile(r"/lib/lib(?:cublasLt|cublas|cudnn_engines_precompiled|cudnn_engines_runtime_compiled|"
+                           r"cudnn_adv|cudnn_ops|cudnn_cnn)\.so[.\d]*$")
+CLOSED_KEPT = 40  # of a closed library's thousands of names, this many per family (spread over the sorted list)
+
+
+def wheel_kernels(wheel: Path) -> list[tuple[str, str]]:
+    """The (kernel name, library member) pairs a vendor wheel's shared libraries hold as whole strings."""
+    found: dict[str, str] = {}
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if WHEEL_MEMBERS.search(member):
+                blob = archive.read(member)
+                for m in _CLOSED_NAME.finditer(blob):
+                    found.setdefault(m.group(1).decode("ascii"), member)
+    return sorted(found.items())
+
+
+# Inductor names a Triton kernel "_".join(["triton", category[:3], fused_name, suffix]) (torch/_inductor/codegen/
+# triton.py), its category one of wrapper_benchmark.py's _kernel_category_choices: the names its generator writes
+# with descriptive_names off (fused_name "") are read from the installed torch, with its version.
+_INDUCTOR_JOIN = '["triton", kernel_category, fused_name, wrapper.next_kernel_suffix()]'
+
+
+def inductor_kernels(torch_dir: Path) -> tuple[str, list[tuple[str, str]]]:
+    """Torch's version and the (kernel name, file) pairs Inductor's naming gives each kernel category."""
+    codegen = (torch_dir / "_inductor" / "codegen" / "triton.py").read_text(encoding="utf-8")
+    if _INDUCTOR_JOIN not in codegen or "get_kernel_category_by_source_code(src_code)[:3]" not in codegen:
+        raise ValueError(f"{torch_dir}: Inductor's kernel naming is not the one this script reads")
+    choices: list[str] = []
+    for node in ast.parse((torch_dir / "_inductor" / "wrapper_benchmark.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_kernel_category_choices" \
+                and isinstance(node.value, ast.List):
+            choices = [str(e.value) for e in node.value.elts if isinstance(e, ast.Constant)]
+    found = re.search(r"^__version__ = '([^']+)'", (torch_dir / "version.py").read_text(encoding="utf-8"), re.M)
+    version = found.group(1) if found else "unknown"
+    return version, [("_".join(["triton", c[:3], "", "0"]), "torch/_inductor/wrapper_benchmark.py") for c in choices]
+
+
+def _spread(names: list[str], kept: int) -> list[str]:
+    """``kept`` of ``names`` (sorted), evenly spaced: every kind of tile, dtype and epilogue, not the first few."""
+    names = sorted(names)
+    return names if len(names) <= kept else [names[i * len(names) // kept] for i in range(kept)]
+
+
+def _closed_names(package: str, wheel: Path, compiled: list[tuple[Family, re.Pattern[str]]]) \
+        -> tuple[dict[str, dict[str, str]], dict[str, int], int, list[str]]:
+    """A wheel's names kept per family (``CLOSED_KEPT``, with their sources), the count found per family, the count
+    no family takes, and the errors (a name two families take)."""
+    by_family: dict[str, list[str]] = {}
+    where: dict[str, str] = {}
+    missed, errors = 0, []
+    for name, member in wheel_kernels(wheel):
+        families = classify(name, compiled)
+        if len(families) > 1:
+            errors.append(f"{package}:{member}: {name} matches {', '.join(f.name for f in families)}")
+        elif families:
+            by_family.setdefault(families[0].name, []).append(name)
+            where[name] = member.rsplit("/", 1)[-1]
+        else:
+            missed += 1
+    kept = {family: {name: f"{package}:{where[name]}" for name in _spread(found, CLOSED_KEPT)}
+            for family, found in by_family.items()}
+    return kept, {family: len(found) for family, found in sorted(by_family.items())}, missed, errors
+
+
 def classify(name: str, compiled: list[tuple[Family, re.Pattern[str]]]) -> list[Family]:
     return [family for family, pattern in compiled if pattern.search(name)]
 
 
-def build(snapshots: dict[str, Path]) -> tuple[dict[str, Any], list[str]]:
-    """The data file's content, and the errors (a name two families take)."""
+def _named_one_by_one(torch_dir: Path | None, compiled: list[tuple[Family, re.Pattern[str]]],
+                      names: dict[str, dict[str, str]], sources: dict[str, Any], errors: list[str]) -> list[str]:
+    """Names not mined from a whole tree: Inductor's (generated from the installed torch's naming), and
+    ``INDEXED``'s (one file each): added to ``names`` and ``sources``; Inductor's names returned."""
+    data_inductor: list[str] = []
+    if torch_dir is not None:
+        version, generated = inductor_kernels(torch_dir)
+        sources[f"torch=={version}"] = f"torch {version} (installed: {torch_dir.name}/_inductor)"
+        for name, path in generated:
+            families = classify(name, compiled)
+            if len(families) == 1:
+                names[families[0].name].setdefault(name, f"torch=={version}:{path}")
+            data_inductor.append(name)
+    for name, repo, commit, path in INDEXED:
+        families = classify(name, compiled)
+        if len(families) != 1:
+            errors.append(f"{repo}:{path}: {name} matches {[f.name for f in families] or 'no family'}")
+        else:
+            names[families[0].name].setdefault(name, f"{repo}@{commit[:12]}:{path} (one file, read through the index)")
+            sources.setdefault(repo, {})[path] = commit  # a file's commit, not a snapshot's: read one by one
+    return data_inductor
+
+
+def build(snapshots: dict[str, Path], wheels: dict[str, Path] | None = None,
+          torch_dir: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The data file's content, and the errors (a name two families take). ``wheels``: vendor wheels by
+    ``package==version``, whose closed libraries' kernel names are read as strings; ``torch_dir``: an installed
+    torch, whose Inductor names its generated kernels by category (``inductor_kernels``)."""
+    wheels = wheels or {}
     from fuseprof.model.registry_schema import regex_problem
 
     errors = [f"{f.name}: {problem}" for f in FAMILIES if (problem := regex_problem(f.pattern))]
     compiled = [(f, re.compile(f.pattern, re.IGNORECASE)) for f in FAMILIES]
     names: dict[str, dict[str, str]] = {f.name: {} for f in FAMILIES}
-    sources: dict[str, str] = {}
+    sources: dict[str, Any] = {}
     unmatched: Counter[str] = Counter()
     for repo, git_dir in sorted(snapshots.items()):
         commit, found = mine(repo, git_dir)
@@ -355,6 +497,14 @@ def build(snapshots: dict[str, Path]) -> tuple[dict[str, Any], list[str]]:
                 names[families[0].name].setdefault(name, f"{repo}@{commit[:12]}:{path}")
             else:
                 unmatched[repo] += 1
+    closed_found: dict[str, dict[str, int]] = {}
+    for package, wheel in sorted(wheels.items()):
+        kept, closed_found[package], missed, wrong = _closed_names(package, wheel, compiled)
+        sources[package], unmatched[package], errors = wheel.name, missed, errors + wrong
+        for family, chosen in kept.items():
+            for name, source in chosen.items():
+                names[family].setdefault(name, source)
+    inductor = _named_one_by_one(torch_dir, compiled, names, sources, errors)
     trace_names = []
     for name, family, seen in TRACE_NAMES:
         taken = [f.name for f in classify(name, compiled)]
@@ -365,6 +515,8 @@ def build(snapshots: dict[str, Path]) -> tuple[dict[str, Any], list[str]]:
         "generated_by": "scripts/mine_kernel_families.py (do not edit: run it again)",
         "sources": sources,
         "unmatched_names": dict(sorted(unmatched.items())),
+        "closed_names_found": closed_found,
+        "inductor_names": inductor,  # every category's name: the written Inductor rows take the rest
         "families": [{"name": f.name, "kernel": f.pattern, "category": f.category, "computes": f.computes,
                       "what": f.what, "kinds": list(f.kinds), "catalogue": list(f.catalogue),
                       "names": [{"name": n, "source": s} for n, s in sorted(names[f.name].items())]}
@@ -377,15 +529,29 @@ def build(snapshots: dict[str, Path]) -> tuple[dict[str, Any], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("snapshots", nargs="+", metavar="OWNER/NAME=GIT_DIR")
+    parser.add_argument("--wheel", action="append", default=[], metavar="PACKAGE==VERSION=WHEEL",
+                        help="a closed library's vendor wheel (nvidia-cublas-cu12, nvidia-cudnn-cu12): its kernel names "
+                             "are read from its shared libraries' strings")
+    parser.add_argument("--torch", type=Path, metavar="DIR", help="an installed torch package (its directory): "
+                        "Inductor's kernel categories are read from its sources")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    wheels = {}
+    for item in args.wheel:
+        package, _, path = item.rpartition("=")
+        if "==" not in package or not Path(path).is_file():
+            parser.error(f"--wheel {item}: give PACKAGE==VERSION=WHEEL (the vendor's wheel file)")
+        wheels[package] = Path(path)
     snapshots = {}
     for item in args.snapshots:
         repo, _, path = item.partition("=")
         if not path or not Path(path).is_dir():
             parser.error(f"{item}: give OWNER/NAME=GIT_DIR (a bare git directory of the library)")
         snapshots[repo] = Path(path)
-    data, errors = build(snapshots)
+    try:
+        data, errors = build(snapshots, wheels, args.torch)
+    except zipfile.BadZipFile as exc:
+        parser.error(f"--wheel: not a readable wheel ({exc})")
     if errors:
         print("\n".join(errors[:60]) + (f"\n... {len(errors) - 60} more" if len(errors) > 60 else ""), file=sys.stderr)
         return 1

@@ -87,13 +87,30 @@ def test_the_issue_s_kernels_get_the_categories_it_names() -> None:
     assert DEFAULT.match("kernel", "aten::_weight_int8pack_mm", "weird_kernel").category == "GEMM"
 
 
+_INDEXED = " (one file, read through the index)"
+
+
 def test_every_name_says_where_it_came_from() -> None:
+    """Three forms: ``repo@commit:path`` of a snapshot read whole (its commit in ``sources``), the same with
+    ``(one file, read through the index)`` for a file read alone (``sources[repo][path]`` is that file's commit),
+    and ``package==version:library`` for a closed library's name read from its vendor wheel, or Inductor's from the
+    installed torch's sources (``sources[package]`` names that version)."""
     for _, name, source in SOURCE_NAMES:
-        repo, _, rest = source.partition("@")
+        if "==" in source.split(":", 1)[0]:
+            package, _, library = source.partition(":")
+            version = package.split("==")[1]
+            assert version in DATA["sources"][package], source
+            assert re.fullmatch(r"lib\w+\.so[.\d]*|torch/[\w/]+\.py", library), source
+            continue
+        repo, _, rest = source.removesuffix(_INDEXED).partition("@")
         commit, _, path = rest.partition(":")
-        assert repo in DATA["sources"] and DATA["sources"][repo].startswith(commit) and len(commit) == 12, source
+        given = DATA["sources"][repo]
+        given = given[path] if source.endswith(_INDEXED) else given
+        assert given.startswith(commit) and len(commit) == 12, source
         assert path and not path.startswith("/"), source
-    assert all(re.fullmatch(r"[0-9a-f]{40}", c) for c in DATA["sources"].values())
+    commits = [c for k, c in DATA["sources"].items() if isinstance(c, str) and "==" not in k]
+    commits += [c for files in DATA["sources"].values() if isinstance(files, dict) for c in files.values()]
+    assert commits and all(re.fullmatch(r"[0-9a-f]{40}", c) for c in commits)
     assert all(c["seen_in"] for c in DATA["trace_names"])
 
 

@@ -53,6 +53,15 @@ _GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv",
              "_grouped_mm")
 # kernel families mined from the libraries' sources (scripts/mine_kernel_families.py → kernel_families.json)
 _MINED_FAMILIES, _MINED_KINDS = mined_rows()
+# A GEMM kernel that reads quantized operands: a quantisation word (e4m3, int4, awq, ...) qualifies a kernel whose
+# name says it is a GEMM, never makes one: TRT-LLM-gen's FP8 attention ("fmhaSm100fKernel_QkvE4m3...") and a
+# dequantise kernel apart ("awq_dequantize") hold the word and are no GEMM. The name's GEMM words are cuBLASLt's and
+# CUTLASS's (…gemm_e4m3…, cutlass3x_…gemm_f8_f8…: libcublasLt.so of nvidia-cublas-cu12 12.9.3.13), the engines' (fp8
+# _matmul, marlin) and ATen's (_weight_int4pack_mm); "gemm" in a library's name is none (fbgemm_gpu::, deep_gemm::
+# name every kernel of theirs: FBGEMM's quantize_fp8_row_kernel is no GEMM).
+_QUANTIZED_GEMM = (r"^(?=.*(?:(?<!fb)(?<!deep_)gemm|gemv|matmul|marlin|(?<![a-z])_?mm(?![a-z])))(?!.*(?:attn|attention|fmha|flash|"
+                   r"sdpa|mla))"
+                   r".*?(?:mxfp4|MxE\dm\d|w4a16|w8a8|awq|gptq|marlin|fp8|int4|e4m3|e5m2|_f8_)")
 _SDPA = r"^aten::(scaled_dot_product_attention|_scaled_dot_product_(flash|efficient|cudnn)_attention)$"
 _REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "all", "any", "prod", "argmax", "norm")
 # FLOPs per output element of elementwise ops (1 for add, 4 for SiLU, 8 for GELU)
@@ -365,8 +374,7 @@ OP_KINDS: tuple[OpKinds, ...] = (
     OpKinds(kernel=r"rotary", kinds=("rotary",)),
     OpKinds(kernel=r"store_kvcache|reshape_and_cache|concat_and_cache", kinds=("cache write",)),
     OpKinds(kernel=r"sampling_from|top_?k_?top_?p|sample_kernel", kinds=("fused sampling",)),
-    OpKinds(kernel=r"mxfp4|MxE\dm\d|w4a16|w8a8|awq|gptq|marlin|fp8\w*gemm|gemm\w*fp8|int4|e4m3",
-            kinds=("quantized gemm",)),
+    OpKinds(kernel=_QUANTIZED_GEMM, kinds=("quantized gemm",)),
     OpKinds(kernel=r"multi_tensor_apply_kernel\w*(Fused|fused)(Adam|SGD)|fused_adam|FusedAdam",
             kinds=("fused optimizer",)),
     # the loss over the logits in one kernel: Liger's (its fused linear cross-entropy's too)
