@@ -12,7 +12,7 @@ Peak RSS is the process's VmHWM (ru_maxrss would count the RSS of the parent it 
 "+MB" is above the same process's peak after its imports. The
 straggler named by fuseprof is printed too (it must be the injected rank and GEMM in every row).
 
-    python scripts/bench_ranks.py --speed [--ranks 128] [--steps 90] [--workers 1] [--repeats 1]
+    python scripts/bench_ranks.py --speed [--ranks 128] [--steps 90] [--workers 1] [--repeats 1] [--hta-python PY]
 
 times, instead, each fresh process from outside (CPU: its own and every worker's, from the children's
 rusage; wall), in one run on one rank set, ``repeats`` rounds of them one after another (the medians, and the
@@ -23,7 +23,11 @@ between runs of the same round):
     warm       the same again: the store answers
     workers 2  cold with ``--workers 2``; dask: cold on a local 2-worker dask.distributed cluster (when dask
                is installed; wall only: the cluster's workers are not the command's children)
-and prints cold and warm as multiples of json.load's CPU time, and dask's wall time over ``--workers 2``'s.
+    HTA        HolisticTraceAnalysis's TraceAnalysis of the folder and its temporal breakdown, where it imports (in
+               this interpreter or the one ``--hta-python`` names)
+and prints every side as a multiple of json.load's CPU time (the load-and-drop baseline: each rank's file loaded
+and dropped, one after another, in one process; keeping every rank instead costs 3-4x as much, most of it garbage
+collection), and dask's wall time over ``--workers 2``'s.
 """
 
 from __future__ import annotations
@@ -86,8 +90,13 @@ def timed(command: list[str], store: Path) -> tuple[float, float]:
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
 
 
-def speed(n: int, steps: int, workers: int, repeats: int = 1) -> None:
-    """The --speed table (the module docstring) for one rank set of ``n`` ranks."""
+_HTA = ("import sys, warnings\nwarnings.simplefilter('ignore')\nfrom hta.trace_analysis import TraceAnalysis\n"
+        "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)")
+
+
+def speed(n: int, steps: int, workers: int, repeats: int = 1, hta: str | None = None) -> None:
+    """The --speed table (the module docstring) for one rank set of ``n`` ranks; ``hta``: an interpreter that
+    imports HTA, timed beside."""
     from statistics import median
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,7 +106,7 @@ def speed(n: int, steps: int, workers: int, repeats: int = 1) -> None:
         files = sorted(str(p) for p in folder.glob("*.json"))
         size = sum(Path(f).stat().st_size for f in files) / 1e6
         analyze = [sys.executable, "-m", "fuseprof.cli", "analyze", str(folder), "--format", "json"]
-        names = ["json.load", f"cold, {workers} w", f"warm, {workers} w", "cold, 2 w"]
+        names = ["json.load", f"cold, {workers} w", f"warm, {workers} w", "cold, 2 w"] + (["HTA"] if hta else [])
         rounds: list[dict[str, tuple[float, float]]] = []
         for r in range(repeats):
             stores = [Path(tmp) / f"store-{r}-{k}" for k in range(3)]
@@ -106,10 +115,13 @@ def speed(n: int, steps: int, workers: int, repeats: int = 1) -> None:
             times[names[1]] = timed([*analyze, "--workers", str(workers)], stores[0])
             times[names[2]] = timed([*analyze, "--workers", str(workers)], stores[0])
             times[names[3]] = timed([*analyze, "--workers", "2"], stores[1])
+            if hta:
+                times["HTA"] = timed([hta, "-c", _HTA, str(folder)], Path(tmp) / "unused")
             times["dask"] = _dask(analyze, stores[2])
             rounds.append(times)
         print(f"{n} ranks, {size:.0f} MB of JSON ({size / n:.1f} MB a rank), {steps} steps each"
-              + (f"; medians of {repeats} rounds" if repeats > 1 else ""))
+              + (f"; medians of {repeats} rounds" if repeats > 1 else "") + "; CPU x: to json.load, load-and-drop, "
+              "in the same round" + ("" if hta else "; HTA: not installed"))
         print(f"{'':>12} {'CPU s':>7} {'wall s':>7} {'CPU x json.load':>16}")
         for name in names:
             cpu, wall = (median(t[name][i] for t in rounds) for i in (0, 1))
@@ -141,10 +153,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default 2; --speed 1)")
     parser.add_argument("--speed", action="store_true", help="time cold and warm runs against json.load instead")
     parser.add_argument("--repeats", type=int, default=1, help="--speed: rounds, one after another (medians)")
+    parser.add_argument("--hta-python", default=None, help="--speed: an interpreter with HolisticTraceAnalysis")
     args = parser.parse_args()
     if args.speed:
+        from bench_trace_parse import hta_python  # beside this script: one way to find HTA for both benches
+
         for n in (int(r) for r in (args.ranks or "128").split(",")):
-            speed(n, args.steps or 90, args.workers or 1, max(args.repeats, 1))
+            speed(n, args.steps or 90, args.workers or 1, max(args.repeats, 1), hta_python(args.hta_python))
         return
     args.ranks, args.steps, args.workers = args.ranks or "4,8,16,32", args.steps or 300, args.workers or 2
     print(f"{'ranks':>5} {'JSON MB':>8} | {'at once peak MB':>15} {'+MB':>6} | {'fuseprof parent MB':>18} {'+MB':>6} "
