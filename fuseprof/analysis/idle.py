@@ -416,16 +416,12 @@ def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
     return row
 
 
-def verdict_of(row: Mapping[str, object], busy_share: float | None = None) -> str:
+def verdict_of(row: Mapping[str, object]) -> str:
     """The verdict of a step, a window or a sum of them (``TERMS``; one the row lacks is 0): the largest of busy
     and idle by cause (``VERDICTS``), busy named ``communication-bound`` where the communication the GPU did not
-    overlap is more of it than the computation. With ``busy_share``, busy wins only where it is at least that share
-    of busy and idle together; else the largest idle cause does."""
+    overlap is more of it than the computation."""
     values = {k: float(row.get(k, 0) or 0) for k in TERMS}  # type: ignore[arg-type]
-    idle = [k for k in VERDICTS if k != "busy_ns"]
-    total = values["busy_ns"] + sum(values[k] for k in idle)
-    short = busy_share is not None and total > 0 and values["busy_ns"] < busy_share * total
-    verdict = VERDICTS[max(idle if short else VERDICTS, key=lambda k: values[k])]
+    verdict = VERDICTS[max(VERDICTS, key=lambda k: values[k])]
     communication = verdict == "GPU-bound" and values["comm_exposed_ns"] > values["busy_compute_ns"]
     return "communication-bound" if communication else verdict
 

@@ -13,10 +13,6 @@ from fuseprof.analysis.idle import TERMS, TRACED_VERDICTS, verdict_of
 from fuseprof.analysis.savings import saving, scaled_graph_part
 from fuseprof.analysis.sections import Column, Context, Section, Table
 
-# a window is GPU-bound when its GPU is busy at least this share of it (issue 59 point 5: "GPU-bound when busy >= 80%
-# of the un-profiled step"; below it, removing the largest idle cause is what shortens the step most)
-GPU_BOUND_SHARE = 0.8
-
 
 def launch_removed(estimate: pd.DataFrame | None, cause: str = "launch") -> float:
     """The idle of a cause (launch, data, sync) that is not there without the profiler, over the steps
@@ -28,9 +24,8 @@ def launch_removed(estimate: pd.DataFrame | None, cause: str = "launch") -> floa
 
 
 def bound(idle: pd.DataFrame, estimate: pd.DataFrame | None = None) -> str:
-    """What bounds the window: summed over its steps, GPU-bound where the GPU is busy at least ``GPU_BOUND_SHARE``
-    of the time, else the largest idle cause (issue 59's rule for the un-profiled step, the truth files' rule); the
-    idle without the profiler where ``estimate`` (the unprofiled table) is given: the launch and data idle less the
+    """What bounds the window: the largest of busy time and idle time by cause, summed over its steps; the idle
+    without the profiler where ``estimate`` (the unprofiled table) is given: the launch and data idle less the
     profiler's host time, the sync idle what removing the syncs saves (``fuseprof.analysis.sync_saving``)."""
     if idle.empty:
         return "unknown"
@@ -38,7 +33,7 @@ def bound(idle: pd.DataFrame, estimate: pd.DataFrame | None = None) -> str:
     for cause in ("launch", "data", "sync"):
         if f"idle_{cause}_ns" in totals:
             totals[f"idle_{cause}_ns"] -= launch_removed(estimate, cause)
-    return verdict_of(totals, GPU_BOUND_SHARE)
+    return verdict_of(totals)
 
 
 def bound_as_traced(idle: pd.DataFrame) -> str:
