@@ -24,6 +24,7 @@ if (spec := importlib.util.find_spec("fuseprof")) is not None and spec.origin is
 
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
+from fuseprof_dashboards.deferred import Deferred  # noqa: E402
 from fuseprof_dashboards.inputs import Inputs, find_inputs  # noqa: E402
 
 from fuseprof import figures, load, load_timings  # noqa: E402
@@ -332,12 +333,21 @@ def main() -> None:
         st.error(f"{md_text(path)}: nothing to show — no torch.profiler trace, and no bundle with kernels "
                  "(`fuseprof ingest TRACE` or `fuseprof profile CASE` makes one)")
         return
-    page = _keyed_choice(st.sidebar.radio, "Page", pages, "page")
+    later = Deferred()  # the sidebar's widgets come after the page's first chart (fuseprof_dashboards.deferred)
+    page = _keyed_choice(later(st.sidebar.container().radio), "Page", pages, "page")  # its place: the sidebar's top
     st.title(f"fuseprof — {page}")
+    try:
+        _page(page, path, inputs, kernels, timings, kinds, repeats, roofs, later)
+    finally:
+        later.draw()
+
+
+def _page(page: str, path: Path, inputs: Inputs, kernels: pd.DataFrame, timings: pd.DataFrame,  # noqa: PLR0913
+          kinds: dict[str, str], repeats: dict[str, int], roofs: dict[str, Roof], later: Deferred) -> None:
     if page == "Model":  # a whole trace: the kernel filters do not apply
         from fuseprof_dashboards import model_page  # imported here so other pages never pay for it
 
-        model_page.render(inputs.traces, data_table, _keyed_choice)
+        model_page.render(inputs.traces, data_table, _keyed_choice, later)
         return
     if page == "Diff":  # two whole traces, aligned: the kernel filters do not apply
         from fuseprof_dashboards import diff_page

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from fuseprof_dashboards.deferred import Deferred
 from fuseprof_dashboards.serve import FIRST_TOP
 
 from fuseprof import figures
@@ -68,12 +69,15 @@ def _timeline_figure(trace: str, ceilings: str | None, registry: str | None, top
 
 
 def _timeline(result: TraceAnalysis, key: tuple[str, str | None, str | None, int],  # type: ignore[no-untyped-def]
-              choice) -> None:
-    """One window of the trace's GPU events on a time axis, the window chosen in the URL (``window``)."""
+              choice, later: Deferred) -> None:
+    """One window of the trace's GPU events on a time axis, the window chosen in the URL (``window``); the
+    widgets kept in ``later`` are drawn right after the chart (the window's picker in its place above it)."""
     windows = timeline_windows(result.events)
-    window = choice(st.selectbox, "Window (step)", windows, "window") if len(windows) > 1 else windows[0]
+    picker = st.container()
+    window = choice(later(picker.selectbox), "Window (step)", windows, "window") if len(windows) > 1 else windows[0]
     figure, drawn, total = _timeline_figure(*key, window)
     st.plotly_chart(figure, key="model-kernel-timeline")
+    later.draw()
     cut = f"; the first {drawn:,} of its {total:,} are drawn" if total > drawn else ""
     st.caption(f"{total:,} GPU events in {md_text(window)}{cut}. Hover a bar for the kernel, its op and its times; "
                "drag to zoom.")
@@ -113,11 +117,13 @@ def _table(result: TraceAnalysis, shown, data_table) -> None:  # type: ignore[no
     data_table(result.frames[shown.table.name], f"model-{shown.table.name}")
 
 
-def render(traces: dict[str, Path], data_table, choice) -> None:  # type: ignore[no-untyped-def]
-    """The page over ``traces`` (name → trace file or bundle); ``choice`` keeps a choice in the URL."""
+def render(traces: dict[str, Path], data_table, choice, later: Deferred) -> None:  # type: ignore[no-untyped-def]
+    """The page over ``traces`` (name → trace file or bundle); ``choice`` keeps a choice in the URL, ``later``
+    holds the sidebar's widgets until the first chart is drawn."""
     names = list(traces)
-    chosen = choice(st.sidebar.selectbox, "Trace", names, "trace") if len(names) > 1 else names[0]
-    top = int(choice(st.sidebar.selectbox, "Rows per top table", [str(n) for n in TOP_ROWS], "top", str(FIRST_TOP)))
+    chosen = choice(later(st.sidebar.selectbox), "Trace", names, "trace") if len(names) > 1 else names[0]
+    top = int(choice(later(st.sidebar.selectbox), "Rows per top table", [str(n) for n in TOP_ROWS], "top",
+                     str(FIRST_TOP)))
     ceilings = os.environ.get(CEILINGS_ENV) or None
     registry = os.environ.get(REGISTRY_ENV) or None
     try:
@@ -130,7 +136,7 @@ def render(traces: dict[str, Path], data_table, choice) -> None:  # type: ignore
                f" · span {whole['span_ns'] / 1e3:,.3f} µs, GPU busy {whole['busy_ns'] / 1e3:,.3f} µs "
                f"({whole['busy_pct']:.1f}%)")
     _verdict(result)
-    _timeline(result, (str(traces[chosen]), ceilings, registry, top), choice)
+    _timeline(result, (str(traces[chosen]), ceilings, registry, top), choice, later)
     for note in result.notes:
         st.caption(f"Note: {md_text(note)}")
     failed = result.integrity[~result.integrity["ok"]] if not result.integrity.empty else result.integrity

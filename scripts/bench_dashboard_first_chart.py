@@ -7,7 +7,8 @@ first (``fuseprof analyze TRACE``, as a user who analysed it once has it). The f
 whole script draws the dashboard's first chart — the Model page's GPU timeline of the first window, built
 here by the same analysis and figure builder and read back from its JSON. The two sides alternate in one run,
 headless Chromium, each from a cold server: (1) the server's start to the first chart drawn in a new tab,
-(2) a second new tab (a new session on the warm server). Prints each side's medians and fuseprof's ratio to
+(2) a second new tab (a new session on the warm server). Both servers run with the Streamlit settings
+``fuseprof dashboard`` gives its own (``SERVER_FLAGS``). Prints each side's medians and fuseprof's ratio to
 the floor (issue 58's target: at most 1.2).
 """
 
@@ -25,6 +26,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_dashboard import measure  # noqa: E402
 
+from fuseprof.commands.dashboard import SERVER_FLAGS  # noqa: E402
 from tests.browser import CHROMIUM_ARGS, chromium_path, free_port  # noqa: E402
 
 EXAMPLE = ROOT / "traces" / "llama4l-eager-h200" / "raw" / "0-profiler_trace.json.gz"
@@ -47,6 +49,18 @@ def first_figure_json(trace: Path) -> str:
     return str(figure.to_json())
 
 
+def floor_command(app: Path, port: int) -> list[str]:
+    """The floor's server: Streamlit over ``app`` with the settings ``fuseprof dashboard`` gives its own server."""
+    return [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port), *SERVER_FLAGS]
+
+
+def store_version() -> str:
+    """The trace store's version folder a fresh process reads: it hashes fuseprof's source, so an edit to any of
+    its files while the benchmark runs leaves the dashboard's later runs a cold store (a shared working tree)."""
+    return subprocess.run([sys.executable, "-c", "from fuseprof.parse.store import code_version; print(code_version())"],
+                          check=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -56,6 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     subprocess.run([sys.executable, "-m", "fuseprof.cli", "analyze", str(args.trace)], check=True,
                    stdout=subprocess.DEVNULL)  # the warm store
+    warmed = store_version()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         figure = Path(tmp) / "figure.json"
         figure.write_text(first_figure_json(args.trace))
@@ -64,15 +79,16 @@ def main() -> None:
         runs: dict[str, list[dict[str, float]]] = {"floor": [], "fuseprof": []}
         for _ in range(args.repeats):
             port = free_port()
-            runs["floor"].append(measure(browser, [sys.executable, "-m", "streamlit", "run", str(Path(tmp) / "floor.py"),
-                                                   "--server.port", str(port), "--server.headless", "true",
-                                                   "--browser.gatherUsageStats", "false"], port,
+            runs["floor"].append(measure(browser, floor_command(Path(tmp) / "floor.py", port), port,
                                          f"http://localhost:{port}"))
             port = free_port()
             runs["fuseprof"].append(measure(browser, [sys.executable, "-m", "fuseprof.cli", "dashboard",
                                                       str(args.trace), "--port", str(port)], port,
                                             f"http://localhost:{port}"))
         browser.close()
+    if (now := store_version()) != warmed:
+        print(f"# NOT VALID: fuseprof's source changed during the run (store {warmed} -> {now}), so the dashboard's "
+              "later runs decoded the trace again; run it again on a tree nobody edits")
     print(f"# {args.trace.relative_to(ROOT) if args.trace.is_relative_to(ROOT) else args.trace}, warm store, "
           f"{args.repeats} alternating runs, headless Chromium; medians (min-max)")
     print(f"{'':28}{'floor (same figure)':>22}{'fuseprof dashboard':>22}{'ratio':>8}")

@@ -12,6 +12,14 @@ from fuseprof.errors import FuseprofError, MissingExtraError
 MEMORY_MB_ENV = "FUSEPROF_DASHBOARD_MB"  # --memory-mb, read by dashboards/app.py
 REGISTRY_ENV = "FUSEPROF_REGISTRY"  # --registry, read by the Model page (dashboards/model_page.py, serve.py)
 DEFAULT_MEMORY_MB = 1024  # of estimated frame memory (fuseprof.bundle.loading.frame_bytes)
+# Streamlit's settings for the dashboard's server (scripts/bench_dashboard_first_chart.py gives its floor the same).
+# No full garbage collection after each script run (runner.postScriptGC): with a trace's analysis in memory it walked
+# every object for 0.2-0.8 s holding the interpreter, just after the first chart was queued, so the server sent
+# neither the chart nor Plotly's script meanwhile (Python's own generational collection still runs). No "magic"
+# (runner.magicEnabled; app.py writes nothing by bare expressions): rewriting app.py's syntax tree took 0.07-0.27 s
+# of each new tab's first run, as Streamlit drops its compiled script whenever the last session closes.
+SERVER_FLAGS = ("--server.headless", "true", "--browser.gatherUsageStats", "false", "--runner.postScriptGC", "false",
+                "--runner.magicEnabled", "false")
 
 
 def checked_budget(budget_mb: float, given_as: str) -> float:
@@ -76,8 +84,7 @@ def _dashboard(args: argparse.Namespace) -> int:
         load_registry(args.registry, DEFAULT)  # a wrong file is refused here, in its own lines, not on a page
         os.environ[REGISTRY_ENV] = str(args.registry.resolve())
     argv = [sys.executable, "-m", "fuseprof_dashboards.serve", "run", str(dashboard_app()), "--server.address", args.address,
-            "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--", "--traces", str(args.dir.resolve())]
+            "--server.port", str(args.port), *SERVER_FLAGS, "--", "--traces", str(args.dir.resolve())]
     print(f"fuseprof dashboard: http://{args.address}:{args.port}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
     # Become the server rather than wait on a child: SIGTERM and SIGINT then reach Streamlit itself,
     # and no server outlives the command (a child survived its parent's SIGTERM before).
