@@ -178,7 +178,7 @@ def roofline_page(kernels: pd.DataFrame, kinds: dict[str, str], measured: dict[s
     st.plotly_chart(figures.roofline_figure(placed, roofs, reference, kinds), key="roofline")
     for roof in roofs:  # a GPU without a row of its own: said, never judged by another's roof in silence
         if not roof.judged:
-            st.warning(f"Roof unknown: {roof.label}; its points are not judged (bound, % of roof).")
+            st.warning(f"Roof unknown: {md_text(roof.label)}; its points are not judged (bound, % of roof).")
     no_flops = int((placed["flops"].fillna(0) == 0).sum())
     st.caption("Points: one per ncu-profiled kernel, measured against the ceiling of the pipe that did most of its "
                "FLOPs (tensor-core FLOPs by source precision, SIMT FP16/FP32/FP64); bytes = DRAM read + write. "
@@ -216,11 +216,11 @@ def calculator(row: pd.Series, chosen: int) -> None:
     limits = device_limits(device)
     if limits is None:
         st.subheader("Occupancy calculator")
-        st.info(f"Per-SM limits unknown for {device if isinstance(device, str) and device else 'this GPU'}: "
+        st.info(f"Per-SM limits unknown for {md_text(device) if isinstance(device, str) and device else 'this GPU'}: "
                 "fuseprof's device table holds no registers, shared memory or warp slots for it (AMD CUs and "
                 "unknown parts), so no occupancy is computed: unknown.")
         return
-    st.subheader(f"Occupancy calculator ({device}: {limits.max_warps} warps of {limits.warp_width} threads, "
+    st.subheader(f"Occupancy calculator ({md_text(device)}: {limits.max_warps} warps of {limits.warp_width} threads, "
                  f"{limits.registers:,} registers, {limits.shared_bytes:,} B shared memory per SM)")
     left, middle, right = st.columns(3)
     registers = left.number_input("registers per thread", 1, limits.max_registers_per_thread,
