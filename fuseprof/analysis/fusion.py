@@ -152,8 +152,9 @@ def gap_limit_ns(events: pd.DataFrame) -> float:
     """The idle gap a chain may not span: 5 × the larger of the trace's median kernel duration and its
     median gap between consecutive kernels on one stream (a host-bound decode launches with gaps of a
     few µs, which a fused kernel would remove; a 55 ms pause between decode steps is no chain). On arrays: a
-    frame filtered and grouped cost a millisecond whatever its rows; the gaps are float differences, as a
-    grouped shift (NaN for each stream's first kernel) made them."""
+    frame filtered and grouped cost a millisecond whatever its rows; the gaps are floats, as a grouped shift (NaN
+    for each stream's first kernel) made them, of integer differences (absolute times as floats are 256 ns apart on
+    a clock of µs since the epoch)."""
     kernel = (events["kind"] == "kernel").to_numpy(bool)
     start, dur = events["start_ns"].to_numpy(np.int64)[kernel], events["dur_ns"].to_numpy(np.int64)[kernel]
     order = np.argsort(start, kind="stable")
@@ -162,7 +163,7 @@ def gap_limit_ns(events: pd.DataFrame) -> float:
     by_stream = np.lexsort((np.arange(len(stream)), stream))
     same = stream[by_stream][1:] == stream[by_stream][:-1]
     later, earlier = by_stream[1:][same], by_stream[:-1][same]
-    gaps = start[later].astype(np.float64) - (start[earlier] + dur[earlier]).astype(np.float64)
+    gaps = (start[later] - (start[earlier] + dur[earlier])).astype(np.float64)  # differenced as integers: exact
     gaps = gaps[(stream[later] >= 0) & (gaps > 0)]
     typical = max(float(np.median(dur)) if len(dur) else 0.0, float(np.median(gaps)) if len(gaps) else 0.0)
     return 5 * typical

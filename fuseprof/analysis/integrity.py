@@ -201,15 +201,17 @@ def dropped_records(tables: TraceTables) -> Dropped:
         [w[launched] for w in where]).min() if launched.any() else pd.Series(dtype="int64")
     orphans = ~launched
     keys = pd.MultiIndex.from_arrays([w[orphans] for w in where]) if orphans.any() else None
-    edge = first.reindex(keys).fillna(first.min() if len(first) else np.inf).to_numpy("float64") \
-        if keys is not None and len(first) else np.full(int(orphans.sum()), np.inf)
+    # integers throughout: as floats, times of a clock of µs since the epoch are 256 ns apart
+    edge = first.astype("Int64").reindex(keys).fillna(first.min()).to_numpy("int64") \
+        if keys is not None and len(first) else np.full(int(orphans.sum()), np.iinfo(np.int64).max)
     starts = gpu["start_ns"].to_numpy("int64")[orphans]
     inside = starts > edge
     launches, lost = launch_calls(tables)
     last = launches[~lost].groupby("tid", sort=False)["start_ns"].max()
-    before_last = launches["start_ns"].to_numpy("float64") < launches["tid"].map(last).astype("float64").fillna(-np.inf)
+    thread_last = last.astype("Int64").reindex(launches["tid"].to_numpy()).fillna(np.iinfo(np.int64).min)
+    before_last = launches["start_ns"].to_numpy("int64") < thread_last.to_numpy("int64")
     return Dropped(int(inside.sum()), int(gpu["dur_ns"].to_numpy("int64")[orphans][inside].sum()),
-                   int((lost.to_numpy(bool) & before_last.to_numpy(bool)).sum()))
+                   int((lost.to_numpy(bool) & before_last).sum()))
 
 
 class Unlaunched(NamedTuple):
