@@ -3,7 +3,9 @@
     python scripts/bench_dashboard_first_chart.py [TRACE] [--repeats 5]
 
 TRACE defaults to the committed example trace (the eager Llama trace's raw file). The trace store is warmed
-first (``fuseprof analyze TRACE``, as a user who analysed it once has it). The floor is a Streamlit app whose
+before each of the dashboard's runs (``fuseprof analyze TRACE``, as a user who analysed it once has it; the store
+hashes fuseprof's source, so on a tree others edit a warm-up at the start alone can go cold mid-run), and a run
+during which the source changed is counted and the result called not valid. The floor is a Streamlit app whose
 whole script draws the dashboard's first chart — the Model page's GPU timeline of the first window, built
 here by the same analysis and figure builder and read back from its JSON. The two sides alternate in one run,
 headless Chromium, each from a cold server: (1) the server's start to the first chart drawn in a new tab,
@@ -54,9 +56,14 @@ def floor_command(app: Path, port: int) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port), *SERVER_FLAGS]
 
 
+def warm_store(trace: Path) -> str:
+    """``trace`` analysed once into the store, and the store's version folder that a fresh process reads (it
+    hashes fuseprof's source: an edit to any of its files makes the next run's store cold)."""
+    subprocess.run([sys.executable, "-m", "fuseprof.cli", "analyze", str(trace)], check=True, stdout=subprocess.DEVNULL)
+    return store_version()
+
+
 def store_version() -> str:
-    """The trace store's version folder a fresh process reads: it hashes fuseprof's source, so an edit to any of
-    its files while the benchmark runs leaves the dashboard's later runs a cold store (a shared working tree)."""
     return subprocess.run([sys.executable, "-c", "from fuseprof.parse.store import code_version; print(code_version())"],
                           check=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
 
@@ -68,9 +75,8 @@ def main() -> None:
     parser.add_argument("trace", nargs="?", type=Path, default=EXAMPLE, help="a torch.profiler trace")
     parser.add_argument("--repeats", type=int, default=5, help="alternating runs of each side (default 5)")
     args = parser.parse_args()
-    subprocess.run([sys.executable, "-m", "fuseprof.cli", "analyze", str(args.trace)], check=True,
-                   stdout=subprocess.DEVNULL)  # the warm store
-    warmed = store_version()
+    warm_store(args.trace)
+    cold_store = 0  # the dashboard's runs during which fuseprof's source changed
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         figure = Path(tmp) / "figure.json"
         figure.write_text(first_figure_json(args.trace))
@@ -81,14 +87,15 @@ def main() -> None:
             port = free_port()
             runs["floor"].append(measure(browser, floor_command(Path(tmp) / "floor.py", port), port,
                                          f"http://localhost:{port}"))
-            port = free_port()
+            port, warmed = free_port(), warm_store(args.trace)
             runs["fuseprof"].append(measure(browser, [sys.executable, "-m", "fuseprof.cli", "dashboard",
                                                       str(args.trace), "--port", str(port)], port,
                                             f"http://localhost:{port}"))
+            cold_store += store_version() != warmed
         browser.close()
-    if (now := store_version()) != warmed:
-        print(f"# NOT VALID: fuseprof's source changed during the run (store {warmed} -> {now}), so the dashboard's "
-              "later runs decoded the trace again; run it again on a tree nobody edits")
+    if cold_store:
+        print(f"# NOT VALID: fuseprof's source changed during {cold_store} of the dashboard's runs (its store then "
+              "cold); run it again on a tree nobody edits")
     print(f"# {args.trace.relative_to(ROOT) if args.trace.is_relative_to(ROOT) else args.trace}, warm store, "
           f"{args.repeats} alternating runs, headless Chromium; medians (min-max)")
     print(f"{'':28}{'floor (same figure)':>22}{'fuseprof dashboard':>22}{'ratio':>8}")
