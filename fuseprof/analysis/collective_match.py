@@ -33,11 +33,6 @@ def signature(part: pd.DataFrame) -> np.ndarray:
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]  # one rank's collectives in start order: signature, end, duration
 
 
-def arrays(part: pd.DataFrame) -> Arrays:
-    """What ``pairing`` reads of one rank's collectives (in start order)."""
-    return signature(part), part["end_ns"].to_numpy(np.int64), part["dur_ns"].to_numpy(np.int64)
-
-
 def pairing(ref: Arrays, mine: Arrays) -> np.ndarray:
     """Per collective of ``mine``, the place in ``ref`` of the same collective, -1 where none (the module
     docstring). The best shift sets the ranks' clock offset; the collectives it leaves unpaired (a collective one
@@ -107,26 +102,41 @@ def aligned(both: pd.DataFrame) -> pd.DataFrame:
     """Every rank's collectives (``fuseprof.analysis.collectives``), those numbered by order renumbered as the
     reference rank's (of the communicator, the rank holding most of its collectives; the lowest of those) they
     pair with (``pairing``); a collective that pairs with none is its rank's only (``…#rank R only N``).
-    Collectives numbered by ``Seq`` stay."""
-    by_order = both["seq"].isna()
+    Collectives numbered by ``Seq`` stay. On arrays, one sort per communicator: a frame's filter, sort and
+    assignment per rank cost a millisecond each."""
+    by_order = both["seq"].isna().to_numpy(bool)
     if not by_order.any():
         return both
-    out = both.copy()
-    for communicator, part in both[by_order].groupby("communicator", sort=False):
-        counts = part["rank"].value_counts()
-        reference = min(int(r) for r in counts.index[counts == counts.max()])
-        ref = part[part["rank"] == reference].sort_values("start_ns", kind="stable")
-        ref_arrays = arrays(ref)
-        for rank, mine in part.groupby("rank", sort=False):
-            if int(rank) == reference:
+    rows = np.flatnonzero(by_order)
+    signatures = signature(both.iloc[rows])
+    communicators = both["communicator"].astype("string").fillna("").to_numpy(object)[rows]
+    ranks = pd.to_numeric(both["rank"]).fillna(-1).to_numpy(np.int64)[rows]  # a rank not numbered: one apart
+    starts = both["start_ns"].to_numpy(np.int64)[rows]
+    ends, durations = both["end_ns"].to_numpy(np.int64)[rows], both["dur_ns"].to_numpy(np.int64)[rows]
+    orders = both["order"].to_numpy(np.int64)[rows].copy()
+    matches = both["match"].to_numpy(object)[rows].copy()
+    codes, names = pd.factorize(communicators)
+    sorted_rows = np.lexsort((starts, ranks, codes))  # by communicator, rank, start
+    for code, communicator in enumerate(names):
+        mine_all = sorted_rows[codes[sorted_rows] == code]
+        rank_of = ranks[mine_all]
+        cut = np.flatnonzero(np.diff(rank_of)) + 1
+        per_rank = dict(zip(rank_of[np.r_[0, cut]].tolist(), np.split(mine_all, cut)))
+        most = max(len(v) for v in per_rank.values())
+        reference = min(r for r, v in per_rank.items() if len(v) == most)
+        ref = per_rank[reference]
+        ref_arrays = (signatures[ref], ends[ref], durations[ref])
+        for rank, mine in per_rank.items():
+            if rank == reference:
                 continue
-            mine = mine.sort_values("start_ns", kind="stable")
-            at = pairing(ref_arrays, arrays(mine))
-            order = np.where(at >= 0, ref["order"].to_numpy(np.int64)[np.maximum(at, 0)],
-                             -1 - mine["order"].to_numpy(np.int64))
-            out.loc[mine.index, "order"] = order
-            out.loc[mine.index, "match"] = [f"{communicator}#order {o}" if o >= 0 else
-                                            f"{communicator}#rank {rank} only {-1 - o}" for o in order]
+            at = pairing(ref_arrays, (signatures[mine], ends[mine], durations[mine]))
+            order = np.where(at >= 0, orders[ref][np.maximum(at, 0)], -1 - orders[mine])
+            orders[mine] = order
+            matches[mine] = [f"{communicator}#order {o}" if o >= 0 else f"{communicator}#rank {rank} only {-1 - o}"
+                             for o in order.tolist()]
+    out = both.copy()
+    out.iloc[rows, out.columns.get_loc("order")] = orders
+    out.iloc[rows, out.columns.get_loc("match")] = matches
     return out
 
 
