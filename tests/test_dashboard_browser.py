@@ -262,7 +262,7 @@ def test_a_trace_file_opens_itself_on_a_real_timeline_with_its_choices_in_the_ur
 
 def test_a_folder_of_trace_files_and_an_ingested_trace_show_only_pages_with_something_to_show(tmp_path: Path,
                                                                                               browser_page) -> None:
-    """A folder holding two trace files offers the Model page alone, each trace chosen by name (in the URL); an
+    """A folder holding two trace files offers the Model and Diff pages, each trace chosen by name (in the URL); an
     ingested trace's bundle offers Launches and Model — where Roofline, Occupancy, Fusion and Layer were info boxes
     — and no page it offers is only an alert."""
     import shutil
@@ -276,7 +276,7 @@ def test_a_folder_of_trace_files_and_an_ingested_trace_show_only_pages_with_some
     shutil.copy(FIXTURES / "thirdparty" / "h100_bert_small_uncased.json.gz", traces / "bert.json.gz")
     page = browser_page
     with dashboard(traces) as url:
-        assert _pages(page, url) == ["Model"]
+        assert _pages(page, url) == ["Model", "Diff"]  # two traces: the Diff page compares them (2e10872)
         page.goto(f"{url}/?trace=bert.json.gz")
         page.wait_for_selector(BARS, timeout=90_000)
         assert page.get_by_text("bert.json.gz ·", exact=False).count() >= 1
