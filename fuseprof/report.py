@@ -22,8 +22,8 @@ from typing import Any
 import pandas as pd
 
 from fuseprof import figures
-from fuseprof.analysis.analyze import TraceAnalysis
-from fuseprof.analysis.sections import build_across, table_spec
+from fuseprof.analysis.result import TraceAnalysis
+from fuseprof.analysis.sections import build_across, shown_tables, table_spec
 from fuseprof.analysis.sections.verdict import headline
 from fuseprof.commands.render import clean_text
 from fuseprof.display import cells_as_text, human_units, number_text
@@ -164,7 +164,7 @@ def _trace_text(i: int, result: TraceAnalysis) -> str:
         w = worth.iloc[0]
         lines.append(f"  worth doing first: {w['what']} (saves {number_text(w['saving_ns'] / 1e3, 3)} µs of step "
                      f"time without the profiler, {number_text(w['share_of_span_pct'], 1)}% of the span)")
-    tables = result.tables()
+    tables = shown_tables(result)
     width = max((len(name) for name in tables), default=0)
     lines.append(f"  sections (report[{i}].NAME or report[{i}].frames['NAME']):")
     for name, frame in tables.items():

@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.integrity import failed_for
+from fuseprof.analysis.result import TraceAnalysis
 from fuseprof.analysis.sections import Column, Section, Table, rank_sections, trace_sections
 from fuseprof.display import is_identifier, number_text
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
+from fuseprof.analysis.sections import shown_tables
 from fuseprof.parse.execution_trace import execution_trace_beside, is_execution_trace
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 from tests import trace_forms
@@ -105,8 +106,8 @@ def test_the_analysis_is_the_same_in_another_form(name: str, form: str, tmp_path
     if beside is not None:  # the op graph by the same execution trace
         shutil.copy(beside, tmp_path / f"{variant.name.removesuffix('.json')}.et.json.gz")
     (b,) = analyze(trace_forms.write(rewrite(_load(path)), variant))
-    for table, x in a.tables().items():
-        y = b.tables()[table]
+    for table, x in shown_tables(a).items():
+        y = shown_tables(b)[table]
         for column in x.columns:
             if column.endswith("start_ns") or column.endswith("end_ns"):
                 y = y.assign(**{column: y[column] - offset})
@@ -121,11 +122,11 @@ def test_kernels_are_attributed_by_time_where_the_ids_say_nothing(name: str, tmp
     path = trace_at(name)
     (a,) = analyze(shutil.copy(path, tmp_path / "original.json.gz"))  # both alone: no bundle's bench beside
     (b,) = analyze(trace_forms.write(trace_forms.ids_by_correlation(_load(path)), tmp_path / "ids.json"))
-    said = b.tables()["integrity"].set_index("check").loc["attributed_kernel_time_pct", "detail"]
+    said = shown_tables(b)["integrity"].set_index("check").loc["attributed_kernel_time_pct", "detail"]
     kernels = int(said.split(" of ")[0])
     assert f"({kernels:,} by the op around the launch call" in said  # the integrity table says how
-    for table, x in a.tables().items():
-        y = b.tables()[table]
+    for table, x in shown_tables(a).items():
+        y = shown_tables(b)[table]
         if table == "integrity":
             x, y = x.drop(columns="detail"), y.drop(columns="detail")
         pd.testing.assert_frame_equal(x, y, check_exact=True, obj=table)
@@ -139,8 +140,8 @@ def test_launch_calls_without_ids_change_nothing(name: str, tmp_path: Path) -> N
     path = trace_at(name)
     (a,) = analyze(shutil.copy(path, tmp_path / "original.json.gz"))
     (b,) = analyze(trace_forms.write(trace_forms.launches_without_ids(_load(path)), tmp_path / "bare.json"))
-    for table, x in a.tables().items():
-        y = b.tables()[table]
+    for table, x in shown_tables(a).items():
+        y = shown_tables(b)[table]
         if table == "integrity":
             x, y = x.drop(columns="detail"), y.drop(columns="detail")
         pd.testing.assert_frame_equal(x, y, check_exact=True, obj=table)
@@ -154,4 +155,4 @@ def test_a_trace_without_device_properties_says_so_and_keeps_its_tables(tmp_path
     assert a.roof.label == "H100 SXM (datasheet)" and not b.roof.judged and "unknown GPU" in b.roof.label
     assert any("names no device" in n for n in b.notes)
     for table in ("timeline", "categories", "top_kernels", "steps", "idle"):
-        pd.testing.assert_frame_equal(a.tables()[table], b.tables()[table], check_exact=True, obj=table)
+        pd.testing.assert_frame_equal(shown_tables(a)[table], shown_tables(b)[table], check_exact=True, obj=table)

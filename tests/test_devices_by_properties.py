@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
+from fuseprof.analysis.sections import shown_tables
 from fuseprof.figures import occupancy_curves_figure
 from fuseprof.model.devices import DEVICES, identify, limits_for
 from fuseprof.model.occupancy import HOPPER, occupancy, occupancy_table
@@ -210,10 +211,10 @@ def test_a_trace_on_an_unknown_gpu_is_judged_against_no_roof(tmp_path: Path) -> 
     target = tmp_path / "gtx1050.json.gz"
     target.write_bytes(gzip.compress(json.dumps(raw).encode()))
     (known,), (unknown,) = analyze(path), analyze(target)
-    assert known.tables()["op_roofline"]["pct_of_roof"].notna().any()
-    roofline = unknown.tables()["op_roofline"]
-    assert len(roofline) == len(known.tables()["op_roofline"]) and roofline["pct_of_roof"].isna().all()
+    assert shown_tables(known)["op_roofline"]["pct_of_roof"].notna().any()
+    roofline = shown_tables(unknown)["op_roofline"]
+    assert len(roofline) == len(shown_tables(known)["op_roofline"]) and roofline["pct_of_roof"].isna().all()
     assert not unknown.roof.judged and any("unknown GPU 'NVIDIA GeForce GTX 1050'" in n and "--device" in n
                                            for n in unknown.notes)
-    assert not unknown.tables()["fusion"].empty  # priced at the H100 reference's rates, as the roof's label says
+    assert not shown_tables(unknown)["fusion"].empty  # priced at the H100 reference's rates, as the roof's label says
     assert "H100 SXM reference" in unknown.roof.label

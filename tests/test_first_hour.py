@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from fuseprof.analysis.sections import shown_tables
 from fuseprof.cli import build_parser, main
 from fuseprof.commands import COMMANDS
 from tests.conftest import FUSEPROF, FUZZ_RESULTS, ROOT
@@ -103,7 +104,7 @@ def test_print_of_an_analysis_says_its_verdict_and_how_to_reach_each_section() -
     first = re.search(r"^  worth doing first: (.+) \(saves [\d,.]+ µs of step time", text, re.M)
     assert first and not first.group(1).startswith("close the host-bound gaps"), text
     assert first.group(1) == report[0].worth_doing["what"].iloc[0]
-    tables = report[0].tables()
+    tables = shown_tables(report[0])
     assert len(tables) >= 15
     for name, frame in tables.items():  # every section listed with its rows, and reachable as the text says
         assert re.search(rf"^    {name}\s+{len(frame):,} row\(s\)  \S", text, re.M), name
@@ -309,7 +310,7 @@ def test_csv_with_out_writes_one_file_per_table(tmp_path: Path, capsys: pytest.C
     import fuseprof
 
     files = sorted(p.name for p in out.iterdir())
-    assert files == sorted(f"{t}.csv" for t in fuseprof.analyze(TP2)[0].tables()), files
+    assert files == sorted(f"{t}.csv" for t in shown_tables(fuseprof.analyze(TP2)[0])), files
     assert set(long["table"]) <= {f.removesuffix(".csv") for f in files}
     assert f"{len(files)} CSV file(s)" in said
     categories = pd.read_csv(out / "categories.csv")

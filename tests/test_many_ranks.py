@@ -18,6 +18,7 @@ import pytest
 from fuseprof.analysis import analyze
 from fuseprof.analysis.job_path import job_path
 from fuseprof.analysis.ranks import across_ranks
+from fuseprof.analysis.sections import shown_tables
 from fuseprof.cli import main
 from tests.conftest import ROOT
 
@@ -124,8 +125,8 @@ def test_a_two_worker_dask_cluster_gives_the_single_process_answer(tmp_path: Pat
         assert main(["analyze", *map(str, traces), "--scheduler", cluster.scheduler_address, "--format", "json"]) == 0
     assert [r.name for r in on_cluster] == [r.name for r in alone]
     for a, b in zip(alone, on_cluster):
-        for name, table in a.tables().items():
-            pd.testing.assert_frame_equal(table, b.tables()[name], check_exact=True)
+        for name, table in shown_tables(a).items():
+            pd.testing.assert_frame_equal(table, shown_tables(b)[name], check_exact=True)
     for name, table in across_ranks(alone).items():
         pd.testing.assert_frame_equal(table, across_ranks(on_cluster)[name], check_exact=True)
     assert json.loads(capsys.readouterr().out)["across_ranks"]["stragglers"][0]["last_rank"] == 2

@@ -15,6 +15,7 @@ import pytest
 
 import fuseprof.analysis.sections as sections_package
 from fuseprof.analysis import analyze
+from fuseprof.analysis.sections import shown_tables
 from fuseprof.cli import main
 from fuseprof.report import report_html
 from fuseprof.section_views import trace_views
@@ -119,7 +120,7 @@ def test_a_percentage_above_100_is_flagged_where_it_is_shown(tmp_path: Path, cap
 
 
 def table_is_empty(result, name: str) -> bool:  # type: ignore[no-untyped-def]
-    return result.tables()[name].empty
+    return shown_tables(result)[name].empty
 
 
 def test_every_table_is_flagged_in_every_view_when_a_check_it_rests_on_fails() -> None:

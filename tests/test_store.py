@@ -16,6 +16,7 @@ import fuseprof.parse.store as store_module
 import fuseprof.parse.trace_events as trace_events
 from fuseprof.analysis import analyze
 from fuseprof.analysis.analyze import windowed_events
+from fuseprof.analysis.sections import shown_tables
 from fuseprof.cli import main
 from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.frames import COMPRESS_FROM_BYTES, frame_table, pack_frames, unpack_frame
@@ -41,9 +42,9 @@ def _no_decoding(monkeypatch) -> None:
 
 
 def _same(a, b) -> None:  # type: ignore[no-untyped-def]
-    assert a.tables().keys() == b.tables().keys()
-    for name, table in a.tables().items():
-        pd.testing.assert_frame_equal(table, b.tables()[name], check_exact=True)
+    assert shown_tables(a).keys() == shown_tables(b).keys()
+    for name, table in shown_tables(a).items():
+        pd.testing.assert_frame_equal(table, shown_tables(b)[name], check_exact=True)
     pd.testing.assert_frame_equal(a.events, b.events, check_exact=True)
     assert (a.device, a.roof, a.window, a.rank, a.notes) == (b.device, b.roof, b.window, b.rank, b.notes)
 

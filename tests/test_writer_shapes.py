@@ -30,6 +30,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
+from fuseprof.analysis.sections import shown_tables
 from fuseprof.cli import main
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
@@ -79,8 +80,8 @@ def _same_tables(a: TraceTables, b: TraceTables, tables: tuple[str, ...] = TABLE
 
 
 def _same_analysis(a: Any, b: Any) -> None:
-    for table, x in a.tables().items():
-        pd.testing.assert_frame_equal(x, b.tables()[table], check_exact=True, obj=table)
+    for table, x in shown_tables(a).items():
+        pd.testing.assert_frame_equal(x, shown_tables(b)[table], check_exact=True, obj=table)
 
 
 def _write(path: Path, trace: dict[str, Any]) -> Path:
@@ -99,11 +100,11 @@ def test_cpu_ops_as_begin_end_pairs_are_attributed(tmp_path: Path) -> None:
     assert len(tables.ops) == 9 and {(n, s, d) for n, s, d in tables.ops[["name", "start_ns", "dur_ns"]]
                                       .itertuples(index=False)} <= spans
     (plain,), (paired,) = analyze(MLP), analyze(path)
-    integrity = paired.tables()["integrity"].set_index("check")
+    integrity = shown_tables(paired)["integrity"].set_index("check")
     assert integrity.loc["attributed_kernel_time_pct", "value"] == 100
     assert not any("no input shapes" in n for n in paired.notes)
     for table in ("top_ops", "categories", "timeline"):
-        pd.testing.assert_frame_equal(plain.tables()[table], paired.tables()[table], check_exact=True, obj=table)
+        pd.testing.assert_frame_equal(shown_tables(plain)[table], shown_tables(paired)[table], check_exact=True, obj=table)
 
 
 @pytest.mark.parametrize("categories", [GPU, GPU + HOST], ids=["kernels and copies", "every event"])

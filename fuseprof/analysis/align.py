@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.diff import signature
+from fuseprof.analysis.result import TraceAnalysis
 
 CELLS = 4_000_000  # n·m of one alignment table: int32 scores, ~16 MB; a 2,000 × 2,000-kernel step
 GAP = -1

@@ -10,10 +10,9 @@ integer nanoseconds throughout.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -24,7 +23,8 @@ from fuseprof.analysis.iterations import NONE as NO_ITERATIONS
 from fuseprof.analysis.iterations import Iterations, find_iterations
 from fuseprof.analysis.opgraph import OpGraph, op_graph
 from fuseprof.analysis.phases import gpu_phases
-from fuseprof.analysis.sections import Context, build_all, trace_sections
+from fuseprof.analysis.result import TraceAnalysis
+from fuseprof.analysis.sections import Context, build_all
 from fuseprof.analysis.steps import profiler_steps, window_mask
 from fuseprof.analysis.summaries import attach_ncu
 from fuseprof.bundle.files import RAW, is_bundle
@@ -38,57 +38,6 @@ from fuseprof.parse.execution_trace import is_execution_trace
 from fuseprof.parse.foreign import holds_trace
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.trace_events import TraceTables
-
-
-@dataclass
-class TraceAnalysis:
-    """Every table of one trace, by name (``frames``: the sections' tables, ``fuseprof.analysis.sections``;
-    each is also an attribute: ``result.fusion``), with the trace's name, GPU, roof, window, rank, the notes
-    that say what could not be done, the op registry it was made with and the rows per top table."""
-
-    name: str
-    device: str | None
-    roof: Roof
-    events: pd.DataFrame
-    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
-    window: str = ""
-    rank: int | None = None
-    notes: list[str] = field(default_factory=list)
-    world_size: int | None = None  # distributedInfo's: how many ranks the run had
-    rank_from: str = "distributedInfo"  # where ``rank`` came from (``ranks.numbered_ranks``; not stored)
-    registry: Registry = DEFAULT  # the op knowledge it was made with (not stored: it names the stored entry)
-    top: int = 15
-    source: Path | None = None  # the trace file it was read from (set by ``analyze``; not stored)
-
-    def defer_events(self, loader: Callable[[], pd.DataFrame]) -> None:
-        """Read ``events`` (the largest table) through ``loader`` when first used, not now."""
-        self.__dict__.pop("events", None)
-        self.__dict__["_events_loader"] = loader
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled (a dashboard's cache, a worker's answer) with its events: a copy does not depend on
-        the store."""
-        self.events  # noqa: B018 (reads deferred events)
-        return dict(self.__dict__)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
-    def __getattr__(self, name: str) -> Any:
-        frames = self.__dict__.get("frames", {})
-        if name in frames:
-            return frames[name]
-        loader = self.__dict__.get("_events_loader")
-        if name != "events" or loader is None:
-            raise AttributeError(name)
-        self.events = loader()
-        del self.__dict__["_events_loader"]
-        return self.events
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """The tables the views show, in section order (JSON, CSV; those other sections read alone are left
-        out)."""
-        return {t.name: self.frames.get(t.name, pd.DataFrame()) for s in trace_sections() for t in s.tables if t.shown}
 
 
 @dataclass(frozen=True)

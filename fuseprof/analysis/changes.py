@@ -16,7 +16,7 @@ that holds on the two reference steps:
     same           the same ops and kernels
 
 ``related`` says whether the runs share model structure, with the evidence: the share of A's time in
-module paths B also has, in op signatures B also has (``gate.matched_share``'s rule), and in anchors
+module paths B also has, in op signatures B also has (``diff.matched_share``'s rule), and in anchors
 (GEMM, attention, …) the alignment paired with a B anchor of the same op and shapes, module or kernel.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.align import Alignment, align
-from fuseprof.analysis.analyze import TraceAnalysis
+from fuseprof.analysis.result import TraceAnalysis
 
 RELATED = 0.5  # the least share of A's time, by any one evidence, for two runs to count as one model
 
@@ -70,7 +70,7 @@ def _medians(units: pd.DataFrame, keys: list[str], steps: dict[str, list[str]]) 
 
 def _spread(units: pd.DataFrame, keys: list[str], steps: dict[str, list[str]]) -> pd.Series:
     """A's step-to-step spread per row, % of its median (±2 robust standard errors; NaN under 3 steps)."""
-    from fuseprof.analysis.gate import robust_noise_pct
+    from fuseprof.analysis.noise import robust_noise_pct
 
     each = per_step(units[units["side"] == "A"], keys, {"A": steps.get("A", [])})
     if each["step"].nunique() < 3:
@@ -147,7 +147,7 @@ def evidence(alignment: Alignment, signature_share: float) -> dict[str, float]:
 
 def changes(a: TraceAnalysis, b: TraceAnalysis) -> Changes:
     """The aligned comparison of two runs: per module and op, with the summary (module docstring)."""
-    from fuseprof.analysis.gate import matched_share
+    from fuseprof.analysis.diff import matched_share
 
     alignment = align(a, b)
     units = alignment.units

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fuseprof.analysis.analyze import TraceAnalysis
+from fuseprof.analysis.result import TraceAnalysis
 from fuseprof.model.registry import Registry
 
 
@@ -78,3 +78,14 @@ def diff_totals(a: TraceAnalysis, b: TraceAnalysis) -> pd.DataFrame:
         pa, pb = int(memory_a["peak_allocated_bytes"].max()), int(memory_b["peak_allocated_bytes"].max())
         rows.append({"metric": "peak_allocated_bytes", "a": pa, "b": pb, "delta": pb - pa})
     return pd.DataFrame(rows)
+
+
+def matched_share(a: TraceAnalysis, b: TraceAnalysis) -> float:
+    """Share of A's anchor time (GEMM, attention, convolution, communication: the model's skeleton, which
+    fusing the rest leaves alone) in op signatures — op and input shapes — that B also has; all of A's time
+    where A has no anchor."""
+    anchors = a.events["role"] == "anchor"
+    events = a.events[anchors] if anchors.any() else a.events
+    sig_a, sig_b = signature(events, a.registry), set(signature(b.events, b.registry))
+    total = events["dur_ns"].sum()
+    return float(events.loc[sig_a.isin(sig_b), "dur_ns"].sum() / total) if total else 0.0

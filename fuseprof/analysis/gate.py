@@ -47,17 +47,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.analyze import TraceAnalysis
-from fuseprof.analysis.diff import signature
 from fuseprof.analysis.integrity import dropped, unlaunched_in
 from fuseprof.analysis.module_gate import check_target, module_rows, normal_path
+from fuseprof.analysis.noise import robust_noise_pct
+from fuseprof.analysis.result import TraceAnalysis
 from fuseprof.analysis.steps import OUTSIDE
 from fuseprof.errors import InvalidArgumentError, TraceFormatError
 
 _QUANTITY = r"busy|span|idle|kernels|memory|(?:op|module):(?:\"[^\"]+\"|[^\"]+?)|category:[^\",]+?"
 _RULE = re.compile(rf"^({_QUANTITY}):\+(\d+(?:\.\d+)?)(%?)$")
 _SPLIT = re.compile(r",(?=\s*(?:busy|span|idle|kernels|memory|op:|module:|category:))")
-MAD_TO_SD = 1.4826  # a normal distribution's standard deviation over its median absolute deviation
 
 
 @dataclass(frozen=True)
@@ -181,17 +180,6 @@ def _check_launching_ops(a: TraceAnalysis, b: TraceAnalysis) -> None:
             "B's time tables read low; the gate does not compare it (capture B again, with fewer steps per trace)")
 
 
-def matched_share(a: TraceAnalysis, b: TraceAnalysis) -> float:
-    """Share of A's anchor time (GEMM, attention, convolution, communication: the model's skeleton, which
-    fusing the rest leaves alone) in op signatures — op and input shapes — that B also has; all of A's time
-    where A has no anchor."""
-    anchors = a.events["role"] == "anchor"
-    events = a.events[anchors] if anchors.any() else a.events
-    sig_a, sig_b = signature(events, a.registry), set(signature(b.events, b.registry))
-    total = events["dur_ns"].sum()
-    return float(events.loc[sig_a.isin(sig_b), "dur_ns"].sum() / total) if total else 0.0
-
-
 def _steps(result: TraceAnalysis) -> list[str]:
     return sorted(str(s) for s in result.events["profiler_step"].dropna().unique())
 
@@ -221,13 +209,6 @@ def _peaks(result: TraceAnalysis, per_step: bool) -> np.ndarray:
         peaks = peaks[[s not in ("all", OUTSIDE) for s in peaks.index]]
         return peaks.sort_index().to_numpy(dtype="float64")
     return np.array([float(peaks.max())])
-
-
-def robust_noise_pct(values: np.ndarray) -> float:
-    """±2 robust standard errors of the values' median, in % of it (``MAD_TO_SD`` · MAD / √n)."""
-    median = float(np.median(values))
-    mad = float(np.median(np.abs(values - median)))
-    return 100 * 2 * MAD_TO_SD * mad / abs(median) / math.sqrt(len(values)) if median else 0.0
 
 
 def evaluate(a: TraceAnalysis, b: TraceAnalysis, rules: list[Rule]) -> pd.DataFrame:

@@ -71,7 +71,7 @@ from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import matching
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.analyze import TraceAnalysis
+    from fuseprof.analysis.result import TraceAnalysis
 
 LONE_GAP_NS, LONE_GAP_SHARE = 10**9, 0.5  # one idle stretch over 1 s holding over half the span: not one run
 CAPTURE_DISAGREES_PCT = 5.0  # % of attributed replay time whose kernel name and captured op disagree: another graph

@@ -25,8 +25,8 @@ from fuseprof.analysis.ranks import matched_collectives, ranks_apart
 from fuseprof.parse.text_arrays import text_dtype
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.analyze import TraceAnalysis
     from fuseprof.analysis.critical_path import StepGraph
+    from fuseprof.analysis.result import TraceAnalysis
 
 LEG_COLUMNS = ["step", "start_ns", "comm_start_ns", "end_ns", "kernel_start_ns", "top_what", "top_op", "top_module",
                "top_ns"]

@@ -50,7 +50,7 @@ def module_rows(text: str, path: str, limit: float, relative: bool, steps: pd.Da
                 basis: str) -> list[dict[str, object]]:
     """The verdict rows of one module rule over ``steps`` (``changes.per_step`` by part: side, step, part,
     time_ns); one row per module for ``module:*``."""
-    from fuseprof.analysis.gate import robust_noise_pct
+    from fuseprof.analysis.noise import robust_noise_pct
 
     step_a = _per_step(steps, "A", pd.Series(True, index=steps.index))
     whole = float(np.median(step_a)) if len(step_a) else 0.0

@@ -28,7 +28,7 @@ from fuseprof.parse.text_arrays import text_dtype
 from fuseprof.parse.trace_events import TraceTables
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.analyze import TraceAnalysis
+    from fuseprof.analysis.result import TraceAnalysis
 
 _BOUND_COLUMN = {b: b.replace("/", "_").replace(" ", "_") + "_ns" for b in BOUNDS}
 _GROUP = ["bound", "name", "op", "module", "ranges"]

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.collective_match import aligned, holds_job_start
+from fuseprof.analysis.result import TraceAnalysis
 from fuseprof.errors import FuseprofWarning
 
 

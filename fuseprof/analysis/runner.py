@@ -38,7 +38,6 @@ import pandas as pd
 
 from fuseprof.analysis.analyze import (
     Options,
-    TraceAnalysis,
     analyze_tables,
     measured_rates,
     trace_files,
@@ -46,6 +45,7 @@ from fuseprof.analysis.analyze import (
 )
 from fuseprof.analysis.collector import fewer_collections
 from fuseprof.analysis.graphs import has_graph_replays, is_capture_trace
+from fuseprof.analysis.result import TraceAnalysis
 from fuseprof.analysis.stored import analysis_from, analysis_meta, analysis_part, load_analysis, save_analysis
 from fuseprof.bundle.files import is_bundle
 from fuseprof.errors import FuseprofError, FuseprofWarning, InvalidArgumentError, NotATraceError, TraceFormatError

@@ -21,7 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.analysis.analyze import Options, TraceAnalysis
+from fuseprof.analysis.analyze import Options
+from fuseprof.analysis.result import TraceAnalysis
 from fuseprof.model.registry import Registry
 from fuseprof.model.roofline import Roof
 from fuseprof.parse.store import TraceStore

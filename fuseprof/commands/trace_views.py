@@ -12,9 +12,9 @@ from collections.abc import Callable, Collection, Iterator
 import msgspec
 import pandas as pd
 
-from fuseprof.analysis.analyze import TraceAnalysis
 from fuseprof.analysis.changes import Changes, unrelated_evidence
-from fuseprof.analysis.sections import build_across
+from fuseprof.analysis.result import TraceAnalysis
+from fuseprof.analysis.sections import build_across, shown_tables
 from fuseprof.commands.base import JSON_SCHEMA_VERSION, emit
 from fuseprof.commands.render import WIDTH, cell_text, clean_text, table_text
 from fuseprof.display import cells_as_text
@@ -69,8 +69,8 @@ def _show(shown: Shown) -> None:
 
 
 def chosen_tables(result: TraceAnalysis, only: Collection[str] | None = None) -> dict[str, pd.DataFrame]:
-    """The trace's tables (``TraceAnalysis.tables``), or those named in ``only`` (``analyze --sections``)."""
-    tables = result.tables()
+    """The trace's tables (``shown_tables``), or those named in ``only`` (``analyze --sections``)."""
+    tables = shown_tables(result)
     return tables if not only else {name: frame for name, frame in tables.items() if name in only}
 
 

@@ -125,8 +125,10 @@ def _sections(text: str | None, results: list[TraceAnalysis]) -> list[str] | Non
     """``--sections``' table names, each checked against the tables the analysis has."""
     if text is None:
         return None
+    from fuseprof.analysis.sections import shown_tables
+
     names = [n.strip() for n in text.split(",") if n.strip()]
-    known = list(dict.fromkeys(name for r in results for name in r.tables()))
+    known = list(dict.fromkeys(name for r in results for name in shown_tables(r)))
     unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise FuseprofError(f"--sections {text!r}: {', '.join(unknown) or 'no name'} is no table; the tables: "

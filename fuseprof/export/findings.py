@@ -29,7 +29,7 @@ from fuseprof.analysis.ranks import matched_collectives
 from fuseprof.analysis.savings import saving as saving_of
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.analyze import TraceAnalysis
+    from fuseprof.analysis.result import TraceAnalysis
     from fuseprof.parse.trace_events import TraceTables
 
 COLUMNS = ["track", "name", "start_ns", "end_ns", "args"]

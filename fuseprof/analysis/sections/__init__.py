@@ -29,10 +29,10 @@ from fuseprof.analysis.iterations import Iterations
 from fuseprof.parse.text_arrays import python_strings
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.analyze import TraceAnalysis
     from fuseprof.analysis.critical_path import StepGraph
     from fuseprof.analysis.fusion import CopyModel
     from fuseprof.analysis.opgraph import OpGraph
+    from fuseprof.analysis.result import TraceAnalysis
     from fuseprof.analysis.units import Units
     from fuseprof.model.registry import Registry
     from fuseprof.model.roofline import Roof
@@ -61,7 +61,7 @@ class Column:
 
 @dataclass(frozen=True)
 class Table:
-    """One result table: its ``name`` (the key in JSON/CSV and ``TraceAnalysis.tables()``), its ``title``
+    """One result table: its ``name`` (the key in JSON/CSV and ``shown_tables``), its ``title``
     (a text, or a function of the table and its analysis, for one that says its rates), the ``columns`` shown,
     a ``summary`` sentence after it, a ``figure``
     (a name in ``fuseprof.figures.FIGURES``), the integrity checks it ``rests_on``, whether the views show
@@ -195,6 +195,12 @@ def build_all(context: Context) -> dict[str, pd.DataFrame]:
         assert section.build is not None, section.name
         context.built.update(section.build(context))
     return context.built
+
+
+def shown_tables(result: TraceAnalysis) -> dict[str, pd.DataFrame]:
+    """The tables the views show, in section order (JSON, CSV, a report's list; those other sections read alone
+    are left out): a table the analysis lacks is an empty frame, so every view lists every section."""
+    return {t.name: result.frames.get(t.name, pd.DataFrame()) for s in trace_sections() for t in s.tables if t.shown}
 
 
 @python_strings()

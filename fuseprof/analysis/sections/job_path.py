@@ -11,7 +11,7 @@ from fuseprof.analysis.job_path import job_path_line
 from fuseprof.analysis.sections import Column, Section, Table
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.analyze import TraceAnalysis
+    from fuseprof.analysis.result import TraceAnalysis
 
 
 def _build(results: list[TraceAnalysis]) -> Mapping[str, pd.DataFrame]:

@@ -10,7 +10,7 @@ import pandas as pd
 from fuseprof.analysis.sections import Column, Section, Table
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.analyze import TraceAnalysis
+    from fuseprof.analysis.result import TraceAnalysis
 
 
 def _build(results: list[TraceAnalysis]) -> Mapping[str, pd.DataFrame]:
