@@ -304,13 +304,14 @@ def test_hostile_a_collective_lost_mid_window(tmp_path: Path, baseline: dict) ->
 
 # ---- clock exactness: every committed trace on an epoch clock analyses the same ----
 
-def _committed() -> list[str]:
+def _every_trace() -> list[object]:
+    """Every committed trace, and every shared one (marked ``shared``): test_conformance's list."""
     from tests.test_conformance import EVERY_TRACE
 
-    return [n for n in EVERY_TRACE if not n.startswith(SHARED)]
+    return [pytest.param(n, marks=pytest.mark.shared) if n.startswith(SHARED) else n for n in EVERY_TRACE]
 
 
-@pytest.mark.parametrize("name", _committed())
+@pytest.mark.parametrize("name", _every_trace())
 def test_a_trace_on_an_epoch_clock_analyses_the_same(name: str, tmp_path: Path) -> None:
     """The trace's clock moved to µs since the Unix epoch (PyTorch <= 2.0's clock; 1.7e18 ns, past a float's exact
     integers: 256 ns apart there) gives every table the same, exactly, once the move is taken off the absolute times
