@@ -1,5 +1,5 @@
 """The Diff page: two traces of one model compared by what they compute (``fuseprof diff``'s aligned view,
-``fuseprof.analysis.changes``): the matched share, A's and B's GPU time per module with the class of change
+``fuseprof.analysis.judgements.changes``): the matched share, A's and B's GPU time per module with the class of change
 (fused, compiled, graphed, replaced, moved, new, gone, same), the per-op rows and what stays unmatched. Calls
 the analysis facade and the figure builders only."""
 
@@ -12,7 +12,7 @@ from fuseprof_dashboards.model_page import CEILINGS_ENV, analysis
 from fuseprof_dashboards.serve import FIRST_TOP
 
 from fuseprof import figures
-from fuseprof.analysis.changes import Changes, changes, unrelated_evidence
+from fuseprof.analysis.judgements.changes import Changes, changes, unrelated_evidence
 from fuseprof.commands.dashboard import REGISTRY_ENV
 from fuseprof.display import md_text
 

@@ -18,10 +18,10 @@ from fuseprof_dashboards.serve import FIRST_TOP
 
 from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
-from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
-from fuseprof.analysis.sections import trace_sections
-from fuseprof.analysis.sections.verdict import headline
-from fuseprof.analysis.timeline import timeline_windows, window_events
+from fuseprof.analysis.facts.timeline import timeline_windows, window_events
+from fuseprof.analysis.judgements.diff import diff_by_category, diff_by_op, diff_totals
+from fuseprof.analysis.running.sections import trace_sections
+from fuseprof.analysis.running.sections.verdict import headline
 from fuseprof.commands.dashboard import REGISTRY_ENV
 from fuseprof.display import human_units, md_text
 from fuseprof.errors import FuseprofError
@@ -45,7 +45,7 @@ def analysis(trace: str, ceilings: str | None, registry: str | None, top: int) -
 
 def _verdict(result: TraceAnalysis) -> None:
     """The verdict box: the bound without the profiler and as traced, where the time goes, and the first advice
-    with its one saving (``fuseprof.analysis.sections.verdict.headline``: the words the report and the terminal
+    with its one saving (``fuseprof.analysis.running.sections.verdict.headline``: the words the report and the terminal
     print; the section itself, with its tables, is one choice away)."""
     verdict = result.frames.get("verdict", pd.DataFrame())
     if verdict.empty:

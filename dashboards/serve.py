@@ -38,7 +38,7 @@ def _warm(path: Path, port: int) -> None:
         from fuseprof_dashboards.inputs import find_inputs
 
         from fuseprof.analysis import analyze
-        from fuseprof.analysis.timeline import timeline_windows
+        from fuseprof.analysis.facts.timeline import timeline_windows
         from fuseprof.commands.dashboard import REGISTRY_ENV
         from fuseprof.errors import FuseprofError
 

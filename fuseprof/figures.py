@@ -399,7 +399,7 @@ BREAKDOWN_PARTS = {"GEMM": ("gemm_share", "#1f77b4"), "attention": ("attention_s
 
 @as_text
 def module_diff_figure(modules: pd.DataFrame, top: int = 20) -> go.Figure:
-    """``fuseprof.analysis.changes``' modules: the ``top`` by |time delta|, A's and B's GPU time per step (µs)
+    """``fuseprof.analysis.judgements.changes``' modules: the ``top`` by |time delta|, A's and B's GPU time per step (µs)
     side by side, the class of change in the hover."""
     view = modules.head(top).iloc[::-1]
     labels = view["part"].str.split(" / ").str[-2:].str.join(" / ")

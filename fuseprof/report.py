@@ -1,6 +1,6 @@
 """``fuseprof report``: one self-contained HTML file per set of traces, to attach to a pull request or a chat.
 
-It shows every section of the section table (``fuseprof.analysis.sections``, through
+It shows every section of the section table (``fuseprof.analysis.running.sections``, through
 ``fuseprof.section_views``): the verdict first, as a box — what bounds the run and the three things worth
 doing with their predicted savings — then each section's tables and figures in order (integrity, steps,
 timeline, idle, categories, tops, launches, the per-op roofline on the capture GPU with the H100 beside it,
@@ -22,9 +22,9 @@ from typing import Any
 import pandas as pd
 
 from fuseprof import figures
-from fuseprof.analysis.result import TraceAnalysis
-from fuseprof.analysis.sections import build_across, shown_tables, table_spec
-from fuseprof.analysis.sections.verdict import headline
+from fuseprof.analysis.facts.result import TraceAnalysis
+from fuseprof.analysis.running.sections import build_across, shown_tables, table_spec
+from fuseprof.analysis.running.sections.verdict import headline
 from fuseprof.commands.render import clean_text
 from fuseprof.display import cells_as_text, human_units, number_text
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
@@ -61,7 +61,7 @@ def _figure(fig, counter: list[int]) -> str:  # type: ignore[no-untyped-def]
 
 def _verdict(result: TraceAnalysis) -> str:
     """The verdict section as the report's opening box: the bound without the profiler and as traced, where the
-    time goes, and what is worth doing, each with its one saving (``fuseprof.analysis.savings``)."""
+    time goes, and what is worth doing, each with its one saving (``fuseprof.analysis.paths.savings``)."""
     verdict, worth = result.frames["verdict"], result.frames["worth_doing"]
 
     def gpu(r: Any) -> str:

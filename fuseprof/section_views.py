@@ -1,4 +1,4 @@
-"""Every view of an analysis from the one table of sections (``fuseprof.analysis.sections``): which tables a
+"""Every view of an analysis from the one table of sections (``fuseprof.analysis.running.sections``): which tables a
 trace shows, in order, each as the columns its declaration names, in text (the terminal, the HTML report)
 or as numbers in the shown units (the dashboard, sortable), with its title, the failed integrity checks it
 rests on, its figure and its summary line. The terminal, the report, a notebook's display and the Model page
@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from fuseprof.analysis.integrity import failed_for
-from fuseprof.analysis.result import TraceAnalysis
-from fuseprof.analysis.sections import Column, Section, Table, rank_sections, trace_sections
+from fuseprof.analysis.facts.integrity import failed_for
+from fuseprof.analysis.facts.result import TraceAnalysis
+from fuseprof.analysis.running.sections import Column, Section, Table, rank_sections, trace_sections
 from fuseprof.display import is_identifier, number_text
 from fuseprof.model.devices import DEVICES, REFERENCE_DEVICE
 from fuseprof.model.roofline import datasheet_roof
@@ -189,7 +189,7 @@ def trace_views(result: TraceAnalysis, text: bool = True, only: str | None = Non
 
 def rank_views(results: list[TraceAnalysis], tables: dict[str, pd.DataFrame], text: bool = True,
                wide: bool = False) -> Iterator[Shown]:
-    """The across-ranks tables (``tables``: ``fuseprof.analysis.sections.build_across``), with each rank's
+    """The across-ranks tables (``tables``: ``fuseprof.analysis.running.sections.build_across``), with each rank's
     wait per collective beside the skew up to 8 ranks (or all, ``wide``)."""
     for section in rank_sections():
         for table in section.tables:

@@ -44,7 +44,7 @@ def first_figure_json(trace: Path) -> str:
     from fuseprof_dashboards.model_page import timeline_figure
 
     from fuseprof.analysis import analyze
-    from fuseprof.analysis.timeline import timeline_windows
+    from fuseprof.analysis.facts.timeline import timeline_windows
 
     result = analyze(trace)[0]
     figure, _, _ = timeline_figure(result.events, timeline_windows(result.events)[0])  # the page's own builder

@@ -30,8 +30,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-IMPORTS = ("import fuseprof.cli, fuseprof.commands.trace_views, fuseprof.analysis.runner, fuseprof.analysis.sections;"
-           " fuseprof.analysis.sections.sections()")
+IMPORTS = ("import fuseprof.cli, fuseprof.commands.trace_views, fuseprof.analysis.running.runner, fuseprof.analysis.running.sections;"
+           " fuseprof.analysis.running.sections.sections()")
 
 
 def instructions(tree: Path, argv: list[str], store: Path) -> int:

@@ -34,15 +34,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fuseprof.analysis import sections  # noqa: E402
-from fuseprof.analysis.analyze import Options, analyze_tables, trace_files  # noqa: E402
-from fuseprof.analysis.collector import fewer_collections  # noqa: E402
-from fuseprof.analysis.stored import analysis_part, save_analysis  # noqa: E402
+from fuseprof.analysis.running import sections  # noqa: E402
+from fuseprof.analysis.running.analyze import Options, analyze_tables, trace_files  # noqa: E402
+from fuseprof.analysis.running.collector import fewer_collections  # noqa: E402
+from fuseprof.analysis.running.stored import analysis_part, save_analysis  # noqa: E402
 from fuseprof.errors import FuseprofError  # noqa: E402
 from fuseprof.parse.store import TraceStore, content_key  # noqa: E402
 
 # the module, not the function ``fuseprof.analysis`` exports under its name: its ``build_all`` is timed
-analyze_module = importlib.import_module("fuseprof.analysis.analyze")
+analyze_module = importlib.import_module("fuseprof.analysis.running.analyze")
 
 PHASES = ("json.load", "decode", "analysis", "store: tables", "store: analysis")
 

@@ -53,7 +53,7 @@ def peak():  # this process's own high-water mark (ru_maxrss would start from th
 def main():
     mode, folder, workers = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
     from fuseprof.analysis import analyze
-    from fuseprof.analysis.ranks import across_ranks
+    from fuseprof.analysis.facts.ranks import across_ranks
     from fuseprof.parse.trace_events import read_trace_tables
     base = peak()
     out = {}

@@ -1,6 +1,6 @@
 """One function, old and new, on every call the analyses of every trace make: are its answers the same?
 
-    python scripts/compare_calls.py fuseprof.analysis.path path_top --before REV
+    python scripts/compare_calls.py fuseprof.analysis.paths.path path_top --before REV
 
 How each speed change of issue #35 was checked before it was kept: a faster function must give the same answer on
 every input the product gives it, not on a test's few. The function as it is at REV (``git show REV:its file``,
@@ -74,7 +74,7 @@ def old_module(module: Any, rev: str) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("module", help="the function's module, e.g. fuseprof.analysis.path")
+    parser.add_argument("module", help="the function's module, e.g. fuseprof.analysis.paths.path")
     parser.add_argument("function", help="its name in the module")
     parser.add_argument("--before", required=True, help="the revision whose version is compared (e.g. HEAD)")
     args = parser.parse_args()

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from fuseprof.analysis.runner import analyze
-from fuseprof.analysis.unprofiled import COUNTS, KINDS, median_launch_us, removed_ns
+from fuseprof.analysis.facts.unprofiled import COUNTS, KINDS, median_launch_us, removed_ns
+from fuseprof.analysis.running.runner import analyze
 from fuseprof.model.profiler_cost import SETTINGS, Calibration
 from fuseprof.parse.trace_events import read_trace_tables
 

@@ -4,7 +4,7 @@
 
 For each bundle with ``raw/execution_trace.json.gz`` (``fuseprof profile`` and ``fuseprof run`` record it),
 or trace ``X.json.gz`` with ``X.et.json.gz`` beside it (scripts/capture_truth_set.py writes those),
-the op graph is built twice over the same ops (``fuseprof.analysis.opgraph``): by the execution trace
+the op graph is built twice over the same ops (``fuseprof.analysis.facts.opgraph``): by the execution trace
 (tensor storages: the truth) and by shapes alone (what a Kineto trace without one allows). Per bundle it
 prints, counting (producer, consumer, argument) edges:
 
@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.fusion import find_chains
-from fuseprof.analysis.opgraph import op_graph
+from fuseprof.analysis.facts.opgraph import op_graph
+from fuseprof.analysis.judgements.fusion import find_chains
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.execution_trace import execution_trace_beside, is_execution_trace, read_execution_trace
 from fuseprof.parse.store import default_store

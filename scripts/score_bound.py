@@ -57,7 +57,7 @@ def accepted(idle: dict, step: str | None = None, readings: bool = True) -> set[
 def split_over(idle: pd.DataFrame) -> str:
     """The split verdict of the trace, profiler included: ``idle.verdict_of`` the sums of its steps' rows (the
     gaps between steps only where it has no steps)."""
-    from fuseprof.analysis.idle import TERMS, verdict_of
+    from fuseprof.analysis.facts.idle import TERMS, verdict_of
 
     rows = idle[idle["step"].astype(str) != "(between steps)"] if len(idle) > 1 else idle
     return verdict_of({k: float(rows[k].sum()) for k in TERMS if k in rows}) if len(rows) else "unknown"

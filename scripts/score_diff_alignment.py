@@ -34,7 +34,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from fuseprof.analysis import analyze  # noqa: E402
-from fuseprof.analysis.changes import Changes, changes  # noqa: E402
+from fuseprof.analysis.judgements.changes import Changes, changes  # noqa: E402
 
 DEFAULT = [ROOT / "tests" / "fixtures" / "diff_truth", *sorted((ROOT / "tests" / "fixtures" / "diff_pairs").glob("*/"))]
 SHARED = ROOT.parent / "shared" / "thirdparty-traces"

@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT.parent / "shared" / "thirdparty-traces" / "labels.json"
 TRUTH = ROOT / "tests" / "fixtures" / "truth"
 
-# Label wordings -> the verdict section's words (``fuseprof.analysis.sections.verdict``)
+# Label wordings -> the verdict section's words (``fuseprof.analysis.running.sections.verdict``)
 _IDLE = {"host-bound (input pipeline / DataLoader)": {"host-bound", "data-bound"}, "data loading": {"data-bound"},
          "other (event wait)": {"event wait", "other idle"}, "mixed: GPU-bound with a large host-bound share": {"GPU-bound"}}
-_CAUSES = {"host-side launch delay": {"host launched late"}}  # label wordings -> fuseprof.analysis.ranks' causes
+_CAUSES = {"host-side launch delay": {"host launched late"}}  # label wordings -> fuseprof.analysis.facts.ranks' causes
 
 
 @dataclass
@@ -126,7 +126,7 @@ def score_case(case: Case, result: Any) -> tuple[dict[str, list[bool]], list[Mis
 
 def score_pairs(pairs: dict[str, Any], folder: Path) -> tuple[list[bool], list[Miss]]:
     from fuseprof.analysis import analyze
-    from fuseprof.analysis.sections import build_across
+    from fuseprof.analysis.running.sections import build_across
 
     hits, misses = [], []
     for name, pair in pairs.items():

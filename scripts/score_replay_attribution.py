@@ -1,8 +1,8 @@
 """Attribution of CUDA-graph replays without their capture, scored against the capture-based one (issue 63).
 
-Per trace: the replay attributed once with its capture trace (``--graph-capture``, fuseprof.analysis.graphs) and once
+Per trace: the replay attributed once with its capture trace (``--graph-capture``, fuseprof.analysis.facts.graphs) and once
 without it — aligned to its eager twin, or to its own eager warm-up steps, else named by the kernel families
-(fuseprof.analysis.replay_twin) — then compared kernel by kernel: the share of replayed GPU time whose op and module
+(fuseprof.analysis.facts.replay_twin) — then compared kernel by kernel: the share of replayed GPU time whose op and module
 agree, and the share attributed each way. Run from the repository root: ``python scripts/score_replay_attribution.py``.
 """
 
@@ -17,8 +17,8 @@ os.environ.setdefault("FUSEPROF_CACHE", "off")  # every analysis made by this co
 import pandas as pd
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.events import categorized_events
-from fuseprof.analysis.graphs import capture_windows
+from fuseprof.analysis.facts.events import categorized_events
+from fuseprof.analysis.facts.graphs import capture_windows
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.trace_events import read_trace_tables
 

@@ -7,7 +7,7 @@ applies, beside B's traced step and B's step measured apart from the profiler.
 Columns: A's and B's median traced step (µs), the prediction in the trace's time (A's graph replayed with the
 plan), its error against B's traced step; A's and B's measured step (ms), the prediction at the measured scale
 (the host's time scaled until A's unchanged replay equals A's measured step, then the plan replayed:
-``fuseprof.analysis.whatif.calibrated_scale``) and its error against B's measured step.
+``fuseprof.analysis.paths.whatif.calibrated_scale``) and its error against B's measured step.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _medians(path: Path, plan: str | None = None, measured_ms: float | None = No
     """The median traced step of ``path`` and, with ``plan`` (a --fuse/--graph option), the replayed one, in the
     trace's time and (with ``measured_ms``) at the measured scale, in µs."""
     from fuseprof.analysis import analyze
-    from fuseprof.analysis.path import result_graphs, whatif_table
+    from fuseprof.analysis.paths.path import result_graphs, whatif_table
     from fuseprof.parse.store import default_store
 
     result = analyze([path])[0]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.aggregate import aggregate
-from fuseprof.analysis.analyze import windowed_events
+from fuseprof.analysis.facts.aggregate import aggregate
+from fuseprof.analysis.running.analyze import windowed_events
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import FIXTURES, TRACES
 

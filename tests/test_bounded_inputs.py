@@ -215,8 +215,8 @@ def _flagged(check: str, path: Path, capsys: pytest.CaptureFixture[str], table: 
     """``check`` fails on the edited trace (``fuseprof check`` exits 1 naming it) and ``table`` of the analysis
     says it rests on it; the clean trace passes it. Counted 'warning' (said, not silent) or 'silently wrong'."""
     from fuseprof.analysis import analyze_trace
-    from fuseprof.analysis.integrity import failed_for
-    from fuseprof.analysis.sections import table_spec
+    from fuseprof.analysis.facts.integrity import failed_for
+    from fuseprof.analysis.running.sections import table_spec
 
     code, out = _check(path, capsys)
     row = next(line for line in out.splitlines() if line.startswith(check))
@@ -354,7 +354,7 @@ def test_the_decompressed_bound_is_set_by_an_environment_variable(tmp_path: Path
     _clear_error(["analyze", str(BERT)], tmp_path, "FUSEPROF_MAX_TRACE_MB='lots': give a size in MiB")
 
 
-_TIGHT = ("import resource, sys\nfrom fuseprof.cli import main\nimport fuseprof.analysis.runner, pandas, pyarrow\n"
+_TIGHT = ("import resource, sys\nfrom fuseprof.cli import main\nimport fuseprof.analysis.running.runner, pandas, pyarrow\n"
           "size = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize')) * 1024\n"
           "resource.setrlimit(resource.RLIMIT_AS, (size + 60 * 2**20,) * 2)\nsys.exit(main(sys.argv[1:]))")
 
@@ -402,7 +402,7 @@ def test_a_stored_table_with_a_dropped_column_is_rebuilt(tmp_path: Path, monkeyp
     for entry in [*tables.parent.parent.parent.glob("??/*/*")]:  # every stored part: its analysis, kept answers
         shutil.rmtree(entry)
     assert store.put_frames(key, "tables", frames, meta)
-    from fuseprof.analysis import runner
+    from fuseprof.analysis.running import runner
 
     runner._LAST.clear()
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fuseprof.analysis.analyze import trace_files
+from fuseprof.analysis.running.analyze import trace_files
 from fuseprof.bundle.ingest import ingest
 from fuseprof.cli import main
 from fuseprof.errors import TraceFormatError

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.job_path import job_path
+from fuseprof.analysis.paths.job_path import job_path
 from tests.conftest import FIXTURES, shared_traces
 
 SKEW_US = 40.0

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.ranks import across_ranks
-from fuseprof.analysis.sections import shown_tables
+from fuseprof.analysis.facts.ranks import across_ranks
+from fuseprof.analysis.running.sections import shown_tables
 from fuseprof.errors import FuseprofError
 from scripts.make_rank_set import make_rank_set
 from tests.conftest import FIXTURES, FUZZ_RESULTS, SHARED, shared_traces, trace_at

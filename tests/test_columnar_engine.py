@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.analyze import analyze_tables
-from fuseprof.analysis.iterations import Iterations, step_at
+from fuseprof.analysis.facts.iterations import Iterations, step_at
+from fuseprof.analysis.running.analyze import analyze_tables
 from fuseprof.parse.store import TraceStore, content_key
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.trace_events import read_trace_tables

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.sections import shown_tables
+from fuseprof.analysis.running.sections import shown_tables
 from fuseprof.parse.execution_trace import execution_trace_beside, is_execution_trace
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables
 from tests import trace_forms

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.critical_path import walk
-from fuseprof.analysis.path import result_graphs
-from fuseprof.analysis.plan import Plan
-from fuseprof.analysis.whatif import replay, replayed
+from fuseprof.analysis.paths.critical_path import walk
+from fuseprof.analysis.paths.path import result_graphs
+from fuseprof.analysis.paths.plan import Plan
+from fuseprof.analysis.paths.whatif import replay, replayed
 from fuseprof.cli import main
 from fuseprof.parse.store import default_store
 

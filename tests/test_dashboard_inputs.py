@@ -82,7 +82,7 @@ def test_the_url_chooses_the_window_the_section_and_the_rows(monkeypatch) -> Non
 
 def test_a_window_past_the_bar_limit_draws_its_first_events_and_says_so() -> None:
     from fuseprof.analysis import analyze
-    from fuseprof.analysis.timeline import ALL_WINDOW, window_events
+    from fuseprof.analysis.facts.timeline import ALL_WINDOW, window_events
 
     events = analyze(EXAMPLE)[0].events
     rows, total = window_events(events, ALL_WINDOW, 100)

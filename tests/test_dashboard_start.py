@@ -12,7 +12,7 @@ import pytest
 from fuseprof_dashboards import model_page, serve
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.timeline import timeline_windows
+from fuseprof.analysis.facts.timeline import timeline_windows
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "traces" / "llama4l-eager-h200" / "raw" / "0-profiler_trace.json.gz"

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.sections import shown_tables
+from fuseprof.analysis.running.sections import shown_tables
 from fuseprof.figures import occupancy_curves_figure
 from fuseprof.model.devices import DEVICES, identify, limits_for
 from fuseprof.model.occupancy import HOPPER, occupancy, occupancy_table

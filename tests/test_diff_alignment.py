@@ -1,4 +1,4 @@
-"""Two runs aligned by what they compute (issue 62): ``fuseprof.analysis.align``, ``changes`` and the gate's
+"""Two runs aligned by what they compute (issue 62): ``fuseprof.analysis.judgements.align``, ``changes`` and the gate's
 module rules, on the committed H100 pairs (eager / compiled / graphed decode, foreach / fused AdamW). Every
 expected number is counted here from the raw trace JSON (kernels, launches, ProfilerStep ranges, the
 ``nn.Module`` ranges of the CPU thread), never from fuseprof's tables; the hostile cases count in FUZZ_RESULTS."""
@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.align import CELLS, _pairs, align
-from fuseprof.analysis.changes import change_class, changes
-from fuseprof.analysis.gate import parse_rules
+from fuseprof.analysis.judgements.align import CELLS, _pairs, align
+from fuseprof.analysis.judgements.changes import change_class, changes
+from fuseprof.analysis.judgements.gate import parse_rules
 from fuseprof.cli import main
 from fuseprof.errors import InvalidArgumentError
 from tests import trace_rewrite

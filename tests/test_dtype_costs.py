@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.analyze import Options, analyze_tables
-from fuseprof.analysis.fusion import CopyModel
+from fuseprof.analysis.judgements.fusion import CopyModel
+from fuseprof.analysis.running.analyze import Options, analyze_tables
 from fuseprof.parse.trace_events import read_trace_tables
 from tests import trace_rewrite
 from tests.conftest import FIXTURES, FUZZ_RESULTS

@@ -128,7 +128,7 @@ def test_ranks_merge_into_one_file_whose_events_map_back(tmp_path: Path) -> None
     pids_of_ranks = [set(r["pids"].values()) for r in info["ranks"]]
     assert not pids_of_ranks[0] & pids_of_ranks[1]
     waits = [e for e in merged["traceEvents"] if e.get("cat") == "fuseprof" and e["name"].startswith("waits for")]
-    from fuseprof.analysis.ranks import collective_skew
+    from fuseprof.analysis.facts.ranks import collective_skew
 
     table = collective_skew(results)
     expected = sum(int((table[c] > 0).sum()) for c in table.columns if c.startswith("wait_ns_rank"))

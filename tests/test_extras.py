@@ -90,7 +90,7 @@ def test_report_still_draws_every_figure(tmp_path: Path) -> None:
     """`report` is the verb that draws: its HTML holds one figure for each shown table that declares one and has
     rows (the figure is drawn when a view asks for it, no longer whenever the table is shown)."""
     from fuseprof.analysis import analyze
-    from fuseprof.analysis.sections import trace_sections
+    from fuseprof.analysis.running.sections import trace_sections
 
     out = tmp_path / "r.html"
     assert main(["report", str(EAGER), "-o", str(out)]) == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fuseprof.analysis.sections import shown_tables
+from fuseprof.analysis.running.sections import shown_tables
 from fuseprof.cli import build_parser, main
 from fuseprof.commands import COMMANDS
 from tests.conftest import FUSEPROF, FUZZ_RESULTS, ROOT

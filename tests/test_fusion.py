@@ -10,8 +10,8 @@ import pytest
 
 import fuseprof
 from fuseprof.analysis import analyze
-from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
-from fuseprof.analysis.fusion import copy_model_from_bench, fused_bytes, prediction_check
+from fuseprof.analysis.judgements.diff import diff_by_category, diff_by_op, diff_totals
+from fuseprof.analysis.judgements.fusion import copy_model_from_bench, fused_bytes, prediction_check
 from fuseprof.cli import main
 from fuseprof.model.registry_data import DEFAULT
 from tests.conftest import TRACES

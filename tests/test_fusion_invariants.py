@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.fusion import find_chains, gap_limit_ns
+from fuseprof.analysis.judgements.fusion import find_chains, gap_limit_ns
 from fuseprof.parse.names import short_kernel_name
 from tests.conftest import FIXTURES, ROOT, SHARED, SHARED_FILES, TRACES, by_name, trace_at
 

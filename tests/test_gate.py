@@ -10,7 +10,7 @@ import json
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.gate import evaluate, parse_rules
+from fuseprof.analysis.judgements.gate import evaluate, parse_rules
 from fuseprof.cli import main
 from tests import trace_rewrite
 from tests.conftest import FIXTURES, TRACES, shared_traces

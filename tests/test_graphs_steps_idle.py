@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fuseprof.analysis import analyze, analyze_trace
-from fuseprof.analysis.idle import CAUSES
+from fuseprof.analysis.facts.idle import CAUSES
 from tests.conftest import FIXTURES
 
 GRAPHS = FIXTURES / "h200-graphs"
@@ -208,8 +208,8 @@ def test_a_kernel_written_twice_under_one_launch_fails_its_check_and_flags_the_t
     checks = result.integrity.set_index("check")
     assert checks.loc["kernels_written_twice", "value"] == 1 and not checks.loc["kernels_written_twice", "ok"]
     assert analyze_trace(BERT).integrity.set_index("check").loc["kernels_written_twice", "ok"]
-    from fuseprof.analysis.integrity import failed_for
-    from fuseprof.analysis.sections import table_spec
+    from fuseprof.analysis.facts.integrity import failed_for
+    from fuseprof.analysis.running.sections import table_spec
     assert failed_for(table_spec("timeline").rests_on, result.integrity) == ["kernels_written_twice (1)"]
 
 
@@ -262,8 +262,8 @@ def test_two_processes_merged_in_one_file_with_agreeing_clocks_fail_their_check(
     checks = result.integrity.set_index("check")
     assert checks.loc["host_processes", "value"] == len(host) == 2 and not checks.loc["host_processes", "ok"]
     assert checks.loc["overlapping_kernel_ns", "ok"] and checks.loc["largest_gpu_gap_ns", "ok"]
-    from fuseprof.analysis.integrity import failed_for
-    from fuseprof.analysis.sections import table_spec
+    from fuseprof.analysis.facts.integrity import failed_for
+    from fuseprof.analysis.running.sections import table_spec
     assert failed_for(table_spec("timeline").rests_on, result.integrity) == ["host_processes (2)"]
     assert analyze_trace(BERT).integrity.set_index("check").loc["host_processes", "ok"]
 

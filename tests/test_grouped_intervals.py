@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.analyze import Options, windowed_events
-from fuseprof.analysis.integrity import _overlap_on_streams
-from fuseprof.analysis.timeline import breakdowns
+from fuseprof.analysis.facts.integrity import _overlap_on_streams
+from fuseprof.analysis.facts.timeline import breakdowns
+from fuseprof.analysis.running.analyze import Options, windowed_events
 from fuseprof.model.intervals import apart
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import ROOT, SHARED, TRACES, covered_ns, trace_at

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.collector import FIRST_GENERATION_THRESHOLD, fewer_collections
+from fuseprof.analysis.running.collector import FIRST_GENERATION_THRESHOLD, fewer_collections
 from fuseprof.parse.text_arrays import python_strings
 
 

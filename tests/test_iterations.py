@@ -1,4 +1,4 @@
-"""Iterations without ProfilerStep (fuseprof/analysis/iterations.py), scored against the profiler's own steps:
+"""Iterations without ProfilerStep (fuseprof/analysis/facts/iterations.py), scored against the profiler's own steps:
 every real trace with two or more ``ProfilerStep#N`` ranges is read again without them, and the iterations found
 from its launch sequence must have the true step's length and the true step's launches. Engine step ranges
 (SGLang, vLLM) are counted from the raw files."""
@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.analyze import windowed_events
-from fuseprof.analysis.iterations import find_iterations, step_at
+from fuseprof.analysis.facts.iterations import find_iterations, step_at
+from fuseprof.analysis.running.analyze import windowed_events
 from fuseprof.cli import main
 from fuseprof.model.registry import IterationRange
 from fuseprof.model.registry_data import DEFAULT

@@ -44,7 +44,7 @@ def _stage(module: str) -> str | None:
 @pytest.mark.parametrize("stage", sorted(ALLOWED))
 def test_a_stage_imports_only_the_stages_before_it(stage: str) -> None:
     wrong = []
-    for path in sorted((PACKAGE / stage).glob("*.py")):
+    for path in sorted((PACKAGE / stage).rglob("*.py")):
         for module in _imports(path):
             if not module.startswith("fuseprof") or module in LEAVES or module.startswith("fuseprof_kernels"):
                 continue
@@ -86,7 +86,7 @@ def test_op_names_live_only_in_the_registry_data() -> None:
 
 def test_the_byte_model_and_the_replay_read_one_dataflow() -> None:
     """The fused-bytes model and the --verify replay link tensors through the same module."""
-    for module in ("analysis/fusion.py", "verify/replay.py"):
+    for module in ("analysis/judgements/fusion.py", "verify/replay.py"):
         assert "fuseprof.model.dataflow" in _imports(PACKAGE / module), module
 
 
@@ -162,3 +162,22 @@ def test_the_circle_finder_finds_a_circle() -> None:
 def test_no_import_circle_at_run_time_or_for_types() -> None:
     assert not _circles(_import_graph())
 
+
+
+# analysis/'s own layers, from the bottom: what happened, the dependency graph and its replays, what to make of
+# it, and running it all (a layer imports its own and those below it; the result type is read by every layer)
+ANALYSIS_LAYERS = ("facts", "paths", "judgements", "running")
+
+
+def test_analysis_layers_import_only_downwards() -> None:
+    wrong = []
+    for path in sorted((PACKAGE / "analysis").rglob("*.py")):
+        layer = path.relative_to(PACKAGE / "analysis").parts[0]
+        if layer not in ANALYSIS_LAYERS:
+            continue
+        for module in _imports(path):
+            parts = module.split(".")
+            if parts[:2] == ["fuseprof", "analysis"] and len(parts) > 2 and parts[2] in ANALYSIS_LAYERS:
+                if ANALYSIS_LAYERS.index(parts[2]) > ANALYSIS_LAYERS.index(layer):
+                    wrong.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert not wrong, "\n".join(wrong)

@@ -16,9 +16,9 @@ import psutil
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.job_path import job_path
-from fuseprof.analysis.ranks import across_ranks
-from fuseprof.analysis.sections import shown_tables
+from fuseprof.analysis.facts.ranks import across_ranks
+from fuseprof.analysis.paths.job_path import job_path
+from fuseprof.analysis.running.sections import shown_tables
 from fuseprof.cli import main
 from tests.conftest import ROOT
 
@@ -111,7 +111,7 @@ def test_a_late_started_rank_is_start_up_skew_not_the_straggler(tmp_path: Path, 
 def test_a_two_worker_dask_cluster_gives_the_single_process_answer(tmp_path: Path, capsys, monkeypatch) -> None:
     """Every table as the single-process run makes it, with the traces sent as tasks of several (a task of three
     and a task of one: each answer back in its call's place)."""
-    import fuseprof.analysis.cluster as cluster
+    import fuseprof.analysis.running.cluster as cluster
 
     distributed = pytest.importorskip("distributed")
     monkeypatch.setattr(cluster, "batches", lambda count, threads: [
@@ -162,7 +162,7 @@ def test_an_unreachable_scheduler_is_one_line(where: str, tmp_path: Path, capsys
     handshake (Dask alone waits forever): one line, exit 2, within the answer time."""
     import socket
 
-    import fuseprof.analysis.cluster as cluster
+    import fuseprof.analysis.running.cluster as cluster
 
     pytest.importorskip("distributed")
     folder = tmp_path / "ranks"
@@ -207,7 +207,7 @@ def test_workers_that_die_end_the_run_with_one_error(monkeypatch) -> None:
     import sys
     import time
 
-    import fuseprof.analysis.cluster as cluster
+    import fuseprof.analysis.running.cluster as cluster
     from fuseprof.errors import FuseprofError
 
     distributed = pytest.importorskip("distributed")
@@ -246,7 +246,7 @@ def test_a_scheduler_that_dies_mid_run_is_one_error(capfd) -> None:
     import threading
     import time
 
-    import fuseprof.analysis.cluster as cluster
+    import fuseprof.analysis.running.cluster as cluster
     from fuseprof.errors import FuseprofError
 
     distributed = pytest.importorskip("distributed")
@@ -279,7 +279,7 @@ def test_a_scheduler_that_dies_mid_run_is_one_error(capfd) -> None:
 def test_cluster_batches_cover_every_call_once_largest_first(count: int, threads: int) -> None:
     """The tasks of a cluster run: every call once and in order, never an empty task, groups never growing, and
     once fewer calls are left than four per thread, one call a task (the workers finish together)."""
-    from fuseprof.analysis.cluster import batches
+    from fuseprof.analysis.running.cluster import batches
 
     groups = batches(count, threads)
     assert [k for group in groups for k in group] == list(range(count))

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_many_kernels_memory import analyze_limited, outcome, write_trace  # noqa: E402
 
 # the imports first, then an address space of what they took and 60 MB more: the decode runs out past the read
-_TIGHT = ("import resource, sys\nfrom fuseprof.cli import main\nimport fuseprof.analysis.runner, pandas, pyarrow\n"
+_TIGHT = ("import resource, sys\nfrom fuseprof.cli import main\nimport fuseprof.analysis.running.runner, pandas, pyarrow\n"
           "size = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize')) * 1024\n"
           "limit = size + 60 * 2**20\nprint(limit, flush=True)\n"
           "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\nsys.exit(main(sys.argv[1:]))")

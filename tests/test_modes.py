@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.analyze import windowed_events
-from fuseprof.analysis.modes import modes
+from fuseprof.analysis.facts.modes import modes
+from fuseprof.analysis.running.analyze import windowed_events
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import FIXTURES, TRACES
 

@@ -12,8 +12,8 @@ import math
 import pandas as pd
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.fusion import find_chains, fused_bytes
-from fuseprof.analysis.opgraph import OpGraph, op_graph
+from fuseprof.analysis.facts.opgraph import OpGraph, op_graph
+from fuseprof.analysis.judgements.fusion import find_chains, fused_bytes
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.trace_events import read_trace_tables
 from fuseprof.verify.chains import chains_to_verify

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fuseprof.analysis.fusion import fused_bytes
-from fuseprof.analysis.opgraph import op_graph
+from fuseprof.analysis.facts.opgraph import op_graph
+from fuseprof.analysis.judgements.fusion import fused_bytes
 from fuseprof.cli import main
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.execution_trace import EXECUTION_TRACE, read_execution_trace

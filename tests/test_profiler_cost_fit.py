@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.unprofiled import host_speed
+from fuseprof.analysis.facts.unprofiled import host_speed
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import FIXTURES, FUZZ_RESULTS
 

@@ -13,13 +13,13 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pyspy_split.py"
 # py-spy's raw form: frames from the root to the leaf, ';' between them, then the sample count
 RAW = "\n".join([
     # 5 samples in pandas under fuseprof: pandas'
-    "<module> (run.py:1);analyze_tables (fuseprof/analysis/analyze.py:9);top_ops (fuseprof/analysis/summaries.py:3);"
+    "<module> (run.py:1);analyze_tables (fuseprof/analysis/running/analyze.py:9);top_ops (fuseprof/analysis/facts/summaries.py:3);"
     "DataFrame.__getitem__ (pandas/core/frame.py:4000) 5",
     # 3 in the standard library called from fuseprof: fuseprof's (bisect runs for it)
-    "<module> (run.py:1);analyze_tables (fuseprof/analysis/analyze.py:9);bind (fuseprof/analysis/critical_path.py:150);"
+    "<module> (run.py:1);analyze_tables (fuseprof/analysis/running/analyze.py:9);bind (fuseprof/analysis/paths/critical_path.py:150);"
     "bisect_right (/usr/lib/python3.11/bisect.py:10) 3",
     # 1 in NumPy, its path written whole under a checkout folder called fuseprof: NumPy's
-    "<module> (run.py:1);analyze_tables (fuseprof/analysis/analyze.py:9);bind (fuseprof/analysis/critical_path.py:150);"
+    "<module> (run.py:1);analyze_tables (fuseprof/analysis/running/analyze.py:9);bind (fuseprof/analysis/paths/critical_path.py:150);"
     "unique (/home/u/fuseprof/.venv/lib/python3.11/site-packages/numpy/lib/_arraysetops_impl.py:1) 1",
     # 7 outside the analysis (the decode): not counted
     "<module> (run.py:1);read_trace_tables (fuseprof/parse/trace_events.py:5) 7",
@@ -34,7 +34,7 @@ def test_each_sample_goes_to_its_deepest_library(tmp_path: Path) -> None:
     assert lines[0][:2] == ["9", "samples"]  # 5 + 3 + 1
     shares = {line[0]: line[1] for line in lines[1:4]}
     assert shares == {"pandas": "55.6%", "fuseprof": "33.3%", "numpy": "11.1%"}  # 5/9, 3/9, 1/9
-    assert "33.3% bind (analysis/critical_path.py)" in out
+    assert "33.3% bind (analysis/paths/critical_path.py)" in out
 
 
 @pytest.mark.parametrize("content", [None, "<module> (run.py:1);read_trace_tables (fuseprof/parse/x.py:5) 7\n"])

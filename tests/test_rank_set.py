@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.job_path import job_path
-from fuseprof.analysis.ranks import across_ranks
+from fuseprof.analysis.facts.ranks import across_ranks
+from fuseprof.analysis.paths.job_path import job_path
 from fuseprof.cli import main
 from fuseprof.errors import FuseprofWarning
 from tests.conftest import FIXTURES, shared_traces
@@ -198,7 +198,7 @@ def test_the_jobs_path_names_the_labelled_straggler_as_setting_the_steady_steps(
     the rank that arrived last) is held by the rank labels.json names the straggler in every step after the first
     (whose collective is the start-up offset); the GEMM-slowed rank's largest work there is a GEMM, the rank whose
     host launched late holds host time, no kernel."""
-    from fuseprof.analysis.job_path import job_path
+    from fuseprof.analysis.paths.job_path import job_path
 
     shared = shared_traces()
     truth = json.loads((shared / "labels.json").read_text())["pairs"][pair]["straggler"]
@@ -218,7 +218,7 @@ def test_the_jobs_path_of_a_gpu_bound_tensor_parallel_step_runs_from_all_reduce_
     job path runs from the previous all-reduce's end (on the rank the walk ends on) to this one's on the rank that
     ended last, on the job's clock: each rank's clock moved by the median of its steady all-reduces' ends less
     the ranks' median end (from the raw files; within 1 ns, the median's rounding)."""
-    from fuseprof.analysis.job_path import job_path
+    from fuseprof.analysis.paths.job_path import job_path
 
     files = sorted((shared_traces() / "h200_2gpu").glob("tp_mlp_straggle_rank*.json.gz"))
     raw = np.array([_nccl_ends(f) for f in files], dtype=np.int64)
@@ -238,7 +238,7 @@ def test_the_jobs_path_ends_when_two_communicators_collectives_cross() -> None:
 
     import pandas as pd
 
-    from fuseprof.analysis.job_path import LEG_COLUMNS, _walk
+    from fuseprof.analysis.paths.job_path import LEG_COLUMNS, _walk
 
     def legs(rows: list[tuple[int, int, int, int]]) -> list[object]:  # a rank's legs, as rows in end order
         frame = pd.DataFrame([("s", a, b, c, d, "work", "aten::mm", "", b - a) for a, b, c, d in rows],

@@ -12,7 +12,7 @@ import pytest
 
 import fuseprof
 from fuseprof.analysis import analyze
-from fuseprof.analysis.ranks import collective_skew, median_ns, others_medians, rank_summary
+from fuseprof.analysis.facts.ranks import collective_skew, median_ns, others_medians, rank_summary
 from fuseprof.cli import main
 from tests.conftest import FIXTURES
 
@@ -105,8 +105,8 @@ def test_sixteen_ranks_sort_numerically(tmp_path, capsys) -> None:
 def test_the_across_ranks_tables_read_the_ranks_as_they_are_now() -> None:
     """The collectives are grouped once per across-ranks build (``ranks.one_rank_set``), never kept beyond it: a
     rank's clock corrected in place after one call is what the next call reads."""
-    from fuseprof.analysis.ranks import numbered_ranks
-    from fuseprof.analysis.sections import build_across
+    from fuseprof.analysis.facts.ranks import numbered_ranks
+    from fuseprof.analysis.running.sections import build_across
 
     results = numbered_ranks(analyze([FIXTURES / "tp2"], workers=1))
     before = int(collective_skew(results)["skew_ns"].iloc[0])

@@ -161,7 +161,7 @@ def test_a_right_registry_file_is_the_registry_its_rows_make(name: str, tmp_path
 
 def test_the_catalogue_patterns_are_the_patterns_the_audit_runs() -> None:
     """The schema's list of catalogue patterns is the audit's (a new pattern is allowed in a file at once)."""
-    from fuseprof.analysis.patterns import PATTERNS
+    from fuseprof.analysis.judgements.patterns import PATTERNS
     from fuseprof.model.registry import CATALOGUE_PATTERNS
 
     assert set(CATALOGUE_PATTERNS) == set(PATTERNS)

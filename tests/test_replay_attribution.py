@@ -1,6 +1,6 @@
 """Graph replays attributed without their capture (issue 63, point 1): aligned to an eager twin, to the trace's own
 eager warm-up steps, else named by the kernel families — each kernel compared with the capture-based attribution
-(fuseprof.analysis.graphs, the existing code), kernel by kernel, on the committed and shared graph replays."""
+(fuseprof.analysis.facts.graphs, the existing code), kernel by kernel, on the committed and shared graph replays."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.events import TWIN_CHECK, attributed_without_capture, categorized_events
-from fuseprof.analysis.graphs import attribute_replays, capture_windows
+from fuseprof.analysis.facts.events import TWIN_CHECK, attributed_without_capture, categorized_events
+from fuseprof.analysis.facts.graphs import attribute_replays, capture_windows
 from fuseprof.cli import main
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.trace_events import read_trace_tables

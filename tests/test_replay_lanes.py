@@ -1,4 +1,4 @@
-"""The what-if replay on arrays (``fuseprof.analysis.replay_lanes``) against the sequential replay that defines it
+"""The what-if replay on arrays (``fuseprof.analysis.paths.replay_lanes``) against the sequential replay that defines it
 (``whatif.replay``: one dependency at a time, in topological order): every step of real captures — a decode of
 many syncs, a training step (autograd's thread hand-overs), side streams that wait on each other, a two-GPU rank
 with collectives, a rank set of 90 short steps — under every kind of plan the analysis makes (fused chains, things
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.path import chains_of, result_graphs
-from fuseprof.analysis.plan import Plan
-from fuseprof.analysis.replay_lanes import Union, replay_union
-from fuseprof.analysis.whatif import (
+from fuseprof.analysis.paths.path import chains_of, result_graphs
+from fuseprof.analysis.paths.plan import Plan
+from fuseprof.analysis.paths.replay_lanes import Union, replay_union
+from fuseprof.analysis.paths.whatif import (
     HOST_LAGS,
     compile_plan,
     fuse_plan,
@@ -83,7 +83,7 @@ def test_the_arrays_replay_equals_the_sequential_one_to_the_ns(trace: Path) -> N
 
 def test_every_start_and_end_too() -> None:
     """Not only the step's end: every item's replayed start and end equal the sequential replay's."""
-    from fuseprof.analysis.whatif import _times
+    from fuseprof.analysis.paths.whatif import _times
 
     trace = FIXTURES / "truth" / "known_path.json.gz"
     result = analyze([trace])[0]

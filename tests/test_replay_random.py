@@ -1,4 +1,4 @@
-"""The what-if replay on arrays (``fuseprof.analysis.replay_lanes``) against the sequential one that defines it
+"""The what-if replay on arrays (``fuseprof.analysis.paths.replay_lanes``) against the sequential one that defines it
 (``whatif._times``) on random step graphs: built by the builder's own steps (``_add_calls``, ``_add_gpu`` with its
 syncs, ``_add_end``, ``bind`` with its contention) from random host calls and GPU work — several threads handing
 work over, several streams and devices, stream waits, many synchronising calls, nested and overlapping calls,
@@ -16,10 +16,18 @@ from collections import defaultdict
 
 import numpy as np
 
-from fuseprof.analysis.critical_path import StepGraph, _add_calls, _add_end, _add_gpu, bind, topological_order, walk
-from fuseprof.analysis.plan import Plan
-from fuseprof.analysis.replay_lanes import StepArrays, Union, replay_union
-from fuseprof.analysis.whatif import (
+from fuseprof.analysis.paths.critical_path import (
+    StepGraph,
+    _add_calls,
+    _add_end,
+    _add_gpu,
+    bind,
+    topological_order,
+    walk,
+)
+from fuseprof.analysis.paths.plan import Plan
+from fuseprof.analysis.paths.replay_lanes import StepArrays, Union, replay_union
+from fuseprof.analysis.paths.whatif import (
     HOST_LAGS,
     _times,
     fuse_plan,
@@ -255,7 +263,7 @@ def test_another_thread_s_later_launch_does_not_stop_a_sync_waiting() -> None:
     """Thread T launches K_b at 10 and synchronises from 20 to 200; thread T2 launches K_c at 30, and K_b waits on
     its stream for K_c. K_b is queued behind a launch made after the sync started, but on a thread the sync does
     not hand work to: no cycle, and K_b (the work that ended last while the sync ran) is what it waited for."""
-    from fuseprof.analysis.critical_path import Dep, _add_syncs
+    from fuseprof.analysis.paths.critical_path import Dep, _add_syncs
 
     g = StepGraph("step", 0, 300)
     a0 = g.add("call", "launch", "cudaLaunchKernel", "T", 0, 2)
@@ -277,7 +285,7 @@ def test_a_cycle_is_an_error_not_an_endless_walk() -> None:
     going round until memory runs out."""
     import pytest
 
-    from fuseprof.analysis.critical_path import Dep
+    from fuseprof.analysis.paths.critical_path import Dep
 
     g = StepGraph("step", 0, 5)
     for _ in range(2):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import fuseprof.analysis.sections as sections_package
+import fuseprof.analysis.running.sections as sections_package
 from fuseprof.analysis import analyze
-from fuseprof.analysis.sections import shown_tables
+from fuseprof.analysis.running.sections import shown_tables
 from fuseprof.cli import main
 from fuseprof.report import report_html
 from fuseprof.section_views import trace_views
@@ -28,7 +28,7 @@ AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 def _example() -> str:
     """The worked example's module, as docs/sections.md prints it."""
     text = (ROOT / "docs" / "sections.md").read_text()
-    return re.search(r"Save\s+this as `fuseprof/analysis/sections/copies.py`:\n\n```python\n(.*?)```", text, re.S).group(1)
+    return re.search(r"Save\s+this as `fuseprof/analysis/running/sections/copies.py`:\n\n```python\n(.*?)```", text, re.S).group(1)
 
 
 @pytest.fixture

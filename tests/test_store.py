@@ -15,8 +15,8 @@ import pytest
 import fuseprof.parse.store as store_module
 import fuseprof.parse.trace_events as trace_events
 from fuseprof.analysis import analyze
-from fuseprof.analysis.analyze import windowed_events
-from fuseprof.analysis.sections import shown_tables
+from fuseprof.analysis.running.analyze import windowed_events
+from fuseprof.analysis.running.sections import shown_tables
 from fuseprof.cli import main
 from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.frames import COMPRESS_FROM_BYTES, frame_table, pack_frames, unpack_frame

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.analyze import windowed_events
-from fuseprof.analysis.graphs import is_graph_launch
-from fuseprof.analysis.modes import modes
-from fuseprof.analysis.summaries import launch_stats, op_roofline, top_kernels, top_ops
+from fuseprof.analysis.facts.graphs import is_graph_launch
+from fuseprof.analysis.facts.modes import modes
+from fuseprof.analysis.facts.summaries import launch_stats, op_roofline, top_kernels, top_ops
+from fuseprof.analysis.running.analyze import windowed_events
 from fuseprof.model.derived import add_rates
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.model.roofline import capture_roof, judge

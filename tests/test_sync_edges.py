@@ -1,5 +1,5 @@
 """Issue 60 point 4: Kineto's ``cuda_sync`` records (Stream Wait Event, Stream Sync, Event Sync, Context Sync) are
-read as dependency edges (``fuseprof.analysis.sync_edges``), not dropped as "left out, their kind unreadable".
+read as dependency edges (``fuseprof.analysis.facts.sync_edges``), not dropped as "left out, their kind unreadable".
 
 The expected edges are worked out here from the raw JSON alone: a Stream Wait Event on stream S for stream W's
 event makes the first GPU work on S launched after the wait call (smallest correlation id above it) wait for the
@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.path import result_graphs
+from fuseprof.analysis.paths.path import result_graphs
 from fuseprof.parse.store import default_store
 from fuseprof.parse.trace_events import read_trace_tables
 from tests import trace_forms, trace_rewrite

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.unprofiled import host_scale
+from fuseprof.analysis.facts.unprofiled import host_scale
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import FIXTURES, FUZZ_RESULTS
 
@@ -97,7 +97,7 @@ def test_host_time_removed_is_the_raw_counts_times_the_calibration(llama) -> Non
     idle = llama.frames["idle"].iloc[0]
     launch = int(idle["idle_launch_ns"])
     # the sync idle that removing the syncs would not save is the host's own work: launch idle without the profiler
-    # (fuseprof.analysis.sync_saving); the step time is the profiler's removal alone
+    # (fuseprof.analysis.paths.sync_saving); the step time is the profiler's removal alone
     kept_sync = int(idle["idle_sync_ns"]) - int(row["idle_sync_unprofiled_ns"])
     assert 0 <= row["idle_sync_unprofiled_ns"] <= idle["idle_sync_ns"]
     assert row["idle_launch_unprofiled_ns"] == max(0, launch - row["host_removed_ns"]) + kept_sync
@@ -160,7 +160,7 @@ def test_one_saving_for_rope_in_analyze_fusion_audit_worth_doing_and_report(llam
 
 
 def test_the_verdict_box_names_bound_top_category_and_op_and_first_advice(llama) -> None:  # type: ignore[no-untyped-def]
-    from fuseprof.analysis.sections.verdict import headline
+    from fuseprof.analysis.running.sections.verdict import headline
 
     v = llama.frames["verdict"].iloc[0]
     events = _raw(LLAMA)["traceEvents"]
@@ -265,7 +265,7 @@ def test_whatif_reports_the_saving_without_the_profiler(llama, capsys) -> None: 
 
 
 def test_unprofiled_table_is_shown_with_its_source(llama) -> None:  # type: ignore[no-untyped-def]
-    from fuseprof.analysis.sections import table_spec
+    from fuseprof.analysis.running.sections import table_spec
 
     frame = llama.frames["unprofiled"]
     assert isinstance(frame, pd.DataFrame) and "estimated" in table_spec("unprofiled").heading(frame)

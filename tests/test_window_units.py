@@ -1,4 +1,4 @@
-"""The window's units (``fuseprof.analysis.units.window_units``) against the events they are made from, worked out
+"""The window's units (``fuseprof.analysis.facts.units.window_units``) against the events they are made from, worked out
 row by row in plain Python: each op call's (or op-less kernel's) summed time, kernel count, first place by start,
 its events' labels in the window's order, and its kernel and category from its longest kernel (ties: the earlier
 event), on a real eager trace and on a graph replay with no capture (every kernel a unit of its own)."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fuseprof.analysis.analyze import windowed_events
-from fuseprof.analysis.units import window_units
+from fuseprof.analysis.facts.units import window_units
+from fuseprof.analysis.running.analyze import windowed_events
 from fuseprof.model.registry_data import DEFAULT
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import FIXTURES, TRACES

@@ -30,7 +30,7 @@ import pandas as pd
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.sections import shown_tables
+from fuseprof.analysis.running.sections import shown_tables
 from fuseprof.cli import main
 from fuseprof.errors import TraceFormatError
 from fuseprof.parse.trace_events import TraceTables, read_trace_tables

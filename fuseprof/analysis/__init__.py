@@ -3,7 +3,7 @@
 ``fuseprof.analysis.analyze(path)`` is the facade (one ``TraceAnalysis`` per trace).
 """
 
-from fuseprof.analysis.result import TraceAnalysis
-from fuseprof.analysis.runner import analyze, analyze_trace
+from fuseprof.analysis.facts.result import TraceAnalysis
+from fuseprof.analysis.running.runner import analyze, analyze_trace
 
 __all__ = ["TraceAnalysis", "analyze", "analyze_trace"]

@@ -135,7 +135,7 @@ TIMING_COLUMNS: tuple[Column, ...] = (
     Column("chain_instances", "Int64", "verify: chains of the group with the replayed chain's shapes"),
     Column("chain_kernels", "Int64", "verify: kernels of the replayed chain in the trace"),
     Column("trace_chain_ns", "Float64", "verify: median over those chains of Σ kernel durations in the trace"),
-    Column("fused_bytes", "Float64", "verify: the finder's fused bytes of one chain (fuseprof/analysis/fusion.py)"),
+    Column("fused_bytes", "Float64", "verify: the finder's fused bytes of one chain (fuseprof/analysis/judgements/fusion.py)"),
     Column("predicted_fused_ns", "Float64", "verify: fused_bytes / copy rate + fixed cost (the fusion table's model)"),
     Column("predicted_saving_ns", "Float64", "verify: trace_chain_ns − predicted_fused_ns"),
     Column("kernels_per_call", "Int64", "verify: GPU kernels one call of the variant launches (torch.profiler)"),

@@ -71,7 +71,7 @@ UNPROFILED_KEY = "fuseprof_unprofiled"  # read by fuseprof.parse.trace_events.ca
 
 def add_unprofiled(prof: torch.profiler.profile, step_ns: Sequence[int]) -> None:
     """Write into the trace the same steps timed without the profiler (CUDA events, ns each), and the torch that ran
-    them: ``analyze`` then uses the measured step time instead of its estimate (``fuseprof.analysis.unprofiled``).
+    them: ``analyze`` then uses the measured step time instead of its estimate (``fuseprof.analysis.facts.unprofiled``).
     Call while the profiler runs (inside its ``with``; Kineto drops metadata added after it stops)."""
     prof.add_metadata_json(UNPROFILED_KEY, json.dumps({"step_ns": [int(t) for t in step_ns],
                                                        "torch": torch.__version__, "method": "CUDA events"}))

@@ -12,9 +12,9 @@ from collections.abc import Callable, Collection, Iterator
 import msgspec
 import pandas as pd
 
-from fuseprof.analysis.changes import Changes, unrelated_evidence
-from fuseprof.analysis.result import TraceAnalysis
-from fuseprof.analysis.sections import build_across, shown_tables
+from fuseprof.analysis.facts.result import TraceAnalysis
+from fuseprof.analysis.judgements.changes import Changes, unrelated_evidence
+from fuseprof.analysis.running.sections import build_across, shown_tables
 from fuseprof.commands.base import JSON_SCHEMA_VERSION, emit
 from fuseprof.commands.render import WIDTH, cell_text, clean_text, table_text
 from fuseprof.display import cells_as_text
@@ -75,7 +75,7 @@ def chosen_tables(result: TraceAnalysis, only: Collection[str] | None = None) ->
 
 
 def print_analysis(result: TraceAnalysis, only: Collection[str] | None = None) -> None:
-    """Every section of one trace (``fuseprof.analysis.sections``), in order; only the tables named in ``only``
+    """Every section of one trace (``fuseprof.analysis.running.sections``), in order; only the tables named in ``only``
     where it is given."""
     _line(f"== {result.name}  ({result.device or 'device unknown'}; roof: {result.roof.label}"
           f"{'; rank ' + str(result.rank) if result.rank is not None else ''}; {result.window})")
@@ -170,7 +170,7 @@ def print_job_path(results: list[TraceAnalysis]) -> None:
     step); nothing for a single process."""
     if not several_ranks(results):
         return
-    from fuseprof.analysis.sections.job_path import SECTION
+    from fuseprof.analysis.running.sections.job_path import SECTION
 
     print(f"\n== across {len(results)} ranks")
     for shown in rank_views(results, dict(SECTION.build_ranks(results)), wide=_WIDE[0]):  # type: ignore[misc]
@@ -198,7 +198,7 @@ def print_diff(a: str, b: str, tables: dict[str, pd.DataFrame], top: int) -> Non
 
 
 def print_modules(aligned: Changes, top: int) -> None:
-    """``fuseprof diff``'s aligned view: what changed by module (``fuseprof.analysis.changes``), the ``top``
+    """``fuseprof diff``'s aligned view: what changed by module (``fuseprof.analysis.judgements.changes``), the ``top``
     modules by time delta, the matched share and the unmatched remainder; 'unrelated' with its evidence."""
     summary = aligned.summary
     d = aligned.modules.head(top)

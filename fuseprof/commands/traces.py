@@ -125,7 +125,7 @@ def _sections(text: str | None, results: list[TraceAnalysis]) -> list[str] | Non
     """``--sections``' table names, each checked against the tables the analysis has."""
     if text is None:
         return None
-    from fuseprof.analysis.sections import shown_tables
+    from fuseprof.analysis.running.sections import shown_tables
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     known = list(dict.fromkeys(name for r in results for name in shown_tables(r)))
@@ -184,7 +184,7 @@ def _fusion(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     """``fusion --verify N``: the top-N chains replayed eager and compiled, beside their predictions."""
-    from fuseprof.analysis.analyze import trace_files
+    from fuseprof.analysis.running.analyze import trace_files
     from fuseprof.commands.trace_views import show_verification
     from fuseprof.verify.chains import chains_to_verify, recorded_strides
     from fuseprof.verify.run import default_device, verify_chains
@@ -219,7 +219,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _op_graph(trace: Path, registry):  # type: ignore[no-untyped-def]
     """The op graph the analysis read (``analyze_tables``): by the execution trace recorded beside a capture's
     trace, else by shapes."""
-    from fuseprof.analysis.opgraph import op_graph
+    from fuseprof.analysis.facts.opgraph import op_graph
     from fuseprof.parse.execution_trace import execution_trace_beside, read_execution_trace
     from fuseprof.parse.store import default_store
 
@@ -272,7 +272,7 @@ def _check(args: argparse.Namespace) -> int:
     """The integrity table alone; exit 1 when damage puts 1% or more of a trace's GPU time in doubt, or a
     zero or repeated kernel timestamp is in it (``completeness.fails``): a script's gate before it trusts the
     other tables. Capture settings are notes, unless ``--require`` names them."""
-    from fuseprof.analysis.completeness import fails, notes
+    from fuseprof.analysis.facts.completeness import fails, notes
     from fuseprof.commands.trace_views import print_table
 
     failed: list[str] = []
@@ -377,12 +377,12 @@ def _diff(args: argparse.Namespace) -> int:
     hash_while_importing([args.a, args.b])
     import pandas as pd
 
-    from fuseprof.analysis.changes import changes, summary_table
-    from fuseprof.analysis.diff import diff_by_category, diff_by_op, diff_totals
+    from fuseprof.analysis.judgements.changes import changes, summary_table
+    from fuseprof.analysis.judgements.diff import diff_by_category, diff_by_op, diff_totals
     from fuseprof.commands.trace_views import print_diff, print_modules, width
 
     if args.fail_on is not None:
-        from fuseprof.analysis.gate import parse_rules
+        from fuseprof.analysis.judgements.gate import parse_rules
 
         parse_rules(args.fail_on)  # a malformed rule is said before two traces are read
     a, b = _one_trace(args.a, args.registry), _one_trace(args.b, args.registry)
@@ -404,7 +404,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _gate(a: TraceAnalysis, b: TraceAnalysis, args: argparse.Namespace) -> int:
     """Exit 1 when a rule is broken beyond A's noise; the verdict as a table, csv, json or markdown."""
-    from fuseprof.analysis.gate import evaluate, markdown, parse_rules
+    from fuseprof.analysis.judgements.gate import evaluate, markdown, parse_rules
 
     verdict = evaluate(a, b, parse_rules(args.fail_on))
     if args.format == "markdown":
@@ -466,7 +466,7 @@ COMMANDS = (
             "step, grouped by their op sequence (one group per repeated chain, e.g. the RMSNorm of every layer and "
             "step), with the bytes a fused kernel would move, its predicted time (bytes at the copy rate plus one "
             "kernel's floor), the saving as a share of GPU busy time and of the span, and the kernel that already "
-            "fuses such a chain. Formulas: fuseprof/analysis/fusion.py. --verify N runs the top N chains to check "
+            "fuses such a chain. Formulas: fuseprof/analysis/judgements/fusion.py. --verify N runs the top N chains to check "
             "the prediction: fuseprof/verify/.", kept=lambda args: args.verify is None),
     Command("audit", "is each fusion of the catalogue done in this trace? fused, not fused, not present", _audit,
             lambda p: trace_arguments(p, 10, None, "table, or csv/json"),
@@ -475,7 +475,7 @@ COMMANDS = (
             "scaler, linear cross-entropy, cross-entropy), found by its dataflow pattern in the "
             "op graph: fused (the unit that does it), not fused (the time now and the predicted saving), partly "
             "fused, or not present, with the evidence. Answers 'is my engine's fusion active for my model?'. "
-            "Catalogue: fuseprof/model/registry_data.py; patterns: fuseprof/analysis/patterns.py; accuracy on "
+            "Catalogue: fuseprof/model/registry_data.py; patterns: fuseprof/analysis/judgements/patterns.py; accuracy on "
             "labelled traces: docs/accuracy.md.", kept=always),
     Command("check", "the integrity checks alone: can this trace's tables be trusted? exit 1 if not", _check,
             _check_arguments,
@@ -487,7 +487,7 @@ COMMANDS = (
             "damage puts 1% or more of a trace's GPU time in doubt or any kernel timestamp is zero or repeated "
             "(0 otherwise, the rest printed as notes; 2 for an unreadable trace): a script's gate before it "
             "trusts the other tables. --require makes a missing capture setting a failure. Checks: "
-            "fuseprof/analysis/integrity.py, completeness.py, torch_rules.py; docs/validation.md.", kept=always),
+            "fuseprof/analysis/facts/integrity.py, completeness.py, torch_rules.py; docs/validation.md.", kept=always),
     Command("report", "one self-contained HTML report of traces, to attach to a pull request", _report,
             _report_arguments,
             "A verdict (what bounds the run; the three things worth doing, with predicted savings), then the integrity "

@@ -63,8 +63,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
 
 
 def _whatif(args: argparse.Namespace) -> int:
-    from fuseprof.analysis.path import result_graphs, whatif_table
-    from fuseprof.analysis.unprofiled import host_scale
+    from fuseprof.analysis.facts.unprofiled import host_scale
+    from fuseprof.analysis.paths.path import result_graphs, whatif_table
     from fuseprof.parse.store import default_store
 
     fuse, graph, compiled = _plan(args)
@@ -127,7 +127,7 @@ def _without_profiler(frame: pd.DataFrame, estimated: bool) -> None:
         return
     before, after = statistics.median(frame["scaled_before_ns"]), statistics.median(frame["scaled_after_ns"])
     print(f"without the profiler (estimated: the host's time ×{frame.attrs['host_scale']:.3f}, "
-          f"fuseprof/analysis/unprofiled.py): median step {before / 1e3:,.1f} µs → {after / 1e3:,.1f} µs, step saving "
+          f"fuseprof/analysis/facts/unprofiled.py): median step {before / 1e3:,.1f} µs → {after / 1e3:,.1f} µs, step saving "
           f"{(frame['scaled_before_ns'] - frame['scaled_after_ns']).sum() / 1e3:,.1f} µs over {len(frame)} steps")
     if after >= before:
         print("note: the plan removes no step time without the profiler")
@@ -137,7 +137,7 @@ def _waits(results, late: int | None) -> dict[int, dict[int, int]]:  # type: ign
     """Per rank, how long each of its collectives waited for rank ``late`` beyond the others (``--not-late``)."""
     if late is None:
         return {}
-    from fuseprof.analysis.ranks import waits_for
+    from fuseprof.analysis.facts.ranks import waits_for
 
     ranks = {r.rank for r in results}
     if late not in ranks or len(ranks) < 2:
@@ -180,7 +180,7 @@ COMMANDS = (
             "things on it, each with the step time saved if it took no time (the steps replayed). Given several "
             "ranks, the table view also prints the job's path across them: which rank, and what on it, set each "
             "step (in JSON: `fuseprof analyze --format json`, across_ranks.job_path). Graph: "
-            "fuseprof/analysis/critical_path.py; across ranks: fuseprof/analysis/job_path.py."),
+            "fuseprof/analysis/paths/critical_path.py; across ranks: fuseprof/analysis/paths/job_path.py."),
     Command("whatif", "replay the steps with a plan: fuse rows, capture or compile a region", _whatif,
             _whatif_arguments,
             "Applies a plan to each step's dependency graph and replays it: fused chains become one kernel at the "
@@ -188,6 +188,6 @@ COMMANDS = (
             "captured as a CUDA graph keeps one launch and runs its kernels as graph nodes; a compiled region has its "
             "memory-bound chains fused and no host time between its launches. Prints each step's time "
             "before and after, the step saving beside the fusion table's GPU saving, and with --step-time the "
-            "prediction at the measured scale. Model: fuseprof/analysis/whatif.py; accuracy on captured A/B pairs: "
+            "prediction at the measured scale. Model: fuseprof/analysis/paths/whatif.py; accuracy on captured A/B pairs: "
             "docs/whatif.md."),
 )

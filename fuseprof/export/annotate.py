@@ -20,7 +20,7 @@ from fuseprof.output_paths import refuse_overwriting
 from fuseprof.parse.store import default_store
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.result import TraceAnalysis
+    from fuseprof.analysis.facts.result import TraceAnalysis
 
 SUFFIXES = (".json", ".json.gz", ".pftrace")
 

@@ -6,16 +6,16 @@ The tracks, each from one analysis table or function (no finding is computed her
     fusion · CLASS   one slice per chain (instance) of every fusion row of that class, over its kernels
                      (first kernel's start to last kernel's end); args: the row, its class and ops, the instance's
                      measured time and its share of the row's saving (the step time it removes without the
-                     profiler, ``fuseprof.analysis.savings``; the GPU saving beside it)
+                     profiler, ``fuseprof.analysis.paths.savings``; the GPU saving beside it)
     GPU idle         one slice per idle gap of the GPU, named by its largest cause, with its time by cause
-                     (``fuseprof.analysis.idle.idle_gaps``)
+                     (``fuseprof.analysis.facts.idle.idle_gaps``)
     profiler steps   one slice per profiler step over the GPU work it launched (``profiler_step`` of the events)
     phases           in a training step, one slice per step and phase (forward, backward, recomputation, optimizer,
-                     communication, other) over the GPU work of that phase (``fuseprof.analysis.phases``)
+                     communication, other) over the GPU work of that phase (``fuseprof.analysis.facts.phases``)
     waits · rank R   across ranks: per collective matched on every rank, the time this rank's kernel waited for
-                     the last rank to arrive (its start to the last start; ``fuseprof.analysis.ranks``)
+                     the last rank to arrive (its start to the last start; ``fuseprof.analysis.facts.ranks``)
     critical path    one slice per segment of each step's critical path (a kernel, a call, the host's work, a
-                     lag), named by its kind of time and what it was (``fuseprof.analysis.path``)"""
+                     lag), named by its kind of time and what it was (``fuseprof.analysis.paths.path``)"""
 
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.idle import CAUSES, idle_gaps
-from fuseprof.analysis.ranks import matched_collectives
-from fuseprof.analysis.savings import saving as saving_of
+from fuseprof.analysis.facts.idle import CAUSES, idle_gaps
+from fuseprof.analysis.facts.ranks import matched_collectives
+from fuseprof.analysis.paths.savings import saving as saving_of
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.result import TraceAnalysis
+    from fuseprof.analysis.facts.result import TraceAnalysis
     from fuseprof.parse.trace_events import TraceTables
 
 COLUMNS = ["track", "name", "start_ns", "end_ns", "args"]
@@ -114,9 +114,9 @@ def phase_slices(result: TraceAnalysis) -> pd.DataFrame:
 
 
 def path_slices(result: TraceAnalysis, tables: TraceTables) -> pd.DataFrame:
-    """One slice per segment of each step's critical path (``fuseprof.analysis.path.step_paths``), named by its
+    """One slice per segment of each step's critical path (``fuseprof.analysis.paths.path.step_paths``), named by its
     kind of time and what it was: contiguous from the step's start to its end."""
-    from fuseprof.analysis.path import result_graphs, step_paths
+    from fuseprof.analysis.paths.path import result_graphs, step_paths
 
     path = step_paths(result_graphs(result, tables), result.events, tables, result.registry)
     path = path[path["dur_ns"] > 0]

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.ranks import across_ranks
+from fuseprof.analysis.facts.ranks import across_ranks
 from fuseprof.errors import FuseprofError
 from fuseprof.parse.store import default_store
 
 if TYPE_CHECKING:
-    from fuseprof.analysis.result import TraceAnalysis
+    from fuseprof.analysis.facts.result import TraceAnalysis
 
 RAW_TABLES = {"cpu_ops": "ops", "runtime_calls": "launches", "modules": "modules", "annotations": "annotations"}
 ACROSS = {"rank_summary": "ranks", "collective_skew": "collectives", "late_arrivals": "late_arrivals",
@@ -181,7 +181,7 @@ def sql(text: str, traces: Any, external_access: bool = False, **analyze_options
     """``fuseprof.sql``: one SQL statement over ``traces`` — paths (analysed with ``analyze_options``, as
     ``fuseprof.analyze`` takes them) or analyses already made (``fuseprof.analyze``'s report, a list of
     ``TraceAnalysis``) — as a DataFrame; files, URLs and extensions only with ``external_access`` (``connect``)."""
-    from fuseprof.analysis.result import TraceAnalysis
+    from fuseprof.analysis.facts.result import TraceAnalysis
 
     items = list(traces) if isinstance(traces, (list, tuple)) else [traces]
     if items and all(isinstance(t, TraceAnalysis) for t in items):

@@ -1,7 +1,7 @@
 """The capture settings a trace may lack, as data (no pandas: ``check``'s ``--require`` reads the names while its
 arguments are parsed, before any heavy import): per integrity check, the ``--require`` name that makes its failure
 fail ``check``, the analyses it limits, and the torch.profiler setting (or fuseprof option) that fills it in.
-``fuseprof.analysis.completeness`` gives such a failed check the kind "setting"."""
+``fuseprof.analysis.facts.completeness`` gives such a failed check the kind "setting"."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What torch.profiler adds to the host per recorded event, under each setting: the calibration table
 (``scripts/calibrate_profiler_cost.py``, ``docs/profiler-cost.md``) and the settings a trace was recorded with.
 
-A trace's host time is the host's time *while the profiler recorded*; ``fuseprof.analysis.unprofiled`` takes
+A trace's host time is the host's time *while the profiler recorded*; ``fuseprof.analysis.facts.unprofiled`` takes
 off, per step, the count of each recorded event times its cost here. The table is the mean of the two runs of
 2026-12-06 on an H100 (torch 2.11.0+cu130; ``docs/measurements/profiler-cost-h100-20261206-{a,b}.json``).
 Counts × costs explained 76–108% of the profiler's measured cost on a held-out decode step, so an estimate

@@ -14,11 +14,11 @@ A ``Registry`` holds
 - ``host_causes``: what the host calls and ranges an idle GPU waits through mean (``HostCause``: a
   synchronising copy, the DataLoader, the allocator, an event wait);
 - ``optimizers``: what an optimizer step moves per parameter (``OptimizerModel``: its state tensors; what fuses
-  it), by the optimizer's range (``fuseprof.analysis.optimizer``);
+  it), by the optimizer's range (``fuseprof.analysis.judgements.optimizer``);
 - ``phase_ranges``: the ranges that mark a training step's phases beyond what autograd records
-  (``PhaseRange``: ``Optimizer.step#…`` is the optimizer; ``fuseprof.analysis.phases``);
+  (``PhaseRange``: ``Optimizer.step#…`` is the optimizer; ``fuseprof.analysis.facts.phases``);
 - ``iteration_ranges``: the ranges that mark one iteration of a loop (``IterationRange``: torch.profiler's
-  ``ProfilerStep#N``, a serving engine's own step; ``fuseprof.analysis.iterations``);
+  ``ProfilerStep#N``, a serving engine's own step; ``fuseprof.analysis.facts.iterations``);
 - the fusion catalogue the audit reads (``CatalogueEntry``: which pattern finds each fusion), the kernels known to fuse a chain
   (``KnownFusion``), fuseprof's own kernels that compute a replayed chain (``KernelMatch``) and the named
   chain classes (``ChainClass``).
@@ -158,7 +158,7 @@ class OpRole:
 class OpKinds:
     """What an op (``op``: a regex searched in its name) or, for a kernel with no op of its own or whose op
     no row names, a kernel (``kernel``: searched case-insensitively) computes, as *kinds* the fusion
-    patterns read (``fuseprof.analysis.patterns``): ``kinds`` given outright; ``named``: a group of the
+    patterns read (``fuseprof.analysis.judgements.patterns``): ``kinds`` given outright; ``named``: a group of the
     match whose text is one more kind (an aten op computes what it is called: ``aten::silu_`` is
     ``silu``); ``listed``: a group whose text lists more, operator names joined by ``_`` (the ops an Inductor
     kernel's name says it fused: ``triton_poi_fused_index_copy_mul_silu_3`` computes ``index_copy``, ``mul`` and
@@ -201,13 +201,13 @@ class KindRule:
 
 CATALOGUE_PATTERNS = ("add_rmsnorm", "silu_mul", "gate_up", "qkv", "attention", "epilogue", "rope_cache",
                       "dequant_gemm", "sampling", "optimizer", "clip", "zero_grad", "grad_scaler", "linear_ce", "cross_entropy", "chain",
-                      "kernels")  # fuseprof.analysis.patterns.PATTERNS' names (a test keeps the two one list)
+                      "kernels")  # fuseprof.analysis.judgements.patterns.PATTERNS' names (a test keeps the two one list)
 
 
 @dataclass(frozen=True)
 class CatalogueEntry:
     """A fusion of the audit's catalogue: ``pattern`` names the dataflow pattern that finds it, fused and
-    unfused, in the op graph (``fuseprof.analysis.patterns.PATTERNS``; ``kernels`` for an entry that is only
+    unfused, in the op graph (``fuseprof.analysis.judgements.patterns.PATTERNS``; ``kernels`` for an entry that is only
     a set of kernels); ``fused``: a regex (searched case-insensitively in kernel names and launching ops)
     for kernels that do it, beyond the kinds the pattern reads (an engine's own kernel is a row away);
     ``region``: a regex on the user annotations a pattern's ops run inside (``Optimizer.step#``);
@@ -226,7 +226,7 @@ class CatalogueEntry:
 
 @dataclass(frozen=True)
 class HostCause:
-    """What a host call or range means for an idle GPU (``fuseprof.analysis.idle``): ``cause`` (``sync``: the
+    """What a host call or range means for an idle GPU (``fuseprof.analysis.facts.idle``): ``cause`` (``sync``: the
     host blocked on the GPU; ``data loading``: it waited for input; ``start-up``: it did one-time CUDA start-up
     (context, handles, module loading; any call of a second or more that does not wait for the GPU as well);
     ``allocator``: it allocated or freed device memory; ``event wait``: it queued the next work behind an event)
@@ -247,7 +247,7 @@ class OptimizerModel:
     expression searched in the range's name: torch.optim writes ``Optimizer.step#AdamW.step``): per parameter
     element it reads the weight, its gradient and ``states`` state tensors and writes the weight and the states —
     ``(3 + 2 · states)`` elements (Adam/AdamW: m and v, 7; SGD with momentum: 5) — and ``fused`` runs it so
-    (``fuseprof.analysis.optimizer``)."""
+    (``fuseprof.analysis.judgements.optimizer``)."""
 
     ranges: str
     states: int
@@ -267,7 +267,7 @@ class OptimizerModel:
 class PhaseRange:
     """The phase of GPU work launched inside a ``record_function`` range matching ``ranges`` (a regular
     expression, searched): ``optimizer`` (the optimizer's step and zero_grad). Backward is autograd's own record
-    (``autograd::engine::evaluate_function``), forward what a step launches before it (``fuseprof.analysis.phases``)."""
+    (``autograd::engine::evaluate_function``), forward what a step launches before it (``fuseprof.analysis.facts.phases``)."""
 
     phase: Literal["optimizer"]
     ranges: str
@@ -282,7 +282,7 @@ class IterationRange:
     step — written by ``source`` (``torch.profiler``, ``SGLang``, ``vLLM``) under names matching ``ranges`` (a
     regular expression, searched). ``default``: the tables cover only these iterations unless ``--window`` says
     otherwise (torch.profiler's steps, as TraceLens and HTA analyse them); an engine's steps are shown per step
-    while the tables keep the whole trace (``fuseprof.analysis.iterations``)."""
+    while the tables keep the whole trace (``fuseprof.analysis.facts.iterations``)."""
 
     source: str
     ranges: str
@@ -365,7 +365,7 @@ class ChainClass:
     """A named kind of memory-bound chain: every op of ``all_of`` and at least one of ``any_of`` (when
     given) among its ops. Checked in order; a chain of no class is a plain memory-bound chain. A ``backward``
     class is matched against the forward ops a backward chain differentiates (autograd's sequence numbers:
-    ``fuseprof.analysis.phases``), not its own gradient ops; ``fused_by`` names what fuses the class where no
+    ``fuseprof.analysis.facts.phases``), not its own gradient ops; ``fused_by`` names what fuses the class where no
     known fusion names its ops."""
 
     name: str

@@ -337,7 +337,7 @@ ATEN_KERNEL_KINDS: tuple[OpKinds, ...] = tuple(OpKinds(kernel=_NATIVE + pattern,
     ("tanh_kernel", "tanh")))
 
 # What ops and kernels compute, as the kinds the fusion patterns of the op graph read
-# (fuseprof.analysis.patterns). An op's rows are all applied; a kernel's only where no row names its op.
+# (fuseprof.analysis.judgements.patterns). An op's rows are all applied; a kernel's only where no row names its op.
 OP_KINDS: tuple[OpKinds, ...] = (
     # an aten op computes what it is called (aten::silu_ is silu, aten::_softmax is softmax)
     OpKinds(op=r"^aten::_*(?P<name>[a-z0-9]+(?:_[a-z0-9]+)*?)_?$", named="name"),
@@ -354,7 +354,7 @@ OP_KINDS: tuple[OpKinds, ...] = (
     OpKinds(op=r"_backward\w*$|Backward", kinds=("backward",)),  # a gradient: no forward pattern's part
     OpKinds(op=r"^aten::(argmax|topk|multinomial)$", kinds=("sample",)),
     # ops that only wrap the kernels of compiled code (torch.compile's region and its graph call, AOTAutograd's
-    # function): each kernel inside is judged by itself (fuseprof.analysis.units), never the region as one op
+    # function): each kernel inside is judged by itself (fuseprof.analysis.facts.units), never the region as one op
     OpKinds(op=r"^Torch-Compiled Region|^## Call CompiledFxGraph|^CompiledFunction(Backward)?$",
             kinds=("compiled region",)),
     # engines' own ops
@@ -408,11 +408,11 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
     CatalogueEntry("linear cross-entropy", "linear_ce"),
     CatalogueEntry("cross-entropy", "cross_entropy"),
 )
-# What the host's calls and ranges mean while the GPU is idle (fuseprof.analysis.idle), in priority order
+# What the host's calls and ranges mean while the GPU is idle (fuseprof.analysis.facts.idle), in priority order
 HOST_CAUSES: tuple[HostCause, ...] = (
     HostCause("data loading", ranges=r"^enumerate\(DataLoader\)|DataLoader\w*Iter|^DataLoader\.__next__"),
     # one-time: context and handle creation, device queries, module and library loading (any call of a second or
-    # more that does not wait for the GPU is start-up too, a cudaFree(0) or a first launch: fuseprof.analysis.idle)
+    # more that does not wait for the GPU is start-up too, a cudaFree(0) or a first launch: fuseprof.analysis.facts.idle)
     HostCause("start-up", calls=r"^(?:cu|hip)(?:Init|ModuleLoad\w*|LibraryLoad\w*|DevicePrimaryCtx\w*|CtxCreate\w*)$"
                                 r"|^(?:cuda|hip)(?:GetDeviceCount|DriverGetVersion|RuntimeGetVersion|GetDeviceProperties"
                                 r"\w*|StreamCreate\w*|DeviceGetStreamPriorityRange)$"),
@@ -421,16 +421,16 @@ HOST_CAUSES: tuple[HostCause, ...] = (
     HostCause("allocator", calls=r"^(?:cuda|hip)(?:Malloc|Free)\w*$|^cuMem(?:Alloc|Free)\w*$"),
     HostCause("event wait", calls=r"StreamWaitEvent"),
 )
-# Which call a sync was (fuseprof.analysis.idle's idle_sync_<call>_ns; item and copy are read-backs, what a CUDA
+# Which call a sync was (fuseprof.analysis.facts.idle's idle_sync_<call>_ns; item and copy are read-backs, what a CUDA
 # graph cannot hold): the op around it, or the runtime call itself for a copy
 SYNC_OPS = {"item": r"^aten::(?:item|_local_scalar_dense)$",
             "copy": r"^aten::(?:copy_|to|_to_copy|cpu|tolist|nonzero|masked_select|unique\w*|repeat_interleave)$"
                     r"|Memcpy(?!Async)|^cuMemcpy"}
-# The phases of a training step that autograd does not record (fuseprof.analysis.phases)
+# The phases of a training step that autograd does not record (fuseprof.analysis.facts.phases)
 PHASE_RANGES: tuple[PhaseRange, ...] = (
     PhaseRange("optimizer", r"^Optimizer\.(step|zero_grad)#"),  # torch.optim's own ranges, per optimizer class
 )
-# The ranges that mark one iteration of a loop (fuseprof.analysis.iterations), first match wins: torch.profiler's
+# The ranges that mark one iteration of a loop (fuseprof.analysis.facts.iterations), first match wins: torch.profiler's
 # steps; SGLang's scheduler writes step[DECODE bs=32] / step[EXTEND bs=1 toks=128] around each batch it runs
 # (sglang/srt/managers/scheduler.py); vLLM's model runner execute_<n>_context_<n>(…)_generation_<n>(…)
 # (vllm/v1/worker/gpu_model_runner.py, record_function around execute_model)
@@ -439,7 +439,7 @@ ITERATION_RANGES: tuple[IterationRange, ...] = (
     IterationRange("SGLang", r"^step\[[A-Z_]+ bs=\d+"),
     IterationRange("vLLM", r"^execute_\d+_context_\d+\(.*\)_generation_\d+\("),
 )
-# What one step of each torch.optim optimizer moves per parameter element (fuseprof.analysis.optimizer):
+# What one step of each torch.optim optimizer moves per parameter element (fuseprof.analysis.judgements.optimizer):
 # state tensors per parameter, from torch.optim's docs (Adam/AdamW: exp_avg, exp_avg_sq; SGD: momentum_buffer)
 OPTIMIZERS: tuple[OptimizerModel, ...] = (
     OptimizerModel(r"#(AdamW|Adam)\.step$", states=2, fused="torch.optim fused=True (_fused_adamw_ / _fused_adam_)"),

@@ -4,7 +4,7 @@ per recorded op, the storages of the tensors it read and of those it returned.
 A Kineto trace records each op's shapes and dtypes but not which tensor it took; the execution trace
 records every tensor argument and result as ``[tensor id, storage id, offset, elements, item size,
 device]``. Its op nodes carry ``rf_id``, the ``Record function id`` of the same op in the Kineto trace,
-which is how the two are joined (``fuseprof.analysis.opgraph``). Only what dataflow needs is decoded:
+which is how the two are joined (``fuseprof.analysis.facts.opgraph``). Only what dataflow needs is decoded:
 the node's name, its ``rf_id``, and per argument (the same positions as the Kineto trace's ``Input
 Dims``) the storage id of a tensor, or of each tensor of a TensorList; everything else is skipped.
 A view's storage is its base's, so dataflow by storage goes through views and slices.

@@ -1,7 +1,7 @@
 """A process-wide setting held while any of several overlapping blocks is open, and put back after the last.
 
 Why: fuseprof changes two settings of the interpreter while it decodes and analyses a trace — pandas' string storage
-(``fuseprof.parse.text_arrays``) and the garbage collector's threshold (``fuseprof.analysis.collector``) — and
+(``fuseprof.parse.text_arrays``) and the garbage collector's threshold (``fuseprof.analysis.running.collector``) — and
 a library call must leave its host's settings as it found them. Both are the process's, not a thread's, so a
 save-and-restore per block breaks where blocks overlap in threads (a Dask worker's threads, a caller's pool): the
 first block to leave restores the setting under the second, and the second, leaving, restores the changed value

@@ -59,7 +59,7 @@ ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 MEMORY_EVENT = "[memory]"  # the allocator's record (profile_memory=True): one instant per alloc (+bytes) or free (-)
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 # CUPTI's synchronisation records (a stream sync, an event sync, a stream waiting on another's event): the
-# dependencies between streams and between the host and a stream (``syncs``; ``fuseprof.analysis.sync_edges``)
+# dependencies between streams and between the host and a stream (``syncs``; ``fuseprof.analysis.facts.sync_edges``)
 SYNC_CATEGORY = "cuda_sync"
 # a kernel's hardware counters from CUPTI's range profiler (torch.profiler's experimental_config profiler_metrics):
 # Kineto records no kernel events while it runs, by design
@@ -369,7 +369,7 @@ class TraceTables:
     device_properties: dict[int, dict[str, int]] = field(default_factory=dict)
     world_size: int | None = None
     # every CPU op and Python frame the profiler recorded (``kind``: "op" or "frame", ``start_ns``): two columns,
-    # what the profiler's own cost is counted from (``fuseprof.analysis.unprofiled``); ``ops`` keeps only some ops
+    # what the profiler's own cost is counted from (``fuseprof.analysis.facts.unprofiled``); ``ops`` keeps only some ops
     recorded: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"kind": pd.Series(dtype=object),
                                                                          "start_ns": pd.Series(dtype="int64")}))
     capture: dict[str, Any] = field(default_factory=dict)  # the trace's own word on its settings (``capture_facts``)

@@ -6,7 +6,7 @@ traced (its ``LoggerCollector``: top-level ``"WARNING"``, ``"ERROR"`` and ``"INF
 1" say records were lost).
 
 Kept apart from ``trace_events``' tables (which every analysis keeps and the store holds, while these serve only
-the completeness checks: ``fuseprof.analysis.completeness``, ``fuseprof.analysis.torch_rules``), but read from
+the completeness checks: ``fuseprof.analysis.facts.completeness``, ``fuseprof.analysis.facts.torch_rules``), but read from
 the same bytes when a trace is decoded (``notes_of``: ``TraceTables.notes``); only tables read back from the store
 have the file read again (``read_trace_notes``). Times stay in the file's clock as µs floats (``displayTimeUnit:
 "ns"`` files scaled): the rules compare these records with each other and with the kernels read here, never with

@@ -6,7 +6,7 @@ backward), the representative is the most common shape signature among the group
 share a group but not shapes); for it:
 
     trace_chain_ns      = median over those chains of Σ kernel durations (the trace's time per chain)
-    fused_bytes         = the finder's fused bytes of one such chain (fuseprof.analysis.fusion.fused_bytes), by the
+    fused_bytes         = the finder's fused bytes of one such chain (fuseprof.analysis.judgements.fusion.fused_bytes), by the
                           op graph the fusion table and the audit read (by an execution trace where one is beside
                           the trace, else by shapes): one dataflow pass, so a chain's bytes here are the table's
     predicted_fused_ns  = the fusion table's copy model at those bytes: fused_bytes / rate + fixed
@@ -22,8 +22,8 @@ from typing import Any
 import msgspec
 import pandas as pd
 
-from fuseprof.analysis.fusion import CopyModel, find_chains, linked_keys
-from fuseprof.analysis.opgraph import OpGraph
+from fuseprof.analysis.facts.opgraph import OpGraph
+from fuseprof.analysis.judgements.fusion import CopyModel, find_chains, linked_keys
 from fuseprof.model.registry import Registry
 from fuseprof.parse.textio import read_bytes
 from fuseprof.verify.replay import Links, RecordedOp

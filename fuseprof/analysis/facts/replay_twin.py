@@ -1,0 +1,127 @@
+"""Graph-replayed kernels attributed without their capture: aligned, replay by replay, to eager kernels of the same
+model — an eager trace given beside the replay (its "eager twin"), or the engine's own eager warm-up steps in the
+replay's trace.
+
+A replay's kernels carry no op (they share their ``cudaGraphLaunch``'s correlation id); an eager step of the same
+model ran the same kernels, each launched by its op inside its module. The replay's sequence of (kind, kernel name)
+is aligned to each eager step's (``difflib.SequenceMatcher``, order-aware: the eager step may hold kernels and copies
+the graph left out, a replay may hold nodes eager never ran) and the step that aligns best gives each matched
+replayed kernel its op, shapes and module. Only kernels in equal runs are matched (a run the two replace by as many
+kernels of other names is left unmatched: an ``index_select`` kernel where eager ran a ``gather`` is another op). The
+share of the replay's kernels matched is every such kernel's ``attribution_confidence`` (of the replay, not of the
+step: an eager step may run the graph's work several times, a decode step per token); below ``MIN_RATIO`` the step
+is another computation and nothing is taken from it: generic kernels (copies, elementwise, GEMMs) alone align a
+replay of decode to another model's training step by more than half (H100 fixtures: 57%, the same model's prefill
+67%, its eager decode 99–100%).
+"""
+
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.facts.graphs import REPLAY_ID_SCALE
+
+MIN_RATIO = 0.8  # below this the best eager step holds too few of the replay's kernels in order (docstring)
+COLUMNS = ("op", "input_dims", "input_type", "concrete", "module")
+# how a replayed kernel was attributed (``attributed_by``): its capture trace's launch (fuseprof.analysis.facts.graphs), an
+# eager twin's kernel, a warm-up step's kernel (here), its kernel family's name alone (events), nothing
+ATTRIBUTED_BY = ("capture", "eager twin", "warm-up", "family", "none")
+
+
+def eager_steps(events: pd.DataFrame) -> list[pd.DataFrame]:
+    """The eager steps of linked GPU events (``link_gpu_events``; replayed kernels left out), each in start order:
+    one per outermost range (``ProfilerStep#N``), the whole trace as one where none is recorded; only steps where
+    some kernel has an op (nothing to take from the others); steps with the same kernel sequence once."""
+    eager = events[events["graph_replay"].isna()] if "graph_replay" in events else events
+    if eager.empty or not eager["op"].notna().any():
+        return []
+    key = eager["step"].astype(object).fillna("") if "step" in eager else pd.Series("", index=eager.index)
+    steps, seen = [], set()
+    for _, part in eager.groupby(key, sort=False):
+        part = part.sort_values("start_ns", kind="stable")
+        names = _tokens(part)
+        if part["op"].notna().any() and names not in seen:
+            seen.add(names)
+            steps.append(part)
+    return steps
+
+
+def _tokens(part: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """Each event as what the alignment compares: its kind and its kernel name, whitespace-trimmed."""
+    return tuple(zip(part["kind"].astype(str), part["name"].astype(str).str.strip()))
+
+
+def _pairs(replay: tuple[tuple[str, str], ...], step: tuple[tuple[str, str], ...]) -> tuple[list[tuple[int, int]],
+                                                                                             float]:
+    """The (replay position, step position) pairs the alignment matches, and the share of the replay matched."""
+    matcher = SequenceMatcher(None, replay, step, autojunk=False)
+    pairs: list[tuple[int, int]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs += zip(range(i1, i2), range(j1, j2))
+    return pairs, len(pairs) / max(len(replay), 1)
+
+
+def align_replays(events: pd.DataFrame, steps: list[pd.DataFrame], method: str) -> pd.DataFrame:
+    """``events`` (with ``graph_replay``, ``attributed_by`` and ``attribution_confidence``) with each replayed kernel
+    not yet attributed given the op, shapes and module of the eager kernel it aligns to (``_Aligner``), its
+    ``op_id`` one per replay and eager op (negative, as a capture's), ``attributed_by`` = ``method``."""
+    todo = events["graph_replay"].notna() & (events["attributed_by"] == "none")
+    if not steps or not todo.any():
+        return events
+    out = events.copy()
+    for column in COLUMNS:
+        out[column] = out[column].astype(object)
+    aligner = _Aligner(steps)
+    for number, replay in out[todo].groupby("graph_replay", sort=True):
+        replay = replay.sort_values("start_ns", kind="stable")
+        pairs, ratio, k = aligner.align(_tokens(replay))
+        if ratio < MIN_RATIO or not pairs:
+            continue
+        rows = replay.index.to_numpy()[[i for i, _ in pairs]]
+        source = steps[k].iloc[[j for _, j in pairs]]
+        has_op = source["op"].notna().to_numpy()
+        rows, source = rows[has_op], source[has_op]
+        for column in COLUMNS:
+            out.loc[rows, column] = source[column].to_numpy(dtype=object)
+        ext = pd.to_numeric(source["op_id"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
+        out.loc[rows, "op_id"] = -(int(number) * REPLAY_ID_SCALE + ext)
+        out.loc[rows, "attributed_by"] = method
+        out.loc[rows, "graph_attributed"] = True  # their ops are linked by the window's op order (units)
+        out.loc[rows, "attribution_confidence"] = ratio
+    for column in ("op", "module"):
+        out[column] = out[column].astype("string")
+    return out
+
+
+class _Aligner:
+    """Replays, in order, aligned to the eager steps. A replay first aligns to what follows the previous replay's
+    match in its step: the graphs of one step replay in the step's order, so the pieces of a piecewise graph
+    (vLLM's: one per layer, each piece's kernels named as every other's) take their own layer, not the first one
+    with those names. Where that part holds too little of it (a new step begins), the replay aligns to each whole
+    step and the best is taken."""
+
+    def __init__(self, steps: list[pd.DataFrame]) -> None:
+        self.steps = [_tokens(s) for s in steps]
+        self.at: tuple[int, int] | None = None  # (step, position) after the previous replay's last matched kernel
+        self.whole: dict[tuple[tuple[str, str], ...], tuple[list[tuple[int, int]], float, int]] = {}
+
+    def align(self, tokens: tuple[tuple[str, str], ...]) -> tuple[list[tuple[int, int]], float, int]:
+        """The (replay position, step position) pairs, the share of the replay matched, and the step."""
+        found: tuple[list[tuple[int, int]], float, int] | None = None
+        if self.at is not None:
+            k, start = self.at
+            pairs, ratio = _pairs(tokens, self.steps[k][start:])
+            if ratio >= MIN_RATIO:
+                found = ([(i, j + start) for i, j in pairs], ratio, k)
+        if found is None:
+            if tokens not in self.whole:
+                self.whole[tokens] = max(((*_pairs(tokens, t), k) for k, t in enumerate(self.steps)),
+                                         key=lambda f: f[1])
+            found = self.whole[tokens]
+        pairs, ratio, k = found
+        self.at = (k, pairs[-1][1] + 1) if pairs and ratio >= MIN_RATIO else None
+        return found

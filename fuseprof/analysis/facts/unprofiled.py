@@ -1,0 +1,210 @@
+"""Each step's time without the profiler: the traced step less what the profiler added to the host.
+
+A trace's host time is the host's time while torch.profiler recorded every op, launch, range, module and
+Python frame. Per step (``ProfilerStep#N``, an engine's step, or the whole window):
+
+    host_removed_ns           = speed × (per_step [where eager launches] + scale × Σ over kinds  count in the step × the calibrated cost of one
+                                event of that kind under the trace's setting (``fuseprof.model.profiler_cost``:
+                                the unit-loop table, and the fit of scale and per_step on real steps; counted on
+                                every thread by the event's start: CPU ops and Python frames from
+                                ``tables.recorded``, ranges, modules, launch calls from their tables); speed:
+                                the trace's median kernel-launch call over the fit's (``host_speed``))
+    idle_launch_unprofiled_ns = max(0, idle_launch_ns − host_removed_ns)
+    step_unprofiled_ns        = span_ns − (idle_launch_ns − idle_launch_unprofiled_ns)
+
+The GPU's work is unchanged; only the gaps where the GPU waited for the host to launch (``idle_launch``, the
+idle section's) shrink, by at most the host time removed in the step: a GPU-bound step, whose host ran ahead,
+keeps its time. The range ``step_unprofiled_{low,high}_ns`` is that with the removed time ± the calibration's
+uncertainty (``profiler_cost.uncertainty``: wider, and said, for a vendor or torch the table does not describe).
+
+A trace that carries fuseprof's own timing of the same steps without the profiler (``fuseprof_unprofiled`` at
+its top level, ``{"step_ns": [...]}``: CUDA events around each un-profiled step, written by the capture) uses its
+median instead: host_removed_ns = span_ns − the measured step, ``source`` says "measured".
+
+The verdict without the profiler (``verdict``) is the idle section's (``idle.verdict_of``), its launch idle the
+estimate's;
+``host_scale`` is the factor on the host's time that the replays of savings and what-if
+take (``whatif.Plan.host_scale``): 1 − Σ host_removed / Σ the steps' host spans.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.facts.graphs import GRAPH_LAUNCH, GRAPH_NODE, KERNEL_LAUNCH
+from fuseprof.analysis.facts.idle import verdict_of
+from fuseprof.analysis.facts.iterations import Iterations, step_at
+from fuseprof.model import profiler_cost
+from fuseprof.model.intervals import covered_ns, merge
+from fuseprof.model.profiler_cost import DEFAULT, SETTINGS, Calibration, setting_of, sync_call_us, uncertainty
+from fuseprof.model.registry import Registry
+from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_link import rows_named
+
+KINDS = ("op", "launch", "graph_launch", "sync", "range", "module", "frame")
+COUNTS = {"op": "ops", "launch": "launches", "graph_launch": "graph_launches", "sync": "syncs", "range": "ranges",
+          "module": "modules", "frame": "frames"}  # the table's column of each kind's count
+BETWEEN = "(between steps)"
+_YEAR_NS = 365 * 86400 * 10**9
+
+
+def capture_setting(tables: TraceTables) -> tuple[str, str]:
+    """The calibrated setting of the trace and a line that says how it is known: written in the trace (torch
+    writes ``record_shapes``, ``with_stack``, ``with_modules``), else inferred from what it recorded (shapes on
+    ops; ``nn.Module:`` events; Python frames; ``[memory]`` events — torch writes no ``profile_memory``)."""
+    written = tables.capture
+    seen = {"record_shapes": bool(tables.ops["input_dims"].map(lambda d: isinstance(d, list) and len(d) > 0).any()
+                                  or len(tables.host_ops)),
+            "with_stack": bool((tables.recorded["kind"] == "frame").any()),
+            "with_modules": bool(len(tables.modules)), "profile_memory": bool(len(tables.memory))}
+    flags = {k: written.get(k, v) for k, v in seen.items()}
+    said = [k for k in ("record_shapes", "with_stack", "with_modules") if k in written]
+    how = ("as written in the trace" if len(said) == 3 else
+           f"{', '.join(said)} as written, the rest inferred" if said else "inferred from the events recorded")
+    setting = setting_of(**flags)
+    on = [k for k, v in flags.items() if v]
+    return setting, f"{SETTINGS[setting]} ({', '.join(on) or 'activities only'}: {how})"
+
+
+def vendor_of(tables: TraceTables) -> str | None:
+    """NVIDIA or AMD, from the device names or the runtime's calls (hip…); None where neither says."""
+    names = " ".join(tables.devices.values()).upper()
+    calls = tables.launches["name"].astype(str)
+    if "AMD" in names or "INSTINCT" in names or calls.str.startswith("hip").any():
+        return "AMD"
+    if "NVIDIA" in names or calls.str.startswith("cu").any():
+        return "NVIDIA"
+    return None
+
+
+def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry, steps: list[object],
+                within: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
+    """Per step (``steps``; ``all``: the whole trace), the events the profiler recorded, by kind (``KINDS``); those
+    that began inside ``within`` (merged intervals) alone where it is given."""
+    launches = tables.launches
+    name = launches["name"].astype(str)
+    graph = name.str.contains(GRAPH_LAUNCH.pattern, regex=True)
+    syncs = [c.calls for c in registry.host_causes if c.cause == "sync" and c.calls]
+    sync = launches.index.isin(rows_named(launches, *syncs).index) if syncs else np.zeros(len(launches), bool)
+    launch = name.str.contains(GRAPH_NODE.pattern, regex=True) & ~graph & ~sync
+    recorded = tables.recorded
+    parts = {"op": recorded["start_ns"][(recorded["kind"] == "op").to_numpy()],
+             "frame": recorded["start_ns"][(recorded["kind"] == "frame").to_numpy()],
+             "launch": launches["start_ns"][launch.to_numpy()], "graph_launch": launches["start_ns"][graph.to_numpy()],
+             "sync": launches["start_ns"][sync], "range": tables.annotations["start_ns"],
+             "module": tables.modules["start_ns"]}
+    starts = pd.Series(np.concatenate([p.to_numpy(np.int64) for p in parts.values()]))
+    kinds = np.repeat(list(parts), [len(p) for p in parts.values()])
+    if within is not None:
+        inside = covered_ns(within, starts.to_numpy(np.int64), starts.to_numpy(np.int64) + 1) > 0
+        starts, kinds = starts[inside].reset_index(drop=True), kinds[inside]
+    # one look-up for every event (each a search over the iterations' ranges), then counted by step and kind
+    keys = step_at(iterations, starts) if iterations.found else pd.Series("all", index=starts.index, dtype=object)
+    counted = pd.crosstab(keys.to_numpy(object), kinds) if len(keys.dropna()) else pd.DataFrame()
+    out = counted.reindex(index=pd.Index(steps, dtype=object), columns=list(KINDS), fill_value=0).fillna(0)
+    return out.astype(np.int64).rename_axis("step").reset_index()
+
+
+def median_launch_us(tables: TraceTables) -> float | None:
+    """The trace's median kernel-launch call as traced (µs); None under ``profiler_cost.MIN_LAUNCHES`` kernel launches."""
+    launches = tables.launches
+    kernel = launches[launches["name"].astype(str).str.contains(KERNEL_LAUNCH.pattern, regex=True)]
+    return float(kernel["dur_ns"].median()) / 1e3 if len(kernel) >= profiler_cost.MIN_LAUNCHES else None
+
+
+def host_speed(tables: TraceTables) -> float:
+    """How slow this trace's host is against the host the fit was made on: its median kernel-launch call over the
+    fit's (``profiler_cost.REFERENCE_LAUNCH_US``), within 0.25-4. The profiler's cost is host CPU time, so a host
+    that launches twice as fast pays about half; 1 where the trace has too few kernel launches to say."""
+    launch = median_launch_us(tables)
+    return 1.0 if launch is None else float(np.clip(launch / profiler_cost.REFERENCE_LAUNCH_US, 0.25, 4.0))
+
+
+def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT, speed: float = 1.0,
+               per_step: bool = True) -> np.ndarray:
+    """Per row of ``counts``, the host time (ns) the profiler added: (the fit's per-step cost + its scale × Σ count
+    × cost) × the host's speed against the fit's (``host_speed``); the per-step cost only where the step launched
+    kernels one by one (and ``per_step``: a part of a step, its data loading, has none of its own)."""
+    row = calibration.per_event_us[setting]
+    cost = {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
+    total = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
+    # the per-step cost came with eager launches (the fit's traces); a step of graph replays alone showed none of it
+    fixed = np.where(counts["launch"].to_numpy(np.int64) > 0, calibration.per_step_us if per_step else 0.0, 0.0)
+    return np.rint((calibration.scale * total + fixed) * speed * 1e3).astype(np.int64)
+
+
+def _measured(tables: TraceTables) -> float | None:
+    """The median un-profiled step fuseprof's capture measured (ns), where the trace carries it (a value that is no
+    finite positive number of ns below a year is no measurement, and is left out)."""
+    steps = tables.capture.get("unprofiled", {}).get("step_ns")
+    values = [float(v) for v in steps if isinstance(v, (int, float)) and not isinstance(v, bool)
+              and math.isfinite(v) and 0 < v < _YEAR_NS] if isinstance(steps, list) else []
+    return statistics.median(values) if values else None
+
+
+def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, registry: Registry,
+               calibration: Calibration = DEFAULT) -> pd.DataFrame:
+    """Per step of the idle table (the module docstring): the events counted, the host time removed, the launch
+    idle and the step time without the profiler with its range, and the verdict then; the setting, the
+    uncertainty and the source as columns."""
+    rows = idle[idle["step"].astype(str) != BETWEEN].reset_index(drop=True) if len(idle) else idle
+    setting, how = capture_setting(tables)
+    torch = tables.capture.get("unprofiled", {}).get("torch")
+    share, why = uncertainty(vendor_of(tables), torch if isinstance(torch, str) else None)
+    counts = step_counts(tables, iterations, registry, rows["step"].tolist())
+    out = pd.DataFrame({"step": rows["step"], "span_ns": rows["span_ns"].astype(np.int64)})
+    out[[COUNTS[k] for k in KINDS]] = counts[list(KINDS)].to_numpy(np.int64)
+    measured = _measured(tables)
+    span = out["span_ns"].to_numpy(np.int64)
+    speed = host_speed(tables)
+    removed = (np.maximum(span - int(measured), 0) if measured is not None
+               else removed_ns(counts, setting, calibration, speed))
+    # the profiler's cost on the events inside the DataLoader's ranges was paid in the data idle, not the launch idle
+    loading = _data_spans(tables, registry)
+    in_data = np.zeros(len(out), np.int64) if measured is not None or not loading[0].size else np.minimum(
+        removed_ns(step_counts(tables, iterations, registry, rows["step"].tolist(), loading), setting, calibration,
+                   speed, per_step=False), removed)
+    launch, data = rows["idle_launch_ns"].to_numpy(np.int64), rows["idle_data_ns"].to_numpy(np.int64)
+    out["host_removed_ns"] = removed
+    out["idle_launch_ns"], out["idle_data_ns"] = launch, data
+    out["idle_launch_unprofiled_ns"] = np.maximum(launch - (removed - in_data), 0)
+    out["idle_data_unprofiled_ns"] = np.maximum(data - in_data, 0)
+    spread = 0.0 if measured is not None else share
+    for column, factor in (("step_unprofiled_ns", 1.0), ("step_unprofiled_low_ns", 1 + spread),
+                           ("step_unprofiled_high_ns", 1 - spread)):
+        less = [np.rint(part * factor).astype(np.int64) for part in (removed - in_data, in_data)]
+        out[column] = span - (launch - np.maximum(launch - less[0], 0)) - (data - np.maximum(data - less[1], 0))
+    out["verdict_as_traced"] = rows["verdict_as_traced"].to_numpy(object)
+    out["verdict"] = [verdict_of({**r, "idle_launch_ns": u, "idle_data_ns": d}) for r, u, d in zip(
+        rows.to_dict("records"), out["idle_launch_unprofiled_ns"], out["idle_data_unprofiled_ns"])]
+    # a step named by two ranges (PyTorch 1.8 wrote ProfilerStep#N as an op too): its longest is its host span
+    ranges = iterations.ranges.groupby("name")["dur_ns"].max() if iterations.found else pd.Series(dtype="int64")
+    out["host_span_ns"] = out["step"].map(ranges).fillna(out["span_ns"]).astype(np.int64)
+    out["uncertainty_pct"] = 100.0 * spread
+    out["setting"] = how
+    out["source"] = ("measured: fuseprof's CUDA-event timing of the same steps without the profiler"
+                     if measured is not None else
+                     f"estimated: recorded events × {calibration.source}, host ×{speed:.2f} the fit's, {why}")
+    return out
+
+
+def _data_spans(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np.ndarray]:
+    """The DataLoader's ranges (the registry's ``data loading`` host cause), merged: where the host's time is the
+    data idle's."""
+    patterns = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
+    rows = rows_named(tables.annotations, *patterns) if patterns else tables.annotations.iloc[:0]
+    start = rows["start_ns"].to_numpy(np.int64)
+    return merge(start, start + rows["dur_ns"].to_numpy(np.int64))
+
+
+def host_scale(estimate: pd.DataFrame) -> float:
+    """The factor on the host's time without the profiler (the replays': ``whatif.Plan.host_scale``):
+    1 − Σ host time removed / Σ the steps' host spans; 1 where nothing is known."""
+    if estimate.empty or "host_span_ns" not in estimate:
+        return 1.0
+    host = float(estimate["host_span_ns"].sum())
+    return max(0.0, 1.0 - float(estimate["host_removed_ns"].sum()) / host) if host > 0 else 1.0

@@ -1,0 +1,317 @@
+"""The critical path's tables: per step, its time by bound; what lies on it, with how much the step would shrink
+if each took no time (slack: less than its time where another path takes over); and each fusion row's step
+saving. The graph and the walk: ``fuseprof.analysis.paths.critical_path``; the replay: ``fuseprof.analysis.paths.whatif``."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.paths.critical_path import (
+    BOUNDS,
+    CATEGORIES,
+    PATH_COLUMNS,
+    HostLookup,
+    StepGraph,
+    labelled,
+    walk,
+    walk_segments,
+)
+from fuseprof.analysis.paths.plan import Plan
+from fuseprof.analysis.paths.whatif import fuse_plan, replay, step_times, zero_plan
+from fuseprof.model.registry import Registry
+from fuseprof.parse.text_arrays import text_dtype
+from fuseprof.parse.trace_events import TraceTables
+
+if TYPE_CHECKING:
+    from fuseprof.analysis.facts.result import TraceAnalysis
+
+_BOUND_COLUMN = {b: b.replace("/", "_").replace(" ", "_") + "_ns" for b in BOUNDS}
+_GROUP = ["bound", "name", "op", "module", "ranges"]
+
+
+def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceTables, registry: Registry
+               ) -> pd.DataFrame:
+    """Every step's path segments, labelled (``critical_path.labelled``), with the step and bound of each."""
+    if not graphs:
+        return pd.DataFrame(columns=[*PATH_COLUMNS, "dur_ns", "name", "op", "module", "ranges", "step", "graph",
+                                     "bound"])
+    segments = [walk_segments(g) for g in graphs]
+    path = pd.DataFrame([row for rows in segments for row in rows], columns=PATH_COLUMNS)
+    path["dur_ns"] = path["end_ns"] - path["start_ns"]
+    path["step"] = [g.step for g, rows in zip(graphs, segments) for _ in rows]
+    path["graph"] = np.repeat(np.arange(len(graphs), dtype=np.int64), [len(rows) for rows in segments])
+    path = labelled(graphs, path, events, HostLookup(tables, registry))
+    path["bound"] = path["category"].map(CATEGORIES)
+    ranges = path["ranges"].astype(object).where(path["ranges"].notna(), "").astype(str)
+    ranges, steps = ranges.tolist(), path["step"].tolist()
+    own = [r == s or r.startswith(s + " / ") for r, s in zip(ranges, steps)]  # the step's own range: not news
+    path["ranges"] = [r[len(s) + 3:] if o and r != s else "" if o else r for r, s, o in zip(ranges, steps, own)]
+    return path
+
+
+def path_table(graphs: Sequence[StepGraph], path: pd.DataFrame) -> pd.DataFrame:
+    """One row per step: its span, the path's length (the same, to the ns), its time by bound, the largest
+    bound (ties: the first by name), and how many items lie on it. Summed over the rows as lists: a grouping
+    and its reshaping were a dozen pandas calls a trace."""
+    by_bound: dict[int, dict[str, int]] = defaultdict(dict)
+    lengths: dict[int, int] = defaultdict(int)
+    items: dict[int, set[int]] = defaultdict(set)
+    for g, bound, ns, item in zip(path["graph"].tolist(), path["bound"].tolist(), path["dur_ns"].tolist(),
+                                  path["item"].tolist()):
+        lengths[g] += ns
+        if isinstance(bound, str):  # a category with no bound is in the length only
+            by_bound[g][bound] = by_bound[g].get(bound, 0) + ns
+        if item >= 0:
+            items[g].add(item)
+    rows = []
+    for k, g in enumerate(graphs):
+        mine = by_bound.get(k, {})
+        row = {"step": g.step, "span_ns": g.span_ns, "path_ns": int(lengths.get(k, 0))}
+        row.update({_BOUND_COLUMN[b]: int(mine.get(b, 0)) for b in BOUNDS})
+        row["bound"] = max(sorted(mine), key=lambda b: mine[b]) if mine else ""  # max(): the first of equals
+        row["items_on_path"] = len(items.get(k, ()))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["step", "span_ns", "path_ns", *_BOUND_COLUMN.values(), "bound", "items_on_path"])
+
+
+def path_top(graphs: Sequence[StepGraph], path: pd.DataFrame, top: int) -> pd.DataFrame:
+    """The ``top`` largest things on the path over every step (a kernel, a call, or an op's host time, by name,
+    op, module and range), with their share of the path and the step time saved if each took no time. Grouped
+    as lists (each key's rows in the path's order, in the order keys first appear; the largest first, equals in
+    that order), not by a frame's groupby: the same rows at a fraction of the calls."""
+    columns = [*_GROUP, "time_ns", "share_pct", "step_saving_if_zero_ns"]
+    if path.empty:
+        return pd.DataFrame(columns=columns)
+    keys = zip(*(path[c].astype(object).where(path[c].notna(), "").tolist() for c in _GROUP))
+    members: dict[tuple[object, ...], list[int]] = {}
+    for position, key in enumerate(keys):
+        members.setdefault(key, []).append(position)
+    durations = path["dur_ns"].to_numpy(np.int64)
+    summed = [(key, int(durations[rows].sum())) for key, rows in members.items()]
+    chosen = sorted(summed, key=lambda pair: -pair[1])[:top]  # stable: equals keep their first appearance's order
+    text = text_dtype()
+    table = pd.DataFrame({c: pd.Series([key[k] for key, _ in chosen], dtype=text) for k, c in enumerate(_GROUP)})
+    table["time_ns"] = np.array([ns for _, ns in chosen], np.int64)
+    table["share_pct"] = 100.0 * table["time_ns"] / max(int(durations.sum()), 1)
+    columns_of = {c: path[c].to_numpy() for c in ("graph", "item", "to_item", "dep", "dur_ns")}
+    table["step_saving_if_zero_ns"] = _savings(graphs, [{c: values[members[key]] for c, values in columns_of.items()}
+                                                        for key, _ in chosen])
+    return table[columns]
+
+
+def _savings(graphs: Sequence[StepGraph], rows: list[dict[str, np.ndarray]]) -> list[int]:
+    """Per row, the step time saved over the steps it lies in if its ``segments`` of the path (its columns as
+    arrays) took no time: every row's plans replayed at once (``whatif.step_times``)."""
+    plans, involved = [], np.zeros((len(rows), len(graphs)), bool)
+    for r, segments in enumerate(rows):
+        order = np.argsort(segments["graph"].astype(np.int64), kind="stable")  # each step's segments together
+        by_graph = segments["graph"].astype(np.int64)[order]
+        columns = [segments[c].astype(np.int64)[order].tolist() for c in ("item", "to_item", "dep", "dur_ns")]
+        cuts = [0, *(np.flatnonzero(np.diff(by_graph)) + 1).tolist(), len(by_graph)] if len(by_graph) else [0]
+        plan = [Plan() for _ in graphs]
+        for a, b in zip(cuts, cuts[1:]):
+            k = int(by_graph[a])
+            involved[r, k] = True
+            plan[k] = zero_plan(graphs[k], *(values[a:b] for values in columns))
+        plans.append(plan)
+    spans = np.array([g.span_ns for g in graphs], np.int64)
+    saved = np.where(involved, spans - step_times(graphs, plans), 0)
+    return [int(x) for x in saved.sum(axis=1)]
+
+
+def chains_of(row: pd.Series) -> list[tuple[list[object], float]]:
+    """A fusion row's chains (its members, listed chain after chain) with each chain's predicted fused time."""
+    members, count = list(row["members"]), max(int(row["count"]), 1)
+    predicted = row.get("predicted_fused_ns")
+    if predicted is None or pd.isna(predicted) or len(members) % count:
+        return []
+    size = len(members) // count
+    return [(members[i:i + size], float(predicted) / count) for i in range(0, len(members), size)]
+
+
+def plan_savings(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], host_scale: float = 1.0) -> list[int]:
+    """Per row of ``plans`` (one plan per step), the step time saved over every step: every row replayed at once;
+    with ``host_scale`` (the host's time without the profiler: ``unprofiled.host_scale``) before and after."""
+    if host_scale == 1.0:
+        before = sum(g.span_ns for g in graphs)
+    else:
+        scaled = Plan(host_scale=host_scale)
+        before = int(step_times(graphs, [[scaled] * len(graphs)]).sum())
+        plans = [[p.merge(scaled) for p in row] for row in plans]
+    return [before - int(t) for t in step_times(graphs, plans).sum(axis=1)]
+
+
+def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, host_scale: float = 1.0) -> pd.Series:
+    """Per fusion row, the step time its fusion saves over every step (null: no predicted time), the host's time
+    scaled by ``host_scale`` (1: as traced)."""
+    graph_of: dict[object, list[int]] = defaultdict(list)  # each GPU event's step graph(s)
+    for k, g in enumerate(graphs):
+        for e in g.event:
+            if e is not None:
+                graph_of[e].append(k)
+    out: list[int | None] = []
+    plans: list[list[Plan]] = []
+    for _, row in fusion.iterrows():
+        chains = chains_of(row)
+        if not chains or not graphs:
+            out.append(None)
+            continue
+        per_graph: list[list[tuple[list[object], float]]] = [[] for _ in graphs]
+        for chain in chains:  # a chain goes to the steps its kernels ran in (each step's plan: its own chains)
+            for k in dict.fromkeys(k for e in chain[0] for k in graph_of.get(e, ())):
+                per_graph[k].append(chain)
+        plans.append([fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)])
+        out.append(len(plans) - 1)
+    saved = plan_savings(graphs, plans, host_scale) if plans else []
+    return pd.Series([None if k is None else saved[k] for k in out], index=fusion.index, dtype="Float64")
+
+
+def result_graphs(result: TraceAnalysis, tables: TraceTables) -> list[StepGraph]:
+    """The step graphs of an analysis (its events and iterations), for the what-if over a stored analysis."""
+    from fuseprof.analysis.facts.iterations import find_iterations
+    from fuseprof.analysis.paths.critical_path import step_graphs
+
+    return step_graphs(result.events, tables, result.registry, find_iterations(tables, result.events, result.registry))
+
+
+def fusion_rows(fusion: pd.DataFrame, selector: str) -> pd.DataFrame:
+    """The fusion rows a ``--fuse`` selector names: ``top:N`` (the first N, ranked by GPU saving), ``all``, or
+    text found in the row's class (``optimizer``, ``attention``, ``horizontal``, ``memory-bound``)."""
+    from fuseprof.errors import InvalidArgumentError
+
+    if selector == "all":
+        return fusion
+    if selector.startswith("top:"):
+        count = selector[4:]
+        if not count.isdigit() or int(count) < 1:
+            raise InvalidArgumentError(f"--fuse {selector}: give top:N with N ≥ 1")
+        return fusion.head(int(count))
+    chosen = fusion[fusion["class"].astype(str).str.contains(selector, case=False, regex=False)]
+    if chosen.empty:
+        classes = ", ".join(sorted(set(fusion["class"].astype(str)))) or "none"
+        raise InvalidArgumentError(f"--fuse {selector!r}: no fusion row of that class (this trace's classes: {classes})")
+    return chosen
+
+
+def region_windows(graph: StepGraph, tables: TraceTables, region: str) -> list[tuple[int, int]]:
+    """The time windows of a ``--graph`` region in one step: ``step`` (all of it), or every ``record_function``
+    range or ``nn.Module`` whose name contains ``region``, inside the step."""
+    if region == "step":
+        return [(graph.start_ns, graph.end_ns)]
+    spans = pd.concat([tables.annotations, tables.modules], ignore_index=True)
+    spans = spans[spans["name"].astype(str).str.contains(region, regex=False)
+                  & (spans["start_ns"] >= graph.start_ns) & (spans["start_ns"] < graph.end_ns)]
+    return [(int(s), int(s + d)) for s, d in zip(spans["start_ns"], spans["dur_ns"])]
+
+
+def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: TraceTables, fuse: Sequence[str] = (),
+                 graph_regions: Sequence[str] = (), step_time_ns: float | None = None,
+                 compile_regions: Sequence[str] = (), overlap: bool = False,
+                 waits: dict[int, int] | None = None, host_scale: float | None = None,
+                 registry: Registry | None = None) -> pd.DataFrame:
+    """Per step: its span, the replayed time with the plan (fusion rows chosen by ``fuse``, regions captured as
+    CUDA graphs, regions compiled: their memory-bound rows fused and their host time between launches gone,
+    communication overlapped, collectives shortened by ``waits`` — a late rank made not late) and the step saving; with ``step_time_ns`` (the step measured apart from the profiler) also both
+    at that scale (the host's time scaled so that the unchanged replay's median equals it: ``calibrated_scale``;
+    else ``host_scale``: the host's time without the profiler, estimated, replayed but not walked).
+    ``attrs``: the chosen rows' GPU saving (the fusion table's), their number, the host scale, the critical
+    path's time by bound before and after over every step (``path_change``; at the measured scale where given),
+    and ``in_place``: a line per part of the plan that changes nothing because it is done already (a region whose
+    every launch is a graph launch; one whose every launch runs inside compiled code, by ``registry``'s names)."""
+    from fuseprof.analysis.paths.whatif import (
+        calibrated_scale,
+        compile_plan,
+        graph_plan,
+        not_late_plan,
+        overlap_plan,
+        replayed,
+    )
+
+    rows = pd.concat([fusion_rows(fusion, s) for s in fuse]).drop_duplicates("key") if fuse else fusion.iloc[:0]
+    chains = [c for _, row in rows.iterrows() for c in chains_of(row)]
+    pointwise = [c for _, row in fusion[fusion["memory_bound_chain"].astype(bool)].iterrows() for c in chains_of(row)] \
+        if compile_regions and len(fusion) else []
+    if compile_regions:  # the GPU saving beside: the rows a compile fuses, with the chosen ones
+        rows = pd.concat([rows, fusion[fusion["memory_bound_chain"].astype(bool)]]).drop_duplicates("key")
+    scale = calibrated_scale(graphs, step_time_ns) if step_time_ns is not None and graphs else host_scale
+    compiled = compiled_spans(tables, registry)
+    out, change = [], []
+    for g in graphs:
+        plan = fuse_plan(g, chains)
+        for region in graph_regions:
+            plan = plan.merge(_regions(g, tables, region, graph_plan))
+        for region in compile_regions:
+            plan = plan.merge(_regions(g, tables, region, lambda g, w: compile_plan(g, pointwise, w, compiled)))
+        plan = plan.merge(overlap_plan(g)) if overlap else plan
+        plan = plan.merge(not_late_plan(g, waits)) if waits else plan
+        after = replay(g, plan)
+        scaled = Plan(host_scale=scale) if scale is not None and step_time_ns is not None else Plan()  # measured
+        change.append(_bounds(walk(replayed(g, scaled))).rename("before_ns").to_frame().join(
+            _bounds(walk(replayed(g, plan.merge(scaled)))).rename("after_ns"), how="outer"))
+        row = {"step": g.step, "span_ns": g.span_ns, "after_ns": after, "step_saving_ns": g.span_ns - after,
+               "step_saving_pct": 100.0 * (g.span_ns - after) / max(g.span_ns, 1)}
+        if scale is not None:
+            row["scaled_before_ns"] = replay(g, Plan(host_scale=scale))
+            row["scaled_after_ns"] = replay(g, plan.merge(Plan(host_scale=scale)))
+        out.append(row)
+    frame = pd.DataFrame(out)
+    gpu = rows["saving_ns"].astype("Float64").sum() if len(rows) else 0
+    path_change = pd.concat(change).fillna(0).groupby(level=0).sum().astype("int64") if change else pd.DataFrame()
+    in_place = in_place_notes(graphs, tables, graph_regions, compile_regions, compiled)
+    frame.attrs.update(gpu_saving_ns=float(gpu) if pd.notna(gpu) else None, rows=int(len(rows)), host_scale=scale,
+                       path_change=path_change.reindex([b for b in BOUNDS if b in path_change.index]),
+                       in_place=in_place)
+    return frame
+
+
+def compiled_spans(tables: TraceTables, registry: Registry | None) -> tuple[np.ndarray, np.ndarray]:
+    """The start and end of every range and op ``registry`` names a compiled region (torch.compile's region, its
+    graph call, AOTAutograd's function); none without a registry."""
+    spans = pd.concat([tables.annotations, tables.ops], ignore_index=True)[["name", "start_ns", "dur_ns"]]
+    if registry is None or spans.empty:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    names = spans["name"].astype(str)
+    compiled = {n for n in pd.unique(names) if "compiled region" in registry.kinds(n)}
+    kept = spans[names.isin(compiled).to_numpy(bool)]
+    start = kept["start_ns"].to_numpy(np.int64)
+    return start, start + kept["dur_ns"].to_numpy(np.int64)
+
+
+def in_place_notes(graphs: Sequence[StepGraph], tables: TraceTables, graph_regions: Sequence[str],
+                   compile_regions: Sequence[str], compiled: tuple[np.ndarray, np.ndarray]) -> list[str]:
+    """A line per region of the plan whose change is in place already: every launch a graph launch (graph), or
+    inside compiled code (compile); the plan changes nothing there (issue 59, point 3)."""
+    from fuseprof.analysis.paths.whatif import already_compiled, already_graphs
+
+    def everywhere(region: str, done: Callable[[StepGraph, tuple[int, int]], bool]) -> bool:
+        return bool(graphs) and all(done(g, w) for g in graphs for w in region_windows(g, tables, region))
+
+    return [f"graph {r}: every launch in it is a CUDA graph launch already; the plan changes nothing there"
+            for r in graph_regions if everywhere(r, already_graphs)] + [
+        f"compile {r}: every launch in it runs inside compiled code already; the plan changes nothing there"
+        for r in compile_regions if everywhere(r, lambda g, w: already_compiled(g, compiled, w))]
+
+
+def _bounds(path: pd.DataFrame) -> pd.Series:
+    """A walked path's time by bound."""
+    return path["dur_ns"].groupby(path["category"].map(CATEGORIES)).sum()
+
+
+def _regions(graph: StepGraph, tables: TraceTables, region: str,
+             plan_of: Callable[[StepGraph, tuple[int, int]], Plan]) -> Plan:
+    """The plan ``plan_of`` makes for every window of ``region`` in one step."""
+    from fuseprof.errors import InvalidArgumentError
+
+    windows = region_windows(graph, tables, region)
+    if not windows:
+        raise InvalidArgumentError(f"region {region!r}: no record_function range or module of that name in "
+                                   f"{graph.step} (or give step)")
+    plan = Plan()
+    for window in windows:
+        plan = plan.merge(plan_of(graph, window))
+    return plan

@@ -1,0 +1,80 @@
+"""One saving per opportunity: the step time it removes, estimated without the profiler. Every view reads it here.
+
+A fusion row's ``step_saving_ns`` is the steps' time replayed with its chains fused (``whatif``, through
+``path.fusion_step_savings``) less their time unchanged, both with the host's time scaled to what it is without
+the profiler (``unprofiled.host_scale``): on a GPU-bound step it is near the GPU saving (``saving_ns``: kernel time
+only, shown beside it), on a host-bound one it is the host's launches and dispatch the fusion removes. Where the
+steps cannot be replayed (no step graph) the GPU saving stands in. The verdict's "worth doing", the fusion table,
+the audit, the report and the dashboard all quote this number (``saving``), the GPU saving beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fuseprof.analysis.facts.unprofiled import host_scale
+from fuseprof.analysis.paths.critical_path import StepGraph
+from fuseprof.analysis.paths.path import fusion_step_savings
+
+
+def step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, estimate: pd.DataFrame) -> pd.Series:
+    """Per fusion row, the step time it removes without the profiler (``estimate``: the unprofiled table)."""
+    return fusion_step_savings(graphs, fusion, host_scale(estimate))
+
+
+def saving(fusion: pd.DataFrame) -> pd.Series:
+    """The one saving of each fusion row: its step saving, the GPU saving where no step could be replayed."""
+    if fusion.empty:
+        return pd.Series(dtype="float64")
+    step = fusion["step_saving_ns"].astype("Float64") if "step_saving_ns" in fusion else pd.Series(
+        pd.NA, index=fusion.index, dtype="Float64")
+    return step.fillna(fusion["saving_ns"].astype("Float64")).astype("float64")
+
+
+def held_by(fusion: pd.DataFrame, labels: Iterable[object], rivals: Sequence[set[object]] = ()
+            ) -> tuple[float, float]:
+    """The saving and GPU saving of the opportunity rows that hold any of ``labels`` (GPU events: a catalogue
+    fusion's instances), summed; NaN where no row holds one. Where ``rivals`` (the other catalogue entries'
+    labels) hold members of the same row, the row's saving is split by how many of its members each
+    holds: the Q/K/V and the gate/up GEMMs in one "same input" row share its one saving instead of each claiming
+    all of it; an entry alone on its rows quotes their number."""
+    wanted = set(labels)
+    if fusion.empty or not wanted:
+        return float("nan"), float("nan")
+    share = []
+    for members in fusion["members"]:
+        mine = len(wanted.intersection(members))
+        held = mine + sum(len(r.intersection(members)) for r in rivals)
+        share.append(mine / held if mine else 0.0)
+    shares = pd.Series(share, index=fusion.index, dtype="float64")
+    rows = shares.index[shares > 0]
+    if rows.empty:
+        return float("nan"), float("nan")
+    return float((saving(fusion).loc[rows] * shares.loc[rows]).sum(min_count=1)), float(
+        (fusion.loc[rows, "saving_ns"].astype("float64") * shares.loc[rows]).sum(min_count=1))
+
+
+def of_class(fusion: pd.DataFrame, cls: str) -> tuple[float, float]:
+    """The saving and GPU saving of a class's rows (the optimizer step: its parameters' kernels)."""
+    rows = fusion[fusion["class"] == cls] if "class" in fusion else fusion.iloc[:0]
+    if rows.empty:
+        return float("nan"), float("nan")
+    return float(saving(rows).sum(min_count=1)), float(rows["saving_ns"].astype("float64").sum(min_count=1))
+
+
+def scaled_graph_part(idle: pd.DataFrame, estimate: pd.DataFrame) -> tuple[float, float]:
+    """The launch idle without the profiler, split: before eager launches (what CUDA graphs would close) and before
+    graph launches (the host's own work between replays), each step's graph part scaled as its launch idle."""
+    if idle.empty:
+        return 0.0, 0.0
+    by_step = estimate.set_index(estimate["step"].astype(str))["idle_launch_unprofiled_ns"] if len(estimate) else \
+        pd.Series(dtype="int64")
+    steps = idle["step"].astype(str)
+    launch = idle["idle_launch_ns"].to_numpy(np.float64)
+    after = steps.map(by_step).fillna(idle["idle_launch_ns"]).to_numpy(np.float64)  # between steps: unchanged
+    ratio = np.divide(after, launch, out=np.ones_like(after), where=launch > 0)
+    graphed = idle["idle_launch_graph_ns"].to_numpy(np.float64) * ratio
+    return float(after.sum() - graphed.sum()), float(graphed.sum())
