@@ -16,6 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from fuseprof.analysis.facts.sync_edges import SyncEdges
 from fuseprof.analysis.paths.critical_path import (
     StepGraph,
     _add_calls,
@@ -64,7 +65,7 @@ def _build(start: int, calls: list[tuple], gpu: list[tuple], partners: dict[str,
     graph = StepGraph("step", start, end)
     by_correlation = _add_calls(graph, calls, partners)
     _add_gpu(graph, [tuple(r) + (k,) for k, r in enumerate(gpu)], _History(list(history) + [(r[0], r[1], r[4]) for r in gpu]),
-             by_correlation, wait_times or {})
+             by_correlation, wait_times or {}, SyncEdges())  # no recorded waits: the wait calls' guess
     _add_end(graph)
     bind(graph)
     return graph
@@ -275,7 +276,7 @@ def test_another_thread_s_later_launch_does_not_stop_a_sync_waiting() -> None:
     kb = g.add("gpu", "kernel", "K_b", "0:8", 60, 190)
     g.deps[ka], g.deps[kc] = [Dep(a0, "launch", 0)], [Dep(c, "launch", 0)]
     g.deps[kb] = [Dep(a1, "launch", 0), Dep(kc, "wait", None)]
-    _add_syncs(g)
+    _add_syncs(g, {})  # no sync the trace names the work of: the last to end while it ran
     assert g.sync_on[sync] == kb
 
 
