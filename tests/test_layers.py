@@ -181,3 +181,16 @@ def test_analysis_layers_import_only_downwards() -> None:
                 if ANALYSIS_LAYERS.index(parts[2]) > ANALYSIS_LAYERS.index(layer):
                     wrong.append(f"{path.relative_to(PACKAGE)} imports {module}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_package_folder_is_in_the_wheel() -> None:
+    """pyproject.toml lists the packages by name (the kernels folder installs under another name), so a new
+    folder left off the list is missing from every wheel while the editable checkout still imports it."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {_module_of(p) for p in PACKAGE.rglob("__init__.py")}
+    assert folders <= listed, sorted(folders - listed)
