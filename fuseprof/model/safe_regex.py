@@ -189,11 +189,18 @@ def _open(body: Any) -> set[int] | None:
 def _open_repeats(node: Any) -> int:
     """Unbounded repeats of a class that matches nearly anything (``.*``, ``[^_]+``) one after another on the
     longest way through ``node`` (an alternation's branches are tried one at a time: the most of any), leaving out
-    one followed by a literal it cannot match (``[^_]*_``: it takes one way over the text, not every way)."""
+    one followed by a literal it cannot match (``[^_]*_``: it takes one way over the text, not every way). A
+    lookaround (``(?=.*gemm)``) consumes nothing and is never re-entered once it has answered: its search is paid
+    once per way of reaching it, so its repeats count after those before it but not before those after it
+    (``^(?=.*a)(?!.*b).*c`` is three searches of one ``.*`` each, not one of three)."""
     count = 0
+    most = 0  # the longest way through a lookaround seen so far
     items = _items(node)
     for i, (op, av) in enumerate(items):
         if op == getattr(_c, "ATOMIC_GROUP", None) or op == getattr(_c, "POSSESSIVE_REPEAT", None):
+            continue
+        if op in (_c.ASSERT, _c.ASSERT_NOT):
+            most = max(most, count + _open_repeats(av[1]))
             continue
         if op in _REPEATS and av[1] == _c.MAXREPEAT and (excluded := _open(av[2])) is not None:
             following = items[i + 1] if i + 1 < len(items) else None
@@ -202,7 +209,7 @@ def _open_repeats(node: Any) -> int:
             count += max((_open_repeats(b) for b in av[1]), default=0)
         else:
             count += sum(_open_repeats(c) for c in _children(op, av))
-    return count
+    return max(count, most)
 
 
 def _paths(tree: Any) -> list[Any]:
