@@ -30,7 +30,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _counted(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Each call of the library's ``analyze`` (what every trace verb runs, from the store or not), counted."""
     calls: list[object] = []
-    real = fuseprof.analysis.running.analyze
+    real = fuseprof.analysis.analyze
     monkeypatch.setattr(fuseprof.analysis, "analyze", lambda *a, **k: calls.append(a) or real(*a, **k))
     return calls
 

@@ -19,7 +19,7 @@ FIELDS = [f.name for f in msgspec.structs.fields(te._Args)]
 
 
 def _ops_args(trace: Path) -> bytes:
-    decoded, _ = te._decode(trace)
+    decoded, _, _ = te._decode(trace)  # the trace, its time base, its notes
     ops = te._by_kind(decoded, trace)["ops"]
     return b"[" + b",".join(e.args for e in ops) + b"]"
 

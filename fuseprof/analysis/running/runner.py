@@ -1,4 +1,4 @@
-"""``fuseprof.analysis.running.analyze``: many traces, each decoded once, in parallel, with bounded memory.
+"""``fuseprof.analysis.analyze``: many traces, each decoded once, in parallel, with bounded memory.
 
 Two passes over the traces, each job run in this process (one trace), a local pool of worker
 processes (several), or on a Dask cluster (``scheduler``: a ``dask.distributed`` address):
