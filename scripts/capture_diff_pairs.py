@@ -179,10 +179,14 @@ class Side:
 
 
 def _forward_side(trace: str, what: str, model: nn.Module, batch: int, length: int,
-                  wrap: Callable[[nn.Module], nn.Module] | None = None) -> Side:
+                  wrap: Callable[[nn.Module], nn.Module] | None = None, whole: bool = True) -> Side:
+    """``wrap`` (torch.compile, say) applied after the float64 reference; ``whole``: it wraps the whole model, so
+    every module's work sits under torch.compile's wrapper; else it changes modules in place and each keeps the
+    path the eager model's hooks give it (read before the wrap)."""
     tokens, positions = unprof._tokens(batch, length)
     with torch.no_grad():
         want = reference64(model)(tokens, positions)
+    eager_paths = trace_paths(model, lambda: model(tokens, positions)) if wrap is not None and not whole else None
     forward = wrap(model) if wrap else model
 
     @torch.no_grad()
@@ -190,7 +194,8 @@ def _forward_side(trace: str, what: str, model: nn.Module, batch: int, length: i
         return forward(tokens, positions)
 
     check = errors(step(), want)
-    paths = trace_paths(model, step) if wrap is None else {name: COMPILED_ROOT for name, _ in model.named_modules()}
+    paths = trace_paths(model, step) if wrap is None else eager_paths if eager_paths is not None else \
+        {name: COMPILED_ROOT for name, _ in model.named_modules()}
     return Side(trace, what, step, paths, check)
 
 
@@ -447,13 +452,14 @@ def _classes(side: Side) -> dict[str, str]:
     return {name: path.rsplit(" / ", 1)[-1].rsplit("_", 1)[0] for name, path in side.paths.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None, chosen_pairs: Callable[[], list[Pair]] = pairs, doc: str | None = None) -> int:
+    """The command; ``chosen_pairs`` and ``doc``: another set's pairs and help (capture_diff_pairs_d768.py)."""
+    parser = argparse.ArgumentParser(description=doc or __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, help="the folder the traces and truth files go to")
     parser.add_argument("--only", help="comma-separated pair names (default: all)")
     parser.add_argument("--list", action="store_true", help="print the pairs, run nothing")
     args = parser.parse_args(argv)
-    chosen = pairs()
+    chosen = chosen_pairs()
     if args.only:
         names = set(args.only.split(","))
         unknown = names - {p.name for p in chosen}
