@@ -164,7 +164,7 @@ def test_an_edited_trace_misses(store: Path, tmp_path: Path) -> None:
     assert len(store_module.TraceStore(store).entries()) == 2
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "manifest", "missing", "metadata"])
+@pytest.mark.parametrize("damage", ["flip", "truncate", "manifest", "missing", "metadata", "no metadata"])
 def test_a_damaged_entry_is_rebuilt_with_a_warning(store: Path, damage: str) -> None:
     cold = analyze([EAGER])[0]
     [entry] = store_module.TraceStore(store).entries()
@@ -179,10 +179,12 @@ def test_a_damaged_entry_is_rebuilt_with_a_warning(store: Path, damage: str) -> 
         victim.write_bytes(victim.read_bytes()[:start + length // 2])
     elif damage == "manifest":
         (analysis / "manifest.json").write_text("{")
-    elif damage == "metadata":  # the device and notes edited, the files left whole
-        manifest = json.loads((analysis / "manifest.json").read_text())
-        manifest["meta"] = {**manifest["meta"], "device": "NVIDIA B200", "notes": ["a note nobody wrote"]}
-        (analysis / "manifest.json").write_text(json.dumps(manifest))
+    elif damage == "metadata":  # the device and notes edited, the frames and the manifest left whole
+        meta = json.loads((analysis / "meta.json").read_text())
+        meta = {**meta, "device": "NVIDIA B200", "notes": ["a note nobody wrote"]}
+        (analysis / "meta.json").write_text(json.dumps(meta))
+    elif damage == "no metadata":
+        (analysis / "meta.json").unlink()
     else:
         victim.unlink()
     with pytest.warns(FuseprofWarning, match="is damaged"):
