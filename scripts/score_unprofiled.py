@@ -18,6 +18,13 @@ For each, ``fuseprof analyze TRACE --format json`` is run and read:
   no measured change saves more than 5% of the step or its spread. A fusion row is compared with the fusion the
   truth measured (its ``fusion_is``, else every eager RMSNorm as F.rms_norm), which may not be the chain advised:
   the table says which.
+
+``--calibration PATH`` also writes, per capture, the calibration table (issue 59's closing note): the step traced,
+without the profiler as fuseprof estimates it (with its range) and as measured (median, p10-p90), the profiler's cost
+per step predicted (traced − estimate) against measured (traced − measured), and for every change the truth measured,
+the saving fuseprof's "worth doing" rows predict for it (the first row naming that change; "-" where none of the rows
+shown names it; a fusion row, as the score reads it, may not be the fusion the truth measured) against the measured
+saving, and the change each row shown names (a graph replay must have no ``graphs`` among them).
 """
 
 from __future__ import annotations
@@ -93,11 +100,35 @@ def score_advice(truth: dict[str, Any], result: dict[str, Any]) -> dict[str, Any
             "why": f"{claimed / saving:.2f}x the measured saving" if saving > 0 else "the change saves nothing"}
 
 
+def calibration(truth: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Predicted against measured, per step (ms): the step without the profiler (mean over the ``unprofiled``
+    table's steps, with its range) and each measured change's saving (the first ``worth_doing`` row naming it)."""
+    steps = [r for r in result.get("unprofiled") or [] if r.get("span_ns") is not None]
+
+    def mean(key: str) -> float:
+        return sum(float(r[key]) for r in steps) / len(steps) / 1e6 if steps else float("nan")
+
+    predicted: dict[str, float] = {}
+    advised = [change_of(str(row["what"])) or "?" for row in result.get("worth_doing") or []]
+    for row, change in zip(result.get("worth_doing") or [], advised):
+        if change not in predicted:
+            predicted[change] = float(row["saving_ns"]) / 1e6 / steps_in(result)
+    measured = {c: v for c, v in truth["changes"].items() if isinstance(v, dict)}
+    base = truth["unprofiled_step"]
+    return {"traced_ms": mean("span_ns"), "estimate_ms": mean("step_unprofiled_ns"),
+            "estimate_low_ms": mean("step_unprofiled_low_ns"), "estimate_high_ms": mean("step_unprofiled_high_ns"),
+            "source": str(steps[0]["source"]).split(":")[0] if steps else "", "advised": advised,
+            "measured_ms": base["median_ms"], "measured_p10_ms": base["p10_ms"], "measured_p90_ms": base["p90_ms"],
+            "changes": {c: {"predicted_ms": predicted.get(c), "measured_ms": v["saving_ms"],
+                            "spread_ms": v["saving_spread_ms"]} for c, v in measured.items()}}
+
+
 def score(truth_path: Path) -> dict[str, Any]:
     truth = json.loads(truth_path.read_text())
     result = analyze(truth_path.parent / truth["trace"])
     verdict = (result.get("verdict") or [{}])[0]
     return {"trace": f"{truth_path.parent.name}/{truth['name']}", "card": truth["card"]["gpu"],
+            "calibration": calibration(truth, result),
             "settings": "+".join(k.replace("record_", "").replace("with_", "").replace("profile_", "")
                                  for k in ("record_shapes", "with_modules", "with_stack", "profile_memory")
                                  if truth["profiler"].get(k)) or "activities",
@@ -126,10 +157,32 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def calibration_table(rows: list[dict[str, Any]]) -> str:
+    """The calibration rows as Markdown: one line per capture (ms per step)."""
+    lines = ["| capture | settings | traced | without profiler: estimated (range) | measured (p10–p90) | est/meas | "
+             "profiler cost: predicted / measured | change: predicted / measured saving | rows advised |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['trace']} | error: {r['error']} | | | | | | | |")
+            continue
+        c = r["calibration"]
+        changes = "; ".join(f"{name} {'-' if v['predicted_ms'] is None else format(v['predicted_ms'], '.3f')} / "
+                            f"{v['measured_ms']:.3f} ±{v['spread_ms']:.3f}" for name, v in c["changes"].items())
+        lines.append(
+            f"| {r['trace']} | {r['settings']} | {c['traced_ms']:.3f} | {c['estimate_ms']:.3f} "
+            f"({c['estimate_low_ms']:.3f}–{c['estimate_high_ms']:.3f}) | {c['measured_ms']:.3f} "
+            f"({c['measured_p10_ms']:.3f}–{c['measured_p90_ms']:.3f}) | {c['estimate_ms'] / c['measured_ms']:.2f} | "
+            f"{c['traced_ms'] - c['estimate_ms']:.3f} / {c['traced_ms'] - c['measured_ms']:.3f} | {changes} | "
+            f"{', '.join(c['advised']) or '(none)'} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--calibration", type=Path, help="also write the calibration table here (Markdown)")
     args = parser.parse_args(argv)
     folders = args.folders or sorted(p for p in TRUTH.iterdir() if p.is_dir())
     truths = [t for f in folders for t in sorted(f.glob("*.truth.json"))]
@@ -145,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    if args.calibration:
+        args.calibration.write_text(calibration_table(rows) + "\n")
     return 0
 
 

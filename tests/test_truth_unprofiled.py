@@ -129,3 +129,23 @@ def test_a_bound_is_the_same_in_either_vocabulary_and_only_then() -> None:
     same = _scorer().same_bound
     assert same("data loading", "data-bound") and same("host-bound", "host-bound")
     assert not same("data loading", "host-bound") and not same("GPU-bound", None)
+
+
+def test_the_calibration_row_sets_each_prediction_beside_its_measurement() -> None:
+    """Per step: the estimate the mean of the unprofiled table's steps, the profiler's cost traced − estimate and
+    traced − measured, each measured change beside the first row naming it (none: not predicted), the changes named."""
+    scorer = _scorer()
+    truth = _truth(graphs=_timed(8.0, 0.5), compile=_timed(3.0, 0.2), fusion="n/a: no chain")
+    steps = [{"span_ns": span, "step_unprofiled_ns": est, "step_unprofiled_low_ns": est - 1e6,
+              "step_unprofiled_high_ns": est + 1e6, "source": "estimated: recorded events x H100"}
+             for span, est in ((20e6, 11e6), (22e6, 13e6), (21e6, 12e6))]
+    result = {**_result("close the host-bound gaps (CUDA graphs)", 27e6), "unprofiled": steps}
+    result["worth_doing"].append({"what": "close the host-bound gaps again", "saving_ns": 99e6})
+    row = scorer.calibration(truth, result)
+    assert (row["traced_ms"], row["estimate_ms"], row["estimate_low_ms"]) == (21.0, 12.0, 11.0)
+    assert row["measured_ms"] == 10.0 and row["source"] == "estimated" and row["advised"] == ["graphs", "graphs"]
+    assert row["changes"] == {"graphs": {"predicted_ms": 9.0, "measured_ms": 8.0, "spread_ms": 0.5},
+                              "compile": {"predicted_ms": None, "measured_ms": 3.0, "spread_ms": 0.2}}
+    table = scorer.calibration_table([{"trace": "h/x", "settings": "shapes", "calibration": row}])
+    assert "| h/x | shapes | 21.000 | 12.000 (11.000–13.000) | 10.000 (9.500–10.500) | 1.20 | 9.000 / 11.000 |" in table
+    assert "graphs 9.000 / 8.000 ±0.500; compile - / 3.000 ±0.200 | graphs, graphs |" in table
