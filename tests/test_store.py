@@ -63,6 +63,25 @@ def test_frames_round_trip_the_decoded_tables_exactly(trace: Path) -> None:
         pd.testing.assert_frame_equal(unpack_frame(data[start:start + length]), getattr(tables, name), check_exact=True)
 
 
+@pytest.mark.parametrize("trace", REAL[1::2], ids=lambda p: p.name)
+def test_frames_round_trip_an_analysis_exactly(trace: Path) -> None:
+    """An analysis's two dozen tables hold every dtype the store reads back by its own path (NumPy numbers from
+    Arrow's buffers, Int64/Float64/boolean/string through their Arrow conversion, text and nested cells as
+    objects): each comes back with its dtype, values and kind of null."""
+    from fuseprof.analysis.running.analyze import analyze_tables
+
+    frames = dict(analyze_tables(read_trace_tables(trace)).frames)
+    data, spans = pack_frames(frames)
+    kinds = {str(t.dtype) for f in frames.values() for _, t in f.items()}
+    assert {"int64", "float64", "object", "Int64", "Float64"} <= kinds, kinds  # each path taken
+    for name, (start, length) in spans.items():
+        back = unpack_frame(data[start:start + length])
+        pd.testing.assert_frame_equal(back, frames[name], check_exact=True)
+        for column in back.columns:  # None, NaN and pd.NA told apart, cell by cell
+            got, want = back[column].to_numpy(object), frames[name][column].to_numpy(object)
+            assert [(type(a), a is pd.NA) for a in got] == [(type(b), b is pd.NA) for b in want], (name, column)
+
+
 def test_only_frames_of_a_quarter_megabyte_or_more_are_compressed() -> None:
     """A frame's Arrow bytes (its column and its index, 16 bytes a row) at the threshold: its span is well
     below them (LZ4 took the runs of zeros); just under it, the span is above them (the bytes plus the stream's
