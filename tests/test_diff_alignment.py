@@ -97,7 +97,7 @@ def test_a_graph_replay_aligns_kernel_for_kernel_with_its_eager_step(eager) -> N
     assert len(replays) == len(_steps(raw_b)) and set(found.modules["launches_b"]) == {1.0}
 
 
-def test_compiled_gemms_pair_by_op_and_shapes_and_the_rest_is_compiled(eager) -> None:  # type: ignore[no-untyped-def]
+def test_compiled_gemms_pair_by_op_and_shapes_and_every_module_is_compiled(eager) -> None:  # type: ignore[no-untyped-def]
     """Each eager aten::mm pairs with the compiled run's aten::mm of the same (functional) input shapes, in order;
     Inductor calls mm with out=, a third input, so B's first two shapes are compared (raw cpu_op Input Dims)."""
     def mm_dims(path: Path) -> list[Any]:
@@ -114,8 +114,16 @@ def test_compiled_gemms_pair_by_op_and_shapes_and_the_rest_is_compiled(eager) ->
     partners = ref_b.loc[ref_a["pair"]]
     assert (ref_a["pair"] >= 0).all() and (partners["op"] == "aten::mm").all()
     assert list(ref_a["sig"]) == list(partners["sig"])  # signature() keeps the functional inputs only
+    # raw: every aten::mm of B runs inside Inductor's graph-call range, so the Linears are compiled like the rest
+    # (the same cuBLAS kernel, launched by the compiled graph: changes.py's 'compiled')
+    events = _raw(COMPILED)
+    calls = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "user_annotation"
+             and e.get("name", "").startswith("## Call CompiledFxGraph")]
+    start, end = _steps(events)[0]
+    mms = [e["ts"] for e in events if e.get("cat") == "cpu_op" and e.get("name") == "aten::mm" and start <= e["ts"] <= end]
+    assert len(mms) == 15 and all(any(a <= t <= b for a, b in calls) for t in mms)
     classes = found.modules.set_index("part")["change"]
-    assert classes.filter(like="RMSNorm").eq("compiled").all() and classes.filter(like="Linear_").eq("same").all()
+    assert classes.filter(like="RMSNorm").eq("compiled").all() and classes.filter(like="Linear_").eq("compiled").all()
     assert found.summary["matched_a_pct"] == 100.0
 
 

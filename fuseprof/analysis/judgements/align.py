@@ -34,6 +34,10 @@ GPU_KINDS = ("kernel", "communication", "memcpy", "memset")
 NO_MODULE = "(no module)"
 FEATURES = ("module", "op", "sig", "name", "category")
 WEIGHTS = {"module": 3, "op": 2, "sig": 2, "name": 1}
+# torch.compile's traces of its own: Inductor's range around each call of a compiled graph, and the wrapper module
+# the compiled call enters; a GPU event under either was launched by the compiled graph, not by eager ops
+COMPILED_RANGE = "## Call CompiledFxGraph"
+COMPILED_MODULE = "OptimizedModule_"
 
 
 @dataclass
@@ -66,6 +70,16 @@ def _module_label(events: pd.DataFrame) -> pd.Series:
     return module.fillna(NO_MODULE)
 
 
+def _in_compiled_graph(events: pd.DataFrame) -> np.ndarray:
+    """Whether each event was launched from a torch.compile'd graph: under Inductor's graph-call range or the
+    compiled wrapper module (a torch that logs the call as a CPU op, not a range, leaves only the Triton names)."""
+    found = np.zeros(len(events), dtype=bool)
+    for column, mark in (("ranges", COMPILED_RANGE), ("module", COMPILED_MODULE)):
+        if column in events:
+            found |= events[column].astype("string").str.contains(mark, regex=False).fillna(False).to_numpy(bool)
+    return found
+
+
 def side(result: TraceAnalysis) -> Side:
     """``result``'s GPU events per profiler step (the whole window as one step without steps), ordered."""
     events = result.events
@@ -82,6 +96,7 @@ def side(result: TraceAnalysis) -> Side:
         "name": events["name"].astype(str), "category": events["category"].astype("string").fillna("other"),
         "anchor": events["role"].eq("anchor").to_numpy(bool),
         "graphed": events["graph_replay"].notna().to_numpy(bool) if "graph_replay" in events else False,
+        "compiled": _in_compiled_graph(events),
         "launch": (events["graph_replay"].astype("string") if "graph_replay" in events else pd.Series(
             pd.NA, index=events.index, dtype="string")).fillna("kernel " + events["correlation"].astype("string")
                                                               .fillna(pd.Series(events.index.astype(str), index=events.index))),
@@ -298,6 +313,6 @@ def align(a: TraceAnalysis, b: TraceAnalysis) -> Alignment:
             frames.append((reference if step == run.reference else _within(units, reference, notes))
                           .assign(side=name, reference=step == run.reference))
     columns = ["side", "step", "order", "reference", "dur_ns", "module", "has_module", "part", "group", "pair",
-               "op", "sig", "name", "category", "anchor", "graphed", "launch"]
+               "op", "sig", "name", "category", "anchor", "graphed", "compiled", "launch"]
     units = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
     return Alignment(units[columns], notes, {"A": sa.steps, "B": sb.steps})

@@ -2,14 +2,30 @@
 
 Per module (the part each kernel is counted under, ``align``) and per op within it: A and B's GPU time,
 kernels and launches per step (the median over each run's steps), the class of change, A's share of
-the step, A's step-to-step spread, and the share of A's time the alignment matched. Classes, first
-that holds on the two reference steps:
+the step, A's step-to-step spread, and the share of A's time the alignment matched.
+
+Classes, read from the module's own units in the two reference steps (B's: those counted under the
+module, or where B counts none there, the B units aligned with the module's A units), first that holds:
 
     new / gone     the module has kernels in one run only
     graphed        most of B's kernels in it are replayed from a CUDA graph, few of A's
-    compiled       B runs Inductor (Triton ``triton_*``) kernels in it, A none
-    fused          B runs it in fewer kernels
-    replaced       B runs it in as many kernels or more, through other ops (int8 GEMM for a bf16 one)
+    compiled       B launches it from a torch.compile'd graph and A does not: most of B's units sit under
+                   Inductor's graph-call range (``## Call CompiledFxGraph … ##``) or torch.compile's wrapper
+                   module (``OptimizedModule_k``) and few of A's, or B runs Inductor (``triton_*``) kernels
+                   there and A none. Like ``graphed`` it names how the work is launched, so a GEMM the
+                   compiled graph calls as the same cuBLAS kernel is ``compiled`` too (its ops changed: no
+                   eager ``aten::linear`` dispatches it). A torch that logs the graph call as a CPU op rather
+                   than a range leaves only the Triton names: its extern kernels then read as below
+    fused          the module's ops changed (an op of A is not in B, or one of B not in A; ops compared by
+                   name, memsets aside) and B does A's changed work in fewer ops of the same kinds of
+                   work: fewer distinct ops came than went, and every category of kernel the new ops run
+                   (GEMM, elementwise, …) is one the gone ops ran. Dequant + GEMM -> one int8 GEMM op,
+                   eight GELU calls -> one, foreach AdamW -> ``_fused_adamw_``. The kernel count does not
+                   decide it (``_weight_int8pack_mm`` launches its own casts). Also the same ops in fewer
+                   kernels
+    replaced       the ops changed otherwise: as many ops or more (a bf16 GEMM -> an int8 or fp8 GEMM and
+                   its casts), or a new op runs a kind of work A's gone ops did not (two GEMMs, a mask and
+                   a softmax -> one attention kernel: another algorithm, not A's steps run together)
     moved          the same ops, other kernels (another vendor's or library's GEMM family); between two
                    GPUs (the runs' devices differ) also what would read fused or replaced: a vendor's
                    libraries split and join kernels their own way
@@ -92,12 +108,30 @@ def change_class(a: pd.DataFrame, b: pd.DataFrame, other_gpu: bool = False,
     if b["graphed"].mean() > 0.5 >= a["graphed"].mean():
         return "graphed"
     triton_a, triton_b = (u["name"].str.startswith("triton_").any() for u in (a, b))
-    if triton_b and not triton_a:
+    if (triton_b and not triton_a) or _share(b, "compiled") > 0.5 >= _share(a, "compiled"):
         return "compiled"
     ops_a, ops_b = set(a["op"]) - {""}, set(b["op"]) - {""}
-    if len(b) < len(a) or (ops_b and ops_a != ops_b):
-        return "moved" if other_gpu else "fused" if len(b) < len(a) else "replaced"
+    gone, came = ops_a - ops_b, ops_b - ops_a
+    changed = bool(ops_b) and bool(gone or came)
+    if other_gpu and (changed or len(b) < len(a)):
+        return "moved"
+    if changed:
+        return "fused" if _fewer_of_same_kinds(a[a["op"].isin(gone)], b[b["op"].isin(came)], gone, came) \
+            else "replaced"
+    if len(b) < len(a):
+        return "fused"
     return "moved" if set(a["name"]) != set(b["name"]) else "same"
+
+
+def _share(units: pd.DataFrame, flag: str) -> float:
+    return float(units[flag].mean()) if flag in units and len(units) else 0.0
+
+
+def _fewer_of_same_kinds(gone_units: pd.DataFrame, came_units: pd.DataFrame, gone: set[str], came: set[str]) -> bool:
+    """B's new ops do A's gone ops' work together: fewer of them, and no kind of work the gone ops did not do
+    (module docstring: fused vs replaced)."""
+    kinds = [set(u["category"].astype(str)) - {"memset"} for u in (gone_units, came_units)]
+    return len(came) < len(gone) and kinds[1] <= kinds[0]
 
 
 def _classes(units: pd.DataFrame, keys: list[str], other_gpu: bool) -> pd.Series:
