@@ -1,7 +1,8 @@
 """Mine kernel names from the sources of the libraries whose kernels fill real traces, and write the registry's
 kernel families: ``fuseprof/model/kernel_families.json``.
 
-    python scripts/mine_kernel_families.py OWNER/NAME=GIT_DIR [...] [--wheel PACKAGE==VERSION=WHEEL ...] [--out PATH]
+    python scripts/mine_kernel_families.py OWNER/NAME=GIT_DIR [...] [--wheel PACKAGE==VERSION=WHEEL ...]
+        [--torch DIR] [--keep fuseprof/model/kernel_families.json] [--out PATH]
 
 Each argument names a library's repository and a snapshot of it: a bare git directory (read at its HEAD, with
 ``git ls-tree`` and ``git show``; no network). From each, the kernels its sources define are read —
@@ -14,6 +15,16 @@ Each argument names a library's repository and a snapshot of it: a bare git dire
     multi-tensor ``struct ...Functor`` in apex's ``multi_tensor_*`` sources (the kernel is
                  ``multi_tensor_apply_kernel<..., AdamFunctor<...>>``)
     NCCL         ``ncclDevKernel_<coll>_<algo>_<proto>``, built from the lists ``src/device/generate.py`` reads
+    generated    (``GREPPED``, read with ``git grep``) Tensile's solution names in hipBLASLt's library logic
+                 (``KernelNameMin: Cijk_Ailk_Bljk_…``) and its custom kernels, MIOpen's assembly (``.amdhsa_kernel
+                 igemm_fwd_gtcx3_…``) and OpenCL (``__kernel void MIOpenBatchNorm…``) kernels, aiter's prebuilt asm
+                 kernels as its ``hsa/*.csv`` lists them (``_ZN5aiter…fmoe_…E``, the name a trace shows); thousands a
+                 library, so up to 40 per family kept (spread over the sorted list) with the count found
+
+``--keep`` carries over the sources of an earlier data file (the committed one) that this run does not read — a
+snapshot or a wheel not at hand here — with their commits, counts and names, each name given to the family the
+current patterns give it: the tables regenerate offline from the snapshots at hand. With ``--keep`` alone the
+committed file is rewritten unchanged (a test checks it).
 
 Closed libraries are read from their vendor wheels (``--wheel nvidia-cublas-cu12==12.9.3.13=...whl``,
 ``nvidia-cudnn-cu12``): the kernel names their shared libraries hold as whole strings (``sm90_xmma_gemm_…``,
@@ -82,6 +93,15 @@ _MOE_BOOKKEEPING = r"moe_?(?:align|sort|sum|fused_gate|topk|finalize|routing|per
 _GEMM = r"(?<!fb)(?<!deep_)gemm"  # a GEMM's name, not a library's (fbgemm_gpu::, deep_gemm:: name every kernel)
 _ROPE_KV = r"rope\w*(?:and_cache|kv_?cache|quant_?cache|cache_?(?:mla|shuffle)|append_paged|_kv_?(?:write|store))|" \
            r"fused_rope_store|qk_?rope\w*(?:reshape|concat|store)|rotary\w*kv_?cache"
+# Tensile's solution naming (hipBLASLt, rocBLAS): "Cijk_" + A's and B's index orders + types and options,
+# a custom kernel's name prefixed ("CustomGSUs_Cijk_…")
+_TENSILE = r"^(?:Custom\w*?_)?Cijk_A[a-z]+_B[a-z]+_"
+_CONV = r"(?:fprop|dgrad|wgrad)\w*implicit_?gemm|implicit_?gemm\w*(?:fprop|dgrad|wgrad)|xmma_(?:fprop|dgrad|wgrad)|" \
+        r"depthwise_convolution|^igemm_(?:fwd|bwd|wrw|v\d)|miopen\w*conv|naive_conv|grouped_conv|conv_?(?:fwd|bwd)|" \
+        r"conv\w*(?:fwd|bwd|wrw)_|winograd|sp3asmconv|^conv1x1|^conv3x3|gridwise_convolution|im2col|col2im|" \
+        r"convolution_?(?:forward|backward)"
+# aiter's prebuilt attention kernels: MLA decode (mla_a8w8_…, mla_a16w16_…) and paged attention (pa_bf16_…)
+_ATTN_ASM = r"(?<![a-z])mla_a\d+w\d+|(?<![a-z])pa_(?:bf16|fp16|fp8)_"
 FAMILIES: tuple[Family, ...] = (
     Family("DeepEP expert-parallel dispatch/combine", r"deep_ep::|dpsk::ep::", "communication", "communication",
            "DeepEP's all-to-all: tokens dispatched to their experts' ranks and combined back (NVLink/RDMA, NVSHMEM)"),
@@ -120,7 +140,8 @@ FAMILIES: tuple[Family, ...] = (
            r"query_?attention|compressed_?attention|unified_attention|^reduce_segments|paged_?attn|pa_decode|"
            r"prefill_?with_?kv_?cache|attention_?(?:sum|forward|backward)|flash_?attention|sparse_?attn|sage_fwd|"
            r"mla_softmax|^attn_fwd|^_attention_inner|^_bwd_(?:kernel|preprocess|dkdv|dq)|_fwd_kernel_(?:alibi|stage)|"
-           r"compute_?lse", "attention", "attention",
+           r"compute_?lse|" + _ATTN_ASM + r"|(?:fwd|bwd)_?attention",
+           "attention", "attention",
            "attention in one kernel (flash/paged, prefill or decode, its split-KV merge): QKᵀ, softmax and ·V never "
            "written out", ("flash attention",), ("flash attention",), unless=r"rope|rotary|cache_?write"),
     Family("MoE routing, sorting and finalize", _MOE_BOOKKEEPING, "MoE", "moe",
@@ -130,7 +151,7 @@ FAMILIES: tuple[Family, ...] = (
            r"fused_?moe|moe_?gemm|moegemm|fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm|mega_?moe|"
            r"matmul_ogs",
            "GEMM", "moe", "the experts' GEMMs of a MoE layer (grouped or fused over experts, an activation "
-           "sometimes in their epilogue)", ("moe",), unless=_MOE_BOOKKEEPING + "|" + _COMM),
+           "sometimes in their epilogue)", ("moe",), unless=_MOE_BOOKKEEPING + "|" + _COMM + "|conv"),
     Family("sampling", r"sampling|sample_kernel|greedy_sample|random_sample|mix_sample|renorm_?(?:prob|write)|"
            r"topk_?mask_?logits|top_?p_?(?:renorm|sampling)", "reduction", "sampling",
            "the next token drawn from the logits in one kernel (top-k, top-p, min-p, temperature, greedy)",
@@ -141,7 +162,7 @@ FAMILIES: tuple[Family, ...] = (
            r"fmoe|moe_?stage|grouped_?gemm|grouped_?mm|cutlass_?moe|moe_?mm|mega_?moe|matmul_ogs|attn|attention|fmha|flash|"
            r"rms_?norm|"
            r"layer_?norm|rope|rotary|act_and_mul|swiglu|silu_mul|sampl|mqa_logits|conv|implicit_?gemm|igemm|fprop|dgrad|"
-           r"wgrad"),
+           r"wgrad|winograd"),
     Family("gated activation (SiLU/GELU · mul)",
            r"act_and_mul|silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|swiglu|geglu|silu_mul|gelu_mul",
            "elementwise", "activation",
@@ -156,18 +177,32 @@ FAMILIES: tuple[Family, ...] = (
            ("cache write",), unless=r"rope|rotary"),
     Family("fused optimizer step (multi-tensor)",
            r"(?:adam|lamb|sgd|novograd|adagrad|lion)\w*functor|multi_tensor_(?:adam|lamb|sgd|novograd|adagrad)|"
-           r"fused_?adam|_fused_(?:adam|sgd)", "elementwise", "optimizer",
+           r"fused_?adam|_fused_(?:adam|sgd)|adamw?contiguous|adamupdatestep", "elementwise", "optimizer",
            "an optimizer's whole update (moments, bias correction, weight decay, step) over a chunk of many "
            "tensors in one kernel", ("fused optimizer",), ("optimizer step",)),
     Family("quantisation", r"quantize|quant_|_quant|cast_to_fp8|to_fp8|fp8_cast|per_token_cast|per_channel_cast|"
            r"scaled_fp8|dequant", "elementwise", "quant",
            "a tensor quantised to (or dequantised from) int8 / fp8 / fp4 with its scales, apart from any GEMM",
            ("quantize",), unless=r"rms_?norm|layer_?norm|rope|rotary|act_and_mul|silu_mul|swiglu|" + _GEMM + r"|_mm\b|matmul|moe|cache|"
-           r"attn|attention|fmha|" + _COMM),
-    Family("convolution (implicit GEMM)", r"(?:fprop|dgrad|wgrad)\w*implicit_?gemm|implicit_?gemm\w*(?:fprop|dgrad|wgrad)|"
-           r"xmma_(?:fprop|dgrad|wgrad)|depthwise_convolution", "convolution", "convolution",
-           "a convolution's forward (fprop) or its gradients (dgrad, wgrad) as an implicit GEMM over the image "
-           "(cuDNN's engines)"),
+           r"attn|attention|fmha|" + _ATTN_ASM + "|" + _COMM),
+    Family("convolution (implicit GEMM)", _CONV, "convolution", "convolution",
+           "a convolution's forward (fprop) or its gradients (dgrad/bwd, wgrad/wrw) as an implicit GEMM over the "
+           "image, or a direct or Winograd one (cuDNN's engines, MIOpen's igemm/Winograd/direct kernels, CK's "
+           "grouped convolutions)", unless=r"batch_?norm|transpose"),
+    Family("hipBLASLt / Tensile GEMM", _TENSILE, "GEMM", "gemm",
+           "a GEMM of hipBLASLt's (or rocBLAS's) Tensile library: its name is the solution's, C = A·B with the "
+           "layouts (Ailk/Alik, Bljk/Bjlk), data types, tile (MT…), and epilogue (Bias, activation HA…) it was "
+           "generated with"),
+    Family("BatchNorm", r"batch_?norm|MIOpenBatchNorm|bn_?(?:fwd|bwd)_|gcnasmbn", "normalization", "norm",
+           "batch normalisation (its statistics, the normalised output, its backward), alone or with an "
+           "activation"),
+    Family("MIOpen tensor ops", r"^SubTensorOpWith|^Op[1-5]dTensor|^OpTensor", "elementwise", "elementwise",
+           "MIOpen's element-wise tensor operations (a sub-tensor set/scale/copy/cast, op(A, B) with "
+           "broadcasting)"),
+    Family("layout transform (transpose)", r"batched_transpose_|transpose_(?:NCHW2CNHW|CNHW2NCHW)|"
+           r"^transpose_?(?:nchw|nhwc|cnhw)|nchw_?to_?nhwc|nhwc_?to_?nchw", "copy/cast", "copy",
+           "a tensor's layout changed (NCHW ↔ NHWC, a batched transpose) before or after a convolution or GEMM: "
+           "bytes moved, no math"),
     Family("Inductor foreach kernel", r"^triton_for_", "elementwise", "elementwise",
            "torch.compile's horizontal fusion: one pointwise update over a list of tensors (a compiled foreach "
            "optimizer step, a list's copies); the ops it fused are in its name"),
@@ -284,6 +319,24 @@ WHERE: dict[str, tuple[str, ...]] = {
     "pytorch/ao": ("torchao/",),
     "pytorch/FBGEMM": ("fbgemm_gpu/src/", "fbgemm_gpu/experimental/gemm/", "fbgemm_gpu/fbgemm_gpu/triton/"),
     "NVIDIA/nccl": ("src/device/generate.py",),
+    "ROCm/hipBLASLt": ("library/src/amd_detail/rocblaslt/src/kernels/",),
+    "ROCm/MIOpen": ("src/kernels/",),
+}
+WHERE.update({  # whole kernel trees (tests and benchmarks left out by ``mine``)
+    "ROCm/aiter": ("csrc/", "aiter/"),
+    "ROCm/composable_kernel": ("include/ck_tile/", "include/ck/"),
+    "deepseek-ai/DeepEP": ("csrc/", "deep_ep/"),
+})
+
+# Generated and assembly kernels, too many files to show one by one: read with ``git grep`` (path prefix, the
+# line that names a kernel). Tensile writes each solution's kernel name into the library logic it generates
+# (``KernelNameMin``); an assembly kernel names itself in ``.amdhsa_kernel``; aiter lists its prebuilt asm kernels
+# (``hsa/<gfx>/…/*.csv``, column ``knl_name``: the mangled name a trace shows); OpenCL kernels are ``__kernel void``.
+GREPPED: dict[str, tuple[tuple[str, str], ...]] = {
+    "ROCm/hipBLASLt": (("library/src/amd_detail/rocblaslt/src/Tensile/Logic/", r"KernelNameMin: (\w+)"),
+                       ("tensilelite/Tensile/CustomKernels/", r"^\.amdhsa_kernel\s+(\w+)")),
+    "ROCm/MIOpen": (("src/kernels/", r"^\.amdhsa_kernel\s+(\w+)"), ("src/kernels/", r"__kernel\s+void\s+(\w+)")),
+    "ROCm/aiter": (("hsa/", r"(?:^|,)(_ZN5aiter\w+)(?:,|$)"),),
 }
 
 
@@ -350,6 +403,28 @@ def nccl_kernels(text: str) -> list[str]:
             lists[node.targets[0].id] = [str(e.value) for e in node.value.elts if isinstance(e, ast.Constant)]
     return [f"ncclDevKernel_{c}_{a}_{p}" for c in lists.get("all_colls", []) for a in lists.get("all_algos", [])
             for p in lists.get("all_protos", [])]
+
+
+def grepped_kernels(repo: str, git_dir: Path) -> list[tuple[str, str]]:
+    """The (kernel name, path) pairs ``GREPPED``'s lines name in the snapshot (a blob the snapshot lacks is
+    skipped: ``git grep`` reads what is there)."""
+    found: dict[str, str] = {}
+    for prefix, line in GREPPED.get(repo, ()):
+        pattern = re.compile(line)
+        listing = subprocess.run(["git", f"--git-dir={git_dir}", "grep", "-I", "--full-name", "-E",
+                                  _posix(line), "HEAD", "--", prefix],
+                                 capture_output=True, text=True, errors="replace", check=False).stdout
+        for row in listing.splitlines():
+            _, path, text = row.split(":", 2)
+            m = pattern.search(text)
+            if m and "/test" not in path:
+                found.setdefault(m.group(1), path)
+    return sorted(found.items())
+
+
+def _posix(line: str) -> str:
+    """``line`` for ``git grep -E`` (POSIX classes; non-capturing groups as groups)."""
+    return line.replace("\\w", "[A-Za-z0-9_]").replace("\\s", "[[:space:]]").replace("\\.", "[.]").replace("(?:", "(")
 
 
 def mine(repo: str, git_dir: Path) -> tuple[str, list[tuple[str, str]]]:
@@ -446,6 +521,35 @@ def _closed_names(package: str, wheel: Path, compiled: list[tuple[Family, re.Pat
     return kept, {family: len(found) for family, found in sorted(by_family.items())}, missed, errors
 
 
+def _generated_names(snapshots: dict[str, Path], compiled: list[tuple[Family, re.Pattern[str]]],
+                     names: dict[str, dict[str, str]], unmatched: Counter[str], errors: list[str]) \
+        -> dict[str, dict[str, int]]:
+    """``GREPPED``'s names (generated solutions, assembly kernels: thousands a library) added to ``names``, up to
+    ``CLOSED_KEPT`` per family and library spread over the sorted list as a wheel's are; the count found per family
+    returned, the rest counted in ``unmatched``."""
+    counts: dict[str, dict[str, int]] = {}
+    for repo, git_dir in sorted(snapshots.items()):
+        if repo not in GREPPED:
+            continue
+        commit = git(git_dir, "rev-parse", "HEAD").strip()
+        by_family: dict[str, list[str]] = {}
+        where: dict[str, str] = {}
+        for name, path in grepped_kernels(repo, git_dir):
+            families = classify(name, compiled)
+            if len(families) > 1:
+                errors.append(f"{repo}:{path}: {name} matches {', '.join(f.name for f in families)}")
+            elif families:
+                by_family.setdefault(families[0].name, []).append(name)
+                where[name] = path
+            else:
+                unmatched[repo] += 1
+        for family, found in by_family.items():
+            for name in _spread(found, CLOSED_KEPT):
+                names[family].setdefault(name, f"{repo}@{commit[:12]}:{where[name]}")
+        counts[repo] = {family: len(found) for family, found in sorted(by_family.items())}
+    return counts
+
+
 def classify(name: str, compiled: list[tuple[Family, re.Pattern[str]]]) -> list[Family]:
     return [family for family, pattern in compiled if pattern.search(name)]
 
@@ -473,11 +577,50 @@ def _named_one_by_one(torch_dir: Path | None, compiled: list[tuple[Family, re.Pa
     return data_inductor
 
 
+def _carry(kept: dict[str, Any], compiled: list[tuple[Family, re.Pattern[str]]], names: dict[str, dict[str, str]],
+           sources: dict[str, Any], unmatched: Counter[str], found: tuple[dict[str, dict[str, int]], ...],
+           errors: list[str]) -> list[str]:
+    """The sources of ``kept`` (an earlier data file) this run did not read again — a snapshot or wheel not at
+    hand — carried over: their commits, counts and names, each name given to the family the current patterns
+    give it (one, or it is an error). ``found``: the closed and the generated names' counts. Returns the kept
+    Inductor names."""
+    closed_found, generated_found = found
+    for source, commit in kept.get("sources", {}).items():
+        if source in sources or isinstance(commit, dict) or source.startswith("torch=="):
+            continue  # read again, or an INDEXED repository (its files are in this script)
+        sources[source] = commit
+        if source in kept.get("unmatched_names", {}):
+            unmatched[source] = kept["unmatched_names"][source]
+        if source in kept.get("closed_names_found", {}):
+            closed_found[source] = kept["closed_names_found"][source]
+        if source in kept.get("generated_names_found", {}):
+            generated_found[source] = kept["generated_names_found"][source]
+        for family in kept.get("families", []):
+            for row in family.get("names", []):
+                if row["source"].startswith((f"{source}@", f"{source}:")):
+                    taken = classify(row["name"], compiled)
+                    if len(taken) != 1:
+                        errors.append(f"kept {row['source']}: {row['name']} matches {[f.name for f in taken]}")
+                    else:
+                        names[taken[0].name].setdefault(row["name"], row["source"])
+    for source, commit in kept.get("sources", {}).items():
+        if source.startswith("torch==") and source not in sources and not any(s.startswith("torch==") for s in sources):
+            sources[source] = commit
+            for family in kept.get("families", []):
+                for row in family.get("names", []):
+                    if row["source"].startswith(f"{source}:"):
+                        taken = classify(row["name"], compiled)
+                        if len(taken) == 1:
+                            names[taken[0].name].setdefault(row["name"], row["source"])
+    return list(kept.get("inductor_names", []))
+
+
 def build(snapshots: dict[str, Path], wheels: dict[str, Path] | None = None,
-          torch_dir: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+          torch_dir: Path | None = None, kept: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The data file's content, and the errors (a name two families take). ``wheels``: vendor wheels by
     ``package==version``, whose closed libraries' kernel names are read as strings; ``torch_dir``: an installed
-    torch, whose Inductor names its generated kernels by category (``inductor_kernels``)."""
+    torch, whose Inductor names its generated kernels by category (``inductor_kernels``); ``kept``: an earlier
+    data file whose other sources are carried over (``_carry``)."""
     wheels = wheels or {}
     from fuseprof.model.registry_schema import regex_problem
 
@@ -497,6 +640,7 @@ def build(snapshots: dict[str, Path], wheels: dict[str, Path] | None = None,
                 names[families[0].name].setdefault(name, f"{repo}@{commit[:12]}:{path}")
             else:
                 unmatched[repo] += 1
+    generated_found = _generated_names(snapshots, compiled, names, unmatched, errors)
     closed_found: dict[str, dict[str, int]] = {}
     for package, wheel in sorted(wheels.items()):
         kept, closed_found[package], missed, wrong = _closed_names(package, wheel, compiled)
@@ -505,6 +649,9 @@ def build(snapshots: dict[str, Path], wheels: dict[str, Path] | None = None,
             for name, source in chosen.items():
                 names[family].setdefault(name, source)
     inductor = _named_one_by_one(torch_dir, compiled, names, sources, errors)
+    if kept is not None:
+        kept_inductor = _carry(kept, compiled, names, sources, unmatched, (closed_found, generated_found), errors)
+        inductor = inductor or kept_inductor
     trace_names = []
     for name, family, seen in TRACE_NAMES:
         taken = [f.name for f in classify(name, compiled)]
@@ -513,9 +660,10 @@ def build(snapshots: dict[str, Path], wheels: dict[str, Path] | None = None,
         trace_names.append({"name": name, "family": family, "seen_in": seen})
     data = {
         "generated_by": "scripts/mine_kernel_families.py (do not edit: run it again)",
-        "sources": sources,
+        "sources": dict(sorted(sources.items())),
         "unmatched_names": dict(sorted(unmatched.items())),
-        "closed_names_found": closed_found,
+        "closed_names_found": dict(sorted(closed_found.items())),
+        "generated_names_found": dict(sorted(generated_found.items())),
         "inductor_names": inductor,  # every category's name: the written Inductor rows take the rest
         "families": [{"name": f.name, "kernel": f.pattern, "category": f.category, "computes": f.computes,
                       "what": f.what, "kinds": list(f.kinds), "catalogue": list(f.catalogue),
@@ -528,20 +676,33 @@ def build(snapshots: dict[str, Path], wheels: dict[str, Path] | None = None,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("snapshots", nargs="+", metavar="OWNER/NAME=GIT_DIR")
+    parser.add_argument("snapshots", nargs="*", metavar="OWNER/NAME=GIT_DIR")
     parser.add_argument("--wheel", action="append", default=[], metavar="PACKAGE==VERSION=WHEEL",
                         help="a closed library's vendor wheel (nvidia-cublas-cu12, nvidia-cudnn-cu12): its kernel names "
                              "are read from its shared libraries' strings")
     parser.add_argument("--torch", type=Path, metavar="DIR", help="an installed torch package (its directory): "
                         "Inductor's kernel categories are read from its sources")
+    parser.add_argument("--keep", type=Path, metavar="JSON", help="an earlier data file (the committed one): the "
+                        "sources it names and this run does not read (a snapshot or wheel not at hand) are carried "
+                        "over, their names given to the families the current patterns say")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    kept = None
+    if args.keep is not None:
+        try:
+            kept = json.loads(args.keep.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            parser.error(f"--keep {args.keep}: not a readable data file ({str(exc)[:120]})")
+        if not isinstance(kept, dict) or not isinstance(kept.get("families"), list):
+            parser.error(f"--keep {args.keep}: not a kernel-families data file (no 'families' list)")
     wheels = {}
     for item in args.wheel:
         package, _, path = item.rpartition("=")
         if "==" not in package or not Path(path).is_file():
             parser.error(f"--wheel {item}: give PACKAGE==VERSION=WHEEL (the vendor's wheel file)")
         wheels[package] = Path(path)
+    if not (args.snapshots or args.wheel or args.keep):
+        parser.error("give a snapshot, a --wheel or --keep: nothing to read")
     snapshots = {}
     for item in args.snapshots:
         repo, _, path = item.partition("=")
@@ -549,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{item}: give OWNER/NAME=GIT_DIR (a bare git directory of the library)")
         snapshots[repo] = Path(path)
     try:
-        data, errors = build(snapshots, wheels, args.torch)
+        data, errors = build(snapshots, wheels, args.torch, kept)
     except zipfile.BadZipFile as exc:
         parser.error(f"--wheel: not a readable wheel ({exc})")
     if errors:

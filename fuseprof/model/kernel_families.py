@@ -1,7 +1,8 @@
 """Kernel families mined from the libraries' own sources: the registry's rows for kernels no op names.
 
 ``scripts/mine_kernel_families.py`` reads the source trees of FlashInfer, aiter, Composable Kernel, DeepEP,
-DeepGEMM, FlashMLA, FlashAttention, Liger, Apex, TransformerEngine, torchao, FBGEMM and NCCL at named commits (with
+DeepGEMM, FlashMLA, FlashAttention, Liger, Apex, TransformerEngine, torchao, FBGEMM, NCCL, hipBLASLt (Tensile's
+generated solution names) and MIOpen at named commits (with
 single files of vLLM and SGLang, and cuBLASLt's and cuDNN's names from their vendor wheels at named versions) and writes
 ``kernel_families.json`` beside this module: per family, a kernel-name pattern, the category it is, the kinds it
 computes (what the audit's dataflow patterns read: ``add`` and ``rms norm`` for a fused add + RMSNorm, ``rotary`` and
