@@ -168,14 +168,15 @@ def test_hostile_settings_the_header_contradicts(tmp_path: Path) -> None:
     FUZZ_RESULTS["held"] += 1
 
 
+@pytest.mark.parametrize("folder", ["h100", "h100b"])
 @pytest.mark.parametrize("name", ["decode_graph", "infer_graph"])
-def test_hostile_a_graph_replay_without_its_capture_gets_no_graph_advice(name: str) -> None:
+def test_hostile_a_graph_replay_without_its_capture_gets_no_graph_advice(name: str, folder: str) -> None:
     """Each step one cudaGraphLaunch (counted in the raw file), analysed without the capture beside it: no row
     offers CUDA graphs or reduce-overhead."""
-    path = TRUTH / "h100" / f"{name}.json.gz"
+    path = TRUTH / folder / f"{name}.json.gz"
     launches = [e for e in _raw(path)["traceEvents"] if e.get("cat") == "cuda_runtime" and e["name"] == "cudaGraphLaunch"]
     assert len(launches) >= _steps_in_raw(path)
-    result = _result("h100", name)
+    result = _result(folder, name)
     _held(result)
     assert not [w for w in result.frames["worth_doing"]["what"].astype(str)
                 if any(word in w.lower() for word in _GRAPH_WORDS)]
