@@ -89,9 +89,12 @@ _COMM = r"all_?reduce|allgather|all_?to_?all|lamport|mnnvl"
 _MOE_BOOKKEEPING = r"moe_?(?:align|sort|sum|fused_gate|topk|finalize|routing|permute|unpermute)|moe::dev|moesorting|" \
                    r"moetopk|topk_?(?:gating|softmax)|hash_topk|expert_?(?:count|map|offsets)|fused_router|aux_loss|" \
                    r"_combined_routing|_sum_bitmatrix|_routing_(?:compute|sigmoid|memset)|_expt_data|routing_from_topk|" \
-                   r"_finalize_matmul|^_topk_forward"
+                   r"_finalize_matmul|^_topk_forward|expandinputrows|expertprefixsum|computestridestma|" \
+                   r"moe_kernel_topk|deepseek_v3_topk|deepseek_routing|moeoutputmemset|_pack_topk_routes|" \
+                   r"_route_(?:count|prefix)|compact_topk_ids"
 _GEMM = r"(?<!fb)(?<!deep_)gemm"  # a GEMM's name, not a library's (fbgemm_gpu::, deep_gemm:: name every kernel)
 _ROPE_KV = r"rope\w*(?:and_cache|kv_?cache|quant_?cache|cache_?(?:mla|shuffle)|append_paged|_kv_?(?:write|store))|" \
+           r"rope_cache_kernel|rope\w*swa_write|" \
            r"fused_rope_store|qk_?rope\w*(?:reshape|concat|store)|rotary\w*kv_?cache"
 # Tensile's solution naming (hipBLASLt, rocBLAS): "Cijk_" + A's and B's index orders + types and options,
 # a custom kernel's name prefixed ("CustomGSUs_Cijk_…")
@@ -99,26 +102,29 @@ _TENSILE = r"^(?:Custom\w*?_)?Cijk_A[a-z]+_B[a-z]+_"
 _CONV = r"(?:fprop|dgrad|wgrad)\w*implicit_?gemm|implicit_?gemm\w*(?:fprop|dgrad|wgrad)|xmma_(?:fprop|dgrad|wgrad)|" \
         r"depthwise_convolution|^igemm_(?:fwd|bwd|wrw|v\d)|miopen\w*conv|naive_conv|grouped_conv|conv_?(?:fwd|bwd)|" \
         r"conv\w*(?:fwd|bwd|wrw)_|winograd|sp3asmconv|^conv1x1|^conv3x3|gridwise_convolution|im2col|col2im|" \
-        r"convolution_?(?:forward|backward)"
+        r"convolution_?(?:forward|backward)|conv[123]d"
 # aiter's prebuilt attention kernels: MLA decode (mla_a8w8_…, mla_a16w16_…) and paged attention (pa_bf16_…)
-_ATTN_ASM = r"(?<![a-z])mla_a\d+w\d+|(?<![a-z])pa_(?:bf16|fp16|fp8)_"
+_ATTN_ASM = r"(?<![a-z])mla_a\d+w\d+|(?<![a-z])pa_(?:bf16|fp16|fp8)_|(?<![a-z])mla_(?:dec|pfl)_|(?<![a-z])pa_a\d+w\d+_"
+_QK_NORM_ROPE = r"qk_?norm_?rope"
 FAMILIES: tuple[Family, ...] = (
     Family("DeepEP expert-parallel dispatch/combine", r"deep_ep::|dpsk::ep::", "communication", "communication",
            "DeepEP's all-to-all: tokens dispatched to their experts' ranks and combined back (NVLink/RDMA, NVSHMEM)"),
     Family("NCCL/RCCL collectives", r"^nccl(Dev)?Kernel_", "communication", "communication",
            "a collective (all-reduce, all-gather, reduce-scatter, send/recv) of NCCL or RCCL"),
     Family("all-reduce fused with residual add + RMSNorm",
-           r"all_?reduce\w*rms_?norm|rms_?norm\w*all_?reduce|lamport\w*rms_?norm|all_?reduce_?fusion",
+           r"all_?reduce\w*rms_?norm|rms_?norm\w*all_?reduce|lamport\w*rms_?norm|all_?reduce_?fusion|rms_?norm_?lamport|"
+           r"all_?reduce_?norm",
            "communication", "communication",
            "a tensor-parallel all-reduce that also adds the residual and applies RMSNorm (TRT-LLM/FlashInfer fusion)",
            ("add", "rms norm"), ("add + RMSNorm",)),
     Family("engines' own collectives",
            r"cross_device_reduce|(one|two)_?shot_?all_?reduce|custom_?all_?reduce|quick_?reduce|"
            r"all_?reduce_?kernel|allreduce\w*(oneshot|twoshot|lamport)|multimem_all|all_?gather_?(?:kernel|impl|vec|"
-           r"lastdim)|reduce_?scatter_?(?:kernel|impl|split)|ipc_\w*push|push_oneshot|moe_?all_?to_?all|alltoall::",
+           r"lastdim)|reduce_?scatter_?(?:kernel|impl|split)|ipc_\w*push|push_oneshot|moe_?all_?to_?all|alltoall::|"
+           r"all_?to_?all_?kernel|_a2a_kernel|moea2a",
            "communication", "communication",
            "an engine's own all-reduce, all-gather, reduce-scatter or all-to-all over peer memory "
-           "(vLLM/SGLang/aiter/TRT-LLM/FlashInfer)", unless=r"rms_?norm|all_?reduce_?fusion"),
+           "(vLLM/SGLang/aiter/TRT-LLM/FlashInfer)", unless=r"rms_?norm|all_?reduce_?fusion|all_?reduce_?norm"),
     Family("fused RoPE + KV-cache write", _ROPE_KV, "elementwise", "rope",
            "rotary embedding of q and k, with k (and v) written into the paged KV cache in the same kernel",
            ("rotary", "cache write"), ("RoPE + KV-cache write",), unless=r"cos_?sin_?cache"),
@@ -140,7 +146,8 @@ FAMILIES: tuple[Family, ...] = (
            r"query_?attention|compressed_?attention|unified_attention|^reduce_segments|paged_?attn|pa_decode|"
            r"prefill_?with_?kv_?cache|attention_?(?:sum|forward|backward)|flash_?attention|sparse_?attn|sage_fwd|"
            r"mla_softmax|^attn_fwd|^_attention_inner|^_bwd_(?:kernel|preprocess|dkdv|dq)|_fwd_kernel_(?:alibi|stage)|"
-           r"compute_?lse|" + _ATTN_ASM + r"|(?:fwd|bwd)_?attention",
+           r"compute_?lse|" + _ATTN_ASM + r"|(?:fwd|bwd)_?attention|^kernel_mha|pod_?with_?kv_?cache|mla\w*page_?attention|"
+           r"^state_merge$",
            "attention", "attention",
            "attention in one kernel (flash/paged, prefill or decode, its split-KV merge): QKᵀ, softmax and ·V never "
            "written out", ("flash attention",), ("flash attention",), unless=r"rope|rotary|cache_?write"),
@@ -164,15 +171,18 @@ FAMILIES: tuple[Family, ...] = (
            r"layer_?norm|rope|rotary|act_and_mul|swiglu|silu_mul|sampl|mqa_logits|conv|implicit_?gemm|igemm|fprop|dgrad|"
            r"wgrad|winograd"),
     Family("gated activation (SiLU/GELU · mul)",
-           r"act_and_mul|silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|swiglu|geglu|silu_mul|gelu_mul",
+           r"act_and_mul|silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|swiglu|geglu|silu_mul|gelu_mul|dogatedactivation",
            "elementwise", "activation",
            "a gated activation: act(gate) · up in one kernel, reading gate and up from one tensor of twice the "
            "width (the gate / up GEMM's merged output)", ("silu", "mul", "gated activation"),
            ("SiLU · mul", "gate / up projection"), unless=_GEMM + r"|grouped|moe|_mm\b|matmul"),
+    Family("fused q/k RMSNorm + RoPE", _QK_NORM_ROPE, "elementwise", "rope",
+           "per-head RMSNorm of q and k and their rotary embedding in one kernel (Qwen3-style q/k norms), the KV cache "
+           "not written", ("rms norm", "rotary"), unless=_ROPE_KV),
     Family("rotary embedding (RoPE)", r"rotary|rope(?![nr])", "elementwise", "rope",
            "rotary position embedding of q and k, alone", ("rotary",),
-           unless=_ROPE_KV + r"|rms_?norm|attn|attention|fmha"),
-    Family("KV-cache write", r"store_?kv_?cache|reshape_and_cache|concat_and_cache|append_?paged_?kv_?cache|"
+           unless=_ROPE_KV + r"|rms_?norm|attn|attention|fmha|" + _QK_NORM_ROPE),
+    Family("KV-cache write", r"store_?kv_?cache|reshape_and_cache|(?:con)?cat_and_cache|append_?paged_?kv_?cache|"
            r"kv_?cache_?(?:write|store|append)", "copy/cast", "cache", "k and v written into the paged KV cache",
            ("cache write",), unless=r"rope|rotary"),
     Family("fused optimizer step (multi-tensor)",
@@ -299,6 +309,8 @@ INDEXED: tuple[tuple[str, str, str, str], ...] = (
      "python/sglang/srt/layers/attention/utils.py"),
     ("create_flashmla_kv_indices_triton", "sgl-project/sglang", "03ca015ebcd791d10c7396296f84f2999c06321d",
      "python/sglang/srt/layers/attention/utils.py"),
+    ("tensorrt_llm::kernels::fusedQKNormRopeKernel", "NVIDIA/TensorRT-LLM", "567239fcd40bda119965a3a8abf43856c63c9527",
+     "cpp/tensorrt_llm/kernels/fusedQKNormRopeKernel.cu"),
     ("moe::dev::routing::routingRenormalize::routingIndicesClusterKernel", "NVIDIA/TensorRT-LLM",
      "cff5a04097f8add42c740b386db6ad4b5e5fdea1",
      "cpp/tensorrt_llm/kernels/trtllmGenKernels/blockScaleMoe/routingRenormalize/launchClusterKernel.cu"),

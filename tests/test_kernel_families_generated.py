@@ -180,3 +180,58 @@ def test_hipblaslt_kernels_of_an_mi300x_trace_are_tensile_gemms() -> None:
     for name in names:
         row = DEFAULT.match("kernel", "", name)
         assert (row.category, row.family) == ("GEMM", "hipBLASLt / Tensile GEMM (mined)"), name
+
+
+@pytest.mark.parametrize(("name", "category", "kinds"), [
+    # TRT-LLM cpp/tensorrt_llm/kernels/fusedQKNormRopeKernel.cu @567239f: "Perform per-head QK Norm and RoPE in a
+    # single kernel" (rsqrtf of the mean square times the weight, then cos/sin rotation; qkv written in place)
+    ("void tensorrt_llm::kernels::fusedQKNormRopeKernel<128, false>(__nv_bfloat16*, int, int)", "elementwise",
+     {"rms norm", "rotary"}),
+    ("void flashinfer::fusedQKNormRopeKernel<128, true>(__nv_bfloat16*)", "elementwise", {"rms norm", "rotary"}),
+    # TRT-LLM's CUTLASS MoE (vendored in FlashInfer csrc/fused_moe/cutlass_backend): tokens copied to their experts'
+    # rows, and the experts' prefix sums: MoE bookkeeping
+    ("void tensorrt_llm::kernels::cutlass_kernels::expandInputRowsKernel<__nv_bfloat16, true>(...)", "MoE", {"moe"}),
+    ("void tensorrt_llm::kernels::cutlass_kernels::blockExpertPrefixSumKernel<256>(...)", "MoE", {"moe"}),
+    # XQA (FlashInfer csrc/xqa/mha.cu): the decode attention kernel
+    ("kernel_mha", "attention", {"flash attention"}),
+    # TRT-LLM's MNNVL all-reduce's RMSNorm over the reduced sum (trtllm_mnnvl_allreduce.cuh): communication fused
+    # with the residual add + RMSNorm
+    ("void flashinfer::trtllm_mnnvl_allreduce::rmsNormLamport<8, __nv_bfloat16>(...)", "communication",
+     {"add", "rms norm"}),
+    ("void kernels::helixAllToAllKernel<true>(...)", "communication", set()),
+])
+def test_engine_kernels_read_from_their_sources(name: str, category: str, kinds: set[str]) -> None:
+    assert DEFAULT.match("kernel", "", name).category == category, name
+    assert kinds <= DEFAULT.kinds(None, [name]), (name, DEFAULT.kinds(None, [name]))
+    if "QKNormRope" in name:
+        assert "cache write" not in DEFAULT.kinds(None, [name])  # the cache is not written: not RoPE + KV write
+
+
+def test_tensorrt_llm_s_fused_qk_norm_rope_is_indexed_at_its_commit() -> None:
+    files = DATA["sources"]["NVIDIA/TensorRT-LLM"]
+    assert files["cpp/tensorrt_llm/kernels/fusedQKNormRopeKernel.cu"].startswith("567239fcd40b")
+
+
+@pytest.mark.shared
+def test_kernel_coverage_counts_every_distinct_kernel_of_the_raw_trace() -> None:
+    """scripts/kernel_coverage.py on SGLang's MI300X decode: its distinct kernels are the raw file's distinct
+    cat=kernel names (gzip + json), split into mined / written rows / unknown with shares adding to 100%; aiter's
+    add_rmsnorm_quant_kernel is named by a mined family."""
+    from tests.conftest import shared_traces
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import kernel_coverage
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    trace = shared_traces() / "sglang_Qwen3-8B_decode.json.gz"
+    with gzip.open(trace, "rt") as handle:
+        raw = {e["name"] for e in json.load(handle)["traceEvents"] if e.get("cat") == "kernel"}
+    by_name, _ = kernel_coverage.kernels(trace)
+    assert set(by_name.index) == raw
+    parts = [kernel_coverage.share(by_name, k) for k in ("mined", "row", "unknown")]
+    assert sum(n for n, _ in parts) == len(raw)
+    assert sum(pct for _, pct in parts) == pytest.approx(100.0)
+    assert {by_name.loc[n, "named_by"] for n in raw if "add_rmsnorm_quant_kernel" in n} == {"mined"}
+    table = kernel_coverage.markdown([trace])
+    assert table[2].startswith(f"| {trace.name} | {len(raw)} | ")
