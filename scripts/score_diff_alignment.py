@@ -2,6 +2,8 @@
 
     python scripts/score_diff_alignment.py [TRUTH_OR_FOLDER...] [--vendors] [--markdown]
 
+    e.g. python scripts/score_diff_alignment.py tests/fixtures/diff_pairs/h100_d768   (one set, pooled)
+
 Each ``<pair>.truth.json`` (default: tests/fixtures/diff_truth/ and tests/fixtures/diff_pairs/*/) names A and B
 (``a.trace``, ``b.trace``, ``b.capture`` for a graph replay's capture; paths relative to the truth file) and what
 each part of A must match in B, in either of two forms:
@@ -16,7 +18,7 @@ For every GPU event of A (every step) the score asks: is it in a matched group w
 expected B module (its own module, or where B names none, the modules of the A work the group joins: an Inductor
 kernel that fused an RMSNorm with the residual add before it computes both), and is its module's class the
 expected one? It prints, per pair and pooled, the share of A's GPU time right on the module, on the class, on
-both, and the share no truth row judges. ``--vendors`` adds the shared H100/MI300 pairs of one model
+both, and the share no truth row judges; with several folders, each folder pooled too. ``--vendors`` adds the shared H100/MI300 pairs of one model
 (../shared/thirdparty-traces): matched share and the top modules; ``--markdown`` prints those as a table.
 """
 
@@ -84,7 +86,7 @@ def score(truth_path: Path) -> dict[str, Any]:
         if g in b_paths and not ub.loc[ub["group"] == g, "has_module"].any():
             b_paths[g] |= {_base(str(x)) for x in f["module"]}
     classes = found.modules.set_index("part")["change"].to_dict()
-    out = {"pair": truth.get("pair", truth_path.stem), "a_ns": 0, "module_ns": 0, "class_ns": 0, "both_ns": 0,
+    out = {"pair": f"{here.name}/{truth.get('pair', truth_path.stem)}", "set": here.name, "a_ns": 0, "module_ns": 0, "class_ns": 0, "both_ns": 0,
            "unjudged_ns": 0, "wrong": {}}
     for unit in ua.itertuples():
         out["a_ns"] += unit.dur_ns
@@ -112,18 +114,28 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
+def _line(label: str, r: dict[str, Any]) -> str:
+    return (f"{label:32} {r['a_ns'] / 1e3:10.1f} {_pct(r['module_ns'], r['a_ns']):>8} "
+            f"{_pct(r['class_ns'], r['a_ns']):>8} {_pct(r['both_ns'], r['a_ns']):>8} "
+            f"{_pct(r['unjudged_ns'], r['a_ns']):>9}")
+
+
+def pooled(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """The rows' shares summed (each pair weighs its A time)."""
+    return {k: sum(r[k] for r in rows) for k in ("a_ns", "module_ns", "class_ns", "both_ns", "unjudged_ns")}
+
+
 def print_scores(rows: list[dict[str, Any]]) -> None:
-    print(f"{'pair':24} {'A µs':>10} {'module':>8} {'class':>8} {'both':>8} {'unjudged':>9}")
+    """Per pair (``folder/pair``) with its largest misses, pooled per folder where there are several, then all."""
+    print(f"{'pair':32} {'A µs':>10} {'module':>8} {'class':>8} {'both':>8} {'unjudged':>9}")
     for r in rows:
-        print(f"{r['pair']:24} {r['a_ns'] / 1e3:10.1f} {_pct(r['module_ns'], r['a_ns']):>8} "
-              f"{_pct(r['class_ns'], r['a_ns']):>8} {_pct(r['both_ns'], r['a_ns']):>8} "
-              f"{_pct(r['unjudged_ns'], r['a_ns']):>9}")
+        print(_line(r["pair"], r))
         for what, ns in sorted(r["wrong"].items(), key=lambda kv: -kv[1])[:4]:
             print(f"    {_pct(ns, r['a_ns']):>6}  {what[:150]}")
-    total = {k: sum(r[k] for r in rows) for k in ("a_ns", "module_ns", "class_ns", "both_ns", "unjudged_ns")}
-    print(f"{'pooled':24} {total['a_ns'] / 1e3:10.1f} {_pct(total['module_ns'], total['a_ns']):>8} "
-          f"{_pct(total['class_ns'], total['a_ns']):>8} {_pct(total['both_ns'], total['a_ns']):>8} "
-          f"{_pct(total['unjudged_ns'], total['a_ns']):>9}")
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    for name in sets if len(sets) > 1 else []:
+        print(_line(f"pooled {name}", pooled([r for r in rows if r["set"] == name])))
+    print(_line("pooled", pooled(rows)))
 
 
 def vendor_rows(found: Changes, top: int) -> pd.DataFrame:

@@ -3,9 +3,10 @@ on the right module of B, every class of change named right).
 
 Expected values come from the truth files and the raw traces, not from the scorer: every truth file is scored
 under its own pair name; the A time it judges is the raw trace's GPU time (kernels, copies, memsets whose launch
-lies in a ProfilerStep#N range); every miss it reports names a class its truth file expects; the rule-writing sets
-(tests/fixtures/diff_truth/, tests/fixtures/diff_pairs/h100/) reach the issue's 95% pooled, and their one class
-miss is explained by the raw B trace (below).
+lies in a ProfilerStep#N range); every miss it reports names a class its truth file expects; the sets reach the
+issue's 95% pooled, and their one class miss is explained by the raw B trace (below). All three sets are
+rule-writing data now: diff_pairs/h100_d768 was held out until its one scoring (docs/gate.md) and its miss
+(RMSNorm -> F.rms_norm read replaced) changed the fused rule.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-RULE_WRITING = [ROOT / "tests" / "fixtures" / "diff_truth", ROOT / "tests" / "fixtures" / "diff_pairs" / "h100"]
+FIXTURES = ROOT / "tests" / "fixtures"
+RULE_WRITING = [FIXTURES / "diff_truth", FIXTURES / "diff_pairs" / "h100", FIXTURES / "diff_pairs" / "h100_d768"]
 STEP = re.compile(r"ProfilerStep#\d+$")
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 GRAPH_CALL = "## Call CompiledFxGraph"
@@ -64,10 +66,10 @@ def scored() -> dict[Path, dict[str, Any]]:
 
 
 def test_every_truth_file_is_scored_on_all_of_its_a_time(scored) -> None:  # type: ignore[no-untyped-def]
-    assert len(scored) == 12  # 6 hand-written + 6 captured (the folders' truth files)
+    assert len(scored) == 18  # 6 hand-written + 6 + 6 captured (the folders' truth files)
     for path, row in scored.items():
         truth = json.loads(path.read_text())
-        assert row["pair"] == truth.get("pair", path.stem)
+        assert row["pair"] == f"{path.parent.name}/{truth.get('pair', path.stem)}"
         assert row["a_ns"] == pytest.approx(raw_gpu_ns_in_steps(path.parent / truth["a"]["trace"]), rel=1e-6)
 
 
@@ -80,7 +82,7 @@ def test_every_miss_names_a_class_its_truth_expects(scored) -> None:  # type: ig
 
 
 def test_rule_writing_sets_reach_the_issue_bar(scored) -> None:  # type: ignore[no-untyped-def]
-    total = {k: sum(r[k] for r in scored.values()) for k in ("a_ns", "module_ns", "class_ns")}
+    total = _scorer().pooled(list(scored.values()))
     assert total["module_ns"] >= 0.95 * total["a_ns"] and total["class_ns"] >= 0.95 * total["a_ns"]
     for row in scored.values():
         assert row["module_ns"] >= 0.95 * row["a_ns"], row["pair"]
@@ -91,10 +93,11 @@ def test_the_one_class_miss_is_a_compiled_gemm_the_trace_does_not_place_in_the_g
     see that its cuBLAS GEMMs are launched by the compiled graph: its Linears read same where the truth says
     compiled. decode_compiled's B trace has the range, and its Linears read compiled."""
     missed = {row["pair"]: row["wrong"] for row in scored.values() if row["class_ns"] < row["a_ns"]}
-    missed.pop("optimizer", None)  # its 0.8% of the backward under another module (module miss, class unjudged)
-    missed.pop("graph", None)  # its 2.9% outside every module and truth row (unjudged)
-    assert set(missed) == {"infer_compiled"}
-    assert all(re.match(r".*Linear_\d+: expected .* compiled, got ok same$", what) for what in missed["infer_compiled"])
+    missed.pop("h100/optimizer", None)  # its 0.8% of the backward under another module (module miss, class unjudged)
+    missed.pop("h100/graph", None)  # its 2.9% outside every module and truth row (unjudged)
+    assert set(missed) == {"diff_truth/infer_compiled"}
+    assert all(re.match(r".*Linear_\d+: expected .* compiled, got ok same$", what)
+               for what in missed["diff_truth/infer_compiled"])
     truth_dir = ROOT / "tests" / "fixtures" / "diff_truth"
     for pair, has_range in (("infer_compiled", False), ("decode_compiled", True)):
         events = _raw(truth_dir / json.loads((truth_dir / f"{pair}.truth.json").read_text())["b"]["trace"])

@@ -17,14 +17,16 @@ module, or where B counts none there, the B units aligned with the module's A un
                    eager ``aten::linear`` dispatches it). A torch that logs the graph call as a CPU op rather
                    than a range leaves only the Triton names: its extern kernels then read as below
     fused          the module's ops changed (an op of A is not in B, or one of B not in A; ops compared by
-                   name, memsets aside) and B does A's changed work in fewer ops of the same kinds of
-                   work: fewer distinct ops came than went, and every category of kernel the new ops run
-                   (GEMM, elementwise, …) is one the gone ops ran. Dequant + GEMM -> one int8 GEMM op,
-                   eight GELU calls -> one, foreach AdamW -> ``_fused_adamw_``. The kernel count does not
-                   decide it (``_weight_int8pack_mm`` launches its own casts). Also the same ops in fewer
-                   kernels
+                   name) and B does A's changed work in fewer ops with no new heavy kind: fewer distinct
+                   ops came than went, and every anchor category the new ops run (GEMM, attention,
+                   convolution, communication) is one the gone ops ran. Elementwise, reduction, copy and
+                   normalization kernels may merge into one op of any light category (a fused op's
+                   category names the composite: ``_fused_rms_norm`` is "normalization"). Dequant + GEMM ->
+                   one int8 GEMM op, eight GELU calls -> one, eager RMSNorm -> ``F.rms_norm``, foreach
+                   AdamW -> ``_fused_adamw_``. The kernel count does not decide it (``_weight_int8pack_mm``
+                   launches its own casts). Also the same ops in fewer kernels
     replaced       the ops changed otherwise: as many ops or more (a bf16 GEMM -> an int8 or fp8 GEMM and
-                   its casts), or a new op runs a kind of work A's gone ops did not (two GEMMs, a mask and
+                   its casts), or a new op runs an anchor kind A's gone ops did not (two GEMMs, a mask and
                    a softmax -> one attention kernel: another algorithm, not A's steps run together)
     moved          the same ops, other kernels (another vendor's or library's GEMM family); between two
                    GPUs (the runs' devices differ) also what would read fused or replaced: a vendor's
@@ -128,9 +130,9 @@ def _share(units: pd.DataFrame, flag: str) -> float:
 
 
 def _fewer_of_same_kinds(gone_units: pd.DataFrame, came_units: pd.DataFrame, gone: set[str], came: set[str]) -> bool:
-    """B's new ops do A's gone ops' work together: fewer of them, and no kind of work the gone ops did not do
-    (module docstring: fused vs replaced)."""
-    kinds = [set(u["category"].astype(str)) - {"memset"} for u in (gone_units, came_units)]
+    """B's new ops do A's gone ops' work together: fewer of them, and no anchor kind (GEMM, attention, …) the
+    gone ops did not run (module docstring: fused vs replaced)."""
+    kinds = [set(u.loc[u["anchor"].astype(bool), "category"].astype(str)) for u in (gone_units, came_units)]
     return len(came) < len(gone) and kinds[1] <= kinds[0]
 
 
