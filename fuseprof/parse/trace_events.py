@@ -49,7 +49,7 @@ from fuseprof.parse.shared_lists import SharingDecoder
 from fuseprof.parse.text_arrays import python_strings
 from fuseprof.parse.textio import read_bytes
 from fuseprof.parse.time_unit import NS_PER_US, ns_per_unit, says_ns
-from fuseprof.parse.trace_notes import TraceNotes, notes_of
+from fuseprof.parse.trace_notes import LOG_LEVELS, TraceNotes, notes_from, wanted
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's run: links it to its forward op
@@ -189,6 +189,10 @@ class _Trace(msgspec.Struct):
     # fuseprof's own timing of the same steps without the profiler (capture): read leniently, as its own JSON, so that
     # a malformed one is ignored rather than refusing the trace
     fuseprof_unprofiled: msgspec.Raw = _NULL
+    # Kineto's messages (``trace_notes``): read as written, the notes keep only their strings
+    ERROR: Any = None
+    WARNING: Any = None
+    INFO: Any = None
 
 
 # strict=False: a ts or dur written as a string ("ts": "1234.567", as some exporters write every number) is the
@@ -469,13 +473,14 @@ def _ns_per_unit(trace: _Trace, path: Path) -> int:
 
 def _decode(path: Path) -> tuple[_Trace, int, TraceNotes]:
     """The trace, the base its timestamps were rebased on (``_exact_times``) and its notes (``trace_notes``), read
-    from the same bytes: before the events are decoded, so the two decodings are never in memory together."""
+    from the same decoded events, as written (before their times are rebased)."""
     raw = read_bytes(path)
     if is_protobuf_trace(raw):  # by content, whatever the name: a .pftrace may hold JSON text (torch 2.13 writes so)
         raw = chrome_json(raw, path)
-    notes = notes_of(raw)
     try:
         trace = _DECODER.decode(raw)
+        notes = notes_from(trace.traceEvents if wanted(raw) else [], trace.displayTimeUnit,
+                           {level: getattr(trace, level) for level in LOG_LEVELS})  # before the times are rebased
         return trace, _exact_times(trace, raw, _ns_per_unit(trace, path)), notes
     except msgspec.ValidationError as exc:
         text = str(exc)

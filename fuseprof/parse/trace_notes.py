@@ -7,7 +7,7 @@ traced (its ``LoggerCollector``: top-level ``"WARNING"``, ``"ERROR"`` and ``"INF
 
 Kept apart from ``trace_events``' tables (which every analysis keeps and the store holds, while these serve only
 the completeness checks: ``fuseprof.analysis.facts.completeness``, ``fuseprof.analysis.facts.torch_rules``), but read from
-the same bytes when a trace is decoded (``notes_of``: ``TraceTables.notes``); only tables read back from the store
+the same events when a trace is decoded (``notes_from``: ``TraceTables.notes``); only tables read back from the store
 have the file read again (``read_trace_notes``). Times stay in the file's clock as µs floats (``displayTimeUnit:
 "ns"`` files scaled): the rules compare these records with each other and with the kernels read here, never with
 the tables' exact ns. A file this reader cannot read as a Chrome trace (another format) gives no records: the
@@ -17,6 +17,7 @@ comms record is in it; a second read of the file cost its gunzip again (0.25 CPU
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ _TOP, _DECODER = msgspec.json.Decoder(_Top), msgspec.json.Decoder(_Trace)
 # the events are decoded one by one only where one of these is in the file (most traces hold neither)
 _WANTED = (b'"cuda_sync"', b'"record_param_comms"')
 _ARGS = msgspec.json.Decoder(dict[str, Any])
+_MANY = msgspec.json.Decoder(list[Any])  # many events' args at once (``_all_args``)
 
 
 @dataclass(frozen=True)
@@ -108,31 +110,48 @@ def _messages(value: Any) -> list[str]:
     return [m for m in value if isinstance(m, str)] if isinstance(value, list) else []
 
 
-def _rows(trace: _Trace, scale: float) -> dict[str, list[dict[str, Any]]]:
-    """The records of interest, one dict each, by table."""
-    rows: dict[str, list[dict[str, Any]]] = {"syncs": [], "records": [], "kernels": [], "comms": []}
-    for e in trace.traceEvents:
-        ts = _number(e.ts)
-        if e.ph != "X" or ts is None or not isinstance(e.cat, str) or not isinstance(e.name, str):
+def _all_args(events: list[Any]) -> list[dict[str, Any]]:
+    """Each event's args as a dict (``{}`` where they are no object), in one decode of their joined text: a call
+    per event (a rank's thousand kernels) cost as much again as the decoding. Event by event where the joined
+    text is refused."""
+    if not events:
+        return []
+    try:
+        decoded = _MANY.decode(b"[" + b",".join(e.args for e in events) + b"]")
+    except msgspec.MsgspecError:
+        return [_args(e) for e in events]
+    return [d if isinstance(d, dict) else {} for d in decoded]
+
+
+def _row(table: str, a: dict[str, Any], ts: float, dur: float) -> dict[str, Any]:
+    if table == "syncs":
+        return {"kind": a.get("cuda_sync_kind"), "ts": ts, "dur": dur, "device": _number(a.get("device")),
+                "stream": _number(a.get("stream")), "wait_corr": _number(a.get("wait_on_cuda_event_record_corr_id"))}
+    if table == "kernels":
+        return {"ts": ts, "dur": dur, "device": _number(a.get("device")), "stream": _number(a.get("stream"))}
+    if table == "records":
+        return {"ts": ts, "correlation": _number(a.get("correlation")), "external_id": _number(a.get("External id"))}
+    return {"ts": ts, "missing": ", ".join(f for f in COMMS_FIELDS if f not in a)}
+
+
+def _rows(events: Sequence[Any], scale: float) -> dict[str, list[dict[str, Any]]]:
+    """The records of interest, one dict each, by table: the events picked first, then each table's args decoded
+    at once (``_all_args``)."""
+    picked: dict[str, list[tuple[Any, float, float]]] = {"syncs": [], "records": [], "kernels": [], "comms": []}
+    for e in events:
+        if e.ph != "X" or not isinstance(e.cat, str) or not isinstance(e.name, str):
             continue
-        dur, cat = (_number(e.dur) or 0.0) * scale, e.cat.lower()
-        if cat == SYNC_CATEGORY:
-            a = _args(e)
-            rows["syncs"].append({"kind": a.get("cuda_sync_kind"), "ts": ts * scale, "dur": dur,
-                                  "device": _number(a.get("device")), "stream": _number(a.get("stream")),
-                                  "wait_corr": _number(a.get("wait_on_cuda_event_record_corr_id"))})
-        elif cat == "kernel":
-            a = _args(e)
-            rows["kernels"].append({"ts": ts * scale, "dur": dur, "device": _number(a.get("device")),
-                                    "stream": _number(a.get("stream"))})
-        elif e.name in EVENT_RECORDS:
-            a = _args(e)
-            rows["records"].append({"ts": ts * scale, "correlation": _number(a.get("correlation")),
-                                    "external_id": _number(a.get("External id"))})
-        elif e.name == COMMS_OP:
-            present = set(_args(e))
-            rows["comms"].append({"ts": ts * scale, "missing": ", ".join(f for f in COMMS_FIELDS if f not in present)})
-    return rows
+        ts = e.ts if type(e.ts) is float else _number(e.ts)  # the tables' decoder gives floats: no call for them
+        if ts is None:
+            continue
+        cat = e.cat.lower()
+        table = "syncs" if cat == SYNC_CATEGORY else "kernels" if cat == "kernel" else \
+            "records" if e.name in EVENT_RECORDS else "comms" if e.name == COMMS_OP else None
+        if table is not None:
+            dur = e.dur if type(e.dur) is float else _number(e.dur)
+            picked[table].append((e, ts * scale, (dur or 0.0) * scale))
+    return {table: [_row(table, a, ts, dur) for (_, ts, dur), a in zip(found, _all_args([e for e, _, _ in found]))]
+            for table, found in picked.items()}
 
 
 def read_trace_notes(path: Path) -> TraceNotes:
@@ -149,17 +168,29 @@ def read_trace_notes(path: Path) -> TraceNotes:
 
 
 def notes_of(raw: bytes | bytearray) -> TraceNotes:
-    """The records of a trace's Chrome JSON text (module docstring): ``trace_events`` reads them from the bytes
-    it decodes, so the file is not read and unzipped a second time."""
+    """The records of a trace's Chrome JSON text (module docstring), for tables read back from the store."""
     try:
         top = _TOP.decode(raw)
-        trace = _DECODER.decode(raw) if any(w in raw for w in _WANTED) else _Trace([])
+        events = _DECODER.decode(raw).traceEvents if wanted(raw) else []
     except (msgspec.MsgspecError, MemoryError, RecursionError):  # the tables' decoding says why, if it must
         return TraceNotes()
-    ns = says_ns(top.displayTimeUnit) and not any(
-        isinstance(e.ts, float) and not e.ts.is_integer() for e in trace.traceEvents if e.ph == "X")
-    rows = _rows(trace, 1e-3 if ns else 1.0)
+    return notes_from(events, top.displayTimeUnit, {level: getattr(top, level) for level in LOG_LEVELS})
+
+
+def wanted(raw: bytes | bytearray) -> bool:
+    """Whether the trace's text holds a record whose events the notes read (most traces hold none)."""
+    return any(w in raw for w in _WANTED)
+
+
+def notes_from(events: Sequence[Any], display_unit: Any, logs: Mapping[str, Any]) -> TraceNotes:
+    """The records among a trace's decoded events (each with ``ph``, ``cat``, ``name``, ``ts``, ``dur`` and its raw
+    ``args``; none where ``wanted`` says the text holds no record of interest), its ``displayTimeUnit`` and its
+    top-level log lists. ``trace_events`` passes the events it decoded for the tables, before it rebases their
+    times: one decoding of the text serves both (this module's own two cost a third of the decoding's time)."""
+    ns = says_ns(display_unit) and not any(
+        isinstance(e.ts, float) and not e.ts.is_integer() for e in events if e.ph == "X")
+    rows = _rows(events, 1e-3 if ns else 1.0)
     empty = TraceNotes()
     frames = {key: pd.DataFrame(value) if value else getattr(empty, key) for key, value in rows.items()}
-    log = {level: _messages(getattr(top, level)) for level in LOG_LEVELS}
+    log = {level: _messages(logs.get(level)) for level in LOG_LEVELS}
     return TraceNotes(**frames, log={k: v for k, v in log.items() if v}, read=True)
