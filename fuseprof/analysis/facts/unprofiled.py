@@ -57,8 +57,8 @@ def capture_setting(tables: TraceTables) -> tuple[str, str]:
     writes ``record_shapes``, ``with_stack``, ``with_modules``), else inferred from what it recorded (shapes on
     ops; ``nn.Module:`` events; Python frames; ``[memory]`` events — torch writes no ``profile_memory``)."""
     written = tables.capture
-    seen = {"record_shapes": bool(tables.ops["input_dims"].map(lambda d: isinstance(d, list) and len(d) > 0).any()
-                                  or len(tables.host_ops)),
+    seen = {"record_shapes": any(isinstance(d, list) and len(d) > 0 for d in tables.ops["input_dims"].tolist())
+            or bool(len(tables.host_ops)),
             "with_stack": bool((tables.recorded["kind"] == "frame").any()),
             "with_modules": bool(len(tables.modules)), "profile_memory": bool(len(tables.memory))}
     flags = {k: written.get(k, v) for k, v in seen.items()}
@@ -82,9 +82,29 @@ def vendor_of(tables: TraceTables) -> str | None:
 
 
 def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry, steps: list[object],
-                within: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
+                within: tuple[np.ndarray, np.ndarray] | None = None,
+                recorded: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """Per step (``steps``; ``all``: the whole trace), the events the profiler recorded, by kind (``KINDS``); those
-    that began inside ``within`` (merged intervals) alone where it is given."""
+    that began inside ``within`` (merged intervals) alone where it is given. ``recorded``: ``recorded_events``
+    where the caller has it (the whole steps' count and their data loading's read the same events)."""
+    starts, kinds = recorded if recorded is not None else recorded_events(tables, registry)
+    if within is not None:
+        inside = covered_ns(within, starts, starts + 1) > 0
+        starts, kinds = starts[inside], kinds[inside]
+    # one look-up for every event (each a search over the iterations' ranges), then counted by step and kind
+    keys = step_at(iterations, pd.Series(starts)).to_numpy(object) if iterations.found else \
+        np.full(len(starts), "all", dtype=object)
+    present = ~pd.isna(keys)
+    codes, found = pd.factorize(keys[present])
+    table = np.zeros((len(found) + 1, len(KINDS)), np.int64)  # the last row: a step no event fell in
+    np.add.at(table, (codes, kinds[present]), 1)
+    rows = table[pd.Index(found, dtype=object).get_indexer(pd.Index(steps, dtype=object))]
+    return pd.DataFrame({"step": pd.Series(steps, dtype=object), **{k: rows[:, j] for j, k in enumerate(KINDS)}})
+
+
+def recorded_events(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np.ndarray]:
+    """Every event the profiler recorded that ``step_counts`` counts: its start (ns) and its kind (the position in
+    ``KINDS``)."""
     launches = tables.launches
     name = launches["name"].astype(str)
     graph = name.str.contains(GRAPH_LAUNCH.pattern, regex=True)
@@ -97,16 +117,9 @@ def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry,
              "launch": launches["start_ns"][launch.to_numpy()], "graph_launch": launches["start_ns"][graph.to_numpy()],
              "sync": launches["start_ns"][sync], "range": tables.annotations["start_ns"],
              "module": tables.modules["start_ns"]}
-    starts = pd.Series(np.concatenate([p.to_numpy(np.int64) for p in parts.values()]))
-    kinds = np.repeat(list(parts), [len(p) for p in parts.values()])
-    if within is not None:
-        inside = covered_ns(within, starts.to_numpy(np.int64), starts.to_numpy(np.int64) + 1) > 0
-        starts, kinds = starts[inside].reset_index(drop=True), kinds[inside]
-    # one look-up for every event (each a search over the iterations' ranges), then counted by step and kind
-    keys = step_at(iterations, starts) if iterations.found else pd.Series("all", index=starts.index, dtype=object)
-    counted = pd.crosstab(keys.to_numpy(object), kinds) if len(keys.dropna()) else pd.DataFrame()
-    out = counted.reindex(index=pd.Index(steps, dtype=object), columns=list(KINDS), fill_value=0).fillna(0)
-    return out.astype(np.int64).rename_axis("step").reset_index()
+    starts = np.concatenate([p.to_numpy(np.int64) for p in parts.values()])
+    kinds = np.repeat([KINDS.index(k) for k in parts], [len(p) for p in parts.values()])
+    return starts, kinds
 
 
 def median_launch_us(tables: TraceTables) -> float | None:
@@ -155,7 +168,8 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     setting, how = capture_setting(tables)
     torch = tables.capture.get("unprofiled", {}).get("torch")
     share, why = uncertainty(vendor_of(tables), torch if isinstance(torch, str) else None)
-    counts = step_counts(tables, iterations, registry, rows["step"].tolist())
+    recorded = recorded_events(tables, registry)
+    counts = step_counts(tables, iterations, registry, rows["step"].tolist(), recorded=recorded)
     out = pd.DataFrame({"step": rows["step"], "span_ns": rows["span_ns"].astype(np.int64)})
     out[[COUNTS[k] for k in KINDS]] = counts[list(KINDS)].to_numpy(np.int64)
     measured = _measured(tables)
@@ -166,8 +180,8 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     # the profiler's cost on the events inside the DataLoader's ranges was paid in the data idle, not the launch idle
     loading = _data_spans(tables, registry)
     in_data = np.zeros(len(out), np.int64) if measured is not None or not loading[0].size else np.minimum(
-        removed_ns(step_counts(tables, iterations, registry, rows["step"].tolist(), loading), setting, calibration,
-                   speed, per_step=False), removed)
+        removed_ns(step_counts(tables, iterations, registry, rows["step"].tolist(), loading, recorded), setting,
+                   calibration, speed, per_step=False), removed)
     launch, data = rows["idle_launch_ns"].to_numpy(np.int64), rows["idle_data_ns"].to_numpy(np.int64)
     out["host_removed_ns"] = removed
     out["idle_launch_ns"], out["idle_data_ns"] = launch, data
