@@ -65,7 +65,7 @@ _GAP_CATEGORY = {"host": "host", "wake": "host", "launch": "launch latency", "st
 _PRIORITY = {"contention": 0, "stream": 1, "wait": 2, "launch": 3, "host": 4, "wake": 5, "end": 6}  # ties: GPU first
 
 
-@dataclass
+@dataclass(slots=True)
 class Dep:
     """One start dependency: ``src`` item (``BEFORE``: the step's start plus ``offset``), its ``kind``, the point
     of ``src`` it waits for (``offset`` ns after src's start; None: src's end) and the lag after that point."""
@@ -112,6 +112,23 @@ class StepGraph:
         self.sync_on.append(-1)
         return len(self.kind) - 1
 
+    def extend(self, kind: str, role: list[str], name: list[str], lane: list[str], t0: list[int], t1: list[int],
+               event: list[object] | None = None) -> int:
+        """``add`` for many items of one kind at once (parallel lists): the first one's number. A step's calls and
+        GPU work go in whole, before their dependencies: an item's own fields never depend on another's."""
+        first, n = len(self.kind), len(role)
+        self.kind += [kind] * n
+        self.role += role
+        self.name += name
+        self.lane += lane
+        self.t0 += t0
+        self.t1 += t1
+        self.event += event if event is not None else [None] * n
+        self.deps += [[] for _ in range(n)]
+        self.binding += [-1] * n
+        self.sync_on += [-1] * n
+        return first
+
     @property
     def span_ns(self) -> int:
         return self.end_ns - self.start_ns
@@ -155,13 +172,16 @@ def bind(graph: StepGraph) -> None:
     """Each item's binding dependency (the latest to allow its start; ties by ``_PRIORITY``) and every lag:
     the measured gap on the binding one, the smaller of the gap and the kind's median bound lag on the others."""
     gaps: dict[str, list[int]] = defaultdict(list)
-    t0, binding = graph.t0, graph.binding
+    t0, t1, binding, start = graph.t0, graph.t1, graph.binding, graph.start_ns
     for v, deps in enumerate(graph.deps):
         if not deps:
             continue
         best, best_key = 0, None
         for i, d in enumerate(deps):
-            at = min(graph.avail(d), t0[v])
+            src, offset = d.src, d.offset  # graph.avail(d), inlined: a trace binds every item of every step
+            reached = start + (offset or 0) if src == BEFORE else t1[src] if offset is None else \
+                t0[src] + min(offset, t1[src] - t0[src])
+            at = min(reached, t0[v])
             d.lag = t0[v] - at
             key = (at, -_PRIORITY[d.kind])
             if best_key is None or key > best_key:  # the first of the latest, as max() takes
@@ -291,8 +311,14 @@ def _call_rows(calls: pd.DataFrame) -> list[tuple[int, int, str, str, str, objec
     """(start, end, role, name, thread, correlation id or None) per host call, in the table's order."""
     starts = calls["start_ns"].astype("int64").tolist()
     ends = (calls["start_ns"] + calls["dur_ns"]).astype("int64").tolist()
-    correlation = [c if pd.notna(c) else None for c in calls["correlation"].tolist()]
+    correlation = _present(calls["correlation"])
     return list(zip(starts, ends, _text(calls["role"]), _text(calls["name"]), calls["tid"].tolist(), correlation))
+
+
+def _present(column: pd.Series) -> list[object]:
+    """Each value, a missing one as None (one ``notna`` over the column: ``pd.notna`` per value cost a pandas
+    call per event)."""
+    return [v if ok else None for v, ok in zip(column.tolist(), column.notna().to_numpy().tolist())]
 
 
 def _text(column: pd.Series) -> list[str]:
@@ -308,7 +334,7 @@ class _GpuRows:
         ordered = events.sort_values("start_ns", kind="stable")
         role = ["communication" if c == "communication" else str(k or "kernel")
                 for c, k in zip(ordered["category"].tolist(), ordered["kind"].tolist())]
-        correlation = [c if pd.notna(c) else None for c in ordered["correlation"].tolist()]
+        correlation = _present(ordered["correlation"])
         self.rows = list(zip(ordered["start_ns"].astype("int64").tolist(), ordered["end_ns"].astype("int64").tolist(),
                              role, _text(ordered["name"]), ordered["lane"].tolist(), correlation,
                              _text(ordered["tid"]), ordered.index.tolist()))
@@ -325,8 +351,9 @@ def _add_calls(graph: StepGraph, calls: Sequence[tuple[int, int, str, str, str, 
     by_correlation: dict[object, int] = {}
     last: dict[str, int] = {}
     ends: dict[str, list[tuple[int, int]]] = defaultdict(list)  # per thread: (end, item) in start order
-    for t0, t1, role, name, tid, correlation in calls:
-        v = graph.add("call", role, name, tid, t0, t1)
+    columns: list[tuple[Any, ...]] = list(zip(*calls)) if calls else [()] * 6
+    first = graph.extend("call", *(list(c) for c in (columns[2], columns[3], columns[4], columns[0], columns[1])))
+    for v, (t0, t1, role, name, tid, correlation) in enumerate(calls, start=first):
         if correlation is not None:
             by_correlation.setdefault(correlation, v)
         prev = last.get(tid)
@@ -352,8 +379,10 @@ def _add_gpu(graph: StepGraph, in_step: Sequence[tuple[int, int, str, str, str, 
     last: dict[str, int] = {}
     launched: dict[str, int] = {}  # per stream: when its previous work's launch call started
     done: dict[str, list[int]] = defaultdict(list)  # per stream, its GPU items so far (they end in order)
-    for t0, t1, role, name, lane, correlation, tid, idx in in_step:
-        v = graph.add("gpu", role, name, lane, t0, t1, idx)
+    columns: list[tuple[Any, ...]] = list(zip(*in_step)) if in_step else [()] * 8
+    first = graph.extend("gpu", *(list(c) for c in (columns[2], columns[3], columns[4], columns[0], columns[1],
+                                                     columns[7])))
+    for v, (t0, t1, role, name, lane, correlation, tid, idx) in enumerate(in_step, start=first):
         call = by_correlation.get(correlation) if correlation is not None else None
         if call is not None:
             graph.deps[v].append(Dep(call, "launch", max(0, min(graph.t1[call], t0) - graph.t0[call])))
@@ -513,36 +542,42 @@ def walk(graph: StepGraph) -> pd.DataFrame:
 
 
 def walk_segments(graph: StepGraph) -> list[Segment]:
-    """``walk``'s rows (``PATH_COLUMNS``), in time order: many steps' paths make one table at once."""
+    """``walk``'s rows (``PATH_COLUMNS``), in time order: many steps' paths make one table at once. The graph's
+    lists are read as locals and ``avail`` inlined: a long step's path is tens of thousands of segments."""
     rows: list[Segment] = []
+    sync_on, t0, t1, lane, role = graph.sync_on, graph.t0, graph.t1, graph.lane, graph.role
+    binding, deps, start_ns = graph.binding, graph.deps, graph.start_ns
     v, t = len(graph.kind) - 1, graph.end_ns
     for _ in range(2 * len(graph.kind) + 2):  # a path visits an item once: more steps is a cycle, never an endless walk
-        g = graph.sync_on[v]
-        if g >= 0 and graph.t1[g] > graph.t0[v] and t >= graph.t1[g]:
-            rows.append((graph.t1[g], t, "sync", v, graph.lane[v], -1, -1))
-            v, t = g, graph.t1[g]
+        g = sync_on[v]
+        if g >= 0 and t1[g] > t0[v] and t >= t1[g]:
+            rows.append((t1[g], t, "sync", v, lane[v], -1, -1))
+            v, t = g, t1[g]
             continue
-        if t > graph.t0[v]:
-            rows.append((graph.t0[v], t, _item_category(graph, v), v, graph.lane[v], -1, -1))
-        t = graph.t0[v]
-        b = graph.binding[v]
-        dep = graph.deps[v][b] if b >= 0 else None
-        at = min(max(graph.avail(dep) if dep is not None else graph.start_ns, graph.start_ns), t)
+        if t > t0[v]:
+            rows.append((t0[v], t, _ITEM_CATEGORY.get(role[v], role[v]), v, lane[v], -1, -1))
+        t = t0[v]
+        b = binding[v]
+        dep = deps[v][b] if b >= 0 else None
+        if dep is None:
+            reached = start_ns
+        else:
+            src, offset = dep.src, dep.offset
+            reached = start_ns + (offset or 0) if src == BEFORE else t1[src] if offset is None else \
+                t0[src] + min(offset, t1[src] - t0[src])
+        at = min(max(reached, start_ns), t)
         if t > at:
-            host_lane = graph.lane[dep.src] if dep is not None and dep.kind == "end" and dep.src != BEFORE \
-                else graph.lane[v]
+            host_lane = lane[dep.src] if dep is not None and dep.kind == "end" and dep.src != BEFORE else lane[v]
             rows.append((at, t, _GAP_CATEGORY[dep.kind] if dep else "host", -1, host_lane, v, b))
         if dep is None or dep.src == BEFORE:
-            if at > graph.start_ns:
-                rows.append((graph.start_ns, at, "previous step", -1, graph.lane[v], v, b))
+            if at > start_ns:
+                rows.append((start_ns, at, "previous step", -1, lane[v], v, b))
             return rows[::-1]
         v, t = dep.src, at
     raise RuntimeError(f"step {graph.step}: the dependency graph has a cycle")  # built acyclic: a bug if seen
 
 
-def _item_category(graph: StepGraph, v: int) -> str:
-    """The kind of time an item's own time on the path is."""
-    return {"wait call": "runtime", "end": "host"}.get(graph.role[v], graph.role[v])
+_ITEM_CATEGORY = {"wait call": "runtime", "end": "host"}  # an item's own time on the path: its role, but these
 
 
 class HostLookup:
@@ -624,12 +659,22 @@ def labelled(graphs: Sequence[StepGraph], path: pd.DataFrame, events: pd.DataFra
     categories = _sync_host(categories, lanes, middle, host_lookup)
     if host_lookup.loading:
         loading = re.compile(host_lookup.loading)
-        categories = ["data loading" if c == "host" and loading.search(r if isinstance(r, str) else "") else c
-                      for c, r in zip(categories, labels["ranges"])]
+        # one search per distinct range text: a path's host segments repeat the same few nests of ranges
+        searched: dict[str, bool] = {}
+        categories = ["data loading" if c == "host" and _searched(loading, r if isinstance(r, str) else "", searched)
+                      else c for c, r in zip(categories, labels["ranges"])]
     text = text_dtype()
     return path.assign(name=pd.Series(labels["name"], index=path.index, dtype=text),
                        **{c: pd.Series(labels[c], index=path.index, dtype=object) for c in ("op", "module", "ranges")},
                        category=pd.Series(categories, index=path.index, dtype=path["category"].dtype))
+
+
+def _searched(pattern: re.Pattern[str], text: str, found: dict[str, bool]) -> bool:
+    """Whether ``pattern`` is found in ``text``, remembered in ``found`` per text."""
+    hit = found.get(text)
+    if hit is None:
+        hit = found[text] = pattern.search(text) is not None
+    return hit
 
 
 def _sync_host(categories: list[str], lanes: list[Any], middle: list[int], host_lookup: HostLookup) -> list[str]:
