@@ -350,22 +350,39 @@ def _add_calls(graph: StepGraph, calls: Sequence[tuple[int, int, str, str, str, 
     thread's latest, for a hand-over); which item each correlation id's call is."""
     by_correlation: dict[object, int] = {}
     last: dict[str, int] = {}
-    ends: dict[str, list[tuple[int, int]]] = defaultdict(list)  # per thread: (end, item) in start order
+    # per thread a partner hands work from: its calls' ends in order (ties: in start order) and their items, so the
+    # hand-over (the latest end after the thread's previous call, by the call's start) is one search, not a scan of
+    # the partner's calls so far per call (a training step's backward thread: calls x forward calls)
+    watched = {other for others in partners.values() for other in others}
+    ends: dict[str, tuple[list[int], list[int]]] = {tid: ([], []) for tid in watched}
     columns: list[tuple[Any, ...]] = list(zip(*calls)) if calls else [()] * 6
     first = graph.extend("call", *(list(c) for c in (columns[2], columns[3], columns[4], columns[0], columns[1])))
+    deps, start_ns = graph.deps, graph.start_ns
     for v, (t0, t1, role, name, tid, correlation) in enumerate(calls, start=first):
         if correlation is not None:
             by_correlation.setdefault(correlation, v)
         prev = last.get(tid)
-        since = graph.t1[prev] if prev is not None else graph.start_ns
-        graph.deps[v].append(Dep(prev, "host", None) if prev is not None else Dep(BEFORE, "host", 0))
+        deps[v].append(Dep(prev, "host", None) if prev is not None else Dep(BEFORE, "host", 0))
         for other in partners.get(tid, ()):
-            handed = [item for e, item in ends.get(other, ()) if since < e <= t0]
-            if handed:
-                graph.deps[v].append(Dep(max(handed, key=lambda i: graph.t1[i]), "wake", None))
+            handed = _handed(ends[other], graph.t1[prev] if prev is not None else start_ns, t0)
+            if handed is not None:
+                deps[v].append(Dep(handed, "wake", None))
         last[tid] = v
-        ends[tid].append((t1, v))
+        if tid in watched:
+            at = bisect.bisect_right(ends[tid][0], t1)
+            ends[tid][0].insert(at, t1)
+            ends[tid][1].insert(at, v)
     return by_correlation
+
+
+def _handed(ends: tuple[list[int], list[int]], since: int, until: int) -> int | None:
+    """The item that ended last in (``since``, ``until``] among a thread's calls (``ends``: their ends in order,
+    equal ends in start order, and their items), the first of equals; None where none did."""
+    times, items = ends
+    k = bisect.bisect_right(times, until)
+    if not k or times[k - 1] <= since:
+        return None
+    return items[bisect.bisect_left(times, times[k - 1])]
 
 
 def _add_gpu(graph: StepGraph, in_step: Sequence[tuple[int, int, str, str, str, object, str, object]],
