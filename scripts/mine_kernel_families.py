@@ -106,6 +106,9 @@ _CONV = r"(?:fprop|dgrad|wgrad)\w*implicit_?gemm|implicit_?gemm\w*(?:fprop|dgrad
 # aiter's prebuilt attention kernels: MLA decode (mla_a8w8_…, mla_a16w16_…) and paged attention (pa_bf16_…)
 _ATTN_ASM = r"(?<![a-z])mla_a\d+w\d+|(?<![a-z])pa_(?:bf16|fp16|fp8)_|(?<![a-z])mla_(?:dec|pfl)_|(?<![a-z])pa_a\d+w\d+_"
 _QK_NORM_ROPE = r"qk_?norm_?rope"
+_RECURRENT = r"selective_?state_?update|selective_?scan|(?<![a-z])ssd_?kernel|gated_?delta|delta_?rule|(?<![a-z])gdn_|" \
+             r"(?:^|_)kda_|flashkda|chunk_?gated|fused_?recurrent|recurrent_?kda|lightning_?attn|" \
+             r"(?:^|_)chunk_?(?:scan|state)_|state_?passing|checkpointing_ssu|gateddeltanet|gdndecode"
 FAMILIES: tuple[Family, ...] = (
     Family("DeepEP expert-parallel dispatch/combine", r"deep_ep::|dpsk::ep::", "communication", "communication",
            "DeepEP's all-to-all: tokens dispatched to their experts' ranks and combined back (NVLink/RDMA, NVSHMEM)"),
@@ -151,6 +154,10 @@ FAMILIES: tuple[Family, ...] = (
            "attention", "attention",
            "attention in one kernel (flash/paged, prefill or decode, its split-KV merge): QKᵀ, softmax and ·V never "
            "written out", ("flash attention",), ("flash attention",), unless=r"rope|rotary|cache_?write"),
+    Family("linear attention / state-space recurrence", _RECURRENT, "attention", "attention",
+           "a token mixer by recurrence instead of softmax attention: gated delta-net / KDA linear attention (chunked "
+           "prefill, recurrent decode) or a Mamba selective state update / SSD scan; its state, not a KV cache, carries "
+           "the past"),
     Family("MoE routing, sorting and finalize", _MOE_BOOKKEEPING, "MoE", "moe",
            "a MoE layer's bookkeeping: routing scores' top-k, tokens sorted by expert, the experts' outputs "
            "gathered back and weighted", ("moe",), unless=_COMM),

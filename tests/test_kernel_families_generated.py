@@ -235,3 +235,18 @@ def test_kernel_coverage_counts_every_distinct_kernel_of_the_raw_trace() -> None
     assert {by_name.loc[n, "named_by"] for n in raw if "add_rmsnorm_quant_kernel" in n} == {"mined"}
     table = kernel_coverage.markdown([trace])
     assert table[2].startswith(f"| {trace.name} | {len(raw)} | ")
+
+
+@pytest.mark.parametrize("name", [
+    # FlashInfer include/flashinfer/mamba: Mamba's selective state update (the SSM's decode step: state = dA*state
+    # + dB*x, y = C·state); aiter's Triton chunked gated delta rule (Qwen3-Next's GDN prefill); FlashInfer's GDN
+    # decode and KDA kernels: token mixers by recurrence, attention's place in the layer
+    "void flashinfer::mamba::selective_state_update_kernel_simple<__nv_bfloat16, float>(...)",
+    "chunk_gated_delta_rule_fwd_kernel_h_blockdim64",
+    "gdn_fused_decode_kernel",
+    "kernel_flashinfer_packed_kda_t1_cpasync_tile128",
+])
+def test_recurrent_token_mixers_are_attention_not_unknown(name: str) -> None:
+    row = DEFAULT.match("kernel", "", name)
+    assert (row.category, row.family) == ("attention", "linear attention / state-space recurrence (mined)"), name
+    assert "flash attention" not in DEFAULT.kinds(None, [name])  # no softmax attention to audit as flash attention
