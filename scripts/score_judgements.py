@@ -19,7 +19,8 @@ Why the idle truth is compared with ``bound_as_traced``: both sources label the 
 profiler in it. labels.json's idle verdicts were read off the raw traces (each ``why`` quotes the profiled step's
 own busy and idle times, e.g. "ProfilerStep#6: busy 31,905.473 of 34,892.419 us span"; xdit_sd_3.5's reading
 "busy is the largest term"), and no un-profiled time of those public traces is known; the H200 truth files' idle
-verdicts (scripts/capture_truth_set.py) were written for the same largest-term reading of their profiled steps. The
+verdicts (scripts/capture_truth_set.py, by construction) state no rule, and their graph replays' "GPU-bound" or
+"other idle" (62-71% busy as traced) is the largest-term reading of the profiled steps, not an 80%-busy one. The
 verdict's ``bound`` is the estimate without the profiler, named by the rule of the un-profiled truth
 (``tests/fixtures/truth_unprofiled``: GPU-bound at >= 80% busy), and is scored against that truth by
 scripts/score_unprofiled.py.

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from fuseprof.analysis.facts.idle import TERMS, TRACED_VERDICTS, verdict_of
+from fuseprof.analysis.facts.idle import TERMS, TRACED_VERDICTS, VERDICTS, verdict_of
 from fuseprof.analysis.judgements.cause_advice import cause_rows, graphs_after_syncs, sync_why
 from fuseprof.analysis.paths.savings import saving, scaled_graph_part
 from fuseprof.analysis.running.sections import Column, Context, Section, Table
@@ -23,17 +23,29 @@ def launch_removed(estimate: pd.DataFrame | None, cause: str = "launch") -> floa
     return float((estimate[columns[0]] - estimate[columns[1]]).sum())
 
 
+# The un-profiled truth's rule (tests/fixtures/truth_unprofiled/*.truth.json, "rule"; issue 59 point 5): "GPU-bound
+# when busy >= 80% of the un-profiled step; else the largest idle cause"
+GPU_BOUND_SHARE = 0.8
+
+
 def bound(idle: pd.DataFrame, estimate: pd.DataFrame | None = None) -> str:
-    """What bounds the window: the largest of busy time and idle time by cause, summed over its steps; the idle
-    without the profiler where ``estimate`` (the unprofiled table) is given: the launch and data idle less the
-    profiler's host time, the sync idle what removing the syncs saves (``fuseprof.analysis.paths.sync_saving``)."""
+    """What bounds the window without the profiler, by the rule its truth states (``GPU_BOUND_SHARE``): GPU-bound
+    (or communication-bound, ``idle.verdict_of``) where busy is at least 80% of busy and idle by cause summed over
+    the window's rows, else the largest idle cause. The idle is without the profiler where ``estimate`` (the
+    unprofiled table) is given: the launch and data idle less the profiler's host time, the sync idle what removing
+    the syncs saves (``fuseprof.analysis.paths.sync_saving``). A GPU 70% busy whose idle is mostly syncs is
+    sync-bound: that idle is what a user can take off the step. ``bound_as_traced`` keeps the labels' rule."""
     if idle.empty:
         return "unknown"
     totals = {k: float(idle[k].sum()) for k in TERMS if k in idle}
     for cause in ("launch", "data", "sync"):
         if f"idle_{cause}_ns" in totals:
             totals[f"idle_{cause}_ns"] -= launch_removed(estimate, cause)
-    return verdict_of(totals)
+    causes = {k: totals.get(k, 0.0) for k in VERDICTS if k != "busy_ns"}
+    busy = totals.get("busy_ns", 0.0)
+    if busy >= GPU_BOUND_SHARE * (busy + sum(causes.values())) or max(causes.values()) <= 0:
+        return verdict_of({**totals, **dict.fromkeys(causes, 0.0)})  # GPU-bound, or communication-bound
+    return VERDICTS[max(causes, key=lambda k: causes[k])]
 
 
 def bound_as_traced(idle: pd.DataFrame) -> str:
