@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written
 
 FORMAT = 3  # 3: the metadata in its own file (2: in the manifest; 1: a Parquet file each frame)
 _TABLES = ("gpu", "ops", "launches", "modules", "annotations", "autograd", "host_ops", "forward_ops", "parameters", "memory",
-           "recorded", "syncs")
+           "recorded", "syncs", "graph_calls")
 _TIMED = ("name", "pid", "tid")
 # The columns the decoder gives each table (``read_trace_tables``, whatever the trace holds; tests/test_bounded_inputs.py
 # holds the two together): a stored entry whose frame has other columns is no entry of this code's — a foreign or
@@ -82,6 +82,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
                "caller", "start_ns"),
     "recorded": ("kind", "start_ns"),
     "syncs": (*_TIMED, "correlation", "stream", "device", "wait_stream", "wait_record", "start_ns", "dur_ns"),
+    "graph_calls": (*_TIMED, "start_ns", "dur_ns"),
 }
 _MANIFEST = "manifest.json"
 _META = "meta.json"  # the metadata, as written: its SHA-256 in the manifest

@@ -56,6 +56,7 @@ AUTOGRAD_FUNCTION = "autograd::engine::evaluate_function: "  # a backward node's
 # autograd's gradient sink of a leaf tensor: one run per parameter that got a gradient, its input the gradient
 # (the parameter's shape and dtype) — the parameter list an optimizer step updates
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+GRAPH_CALL = "## Call CompiledFxGraph"  # Inductor's call of a compiled graph: a range, or in some torch versions a CPU op
 MEMORY_EVENT = "[memory]"  # the allocator's record (profile_memory=True): one instant per alloc (+bytes) or free (-)
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 # CUPTI's synchronisation records (a stream sync, an event sync, a stream waiting on another's event): the
@@ -381,6 +382,11 @@ class TraceTables:
     syncs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({
         **{c: pd.Series(dtype=object) for c in ("name", "pid", "tid")},
         **{c: pd.Series(dtype="Int64") for c in ("correlation", "stream", "device", "wait_stream", "wait_record")},
+        "start_ns": pd.Series(dtype="int64"), "dur_ns": pd.Series(dtype="int64")}))
+    # Inductor's graph calls (``## Call CompiledFxGraph … ##``) the trace wrote as CPU ops, not ranges (some torch
+    # versions do): ``ops`` keeps only ops that launched work, and a graph call launches none of its own
+    graph_calls: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({
+        **{c: pd.Series(dtype=object) for c in ("name", "pid", "tid")},
         "start_ns": pd.Series(dtype="int64"), "dur_ns": pd.Series(dtype="int64")}))
     # what the trace says of its own completeness (``trace_notes``), read from the bytes the tables were decoded from;
     # not stored: None for tables read back from the store (the integrity check reads the file then)
@@ -877,10 +883,12 @@ def read_trace_tables(path: Path) -> TraceTables:
         recorded=_recorded(every_op, by_kind["frames"], path),
         capture=capture_facts(trace),
         syncs=_sync_rows(by_kind["syncs"], path),
+        graph_calls=_timed_rows([e for e in every_op if e.name.startswith(GRAPH_CALL)], path),
         notes=notes,
     )
     if base_ns:  # the clock's base back, as integers: times stay exact and comparable across ranks
         for frame in (tables.gpu, tables.ops, tables.launches, tables.modules, tables.annotations, tables.autograd,
-                      tables.host_ops, tables.forward_ops, tables.parameters, tables.memory, tables.recorded, tables.syncs):
+                      tables.host_ops, tables.forward_ops, tables.parameters, tables.memory, tables.recorded, tables.syncs,
+                      tables.graph_calls):
             frame["start_ns"] += base_ns
     return tables

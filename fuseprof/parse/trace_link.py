@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.parse.nesting import around, innermost
-from fuseprof.parse.trace_events import TraceTables
+from fuseprof.parse.trace_events import GRAPH_CALL, TraceTables
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -120,9 +120,20 @@ def _launching_ops(ops: pd.DataFrame, gpu: pd.DataFrame, external: pd.Series) ->
     return rows
 
 
+def _graph_calls(tables: TraceTables) -> pd.DataFrame:
+    """Inductor's calls of a torch.compile'd graph (``GRAPH_CALL``): ranges in most torch versions, CPU ops in some
+    (tests/fixtures/truth_unprofiled/h100/infer_compiled's). What launches inside one is the graph's work, a cuBLAS
+    GEMM the graph calls as an extern kernel too."""
+    columns = ["start_ns", "dur_ns", "name", "tid"]
+    ranges = tables.annotations[tables.annotations["name"].astype(str).str.startswith(GRAPH_CALL)]
+    return pd.concat([f[columns] for f in (ranges, tables.graph_calls) if not f.empty] or
+                     [pd.DataFrame(columns=columns)], ignore_index=True)
+
+
 def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     """The GPU events of ``tables`` with kind, launch call, CPU op (name, shapes, types),
-    module path, enclosing ``record_function`` ranges and the outermost of them (``step``)."""
+    module path, enclosing ``record_function`` ranges and the outermost of them (``step``), and the Inductor graph
+    call around the launching op (``graph_call``: its name, a range or a CPU op)."""
     gpu = tables.gpu.copy()
     gpu["kind"] = gpu["cat"].map(_KIND)  # communication kernels are the op registry's to name (analysis.events)
     launches = tables.launches.drop_duplicates("correlation").set_index("correlation")
@@ -147,6 +158,7 @@ def link_gpu_events(tables: TraceTables) -> pd.DataFrame:
     modules = tables.modules.assign(name=tables.modules["name"].str.removeprefix("nn.Module: "))
     gpu["module"] = enclosing(modules, anchor, " / ").reindex(gpu.index)
     gpu["ranges"] = enclosing(tables.annotations, anchor, " / ").reindex(gpu.index)
+    gpu["graph_call"] = enclosing(_graph_calls(tables), anchor, None).reindex(gpu.index)
     # the outermost range: ProfilerStep#N, or the user's own range (numbered when its name repeats)
     gpu["step"] = enclosing(numbered(tables.annotations), anchor, None, outermost=True).reindex(gpu.index)
     gpu["end_ns"] = gpu["start_ns"] + gpu["dur_ns"]

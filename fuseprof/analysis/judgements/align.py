@@ -71,9 +71,10 @@ def _module_label(events: pd.DataFrame) -> pd.Series:
 
 
 def _in_compiled_graph(events: pd.DataFrame) -> np.ndarray:
-    """Whether each event was launched from a torch.compile'd graph: under Inductor's graph-call range or the
-    compiled wrapper module (a torch that logs the call as a CPU op, not a range, leaves only the Triton names)."""
-    found = np.zeros(len(events), dtype=bool)
+    """Whether each event was launched from a torch.compile'd graph: inside Inductor's graph call (the parser's
+    ``graph_call``: a range or, in some torch versions, a CPU op), its range (events stored before that column)
+    or the compiled wrapper module."""
+    found = np.array(events["graph_call"].notna(), bool) if "graph_call" in events else np.zeros(len(events), bool)
     for column, mark in (("ranges", COMPILED_RANGE), ("module", COMPILED_MODULE)):
         if column in events:
             found |= events[column].astype("string").str.contains(mark, regex=False).fillna(False).to_numpy(bool)
