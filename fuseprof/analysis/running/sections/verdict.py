@@ -152,8 +152,9 @@ def headline(verdict: pd.DataFrame) -> str:
 SECTION = Section(
     name="verdict", order=0, build=_build,
     needs=("timeline", "idle", "unprofiled", "categories", "top_ops", "fusion", "slow_ops"),
-    description="What bounds the run without the profiler (GPU, host launches, syncs, data loading, the allocator, "
-                "event waits: the idle section's causes summed over its steps, the launch idle less the host time the "
+    description="What bounds the run without the profiler (GPU-bound from 80% busy, else the largest idle cause: host "
+                "launches, syncs, data loading, the allocator, event waits; the idle section's causes summed over its "
+                "steps, the launch idle less the host time the "
                 "profiler added: fuseprof/analysis/facts/unprofiled.py) and as traced, where the GPU time goes (top category "
                 "and op), and the three things worth doing, ranked by their one saving — the step time removed "
                 "without the profiler, the GPU time beside it (fuseprof/analysis/paths/savings.py: fusion rows, CUDA graphs "
