@@ -143,7 +143,9 @@ SCRIPTS = ROOT / "scripts"
     ["capture_long_decode.py", "--out", "{tmp}/x.json.gz", "--steps", "0"],
     ["capture_diff_pairs_d768.py", "--out", "{tmp}/x", "--only", "fp8,nonesuch"],
     ["capture_diff_pairs_d768.py", "--only", "sdpa"],
-], ids=["unknown pair", "no --out", "not .json.gz", "zero steps", "d768 unknown pair", "d768 no --out"])
+    ["capture_diff_pairs_d768.py", "--out", "{tmp}/x", "--d", "1000", "--heads", "16"],
+], ids=["unknown pair", "no --out", "not .json.gz", "zero steps", "d768 unknown pair", "d768 no --out",
+        "d768 d not a multiple of heads"])
 def test_bad_arguments_are_clear_errors_that_write_nothing(tmp_path: Path, args: list[str]) -> None:
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
     run = subprocess.run([sys.executable, str(SCRIPTS / argv[0]), *argv[1:]], capture_output=True, text=True,
