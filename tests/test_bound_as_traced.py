@@ -83,3 +83,35 @@ def test_bound_as_traced_matches_the_labels(name: str) -> None:
     idle = result.frames["idle"].set_index("step")
     for step, row in label["per_step"].items():
         assert idle.loc[step, "verdict_as_traced"] == row["verdict"], step
+
+
+@pytest.mark.shared
+def test_a_wait_whose_next_work_was_launched_before_the_step_range_is_no_steps() -> None:
+    """sglang_Qwen3-8B_decode (labels.json: sync-bound, or event wait; "not host-bound"): its one 463 ms wait ends at
+    work launched before SGLang's ``step[DECODE bs=32]`` range began, so by the labels' rule (a step's gaps lie in the
+    union of the GPU work launched inside it) it is no step's, and ``bound_as_traced`` reads the step alone. Read
+    whole it is launch (its next work's launch call starts after the gap opens, no synchronising call in progress
+    then), which would make the window host-bound: what labels.json says it is not. Expected values from the raw
+    trace; ``bound`` (the split) names the event wait the label's reading names."""
+    path = shared_traces() / "sglang_Qwen3-8B_decode.json.gz"
+    events = json.loads(gzip.decompress(path.read_bytes()), parse_float=Decimal)["traceEvents"]
+    step = next(e for e in events if e.get("cat") == "user_annotation" and str(e["name"]).startswith("step["))
+    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime"
+             and "correlation" in e.get("args", {})}
+    syncs = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events
+             if e.get("cat") == "cuda_runtime" and _SYNC.search(str(e.get("name", "")))]
+    gpu = sorted((_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]), _ns(calls[e["args"]["correlation"]]["ts"]))
+                 for e in events if e.get("cat") in _GPU)
+    gaps, reach = [], gpu[0][1]
+    for start, end, launched in gpu[1:]:
+        if start > reach:
+            gaps.append((reach, start, launched))
+        reach = max(reach, end)
+    lo, hi, launched = max(gaps, key=lambda g: g[1] - g[0])
+    assert hi - lo > 400_000_000 and launched < _ns(step["ts"])  # no step's: launched before the range
+    assert launched >= lo and not any(a <= lo < b for a, b in syncs)  # read whole: launch
+    result = analyze(path)[0]
+    idle = result.frames["idle"].set_index("step")
+    assert idle.loc["(between steps)", "traced_launch_ns"] == hi - lo
+    verdict = result.frames["verdict"].iloc[0]
+    assert verdict["bound_as_traced"] == "GPU-bound" and verdict["bound"] == "event wait"
