@@ -213,6 +213,18 @@ def test_a_damaged_entry_is_rebuilt_with_a_warning(store: Path, damage: str) -> 
     assert (analysis / "manifest.json").is_file()  # and stored again, whole
 
 
+def test_metadata_comes_back_as_written_whatever_it_holds(tmp_path: Path) -> None:
+    """The metadata is read by msgspec where it can and by the standard library where msgspec refuses the text
+    ``json.dumps`` wrote (NaN, infinities, a lone surrogate): either way the value written."""
+    store = store_module.TraceStore(tmp_path / "store")
+    for meta in ({"stdout": "x" * 1000 + "\u00e9\n", "n": 2**70, "f": 0.1}, {"nan": float("nan"), "inf": float("-inf")},
+                 {"text": "\ud800"}):
+        assert store.put_frames("k" * 32, "p", {}, meta)
+        found = store.get_frames("k" * 32, "p")
+        assert found is not None and json.dumps(found[1]) == json.dumps(meta)
+        shutil.rmtree(store.root)  # type: ignore[arg-type]
+
+
 def test_another_fuseprof_version_never_reads_the_entry(store: Path, monkeypatch) -> None:
     analyze([EAGER])
     this_version = store_module.code_version()
