@@ -225,6 +225,20 @@ def test_metadata_comes_back_as_written_whatever_it_holds(tmp_path: Path) -> Non
         shutil.rmtree(store.root)  # type: ignore[arg-type]
 
 
+def test_an_entry_whose_manifest_lost_a_table_is_rebuilt(store: Path) -> None:
+    """A table's line taken out of a tables entry's manifest (the frames and metadata whole): the entry is damaged and
+    rebuilt with a warning, not read into a KeyError."""
+    cold = analyze([EAGER])[0]
+    [entry] = store_module.TraceStore(store).entries()
+    manifest = json.loads((entry / "tables" / "manifest.json").read_text())
+    del manifest["frames"]["syncs"]
+    (entry / "tables" / "manifest.json").write_text(json.dumps(manifest))
+    for part in entry.glob("analysis-*"):  # the analysis too, so that the tables are read
+        shutil.rmtree(part)
+    with pytest.warns(FuseprofWarning, match="lacks its syncs table"):
+        _same(cold, analyze([EAGER])[0])
+
+
 def test_another_fuseprof_version_never_reads_the_entry(store: Path, monkeypatch) -> None:
     analyze([EAGER])
     this_version = store_module.code_version()

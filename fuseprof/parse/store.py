@@ -225,6 +225,9 @@ class TraceStore:
                         if expected is not None and tuple(frames[name].columns) != expected:
                             raise ValueError(f"its {name} table has columns {list(frames[name].columns)}, not "
                                              f"{list(expected)}")
+            lacking = [n for n in columns or {} if (only is None or n in only) and n not in skip and n not in frames]
+            if lacking:  # an entry of this version lacks a table only where its manifest was edited
+                raise ValueError(f"it lacks its {', '.join(lacking)} table(s)")
             meta = (folder / _META).read_bytes()
             if hashlib.sha256(meta).hexdigest() != manifest["meta_sha256"]:
                 raise ValueError("its metadata does not match its digest")
