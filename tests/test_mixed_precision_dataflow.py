@@ -17,7 +17,10 @@ import pytest
 
 from fuseprof.analysis import analyze
 from fuseprof.model.dataflow import Value, promoted_dtype
+from fuseprof.model.registry_data import DEFAULT
 from tests.conftest import FIXTURES
+
+ROLE = DEFAULT.role  # the registry's row for an op: whether it promotes is data there
 
 TRUTH = FIXTURES / "truth_unprofiled"
 BF16, HALF, FP32 = "c10::BFloat16", "c10::Half", "float"
@@ -27,14 +30,14 @@ def test_promotion_follows_torch_for_arithmetic_only() -> None:
     """Out-of-place arithmetic takes the widest floating dtype (bf16 and half together: float, as torch gives); an
     in-place op, a copy and anything that is not arithmetic keep the first argument's."""
     scores, mask = Value((4, 8, 1024, 1024), BF16), Value((1024, 1024), FP32)
-    assert promoted_dtype("aten::add", [scores, mask]) == FP32
-    assert promoted_dtype("aten::add", [mask, scores]) == FP32
-    assert promoted_dtype("aten::mul", [Value((8,), BF16), Value((8,), HALF)]) == FP32
-    assert promoted_dtype("aten::where", [Value((8,), "long"), Value((8,), HALF), Value((8,), HALF)]) == HALF
-    assert promoted_dtype("aten::add_", [scores, mask]) == BF16  # in place: the destination's dtype
-    assert promoted_dtype("aten::copy_", [scores, mask]) == BF16
-    assert promoted_dtype("aten::_softmax", [mask]) == FP32
-    assert promoted_dtype("aten::add", [scores, scores]) == BF16
+    assert promoted_dtype(ROLE("aten::add"), [scores, mask]) == FP32
+    assert promoted_dtype(ROLE("aten::add"), [mask, scores]) == FP32
+    assert promoted_dtype(ROLE("aten::mul"), [Value((8,), BF16), Value((8,), HALF)]) == FP32
+    assert promoted_dtype(ROLE("aten::where"), [Value((8,), "long"), Value((8,), HALF), Value((8,), HALF)]) == HALF
+    assert promoted_dtype(ROLE("aten::add_"), [scores, mask]) == BF16  # in place: the destination's dtype
+    assert promoted_dtype(ROLE("aten::copy_"), [scores, mask]) == BF16
+    assert promoted_dtype(ROLE("aten::_softmax"), [mask]) == FP32
+    assert promoted_dtype(ROLE("aten::add"), [scores, scores]) == BF16
 
 
 def _in_steps(path: Path, name: str) -> list[dict[str, Any]]:

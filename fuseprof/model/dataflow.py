@@ -87,24 +87,21 @@ def infer_outputs(role: OpRole, arguments: Sequence[Value | None]) -> list[Value
     out = broadcast_shape([list(v.dims) for v in tensors])
     if role.reduces and out:
         out = out[:-1] + [1]
-    return [Value(tuple(out), promoted_dtype(role.name, tensors))]
+    return [Value(tuple(out), promoted_dtype(role, tensors))]
 
 
-# torch's type promotion for the out-of-place arithmetic that mixes precisions (bf16 scores + an fp32 mask is fp32)
-_PROMOTING = frozenset(f"aten::{name}" for name in ("add", "sub", "rsub", "mul", "div", "where", "minimum", "maximum",
-                                                     "addcmul", "addcdiv", "lerp", "pow"))
 _FLOAT_RANK = {"c10::Half": 1, "c10::BFloat16": 1, "float": 2, "double": 3}
 
 
-def promoted_dtype(op: str, tensors: Sequence[Value]) -> str:
-    """The output dtype of ``op`` on its recorded tensor arguments: the first's, but for out-of-place arithmetic
-    (``_PROMOTING``) the widest floating dtype among them — as torch promotes, half and bfloat16 together give
-    float. A 0-dim tensor is recorded without dims and is no Value here, so it takes no part, as in torch. With
+def promoted_dtype(role: OpRole, tensors: Sequence[Value]) -> str:
+    """The output dtype of ``role``'s op on its recorded tensor arguments: the first's, but for out-of-place
+    arithmetic (``OpRole.promotes``, a registry row) the widest floating dtype among them — as torch promotes, half
+    and bfloat16 together give float. A 0-dim tensor is recorded without dims and is no Value here, so it takes no part, as in torch. With
     the first's alone, an eager attention's bf16 scores plus its fp32 causal mask (``scores + mask``: fp32) read
     as bf16, the fp32 softmax after it had no producer, and the attention was not found."""
     first = tensors[0].dtype
     floats = {v.dtype for v in tensors if v.dtype in _FLOAT_RANK}
-    if op not in _PROMOTING or not floats or floats == {first}:
+    if not role.promotes or not floats or floats == {first}:
         return first
     top = max(_FLOAT_RANK[d] for d in floats)
     widest = sorted(d for d in floats if _FLOAT_RANK[d] == top)

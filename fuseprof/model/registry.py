@@ -131,7 +131,9 @@ class OpRole:
     this rule (``fuseprof.model.dataflow.view_shape``); ``wrapped_number``: what an unrecorded Python float
     passed where a tensor goes stands for in a ``--verify`` replay (the profiler records no value for it):
     1.0 keeps a scale or a divisor neutral, so a chain's values stay in its dtypes' range (a float8 cast
-    of x / (amax / 448) is not all zeros); a norm's ``+ eps`` is 1e-6."""
+    of x / (amax / 448) is not all zeros); a norm's ``+ eps`` is 1e-6; ``promotes``: out-of-place arithmetic whose
+    output takes the widest floating dtype of its tensor arguments, as torch promotes (bf16 scores + an fp32 mask is
+    fp32; ``fuseprof.model.dataflow.promoted_dtype``), where other ops keep their first argument's."""
 
     name: str
     first_argument: Literal["read", "overwritten", "indexed write"] = "read"
@@ -147,6 +149,7 @@ class OpRole:
     replayable: bool = False
     view: str = ""  # a view's shape rule (fuseprof.model.dataflow.view_shape): the op graph reads through it
     wrapped_number: float = 1.0
+    promotes: bool = False
 
     @property
     def repeatable(self) -> bool:

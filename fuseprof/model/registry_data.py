@@ -274,13 +274,21 @@ _SPECIAL: tuple[OpRole, ...] = (
 )
 
 
+# torch's type promotion for the out-of-place arithmetic that mixes precisions (OpRole.promotes); in-place forms and
+# copies keep the destination's dtype
+_PROMOTING = _aten("add", "sub", "rsub", "mul", "div", "where", "minimum", "maximum", "addcmul", "addcdiv", "lerp",
+                   "pow")
+
+
 def _roles() -> tuple[OpRole, ...]:
-    """One role per op: the special ones (replayable where pure), and a plain replayable role for the
-    other pure ops."""
+    """One role per op: the special ones (replayable where pure, promoting where listed), and a plain role for
+    the other pure or promoting ops."""
     special = {r.name: r for r in _SPECIAL}
-    pure = set(_PURE)
-    out = [OpRole(**{**r.__dict__, "replayable": r.name in pure}) for r in special.values()]
-    return (*out, *(OpRole(name, replayable=True) for name in dict.fromkeys(_PURE) if name not in special))
+    pure, promoting = set(_PURE), set(_PROMOTING)
+    out = [OpRole(**{**r.__dict__, "replayable": r.name in pure, "promotes": r.name in promoting})
+           for r in special.values()]
+    return (*out, *(OpRole(name, replayable=name in pure, promotes=name in promoting)
+                    for name in dict.fromkeys((*_PURE, *_PROMOTING)) if name not in special))
 
 
 KNOWN_FUSIONS: tuple[KnownFusion, ...] = (
