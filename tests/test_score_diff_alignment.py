@@ -141,22 +141,17 @@ def _module_ops(path: Path, module: str) -> dict[str, int]:
     return found
 
 
-def test_held_out_set_scores_as_recorded_and_misses_only_the_written_out_silu(held_out) -> None:  # type: ignore[no-untyped-def]
-    """The frozen rules on h100_d1024_fp16 (docs/gate.md): module 100% on every pair, pooled module and class over
-    the bar, every class right but silu_fused's SwiGLUMLPs: fused in the truth (sigmoid + mul -> one silu call),
-    replaced by the rule, which counts distinct op names (fewer must come than went): the raw traces' MLP holds
-    aten::mul in both runs (the `* up` product), so one name went (sigmoid) and one came (silu)."""
+def test_the_once_held_out_set_reads_every_class_right_since_the_rule_counts_calls(held_out) -> None:  # type: ignore[no-untyped-def]
+    """h100_d1024_fp16 was scored once held out with the rules frozen at 0b4ab28 (docs/gate.md: class 99.1%, the
+    two SwiGLUMLPs of silu_fused `replaced` where the truth says `fused`) and is rule-writing data since: the fused
+    rule now counts op calls, not distinct names. From the raw traces: the MLP's own elementwise calls are
+    aten::mul x2 + aten::sigmoid in A and aten::silu + aten::mul in B — one name went and one came, but three
+    calls became two. Every pair now reads 100% on module and class."""
     assert len(held_out) == 6
     for pair, row in held_out.items():
         truth = json.loads((HELD_OUT / f"{pair.split('/')[1]}.truth.json").read_text())
         assert row["a_ns"] == pytest.approx(raw_gpu_ns_in_steps(HELD_OUT / truth["a"]["trace"]), rel=1e-6)
-        assert row["module_ns"] == row["a_ns"], pair
-    total = _scorer().pooled(list(held_out.values()))
-    assert total["module_ns"] >= 0.95 * total["a_ns"] and total["class_ns"] >= 0.95 * total["a_ns"]
-    missed = {pair: row["wrong"] for pair, row in held_out.items() if row["class_ns"] < row["a_ns"]}
-    assert set(missed) == {"h100_d1024_fp16/silu_fused"}
-    wrong = missed["h100_d1024_fp16/silu_fused"]
-    assert len(wrong) == 2 and all(re.match(r".*SwiGLUMLP_\d: expected .* fused, got ok replaced$", w) for w in wrong)
+        assert row["module_ns"] == row["a_ns"] and row["class_ns"] == row["a_ns"], (pair, row["wrong"])
     a = _module_ops(HELD_OUT / "silu_written.json.gz", "SwiGLUMLP_0")
     b = _module_ops(HELD_OUT / "eager.json.gz", "SwiGLUMLP_0")
     assert (a["aten::mul"], a["aten::sigmoid"], b["aten::mul"], b["aten::silu"]) == (2, 1, 1, 1)

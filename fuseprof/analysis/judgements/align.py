@@ -93,7 +93,11 @@ def side(result: TraceAnalysis) -> Side:
         "step": step, "start_ns": events["start_ns"], "dur_ns": events["dur_ns"].astype("int64"),
         "module": _module_label(events), "has_module": events["module"].notna() | events.get(
             "forward_module", pd.Series(pd.NA, index=events.index)).notna(),
-        "op": events["op"].astype("string").fillna(""), "sig": signature(events, result.registry),
+        "op": events["op"].astype("string").fillna(""),
+        "op_call": (events["op_id"].astype("string") if "op_id" in events else pd.Series(
+            pd.NA, index=events.index, dtype="string")).fillna("kernel " + events.index.astype(str).to_series(
+                index=events.index)),  # one op call's kernels share it; a kernel with no op is its own call
+        "sig": signature(events, result.registry),
         "name": events["name"].astype(str), "category": events["category"].astype("string").fillna("other"),
         "anchor": events["role"].eq("anchor").to_numpy(bool),
         "graphed": events["graph_replay"].notna().to_numpy(bool) if "graph_replay" in events else False,
@@ -314,6 +318,6 @@ def align(a: TraceAnalysis, b: TraceAnalysis) -> Alignment:
             frames.append((reference if step == run.reference else _within(units, reference, notes))
                           .assign(side=name, reference=step == run.reference))
     columns = ["side", "step", "order", "reference", "dur_ns", "module", "has_module", "part", "group", "pair",
-               "op", "sig", "name", "category", "anchor", "graphed", "compiled", "launch"]
+               "op", "op_call", "sig", "name", "category", "anchor", "graphed", "compiled", "launch"]
     units = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
     return Alignment(units[columns], notes, {"A": sa.steps, "B": sb.steps})

@@ -17,9 +17,11 @@ module, or where B counts none there, the B units aligned with the module's A un
                    eager ``aten::linear`` dispatches it). A torch that logs the graph call as a CPU op rather
                    than a range leaves only the Triton names: its extern kernels then read as below
     fused          the module's ops changed (an op of A is not in B, or one of B not in A; ops compared by
-                   name) and B does A's changed work in fewer ops with no new heavy kind: fewer distinct
-                   ops came than went, and every anchor category the new ops run (GEMM, attention,
-                   convolution, communication) is one the gone ops ran. Elementwise, reduction, copy and
+                   name) and B does A's changed work in fewer ops with no new heavy kind: fewer op calls
+                   came than went (per op name, the calls B adds against those A loses: SiLU written out,
+                   mul + sigmoid + mul, -> silu + mul is three calls to two), and every anchor category
+                   the new calls run (GEMM, attention, convolution, communication) is one the gone calls
+                   ran. Elementwise, reduction, copy and
                    normalization kernels may merge into one op of any light category (a fused op's
                    category names the composite: ``_fused_rms_norm`` is "normalization"). Dequant + GEMM ->
                    one int8 GEMM op, eight GELU calls -> one, eager RMSNorm -> ``F.rms_norm``, foreach
@@ -118,8 +120,7 @@ def change_class(a: pd.DataFrame, b: pd.DataFrame, other_gpu: bool = False,
     if other_gpu and (changed or len(b) < len(a)):
         return "moved"
     if changed:
-        return "fused" if _fewer_of_same_kinds(a[a["op"].isin(gone)], b[b["op"].isin(came)], gone, came) \
-            else "replaced"
+        return "fused" if _fewer_calls_of_same_kinds(a, b) else "replaced"
     if len(b) < len(a):
         return "fused"
     return "moved" if set(a["name"]) != set(b["name"]) else "same"
@@ -129,11 +130,26 @@ def _share(units: pd.DataFrame, flag: str) -> float:
     return float(units[flag].mean()) if flag in units and len(units) else 0.0
 
 
-def _fewer_of_same_kinds(gone_units: pd.DataFrame, came_units: pd.DataFrame, gone: set[str], came: set[str]) -> bool:
-    """B's new ops do A's gone ops' work together: fewer of them, and no anchor kind (GEMM, attention, …) the
-    gone ops did not run (module docstring: fused vs replaced)."""
-    kinds = [set(u.loc[u["anchor"].astype(bool), "category"].astype(str)) for u in (gone_units, came_units)]
-    return len(came) < len(gone) and kinds[1] <= kinds[0]
+def _calls(units: pd.DataFrame) -> pd.Series:
+    """Calls per op name (distinct op calls, not kernels: ``_weight_int8pack_mm`` launches its own casts)."""
+    named = units[units["op"] != ""]
+    return named.groupby("op")["op_call"].nunique() if "op_call" in named else named.groupby("op").size()
+
+
+def _fewer_calls_of_same_kinds(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """B does A's changed work together: fewer calls came than went, and no anchor kind (GEMM, attention, …)
+    the gone calls did not run (module docstring: fused vs replaced). Calls, not distinct names: SiLU written
+    out (mul, sigmoid, mul) -> ``F.silu`` and a mul is one name gone and one come, but three calls -> two.
+    Went: A's calls of ops B lacks and the calls an op both run lost; came: B's calls of ops A lacks. An op
+    both run that B calls more often is a new op's own helper (the casts ``_weight_int8pack_mm`` calls
+    inside itself: the trace names the leaf op), not work that came."""
+    calls_a, calls_b = _calls(a), _calls(b)
+    ops = calls_a.index.union(calls_b.index)
+    calls_a, calls_b = calls_a.reindex(ops, fill_value=0), calls_b.reindex(ops, fill_value=0)
+    went, came = (calls_a - calls_b).clip(lower=0), calls_b.where(calls_a == 0, 0)
+    kinds = [set(u.loc[u["anchor"].astype(bool) & u["op"].isin(ops[d > 0]), "category"].astype(str))
+             for u, d in ((a, went), (b, came))]
+    return int(came.sum()) < int(went.sum()) and kinds[1] <= kinds[0]
 
 
 def _classes(units: pd.DataFrame, keys: list[str], other_gpu: bool) -> pd.Series:
