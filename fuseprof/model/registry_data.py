@@ -336,6 +336,7 @@ CHAIN_CLASSES: tuple[ChainClass, ...] = (
 # ATen's own CUDA kernels, seen without their op (an eager model's kernels replayed from a CUDA graph): the kernel
 # function or functor each is instantiated with names the op it computes (aten/src/ATen/native/cuda: silu_kernel,
 # MulFunctor, MeanOps, CatArrayBatchedCopy, index_copy_kernel_impl)
+ATEN_KERNEL = r"\bat::native::"  # a kernel of ATen's own (what torch.compile replaces: Inductor lowers its op)
 _NATIVE = r"at::native::(?:\(anonymous namespace\)::|\w+::)?"  # a kernel function or functor of ATen's, in a template
 ATEN_KERNEL_KINDS: tuple[OpKinds, ...] = tuple(OpKinds(kernel=_NATIVE + pattern, kinds=(kind,)) for pattern, kind in (
     ("silu_kernel", "silu"), ("gelu_kernel|GeluCUDAKernelImpl", "gelu"), ("neg_kernel", "neg"),

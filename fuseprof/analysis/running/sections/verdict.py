@@ -9,7 +9,9 @@ from collections.abc import Mapping
 import pandas as pd
 
 from fuseprof.analysis.facts.idle import TERMS, TRACED_VERDICTS, VERDICTS, verdict_of
+from fuseprof.analysis.facts.unprofiled import host_scale
 from fuseprof.analysis.judgements.cause_advice import cause_rows, graphs_after_syncs, sync_why
+from fuseprof.analysis.paths.replay_compile import ReplayCompile, replay_compile
 from fuseprof.analysis.paths.savings import saving, scaled_graph_part
 from fuseprof.analysis.running.sections import Column, Context, Section, Table
 
@@ -59,11 +61,13 @@ def bound_as_traced(idle: pd.DataFrame) -> str:
 
 
 def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, span_ns: float,
-                n: int = 3, estimate: pd.DataFrame | None = None) -> pd.DataFrame:
+                n: int = 3, estimate: pd.DataFrame | None = None, compiled: ReplayCompile | None = None
+                ) -> pd.DataFrame:
     """The candidates, ranked by their one saving (the step time removed without the profiler,
     ``fuseprof.analysis.paths.savings``; ``gpu_saving_ns`` beside it): each fusion row, the host's launch gaps (CUDA
     graphs where the work after them is launched kernel by kernel; the host's own work where a graph launch
-    waited), the syncs, and the slow ops (their time above what their roof allows)."""
+    waited), the syncs, the replayed eager kernels' runs compiled (``compiled``:
+    ``fuseprof.analysis.paths.replay_compile``), and the slow ops (their time above what their roof allows)."""
     one = saving(fusion)
     rows = [{"what": f"fuse: {r['class']} — {r['signature'][:160]} ×{r['count']}", "saving_ns": s,
              "gpu_saving_ns": r["saving_ns"], "why": f"{r['measured_ns'] / 1e3:,.1f} µs now; {r['known_fusion']}"}
@@ -88,6 +92,11 @@ def worth_doing(fusion: pd.DataFrame, idle: pd.DataFrame, slow: pd.DataFrame, sp
                      "saving_ns": float(idle["idle_alloc_ns"].sum()), "gpu_saving_ns": nothing,
                      "why": "the host sat in cudaMalloc/cudaFree"})
         rows.extend(cause_rows(idle))
+    if compiled is not None and compiled.runs:
+        rows.append({"what": f"compile the replayed eager kernels (torch.compile before the capture): "
+                             f"{compiled.kernels} memory-bound kernels in {compiled.runs} runs, one kernel a run",
+                     "saving_ns": compiled.step_saving_ns, "gpu_saving_ns": compiled.gpu_saving_ns,
+                     "why": "graph-replayed elementwise, copy and reduction kernels, one node each"})
     for _, r in slow.iterrows() if not slow.empty else []:
         above = r["time_ns"] * (1 - r["pct_of_roof"] / 100)
         rows.append({"what": f"tune {r['signature'][:120]}", "saving_ns": above, "gpu_saving_ns": above,
@@ -110,8 +119,12 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     removed = sum(launch_removed(estimate, cause) for cause in ("launch", "data", "sync"))
     spans = {f"span_unprofiled{s}_ns": span - int((estimate["span_ns"] - estimate[f"step_unprofiled{s}_ns"]).sum())
              if len(estimate) else span for s in ("", "_low", "_high")}
-    worth = worth_doing(built["fusion"], idle, built["slow_ops"], float(spans["span_unprofiled_ns"]),
-                        estimate=estimate)
+    fusion = built["fusion"]
+    held = {m for members in fusion["members"] for m in members} if "members" in fusion else set()
+    gpu_bound = set(estimate.loc[estimate["verdict"] == "GPU-bound", "step"].astype(str)) if len(estimate) else set()
+    compiled = replay_compile(context.step_graphs(), context.events, host_scale(estimate), held, gpu_bound)
+    worth = worth_doing(fusion, idle, built["slow_ops"], float(spans["span_unprofiled_ns"]),
+                        estimate=estimate, compiled=compiled)
     category, category_pct = _top(built["categories"], "category")
     op, op_pct = _top(built["top_ops"], "signature")
     verdict = pd.DataFrame([{
