@@ -22,8 +22,24 @@ if (spec := importlib.util.find_spec("fuseprof")) is not None and spec.origin is
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
     sys.modules.pop("fuseprof", None)
 
-import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
+from fuseprof_dashboards import first_view  # noqa: E402
+
+DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
+
+
+def traces_dir() -> Path:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--traces", default=os.environ.get("FUSEPROF_TRACES", str(DEFAULT_TRACES)))
+    args, _ = parser.parse_known_args(sys.argv[1:])
+    return Path(args.traces)
+
+
+# A new tab's first run draws the Model page's top from the view kept in the store, before pandas and the analysis
+# are imported below (fuseprof_dashboards.first_view); main() then draws the rest, after it
+FIRST = first_view.draw(traces_dir())
+
+import pandas as pd  # noqa: E402
 from fuseprof_dashboards.deferred import Deferred  # noqa: E402
 from fuseprof_dashboards.inputs import Inputs, find_inputs  # noqa: E402
 
@@ -38,15 +54,7 @@ from fuseprof.model.occupancy import device_limits, occupancy, occupancy_table  
 from fuseprof.model.roofline import PLACED_SOURCES, Roof, capture_roof, datasheet_roof, measured_roofs, ncu_roof, place  # noqa: E402
 from fuseprof.tables.summary import summarize  # noqa: E402
 
-DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "traces"
 PAGES = ("Roofline", "Occupancy", "Fusion", "Launches", "Model", "Diff", "Layer")
-
-
-def traces_dir() -> Path:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--traces", default=os.environ.get("FUSEPROF_TRACES", str(DEFAULT_TRACES)))
-    args, _ = parser.parse_known_args(sys.argv[1:])
-    return Path(args.traces)
 
 
 def folder_signature(inputs: Inputs) -> tuple[tuple[str, float], ...]:
@@ -309,8 +317,10 @@ def available_pages(inputs: Inputs, kernels: pd.DataFrame, timings: pd.DataFrame
 EMPTY = pd.DataFrame({"bundle": pd.Series(dtype="object")})
 
 
-def main() -> None:
-    st.set_page_config(page_title="fuseprof", layout="wide")
+def main(first: first_view.Drawn | None) -> None:
+    """The page; ``first``: the Model page's top, drawn already in this run from the kept view."""
+    if first is None:
+        st.set_page_config(page_title="fuseprof", layout="wide")
     path = traces_dir()
     try:
         inputs, budget_mb = find_inputs(path), budget()
@@ -335,19 +345,22 @@ def main() -> None:
         return
     later = Deferred()  # the sidebar's widgets come after the page's first chart (fuseprof_dashboards.deferred)
     page = _keyed_choice(later(st.sidebar.container().radio), "Page", pages, "page")  # its place: the sidebar's top
-    st.title(f"fuseprof — {page}")
+    if first is None or page != "Model":  # the view is the Model page's, the only page of a trace file alone
+        first = None
+        st.title(f"fuseprof — {page}")
     try:
-        _page(page, path, inputs, kernels, timings, kinds, repeats, roofs, later)
+        _page(page, path, inputs, kernels, timings, kinds, repeats, roofs, later, first)
     finally:
         later.draw()
 
 
 def _page(page: str, path: Path, inputs: Inputs, kernels: pd.DataFrame, timings: pd.DataFrame,  # noqa: PLR0913
-          kinds: dict[str, str], repeats: dict[str, int], roofs: dict[str, Roof], later: Deferred) -> None:
+          kinds: dict[str, str], repeats: dict[str, int], roofs: dict[str, Roof], later: Deferred,
+          first: first_view.Drawn | None = None) -> None:
     if page == "Model":  # a whole trace: the kernel filters do not apply
         from fuseprof_dashboards import model_page  # imported here so other pages never pay for it
 
-        model_page.render(inputs.traces, data_table, _keyed_choice, later)
+        model_page.render(inputs.traces, data_table, _keyed_choice, later, first, first_view.slot(inputs))
         return
     if page == "Diff":  # two whole traces, aligned: the kernel filters do not apply
         from fuseprof_dashboards import diff_page
@@ -372,4 +385,4 @@ def _page(page: str, path: Path, inputs: Inputs, kernels: pd.DataFrame, timings:
         launches_page(selected, repeats, kinds)
 
 
-main()
+main(FIRST)

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import plotly.io as pio
 import streamlit as st
+from fuseprof_dashboards import first_view
 from fuseprof_dashboards.deferred import Deferred
-from fuseprof_dashboards.serve import FIRST_TOP
+from fuseprof_dashboards.first_view import CEILINGS_ENV, FIRST_TOP
 
 from fuseprof import figures
 from fuseprof.analysis import TraceAnalysis, analyze
@@ -26,9 +28,6 @@ from fuseprof.commands.dashboard import REGISTRY_ENV
 from fuseprof.display import human_units, md_text
 from fuseprof.errors import FuseprofError
 from fuseprof.section_views import trace_views
-
-CEILINGS_ENV = "FUSEPROF_CEILINGS"  # what `fuseprof dashboard --ceilings` names (a ceilings or bench bundle)
-
 
 TOP_ROWS = (5, 10, 15, 30, 100)  # rows per top table (``fuseprof analyze --top``)
 TIMELINE_BARS = 3000  # GPU events one timeline draws: a step of a large trace stays light in the browser
@@ -43,20 +42,30 @@ def analysis(trace: str, ceilings: str | None, registry: str | None, top: int) -
                                                            else None, registry=Path(registry) if registry else None)[0]
 
 
-def _verdict(result: TraceAnalysis) -> None:
-    """The verdict box: the bound without the profiler and as traced, where the time goes, and the first advice
-    with its one saving (``fuseprof.analysis.running.sections.verdict.headline``: the words the report and the terminal
-    print; the section itself, with its tables, is one choice away)."""
+def _verdict(result: TraceAnalysis) -> str | None:
+    """The verdict box's Markdown (None where the analysis has no verdict): the bound without the profiler and as
+    traced, where the time goes, and the first advice with its one saving
+    (``fuseprof.analysis.running.sections.verdict.headline``: the words the report and the terminal print; the
+    section itself, with its tables, is one choice away)."""
     verdict = result.frames.get("verdict", pd.DataFrame())
-    if verdict.empty:
-        return
-    st.markdown(md_text(headline(verdict)))
+    return None if verdict.empty else md_text(headline(verdict))
+
+
+def _caption(chosen: str, result: TraceAnalysis) -> str:
+    """The line under the title: the trace, its GPU, the roof, the span and how busy the GPU was."""
+    whole = result.timeline.iloc[0]
+    return (f"{md_text(chosen)} · {md_text(result.device or 'device unknown')} · roof: {md_text(result.roof.label)}"
+            f" · span {whole['span_ns'] / 1e3:,.3f} µs, GPU busy {whole['busy_ns'] / 1e3:,.3f} µs "
+            f"({whole['busy_pct']:.1f}%)")
 
 
 def timeline_figure(events: pd.DataFrame, window: str) -> tuple[Any, int, int]:
     """The window's timeline figure, the events it draws and the events the window holds."""
     rows, total = window_events(events, window, TIMELINE_BARS)
-    return figures.kernel_timeline_figure(rows, f"GPU timeline: {window}"), len(rows), total
+    figure = figures.kernel_timeline_figure(rows, f"GPU timeline: {window}")
+    # as read back from its JSON (Plotly sets a layout's template last): drawn from the first view
+    # (fuseprof_dashboards.first_view) or from here, the chart sends the same JSON and stays the same element
+    return pio.from_json(pio.to_json(figure, validate=False)), len(rows), total
 
 
 @st.cache_resource(max_entries=32)  # a new tab's first chart, built once (0.1-0.2 s of it on this machine)
@@ -69,18 +78,23 @@ def _timeline_figure(trace: str, ceilings: str | None, registry: str | None, top
 
 
 def _timeline(result: TraceAnalysis, key: tuple[str, str | None, str | None, int],  # type: ignore[no-untyped-def]
-              choice, later: Deferred) -> None:
+              choice, later: Deferred, first: first_view.Drawn | None = None) -> dict[str, Any] | None:
     """One window of the trace's GPU events on a time axis, the window chosen in the URL (``window``); the
-    widgets kept in ``later`` are drawn right after the chart (the window's picker in its place above it)."""
+    widgets kept in ``later`` are drawn right after the chart (the window's picker in its place above it).
+    ``first``: the picker's container and the chart, drawn already from the kept view (the first window's).
+    What the first view keeps of it where this is the first window: whether it has a picker, the figure."""
     windows = timeline_windows(result.events)
-    picker = st.container()
+    picker = st.container() if first is None else first.picker
     window = choice(later(picker.selectbox), "Window (step)", windows, "window") if len(windows) > 1 else windows[0]
     figure, drawn, total = _timeline_figure(*key, window)
-    st.plotly_chart(figure, key="model-kernel-timeline")
+    if first is None:
+        st.plotly_chart(figure, key=first_view.CHART_KEY)
     later.draw()
     cut = f"; the first {drawn:,} of its {total:,} are drawn" if total > drawn else ""
     st.caption(f"{total:,} GPU events in {md_text(window)}{cut}. Hover a bar for the kernel, its op and its times; "
                "drag to zoom.")
+    # the figure as st.plotly_chart writes it (plotly.io.to_json)
+    return {"picker": len(windows) > 1, "figure": pio.to_json(figure, validate=False)} if window == windows[0] else None
 
 
 NO_SECTION = "none (the timeline alone)"
@@ -117,9 +131,12 @@ def _table(result: TraceAnalysis, shown, data_table) -> None:  # type: ignore[no
     data_table(result.frames[shown.table.name], f"model-{shown.table.name}")
 
 
-def render(traces: dict[str, Path], data_table, choice, later: Deferred) -> None:  # type: ignore[no-untyped-def]
+def render(traces: dict[str, Path], data_table, choice, later: Deferred,  # type: ignore[no-untyped-def]
+           first: first_view.Drawn | None = None, keep: first_view.Slot | None = None) -> None:
     """The page over ``traces`` (name → trace file or bundle); ``choice`` keeps a choice in the URL, ``later``
-    holds the sidebar's widgets until the first chart is drawn."""
+    holds the sidebar's widgets until the first chart is drawn. ``first``: the page's top down to the first chart,
+    drawn already in this run from the view kept in the store (``fuseprof_dashboards.first_view``); ``keep``: where
+    that view is kept for this input, written here when this run draws the same top from the analysis."""
     names = list(traces)
     chosen = choice(later(st.sidebar.selectbox), "Trace", names, "trace") if len(names) > 1 else names[0]
     top = int(choice(later(st.sidebar.selectbox), "Rows per top table", [str(n) for n in TOP_ROWS], "top",
@@ -131,12 +148,16 @@ def render(traces: dict[str, Path], data_table, choice, later: Deferred) -> None
     except FuseprofError as exc:  # e.g. a CPU-only capture of `fuseprof run`: it has no GPU kernels to analyse
         st.error(md_text(exc))
         return
-    whole = result.timeline.iloc[0]
-    st.caption(f"{md_text(chosen)} · {md_text(result.device or 'device unknown')} · roof: {md_text(result.roof.label)}"
-               f" · span {whole['span_ns'] / 1e3:,.3f} µs, GPU busy {whole['busy_ns'] / 1e3:,.3f} µs "
-               f"({whole['busy_pct']:.1f}%)")
-    _verdict(result)
-    _timeline(result, (str(traces[chosen]), ceilings, registry, top), choice, later)
+    if first is not None and (first.slot.name, top) != (chosen, FIRST_TOP):  # not reached: the view is of this top
+        raise RuntimeError(f"the dashboard's first view is of {first.slot.name}, not {chosen} with {top} rows")
+    caption, verdict = _caption(chosen, result), _verdict(result)
+    if first is None:
+        st.caption(caption)
+        if verdict is not None:
+            st.markdown(verdict)
+    kept = _timeline(result, (str(traces[chosen]), ceilings, registry, top), choice, later, first)
+    if first is None and kept is not None and keep is not None and (keep.name, top) == (chosen, FIRST_TOP):
+        first_view.save(keep, {"caption": caption, "verdict": verdict, **kept})
     for note in result.notes:
         st.caption(f"Note: {md_text(note)}")
     failed = result.integrity[~result.integrity["ok"]] if not result.integrity.empty else result.integrity

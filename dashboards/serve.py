@@ -34,6 +34,10 @@ def _listening(port: int, timeout_s: float = 30) -> None:
 def _warm(path: Path, port: int) -> None:
     with _lock:  # held from the start: a page that asks first waits for the work rather than doing it twice
         _listening(port)
+        from fuseprof_dashboards import first_view
+
+        if first_view.kept(path):  # the first run draws the chart from it, then imports and analyses itself:
+            return  # warming here would only share the interpreter with that first chart's run
         from fuseprof_dashboards import model_page  # what every page imports (pandas, Plotly, the analysis) and more
         from fuseprof_dashboards.inputs import find_inputs
 

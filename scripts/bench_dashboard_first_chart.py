@@ -5,8 +5,10 @@
 TRACE defaults to the committed example trace (the eager Llama trace's raw file). The trace store is warmed
 before each of the dashboard's runs (``fuseprof analyze TRACE``, as a user who analysed it once has it; the store
 hashes fuseprof's source, so on a tree others edit a warm-up at the start alone can go cold mid-run), and a run
-during which the source changed is counted and the result called not valid. The floor is a Streamlit app whose
-whole script draws the dashboard's first chart — the Model page's GPU timeline of the first window, built
+during which the source changed is counted and the result called not valid. The dashboard keeps its first view
+(the Model page's top, fuseprof_dashboards.first_view) in the store the first time it draws it, so its first run
+here goes without it; the output says at the start of how many of its runs it was kept. The floor is a
+Streamlit app whose whole script draws the dashboard's first chart — the Model page's GPU timeline of the first window, built
 here by the same analysis and figure builder and read back from its JSON. The two sides alternate in one run,
 headless Chromium, each from a cold server: (1) the server's start to the first chart drawn in a new tab,
 (2) a second new tab (a new session on the warm server). Both servers run with the Streamlit settings
@@ -68,6 +70,14 @@ def store_version() -> str:
                           check=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
 
 
+def first_view_kept(trace: Path) -> bool:
+    """Whether the store keeps the dashboard's first view of ``trace`` (fuseprof_dashboards.first_view: the page
+    writes it the first time it draws its top, so the first of the dashboard's runs goes without it)."""
+    return subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from fuseprof_dashboards "
+                           "import first_view; print(first_view.kept(Path(sys.argv[1])))", str(trace)],
+                          check=True, capture_output=True, text=True, cwd=ROOT).stdout.strip() == "True"
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -77,6 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     warm_store(args.trace)
     cold_store = 0  # the dashboard's runs during which fuseprof's source changed
+    with_view = 0  # the dashboard's runs that began with its first view kept in the store
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         figure = Path(tmp) / "figure.json"
         figure.write_text(first_figure_json(args.trace))
@@ -88,6 +99,7 @@ def main() -> None:
             runs["floor"].append(measure(browser, floor_command(Path(tmp) / "floor.py", port), port,
                                          f"http://localhost:{port}"))
             port, warmed = free_port(), warm_store(args.trace)
+            with_view += first_view_kept(args.trace)
             runs["fuseprof"].append(measure(browser, [sys.executable, "-m", "fuseprof.cli", "dashboard",
                                                       str(args.trace), "--port", str(port)], port,
                                             f"http://localhost:{port}"))
@@ -97,7 +109,8 @@ def main() -> None:
         print(f"# NOT VALID: fuseprof's source changed during {cold_store} of the dashboard's runs (its store then "
               "cold); run it again on a tree nobody edits")
     print(f"# {args.trace.relative_to(ROOT) if args.trace.is_relative_to(ROOT) else args.trace}, warm store, "
-          f"{args.repeats} alternating runs, headless Chromium; medians (min-max)")
+          f"{args.repeats} alternating runs, headless Chromium; medians (min-max); the dashboard's first view kept "
+          f"at the start of {with_view} of its {args.repeats} runs")
     print(f"{'':28}{'floor (same figure)':>22}{'fuseprof dashboard':>22}{'ratio':>8}")
     for key, label in (("cold", "cold server to first chart"), ("new_tab", "new tab to first chart")):
         floor, ours = ([r[key] for r in runs[side]] for side in ("floor", "fuseprof"))
