@@ -263,3 +263,37 @@ def test_one_same_input_row_is_split_between_the_audit_entries_holding_it() -> N
     assert pair.iloc[0] != pytest.approx(pair.iloc[1])
     rope = fusion[fusion["class"] == "RoPE + KV-cache write"].iloc[0]  # an entry alone on its row quotes it whole
     assert audit.loc["RoPE + KV-cache write", "saving_ns"] == float(rope["step_saving_ns"])
+
+
+@pytest.mark.parametrize("folder", ["h100", "h100b", "h100c"])
+def test_on_a_gpu_bound_step_no_fusion_saves_more_than_its_gpu_time(folder: str) -> None:
+    """A step the GPU bounds without the profiler (prefill_eager: busy >= 80% by its truth) cannot get shorter than
+    its GPU work: every fusion row's step saving is at most its GPU saving (kernel time). Before
+    ``path.bounded_savings`` the RoPE chain (gather → arange → … → cos) claimed 0.23–0.37 ms a step for 0.075 ms of
+    kernel time: the host-scaled replay of one step alone counted the host's lead before its first kernel."""
+    assert _truth(folder, "prefill_eager")["busy_pct"] >= 80
+    fusion = _result(folder, "prefill_eager").frames["fusion"]
+    rows = fusion[fusion["step_saving_ns"].notna()]
+    assert len(rows) >= 3
+    assert (rows["step_saving_ns"].astype(float) <= rows["saving_ns"].astype(float) + 1e3).all(), \
+        rows[["class", "step_saving_ns", "saving_ns"]]
+    assert (rows["step_saving_ns"].astype(float) > 0).all()
+
+
+def test_a_host_bound_step_is_replayed_as_before() -> None:
+    """The bound only touches steps GPU-bound without the profiler: on the host-bound eager decode (its truth's
+    bound) the fusion rows' step savings are the host-scaled replays' difference, as ``plan_savings`` gives it."""
+    from fuseprof.analysis.facts.iterations import find_iterations
+    from fuseprof.analysis.facts.unprofiled import host_scale
+    from fuseprof.analysis.paths.critical_path import step_graphs
+    from fuseprof.analysis.paths.path import fusion_step_savings
+    from fuseprof.parse.trace_events import read_trace_tables
+
+    assert _truth("h100", "decode_eager")["bound"] == "host-bound"
+    result = _result("h100", "decode_eager")
+    tables = read_trace_tables(TRUTH / "h100" / "decode_eager.json.gz")
+    graphs = step_graphs(result.events, tables, result.registry, find_iterations(tables, result.events, result.registry))
+    fusion = result.frames["fusion"]
+    plain = fusion_step_savings(graphs, fusion, host_scale(result.frames["unprofiled"]))
+    assert plain.notna().any()
+    assert plain.astype(float).tolist() == fusion["step_saving_ns"].astype(float).tolist()

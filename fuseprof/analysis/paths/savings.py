@@ -21,8 +21,11 @@ from fuseprof.analysis.paths.path import fusion_step_savings
 
 
 def step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, estimate: pd.DataFrame) -> pd.Series:
-    """Per fusion row, the step time it removes without the profiler (``estimate``: the unprofiled table)."""
-    return fusion_step_savings(graphs, fusion, host_scale(estimate))
+    """Per fusion row, the step time it removes without the profiler (``estimate``: the unprofiled table); on a step
+    GPU-bound then, at most what it takes off the GPU's path (``path.bounded_savings``)."""
+    gpu_bound = set(estimate.loc[estimate["verdict"] == "GPU-bound", "step"].astype(str)) \
+        if len(estimate) and {"verdict", "step"} <= set(estimate) else set()
+    return fusion_step_savings(graphs, fusion, host_scale(estimate), gpu_bound)
 
 
 def saving(fusion: pd.DataFrame) -> pd.Series:
