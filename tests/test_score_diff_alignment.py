@@ -156,3 +156,17 @@ def test_the_once_held_out_set_reads_every_class_right_since_the_rule_counts_cal
     b = _module_ops(HELD_OUT / "eager.json.gz", "SwiGLUMLP_0")
     assert (a["aten::mul"], a["aten::sigmoid"], b["aten::mul"], b["aten::silu"]) == (2, 1, 1, 1)
     assert {k for k in a if k not in b} == {"aten::sigmoid"} and {k for k in b if k not in a} == {"aten::silu"}
+
+
+def test_the_fourth_model_held_out_scores_as_recorded() -> None:
+    """h100_d1536 (heads of 128, bf16, 1 x 512 tokens) was committed before fuseprof read it (772a96b) and scored
+    once with the class rules frozen at 4bef1e6 (docs/gate.md): every pair 100% on module and class, all of A's
+    GPU time judged (the A time summed from the raw traces' kernels in the profiled steps)."""
+    scorer = _scorer()
+    folder = FIXTURES / "diff_pairs" / "h100_d1536"
+    rows = [scorer.score(f) for f in _truths([folder])]
+    assert len(rows) == 6
+    for row in rows:
+        truth = json.loads((folder / f"{row['pair'].split('/')[1]}.truth.json").read_text())
+        assert row["a_ns"] == pytest.approx(raw_gpu_ns_in_steps(folder / truth["a"]["trace"]), rel=1e-6)
+        assert row["module_ns"] == row["class_ns"] == row["a_ns"] and row["unjudged_ns"] == 0, (row["pair"], row["wrong"])
