@@ -6,6 +6,7 @@ the analysis facade and the figure builders only."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import streamlit as st
 from fuseprof_dashboards.model_page import CEILINGS_ENV, analysis
@@ -29,7 +30,7 @@ def render(traces: dict, data_table, choice) -> None:  # type: ignore[no-untyped
     b = choice(st.selectbox, "B (the change)", [n for n in names if n != a], "diff-b")
     ceilings, registry = os.environ.get(CEILINGS_ENV) or None, os.environ.get(REGISTRY_ENV) or None
     found = aligned(str(traces[a]), str(traces[b]), ceilings, registry, FIRST_TOP)
-    s = found.summary
+    s: dict[str, Any] = found.summary  # its values' types by key (changes.Changes)
     st.markdown(md_text(f"{s['matched_a_pct']:.1f}% of A's GPU time matched to B · a step: A "
                         f"{s['step_a_ns'] / 1e3:,.3f} µs, B {s['step_b_ns'] / 1e3:,.3f} µs · unmatched: A "
                         f"{s['unmatched_a_ns'] / 1e3:,.3f} µs, B {s['unmatched_b_ns'] / 1e3:,.3f} µs"))
