@@ -215,6 +215,14 @@ def _data_spans(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np
     return merge(start, start + rows["dur_ns"].to_numpy(np.int64))
 
 
+def gpu_bound_steps(estimate: pd.DataFrame) -> set[str]:
+    """The steps the estimate finds GPU-bound without the profiler (its ``verdict``): their replays run on the
+    GPU's own path (``paths.path.bounded_savings``, ``paths.replay_compile``)."""
+    if estimate.empty or not {"verdict", "step"} <= set(estimate):
+        return set()
+    return set(estimate.loc[estimate["verdict"] == "GPU-bound", "step"].astype(str))
+
+
 def host_scale(estimate: pd.DataFrame) -> float:
     """The factor on the host's time without the profiler (the replays': ``whatif.Plan.host_scale``):
     1 − Σ host time removed / Σ the steps' host spans; 1 where nothing is known."""

@@ -133,7 +133,7 @@ def _share(units: pd.DataFrame, flag: str) -> float:
 def _calls(units: pd.DataFrame) -> pd.Series:
     """Calls per op name (distinct op calls, not kernels: ``_weight_int8pack_mm`` launches its own casts)."""
     named = units[units["op"] != ""]
-    return named.groupby("op")["op_call"].nunique() if "op_call" in named else named.groupby("op").size()
+    return named.groupby("op")["op_call"].nunique()
 
 
 def _fewer_calls_of_same_kinds(a: pd.DataFrame, b: pd.DataFrame) -> bool:

@@ -60,7 +60,7 @@ def fusible(events: pd.DataFrame, held: Collection[object] = ()) -> pd.Series:
     if "graph_replay" not in events or events.empty or not events["graph_replay"].notna().any():
         return pd.Series(False, index=events.index)
     names = events["name"].astype(str)
-    made = names.map(lambda n: inductor_kernel(n) is not None).astype(bool)
+    made = names.isin({n for n in names.unique() if inductor_kernel(n) is not None})  # each name read once
     compiled = events["graph_replay"].isin(events.loc[made, "graph_replay"].dropna().unique())
     return (events["graph_replay"].notna() & (events["kind"] == "kernel") & (events["role"] != "anchor")
             & events["category"].isin(MEMORY_BOUND) & names.str.contains(ATEN_KERNEL, regex=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.facts.unprofiled import host_scale
+from fuseprof.analysis.facts.unprofiled import gpu_bound_steps, host_scale
 from fuseprof.analysis.paths.critical_path import StepGraph
 from fuseprof.analysis.paths.path import fusion_step_savings
 
@@ -23,9 +23,7 @@ from fuseprof.analysis.paths.path import fusion_step_savings
 def step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, estimate: pd.DataFrame) -> pd.Series:
     """Per fusion row, the step time it removes without the profiler (``estimate``: the unprofiled table); on a step
     GPU-bound then, at most what it takes off the GPU's path (``path.bounded_savings``)."""
-    gpu_bound = set(estimate.loc[estimate["verdict"] == "GPU-bound", "step"].astype(str)) \
-        if len(estimate) and {"verdict", "step"} <= set(estimate) else set()
-    return fusion_step_savings(graphs, fusion, host_scale(estimate), gpu_bound)
+    return fusion_step_savings(graphs, fusion, host_scale(estimate), gpu_bound_steps(estimate))
 
 
 def saving(fusion: pd.DataFrame) -> pd.Series:

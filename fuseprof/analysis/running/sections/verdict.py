@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from fuseprof.analysis.facts.idle import TERMS, TRACED_VERDICTS, VERDICTS, verdict_of
-from fuseprof.analysis.facts.unprofiled import host_scale
+from fuseprof.analysis.facts.unprofiled import gpu_bound_steps, host_scale
 from fuseprof.analysis.judgements.cause_advice import cause_rows, graphs_after_syncs, sync_why
 from fuseprof.analysis.paths.replay_compile import ReplayCompile, replay_compile
 from fuseprof.analysis.paths.savings import saving, scaled_graph_part
@@ -121,8 +121,8 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
              if len(estimate) else span for s in ("", "_low", "_high")}
     fusion = built["fusion"]
     held = {m for members in fusion["members"] for m in members} if "members" in fusion else set()
-    gpu_bound = set(estimate.loc[estimate["verdict"] == "GPU-bound", "step"].astype(str)) if len(estimate) else set()
-    compiled = replay_compile(context.step_graphs(), context.events, host_scale(estimate), held, gpu_bound)
+    compiled = replay_compile(context.step_graphs(), context.events, host_scale(estimate), held,
+                              gpu_bound_steps(estimate))
     worth = worth_doing(fusion, idle, built["slow_ops"], float(spans["span_unprofiled_ns"]),
                         estimate=estimate, compiled=compiled)
     category, category_pct = _top(built["categories"], "category")
