@@ -6,7 +6,9 @@ Where ``fuseprof dashboard`` shows one trace file's Model page first (traces onl
 kept in the trace store beside the trace's own entry, as JSON: its text and the figure's Plotly JSON. A new tab's
 first script run (a bare URL) reads it with the store's JSON reader and draws it; only then does ``app.py`` import
 pandas and the analysis (1-1.5 s on this machine, which held the first chart back) and draw the rest of the page
-in the same run, in order after it. The page writes it the first time it draws the same top from the analysis.
+in the same run, in order after it. ``fuseprof analyze TRACE`` writes it with the analysis it stores
+(``fuseprof.first_view``, which builds it and says where it is kept); the page writes it the first time it draws the
+same top from the analysis where it is missing.
 
 It is never stale: it lives in the entry of the trace's content key (the SHA-256 of its bytes), under the store's
 version folder (fuseprof's version and the hash of its source), under a name made of the trace's name and the rows
@@ -15,7 +17,6 @@ per top table; a trace with an execution trace beside it (which shapes the analy
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -26,8 +27,8 @@ from typing import Any
 
 import streamlit as st
 from fuseprof_dashboards.inputs import Inputs, find_inputs
-from fuseprof_dashboards.serve import FIRST_TOP
 
+from fuseprof import first_view as view
 from fuseprof.commands.dashboard import REGISTRY_ENV
 from fuseprof.errors import FuseprofError
 from fuseprof.parse.execution_trace import execution_trace_beside
@@ -43,7 +44,6 @@ CHART_KEY = "model-kernel-timeline"
 # dashboard's first chart 1.22x the floor's with no pause, 0.95x with 0.5 s, 1.07x with 1 s, 1.00x with 1.5 s.
 # The rest of that first page comes up to this much later; a new tab on the running server (pandas loaded) never waits
 FIRST_RUN_PAUSE_S = 0.5
-_FIELDS: dict[str, type | tuple[type, ...]] = {"name": str, "caption": str, "verdict": (str, type(None)), "picker": bool, "figure": str}
 
 
 @dataclass(frozen=True)
@@ -81,26 +81,17 @@ def slot(inputs: Inputs, store: TraceStore | None = None) -> Slot | None:
         key = content_key(trace)
     except OSError:
         return None
-    digest = hashlib.blake2b(repr((name, FIRST_TOP)).encode(), digest_size=8).hexdigest()
-    return Slot(store, key, f"dashboard-first-view-{digest}", name)
+    return Slot(store, key, view.part(name), name)
 
 
 def read(where: Slot) -> dict[str, Any] | None:
     """The view kept at ``where``, or None (absent, or not a view of this name: then not used)."""
-    found = where.store.get_frames(where.key, where.part, only=())
-    if found is None:
-        return None
-    view = found[1]
-    if any(not isinstance(view.get(field), kind) for field, kind in _FIELDS.items()) or view["name"] != where.name:
-        return None
-    return view
+    return view.read(where.store, where.key, where.name)
 
 
-def save(where: Slot, view: dict[str, Any]) -> bool:
-    """Keep ``view`` at ``where`` (once: a view already there is the same one); whether it is there."""
-    if read(where) is not None:
-        return True
-    return where.store.put_frames(where.key, where.part, {}, {**view, "name": where.name})
+def save(where: Slot, kept_view: dict[str, Any]) -> bool:
+    """Keep ``kept_view`` at ``where`` (once: a view already there is the same one); whether it is there."""
+    return view.save(where.store, where.key, where.name, kept_view)
 
 
 def kept(path: Path) -> bool:
@@ -121,16 +112,16 @@ def draw(path: Path) -> Drawn | None:
         where = slot(find_inputs(path))
     except FuseprofError:
         return None
-    view = read(where) if where is not None else None
-    if where is None or view is None:
+    found = read(where) if where is not None else None
+    if where is None or found is None:
         return None
     st.set_page_config(page_title="fuseprof", layout="wide")
     st.title(TITLE)
-    st.caption(view["caption"])
-    if view["verdict"] is not None:
-        st.markdown(view["verdict"])
-    picker = st.container() if view["picker"] else None
-    st.plotly_chart(json.loads(view["figure"]), key=CHART_KEY)
+    st.caption(found["caption"])
+    if found["verdict"] is not None:
+        st.markdown(found["verdict"])
+    picker = st.container() if found["picker"] else None
+    st.plotly_chart(json.loads(found["figure"]), key=CHART_KEY)
     if "pandas" not in sys.modules:  # this process's first page: its heavy imports are next
         time.sleep(FIRST_RUN_PAUSE_S)
     return Drawn(where, picker)

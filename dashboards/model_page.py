@@ -7,30 +7,31 @@ whatever lies in the folder the dashboard shows. Calls the analysis facade and t
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import plotly.io as pio
 import streamlit as st
 from fuseprof_dashboards import first_view
 from fuseprof_dashboards.deferred import Deferred
-from fuseprof_dashboards.first_view import CEILINGS_ENV, FIRST_TOP
+from fuseprof_dashboards.first_view import CEILINGS_ENV
 
 from fuseprof import figures
+from fuseprof import first_view as view
 from fuseprof.analysis import TraceAnalysis, analyze
-from fuseprof.analysis.facts.timeline import timeline_windows, window_events
+from fuseprof.analysis.facts.timeline import timeline_windows
 from fuseprof.analysis.judgements.diff import diff_by_category, diff_by_op, diff_totals
 from fuseprof.analysis.running.sections import trace_sections
-from fuseprof.analysis.running.sections.verdict import headline
 from fuseprof.commands.dashboard import REGISTRY_ENV
 from fuseprof.display import human_units, md_text
 from fuseprof.errors import FuseprofError
+from fuseprof.first_view import FIRST_TOP
 from fuseprof.section_views import trace_views
 
 TOP_ROWS = (5, 10, 15, 30, 100)  # rows per top table (``fuseprof analyze --top``)
-TIMELINE_BARS = 3000  # GPU events one timeline draws: a step of a large trace stays light in the browser
+TIMELINE_BARS = view.TIMELINE_BARS  # GPU events one timeline draws: a step of a large trace stays light in the browser
 
 
 @st.cache_resource(show_spinner="Analysing the trace…", max_entries=8)  # shared, not copied: never modified
@@ -42,35 +43,17 @@ def analysis(trace: str, ceilings: str | None, registry: str | None, top: int) -
                                                            else None, registry=Path(registry) if registry else None)[0]
 
 
-def _verdict(result: TraceAnalysis) -> str | None:
-    """The verdict box's Markdown (None where the analysis has no verdict): the bound without the profiler and as
-    traced, where the time goes, and the first advice with its one saving
-    (``fuseprof.analysis.running.sections.verdict.headline``: the words the report and the terminal print; the
-    section itself, with its tables, is one choice away)."""
-    verdict = result.frames.get("verdict", pd.DataFrame())
-    return None if verdict.empty else md_text(headline(verdict))
+def timeline_figure(events: pd.DataFrame, window: str) -> tuple[str, int, int]:
+    """The window's timeline figure as Plotly JSON (``fuseprof.first_view.timeline``: the figure
+    ``figures.kernel_timeline_figure`` builds, less its template), the events it draws and the events the window
+    holds. The page draws this JSON whether it draws the top from the kept first view
+    (``fuseprof_dashboards.first_view``) or from here: the chart sends the same JSON and stays the same element."""
+    return view.timeline(events, window)
 
 
-def _caption(chosen: str, result: TraceAnalysis) -> str:
-    """The line under the title: the trace, its GPU, the roof, the span and how busy the GPU was."""
-    whole = result.timeline.iloc[0]
-    return (f"{md_text(chosen)} · {md_text(result.device or 'device unknown')} · roof: {md_text(result.roof.label)}"
-            f" · span {whole['span_ns'] / 1e3:,.3f} µs, GPU busy {whole['busy_ns'] / 1e3:,.3f} µs "
-            f"({whole['busy_pct']:.1f}%)")
-
-
-def timeline_figure(events: pd.DataFrame, window: str) -> tuple[Any, int, int]:
-    """The window's timeline figure, the events it draws and the events the window holds."""
-    rows, total = window_events(events, window, TIMELINE_BARS)
-    figure = figures.kernel_timeline_figure(rows, f"GPU timeline: {window}")
-    # as read back from its JSON (Plotly sets a layout's template last): drawn from the first view
-    # (fuseprof_dashboards.first_view) or from here, the chart sends the same JSON and stays the same element
-    return pio.from_json(pio.to_json(figure, validate=False)), len(rows), total
-
-
-@st.cache_resource(max_entries=32)  # a new tab's first chart, built once (0.1-0.2 s of it on this machine)
+@st.cache_resource(max_entries=32)  # a new tab's first chart, built once
 def _timeline_figure(trace: str, ceilings: str | None, registry: str | None, top: int, window: str
-                     ) -> tuple[Any, int, int]:
+                     ) -> tuple[str, int, int]:
     from fuseprof_dashboards.serve import take  # the first chart the server built at start, if it is this one
 
     return take(trace, ceilings, registry, top, window) or timeline_figure(
@@ -88,13 +71,12 @@ def _timeline(result: TraceAnalysis, key: tuple[str, str | None, str | None, int
     window = choice(later(picker.selectbox), "Window (step)", windows, "window") if len(windows) > 1 else windows[0]
     figure, drawn, total = _timeline_figure(*key, window)
     if first is None:
-        st.plotly_chart(figure, key=first_view.CHART_KEY)
+        st.plotly_chart(json.loads(figure), key=first_view.CHART_KEY)
     later.draw()
     cut = f"; the first {drawn:,} of its {total:,} are drawn" if total > drawn else ""
     st.caption(f"{total:,} GPU events in {md_text(window)}{cut}. Hover a bar for the kernel, its op and its times; "
                "drag to zoom.")
-    # the figure as st.plotly_chart writes it (plotly.io.to_json)
-    return {"picker": len(windows) > 1, "figure": pio.to_json(figure, validate=False)} if window == windows[0] else None
+    return {"picker": len(windows) > 1, "figure": figure} if window == windows[0] else None
 
 
 NO_SECTION = "none (the timeline alone)"
@@ -150,7 +132,7 @@ def render(traces: dict[str, Path], data_table, choice, later: Deferred,  # type
         return
     if first is not None and (first.slot.name, top) != (chosen, FIRST_TOP):  # not reached: the view is of this top
         raise RuntimeError(f"the dashboard's first view is of {first.slot.name}, not {chosen} with {top} rows")
-    caption, verdict = _caption(chosen, result), _verdict(result)
+    caption, verdict = view.caption(chosen, result), view.verdict(result)
     if first is None:
         st.caption(caption)
         if verdict is not None:

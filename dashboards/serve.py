@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fuseprof.first_view import FIRST_TOP  # the Model page's rows per top table unless the URL says otherwise
+
 _lock = threading.Lock()
 _ready: dict[tuple[Any, ...], Any] = {}  # what the start-up work made, by what take() is asked for
-FIRST_TOP = 15  # the Model page's rows per top table unless the URL says otherwise (``fuseprof analyze``'s default)
 
 
 def _listening(port: int, timeout_s: float = 30) -> None:

@@ -18,6 +18,13 @@ def md_text(value: object) -> str:
     return _MARKDOWN.sub(r"\\\1", str(value))
 
 
+def plain(value: object) -> str:
+    """A trace's string as Plotly text: Plotly reads ``<a href>``, ``<span style>`` and ``<br>`` in any label,
+    hover or tick as markup (a shared trace's op name could make the page fetch a URL when a point is hovered,
+    or show a live link), and decodes ``&lt;``, ``&gt;`` and ``&amp;`` back into the characters."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def cells_as_text(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with list and dict cells (input shapes, members) as JSON text, which CSV, JSON records and HTML
     tables all carry as written; a new frame, or ``frame`` itself where no cell is one (only a column of Python

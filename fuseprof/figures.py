@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from fuseprof.display import plain
 from fuseprof.model.devices import PIPES, SmLimits
 from fuseprof.model.launches import lanes
 from fuseprof.model.occupancy import HOPPER, block_size_curve, occupancy, occupancy_curve
@@ -20,13 +21,6 @@ from fuseprof.model.roofline import Roof, chain_points
 KIND_PALETTES = {"unfused": ["#d62728", "#ff7f0e"], "compiled": ["#1f77b4", "#17becf"],
                  "fused": ["#2ca02c", "#bcbd22", "#8c564b"], "library": ["#9467bd", "#e377c2"]}
 OTHER_COLOR = "#7f7f7f"
-
-
-def plain(value: object) -> str:
-    """A trace's string as Plotly text: Plotly reads ``<a href>``, ``<span style>`` and ``<br>`` in any label,
-    hover or tick as markup (a shared trace's op name could make the page fetch a URL when a point is hovered,
-    or show a live link), and decodes ``&lt;``, ``&gt;`` and ``&amp;`` back into the characters."""
-    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 _TEXT_ATTRIBUTES = ("x", "y", "text", "hovertext", "customdata", "name", "labels")

@@ -1,13 +1,15 @@
 """Time to the first chart: ``fuseprof dashboard TRACE`` against a minimal Streamlit app drawing the same figure.
 
-    python scripts/bench_dashboard_first_chart.py [TRACE] [--repeats 5]
+    python scripts/bench_dashboard_first_chart.py [TRACE] [--repeats 5] [--fresh-store]
 
 TRACE defaults to the committed example trace (the eager Llama trace's raw file). The trace store is warmed
 before each of the dashboard's runs (``fuseprof analyze TRACE``, as a user who analysed it once has it; the store
 hashes fuseprof's source, so on a tree others edit a warm-up at the start alone can go cold mid-run), and a run
-during which the source changed is counted and the result called not valid. The dashboard keeps its first view
-(the Model page's top, fuseprof_dashboards.first_view) in the store the first time it draws it, so its first run
-here goes without it; the output says at the start of how many of its runs it was kept. The floor is a
+during which the source changed is counted and the result called not valid. ``fuseprof analyze`` keeps the
+dashboard's first view (the Model page's top, fuseprof.first_view) beside the analysis, and the dashboard keeps it
+the first time it draws it where it is missing; the output says at the start of how many of its runs it was kept.
+``--fresh-store``: each of the dashboard's runs gets an empty store of its own ($FUSEPROF_CACHE), filled by
+``fuseprof analyze TRACE`` alone — a user's first open after analysing the trace once. The floor is a
 Streamlit app whose whole script draws the dashboard's first chart — the Model page's GPU timeline of the first window, built
 here by the same analysis and figure builder and read back from its JSON. The two sides alternate in one run,
 headless Chromium, each from a cold server: (1) the server's start to the first chart drawn in a new tab,
@@ -19,6 +21,7 @@ the floor (issue 58's target: at most 1.2).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -49,8 +52,7 @@ def first_figure_json(trace: Path) -> str:
     from fuseprof.analysis.facts.timeline import timeline_windows
 
     result = analyze(trace)[0]
-    figure, _, _ = timeline_figure(result.events, timeline_windows(result.events)[0])  # the page's own builder
-    return str(figure.to_json())
+    return timeline_figure(result.events, timeline_windows(result.events)[0])[0]  # the page's own builder
 
 
 def floor_command(app: Path, port: int) -> list[str]:
@@ -84,6 +86,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace", nargs="?", type=Path, default=EXAMPLE, help="a torch.profiler trace")
     parser.add_argument("--repeats", type=int, default=5, help="alternating runs of each side (default 5)")
+    parser.add_argument("--fresh-store", action="store_true",
+                        help="each of the dashboard's runs with an empty store that `fuseprof analyze TRACE` fills")
     args = parser.parse_args()
     warm_store(args.trace)
     cold_store = 0  # the dashboard's runs during which fuseprof's source changed
@@ -98,6 +102,8 @@ def main() -> None:
             port = free_port()
             runs["floor"].append(measure(browser, floor_command(Path(tmp) / "floor.py", port), port,
                                          f"http://localhost:{port}"))
+            if args.fresh_store:  # read by every process started from here on: analyze, the check, the dashboard
+                os.environ["FUSEPROF_CACHE"] = tempfile.mkdtemp(prefix="store-", dir=tmp)
             port, warmed = free_port(), warm_store(args.trace)
             with_view += first_view_kept(args.trace)
             runs["fuseprof"].append(measure(browser, [sys.executable, "-m", "fuseprof.cli", "dashboard",
@@ -108,7 +114,8 @@ def main() -> None:
     if cold_store:
         print(f"# NOT VALID: fuseprof's source changed during {cold_store} of the dashboard's runs (its store then "
               "cold); run it again on a tree nobody edits")
-    print(f"# {args.trace.relative_to(ROOT) if args.trace.is_relative_to(ROOT) else args.trace}, warm store, "
+    store = "a fresh store filled by `fuseprof analyze` alone each run" if args.fresh_store else "warm store"
+    print(f"# {args.trace.relative_to(ROOT) if args.trace.is_relative_to(ROOT) else args.trace}, {store}, "
           f"{args.repeats} alternating runs, headless Chromium; medians (min-max); the dashboard's first view kept "
           f"at the start of {with_view} of its {args.repeats} runs")
     print(f"{'':28}{'floor (same figure)':>22}{'fuseprof dashboard':>22}{'ratio':>8}")

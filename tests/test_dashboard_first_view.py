@@ -5,13 +5,17 @@ drawn without it; it is never used for other bytes, another fuseprof, another in
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fuseprof_dashboards import first_view
 from fuseprof_dashboards.inputs import find_inputs
@@ -166,3 +170,95 @@ def test_a_damaged_view_is_not_drawn(trace: Path) -> None:
         _doctor(where, **change)
         held_safely(first_view.read(where) is not None, f"first view with {change}")
         assert _page() == without, change
+
+
+# --- the view written by `fuseprof analyze` (fuseprof.first_view), not only by the page ----------------------------
+
+
+def _plotly_numbers(value: Any) -> Any:
+    """Plotly JSON with its typed arrays ({"dtype", "bdata"}: Plotly 6 and later) as the lists of numbers they hold."""
+    if isinstance(value, dict):
+        if set(value) == {"dtype", "bdata"}:
+            return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).tolist()
+        return {k: _plotly_numbers(v) for k, v in value.items()}
+    return [_plotly_numbers(v) for v in value] if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize("path", [EAGER, COMPILED], ids=["eager", "compiled"])
+def test_the_plain_timeline_is_the_plotly_figure(path: Path) -> None:
+    """``first_view.timeline_json`` (no Plotly) against ``figures.kernel_timeline_figure`` (Plotly) on every window
+    of a committed trace, and on its first window with some categories and ops taken away and markup in a kernel's
+    name: the same JSON, number for number, less the template Plotly adds where a figure is drawn."""
+    import plotly.io as pio
+
+    from fuseprof import figures
+    from fuseprof import first_view as view
+    from fuseprof.analysis import analyze
+    from fuseprof.analysis.facts.timeline import timeline_windows, window_events
+
+    events = analyze(path)[0].events
+    windows = timeline_windows(events)
+    cases = [window_events(events, w, view.TIMELINE_BARS)[0] for w in windows]
+    hostile = cases[0].copy()
+    hostile.loc[hostile.index[::3], "category"] = None
+    hostile.loc[hostile.index[1::4], "op"] = None
+    hostile.loc[hostile.index[0], "name"] = "<a href='https://example.com'>k</a> & co"
+    for rows in [*cases, hostile, hostile.drop(columns=["category", "op"]), hostile.iloc[:0]]:
+        built = json.loads(pio.to_json(figures.kernel_timeline_figure(rows, "GPU timeline: <b>w</b>"), validate=False))
+        del built["layout"]["template"]
+        assert json.loads(view.timeline_json(rows, "GPU timeline: <b>w</b>")) == _plotly_numbers(built)
+    plain = json.loads(view.timeline_json(hostile, "t"))
+    assert "<a href" not in json.dumps(plain) and any("&lt;a href=" in c[0] for t in plain["data"] for c in t["customdata"])
+    # the bars, from the raw file: the first window's kernels with their durations in µs
+    first = json.loads(view.timeline_json(cases[0], "t"))
+    assert sum(len(t["x"]) for t in first["data"]) == len(cases[0]) == len(events[events["step"] == windows[0]])
+    assert sorted(x for t in first["data"] for x in t["x"]) == sorted((cases[0]["dur_ns"] / 1e3).tolist())
+
+
+def _analyze_cli(*argv: str) -> set[str]:
+    """``fuseprof analyze`` in a fresh interpreter (the store is $FUSEPROF_CACHE); the modules it loaded."""
+    code = ("import json, sys; from fuseprof.cli import main; code = main(sys.argv[1:]); "
+            "print(json.dumps(sorted(sys.modules)), file=sys.stderr); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code, "analyze", *argv], capture_output=True, text=True, timeout=600,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {name.split(".")[0] for name in json.loads(done.stderr.strip().splitlines()[-1])}
+
+
+def test_analyze_keeps_the_view_the_dashboard_draws(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After ``fuseprof analyze TRACE --format json`` (no plotting library loaded) the store keeps the first view, and
+    the dashboard's first tab draws the page from it: element for element the page of a store that never saw it,
+    and the very view that page keeps for itself."""
+    loaded = _analyze_cli(str(trace), "--format", "json")
+    assert not loaded & {"plotly", "streamlit"}, sorted(loaded & {"plotly", "streamlit"})
+    assert first_view.kept(trace)
+    written = first_view.read(_where(trace))
+    with_view = _page()
+    _doctor(_where(trace), caption="the view analyze wrote")
+    assert _captions(_page())[0] == "the view analyze wrote"  # it is that view that is drawn
+    monkeypatch.setenv("FUSEPROF_CACHE", str(tmp_path / "fresh-store"))
+    assert not first_view.kept(trace)
+    assert _page() == with_view  # drawn from the analysis, in a store without the view
+    assert first_view.read(_where(trace)) == written  # the page's own view: the one analyze wrote, to the byte
+    with gzip.open(EAGER) as fh:
+        device = json.load(fh)["deviceProperties"][0]["name"]
+    assert written is not None and device in written["caption"] and written["name"] == NAME
+
+
+@pytest.mark.parametrize("options", [["--top", "30"], ["--window", "all"], ["--device", "H100 SXM"]])
+def test_analyze_otherwise_keeps_no_view(trace: Path, options: list[str]) -> None:
+    """An analysis the dashboard does not make (other rows, window or GPU) keeps no first view; nor does a store
+    that is off."""
+    from fuseprof.cli import main
+
+    assert main(["analyze", str(trace), "--format", "json", *options]) == 0
+    assert not first_view.kept(trace)
+
+
+def test_analyze_with_the_store_off_keeps_nothing(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fuseprof.cli import main
+
+    monkeypatch.setenv("FUSEPROF_CACHE", "off")
+    assert main(["analyze", str(trace), "--format", "json"]) == 0
+    monkeypatch.setenv("FUSEPROF_CACHE", str(trace.parents[1] / "store"))
+    assert not first_view.kept(trace) and not (trace.parents[1] / "store").exists()
