@@ -151,15 +151,17 @@ def test_the_calibration_row_sets_each_prediction_beside_its_measurement() -> No
     assert "graphs 9.000 / 8.000 ±0.500; compile - / 3.000 ±0.200 | graphs, graphs |" in table
 
 
-def test_the_held_out_h100d_set_scores_as_recorded() -> None:
-    """h100d was committed before fuseprof read it (772a96b) and scored once with the rules frozen at 95eea05
-    (docs/profiler-cost.md): bound 13/13, first advice 12/13. The one miss is prefill_eager's SDPA row, whose claim
-    is over 1.25x the saving its truth measured (read here from the truth file, not from the scorer's mapping)."""
+def test_the_h100d_set_scores_all_right_since_the_loop_period() -> None:
+    """h100d was held out (committed before fuseprof read it, 772a96b) and scored once with the rules frozen at
+    95eea05: bound 13/13, first advice 12/13, the miss prefill_eager's SDPA row at 1.33x its measured saving
+    (docs/measurements/unprofiled-scores-h100d-heldout-20261207.txt). Seen since, it is a rule-writing set: with
+    the loop's period and each fused call's own un-profiled time (``paths.loop_period``, ``path.without_profiler_drops``)
+    every first advice is within 25% of its truth (read here from the truth files by the scorer)."""
     scorer = _scorer()
     rows = {p.name.removesuffix(".truth.json"): scorer.score(p) for p in sorted((TRUTH / "h100d").glob("*.truth.json"))}
     assert len(rows) == 13 and all(r["bound_ok"] for r in rows.values())
-    assert {name for name, r in rows.items() if not r["ok"]} == {"prefill_eager"}
+    assert {name for name, r in rows.items() if not r["ok"]} == set()
     prefill = rows["prefill_eager"]
     measured = json.loads((TRUTH / "h100d" / "prefill_eager.truth.json").read_text())["changes"]["fusion"]
     assert prefill["change"] == "fusion" and prefill["measured_ms"] == pytest.approx(measured["saving_ms"])
-    assert prefill["claimed_ms"] > 1.25 * measured["saving_ms"]
+    assert abs(prefill["claimed_ms"] - measured["saving_ms"]) <= 0.25 * measured["saving_ms"]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -137,13 +138,39 @@ def host_speed(tables: TraceTables) -> float:
     return 1.0 if launch is None else float(np.clip(launch / profiler_cost.REFERENCE_LAUNCH_US, 0.25, 4.0))
 
 
+def _kind_costs(setting: str, calibration: Calibration) -> dict[str, float]:
+    """One recorded event's cost by kind (µs) under ``setting``, before the fit's scale and the host's speed."""
+    row = calibration.per_event_us[setting]
+    return {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
+
+
+def host_cost_between(tables: TraceTables, registry: Registry, calibration: Calibration = DEFAULT
+                      ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The host time (ns) the profiler added to the events that began in each [lo, hi): its scale × the events'
+    calibrated costs × the host's speed (``removed_ns`` without the per-step cost), on every thread. What one host
+    call and the dispatch before it cost beyond their own work: a plan that drops the call removes only that work
+    (``paths.path.fusion_step_savings``); the per-step scale (``host_scale``) would remove the profiler's share of
+    the step from every call alike, too much from a short op's call, which is mostly the profiler's."""
+    starts, kinds = recorded_events(tables, registry)
+    cost = _kind_costs(capture_setting(tables)[0], calibration)
+    per_kind = np.array([cost[k] for k in KINDS], np.float64) * calibration.scale * host_speed(tables) * 1e3
+    order = np.argsort(starts, kind="stable")
+    sorted_starts = starts[order]
+    cumulative = np.concatenate([[0.0], np.cumsum(per_kind[kinds[order]])])
+
+    def between(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        a = np.searchsorted(sorted_starts, np.asarray(lo, np.int64), "left")
+        b = np.searchsorted(sorted_starts, np.asarray(hi, np.int64), "left")
+        return np.rint(cumulative[np.maximum(a, b)] - cumulative[a]).astype(np.int64)
+    return between
+
+
 def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT, speed: float = 1.0,
                per_step: bool = True) -> np.ndarray:
     """Per row of ``counts``, the host time (ns) the profiler added: (the fit's per-step cost + its scale × Σ count
     × cost) × the host's speed against the fit's (``host_speed``); the per-step cost only where the step launched
     kernels one by one (and ``per_step``: a part of a step, its data loading, has none of its own)."""
-    row = calibration.per_event_us[setting]
-    cost = {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
+    cost = _kind_costs(setting, calibration)
     total = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
     # the per-step cost came with eager launches (the fit's traces); a step of graph replays alone showed none of it
     fixed = np.where(counts["launch"].to_numpy(np.int64) > 0, calibration.per_step_us if per_step else 0.0, 0.0)
@@ -217,7 +244,7 @@ def _data_spans(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np
 
 def gpu_bound_steps(estimate: pd.DataFrame) -> set[str]:
     """The steps the estimate finds GPU-bound without the profiler (its ``verdict``): their replays run on the
-    GPU's own path (``paths.path.bounded_savings``, ``paths.replay_compile``)."""
+    GPU's own path (``paths.replay_compile``)."""
     if estimate.empty or not {"verdict", "step"} <= set(estimate):
         return set()
     return set(estimate.loc[estimate["verdict"] == "GPU-bound", "step"].astype(str))

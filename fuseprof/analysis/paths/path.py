@@ -5,7 +5,7 @@ saving. The graph and the walk: ``fuseprof.analysis.paths.critical_path``; the r
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,9 +21,11 @@ from fuseprof.analysis.paths.critical_path import (
     walk,
     walk_segments,
 )
+from fuseprof.analysis.paths.loop_period import loop_periods
 from fuseprof.analysis.paths.plan import Plan
 from fuseprof.analysis.paths.whatif import fuse_plan, replay, step_times, zero_plan
 from fuseprof.model.registry import Registry
+from fuseprof.model.registry_data import DEFAULT as DEFAULT_REGISTRY
 from fuseprof.parse.text_arrays import text_dtype
 from fuseprof.parse.trace_events import TraceTables
 
@@ -146,30 +148,20 @@ def plan_savings(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], h
     return [before - int(t) for t in step_times(graphs, plans).sum(axis=1)]
 
 
-def bounded_savings(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], host_scale: float,
-                    gpu_bound: Collection[str]) -> list[int]:
-    """``plan_savings``, but on a step named in ``gpu_bound`` (GPU-bound without the profiler) no plan saves more than
-    it takes off the GPU's own path (the step and the plan replayed with no host time): such a step cannot get
-    shorter than its GPU work. The host-scaled replay of one step alone counts the host's lead before its first
-    kernel, which a GPU-bound loop hides behind the previous step's GPU work; on h100/prefill_eager it gave a RoPE
-    chain 0.37 ms a step for 0.075 ms of kernel time."""
-    bound = [k for k, g in enumerate(graphs) if g.step in gpu_bound]
-    if not bound:
-        return plan_savings(graphs, plans, host_scale)
-    scaled, bare = Plan(host_scale=host_scale), Plan(host_scale=0.0)
-    before = step_times(graphs, [[scaled] * len(graphs), [bare] * len(graphs)])
-    after = step_times(graphs, [[p.merge(scaled) for p in row] for row in plans])
-    after_bare = step_times(graphs, [[p.merge(bare) for p in row] for row in plans])
-    saved = before[0][None, :] - after
-    saved[:, bound] = np.minimum(saved[:, bound], before[1][None, bound] - after_bare[:, bound])
-    return [int(v) for v in saved.sum(axis=1)]
+def loop_savings(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], host_scale: float) -> list[int]:
+    """Per row of ``plans`` (one plan per step), the loop's time it saves over every step, the host's time scaled by
+    ``host_scale``: each step's period in its loop before less after (``loop_period``), where a step replayed
+    alone would count the host's lead that a GPU-bound loop hides."""
+    periods = loop_periods(graphs, [[Plan()] * len(graphs), *plans], host_scale)
+    return [int(v) for v in (periods[0][None, :] - periods[1:]).sum(axis=1)]
 
 
 def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, host_scale: float = 1.0,
-                        gpu_bound: Collection[str] = ()) -> pd.Series:
-    """Per fusion row, the step time its fusion saves over every step (null: no predicted time), the host's time
-    scaled by ``host_scale`` (1: as traced); on the steps in ``gpu_bound``, at most the GPU path's saving
-    (``bounded_savings``)."""
+                        host_cost: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> pd.Series:
+    """Per fusion row, the step time its fusion saves over every step in the loop (``loop_savings``; null: no
+    predicted time), the host's time scaled by ``host_scale`` (1: as traced); with ``host_cost`` (the profiler's
+    host time in an interval: ``unprofiled.host_cost_between``) each call the fusion drops removes its own time
+    without the profiler (``without_profiler_drops``)."""
     graph_of: dict[object, list[int]] = defaultdict(list)  # each GPU event's step graph(s)
     for k, g in enumerate(graphs):
         for e in g.event:
@@ -186,10 +178,36 @@ def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, host_
         for chain in chains:  # a chain goes to the steps its kernels ran in (each step's plan: its own chains)
             for k in dict.fromkeys(k for e in chain[0] for k in graph_of.get(e, ())):
                 per_graph[k].append(chain)
-        plans.append([fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)])
+        row_plans = [fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)]
+        if host_cost is not None and host_scale != 1.0:
+            row_plans = [without_profiler_drops(g, p, host_scale, host_cost) for g, p in zip(graphs, row_plans)]
+        plans.append(row_plans)
         out.append(len(plans) - 1)
-    saved = bounded_savings(graphs, plans, host_scale, gpu_bound) if plans else []
+    saved = loop_savings(graphs, plans, host_scale) if plans else []
     return pd.Series([None if k is None else saved[k] for k in out], index=fusion.index, dtype="Float64")
+
+
+def without_profiler_drops(graph: StepGraph, plan: Plan, host_scale: float,
+                           host_cost: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Plan:
+    """``plan`` with each call it drops (its time and its host lags set to 0) removing that call's own time without
+    the profiler — its traced time and lags less the profiler's cost in them (``host_cost``) — from a replay whose
+    host is scaled by ``host_scale``: the call keeps the rest of its scaled time. Scaled alike, a fused chain's
+    short ops dropped what the profiler mostly made (h100/prefill_eager's eager attention: eight calls a layer)."""
+    dropped = [v for v, d in plan.duration.items() if d == 0 and graph.kind[v] == "call"]
+    if not dropped:
+        return plan
+    lags = {v: 0 for v in dropped}
+    for v in dropped:
+        for i, d in enumerate(graph.deps[v]):
+            if (v, i) in plan.lag and d.kind == "host":
+                lags[v] += d.lag - plan.lag[(v, i)]
+    t0 = np.array([graph.t0[v] for v in dropped], np.int64)
+    traced = np.array([graph.t1[v] - graph.t0[v] + lags[v] for v in dropped], np.int64)
+    own = np.maximum(traced - host_cost(t0 - np.array([lags[v] for v in dropped], np.int64),
+                                        np.array([graph.t1[v] for v in dropped], np.int64)), 0)
+    kept = np.maximum(np.rint(host_scale * traced).astype(np.int64) - own, 0)
+    return Plan({**plan.duration, **{v: int(k) for v, k in zip(dropped, kept)}}, plan.lag, plan.host_scale,
+                plan.gpu_scale)
 
 
 def result_graphs(result: TraceAnalysis, tables: TraceTables) -> list[StepGraph]:
@@ -244,6 +262,7 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     path's time by bound before and after over every step (``path_change``; at the measured scale where given),
     and ``in_place``: a line per part of the plan that changes nothing because it is done already (a region whose
     every launch is a graph launch; one whose every launch runs inside compiled code, by ``registry``'s names)."""
+    from fuseprof.analysis.facts.unprofiled import host_cost_between
     from fuseprof.analysis.paths.whatif import (
         calibrated_scale,
         compile_plan,
@@ -261,9 +280,16 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
         rows = pd.concat([rows, fusion[fusion["memory_bound_chain"].astype(bool)]]).drop_duplicates("key")
     scale = calibrated_scale(graphs, step_time_ns) if step_time_ns is not None and graphs else host_scale
     compiled = compiled_spans(tables, registry)
-    out, change = [], []
+    # without the profiler (estimated): each fused call removes its own un-profiled time, and a step takes its
+    # loop's period, as the fusion table's step saving does (one saving per opportunity: ``savings``)
+    estimated = scale if scale is not None and step_time_ns is None else None
+    cost = host_cost_between(tables, registry or DEFAULT_REGISTRY) if estimated not in (None, 1.0) and chains \
+        else None
+    out, change, plans = [], [], []
     for g in graphs:
         plan = fuse_plan(g, chains)
+        if cost is not None and estimated is not None:
+            plan = without_profiler_drops(g, plan, estimated, cost)
         for region in graph_regions:
             plan = plan.merge(_regions(g, tables, region, graph_plan))
         for region in compile_regions:
@@ -276,11 +302,15 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
             _bounds(walk(replayed(g, plan.merge(scaled)))).rename("after_ns"), how="outer"))
         row = {"step": g.step, "span_ns": g.span_ns, "after_ns": after, "step_saving_ns": g.span_ns - after,
                "step_saving_pct": 100.0 * (g.span_ns - after) / max(g.span_ns, 1)}
-        if scale is not None:
+        if scale is not None and estimated is None:
             row["scaled_before_ns"] = replay(g, Plan(host_scale=scale))
             row["scaled_after_ns"] = replay(g, plan.merge(Plan(host_scale=scale)))
         out.append(row)
+        plans.append(plan)
     frame = pd.DataFrame(out)
+    if estimated is not None and graphs:
+        periods = loop_periods(graphs, [[Plan()] * len(graphs), plans], estimated)
+        frame["scaled_before_ns"], frame["scaled_after_ns"] = periods[0], periods[1]
     gpu = rows["saving_ns"].astype("Float64").sum() if len(rows) else 0
     path_change = pd.concat(change).fillna(0).groupby(level=0).sum().astype("int64") if change else pd.DataFrame()
     in_place = in_place_notes(graphs, tables, graph_regions, compile_regions, compiled)

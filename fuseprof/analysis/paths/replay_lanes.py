@@ -219,6 +219,7 @@ class Union(StepArrays):
     def __post_init__(self) -> None:
         self.size = len(self.t0)
         self.is_call = self.group == 0
+        self.is_gpu = self.group == 1
         level = self.level
         # what no plan changes, of a bound on every time a replay reaches (``replay_union``): the original times,
         # the offsets, the fixed times and the synchronising calls' tails (a scale on the host leaves them whole)
@@ -295,6 +296,7 @@ def _inputs(union: Union, plans: Sequence[Sequence[Plan]]) -> tuple[np.ndarray, 
     lag_row: list[int] = []
     lag_at: list[int] = []
     lag_value: list[int] = []
+    gpu_scaled: list[tuple[int, int, float]] = []
     for row, per_graph in enumerate(plans):
         for k, plan in enumerate(per_graph):
             if plan.host_scale != 1:  # before the plan's own durations, which override it
@@ -303,6 +305,8 @@ def _inputs(union: Union, plans: Sequence[Sequence[Plan]]) -> tuple[np.ndarray, 
                 dur[row, calls] = np.rint(plan.host_scale * base_dur[calls]).astype(np.int64)
                 hosts = deps[union.dep_host[deps]]
                 lag[row, hosts] = np.rint(plan.host_scale * union.dep_lag[hosts]).astype(np.int64)
+            if plan.gpu_scale != 1:
+                gpu_scaled.append((row, k, plan.gpu_scale))
             if plan.duration:
                 dur_row += [row] * len(plan.duration)
                 dur_at += [v + offsets[k] for v in plan.duration]
@@ -314,6 +318,10 @@ def _inputs(union: Union, plans: Sequence[Sequence[Plan]]) -> tuple[np.ndarray, 
     rows, at = np.array(dur_row, np.int64), np.array(dur_at, np.int64)
     dur[rows, at] = np.array(dur_value, np.int64)
     sync[rows, at] = False
+    for row, k, scale in gpu_scaled:  # after the plans' own durations, which it scales too
+        items = union.items_of(k)
+        gpu = items[union.is_gpu[items]]
+        dur[row, gpu] = np.rint(scale * dur[row, gpu]).astype(np.int64)
     lag[np.array(lag_row, np.int64), np.array(lag_at, np.int64)] = np.array(lag_value, np.int64)
     return dur, lag, sync
 

@@ -1,29 +1,31 @@
 """One saving per opportunity: the step time it removes, estimated without the profiler. Every view reads it here.
 
-A fusion row's ``step_saving_ns`` is the steps' time replayed with its chains fused (``whatif``, through
-``path.fusion_step_savings``) less their time unchanged, both with the host's time scaled to what it is without
-the profiler (``unprofiled.host_scale``): on a GPU-bound step it is near the GPU saving (``saving_ns``: kernel time
-only, shown beside it), on a host-bound one it is the host's launches and dispatch the fusion removes. Where the
+A fusion row's ``step_saving_ns`` is the steps' period in their loop with its chains fused (``whatif``, through
+``path.fusion_step_savings`` and ``loop_period``) less their period unchanged, both with the host's time scaled to
+what it is without the profiler (``unprofiled.host_scale``): on a GPU-bound step it is near the GPU saving
+(``saving_ns``: kernel time only, shown beside it) until the host's own time takes over, on a host-bound one it is
+the host's launches and dispatch the fusion removes. Where the
 steps cannot be replayed (no step graph) the GPU saving stands in. The verdict's "worth doing", the fusion table,
 the audit, the report and the dashboard all quote this number (``saving``), the GPU saving beside it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.facts.unprofiled import gpu_bound_steps, host_scale
+from fuseprof.analysis.facts.unprofiled import host_scale
 from fuseprof.analysis.paths.critical_path import StepGraph
 from fuseprof.analysis.paths.path import fusion_step_savings
 
 
-def step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, estimate: pd.DataFrame) -> pd.Series:
-    """Per fusion row, the step time it removes without the profiler (``estimate``: the unprofiled table); on a step
-    GPU-bound then, at most what it takes off the GPU's path (``path.bounded_savings``)."""
-    return fusion_step_savings(graphs, fusion, host_scale(estimate), gpu_bound_steps(estimate))
+def step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, estimate: pd.DataFrame,
+                 host_cost: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> pd.Series:
+    """Per fusion row, the step time it removes without the profiler (``estimate``: the unprofiled table; ``host_cost``:
+    the profiler's cost in an interval, ``unprofiled.host_cost_between``), in the steps' loop (``path.loop_savings``)."""
+    return fusion_step_savings(graphs, fusion, host_scale(estimate), host_cost)
 
 
 def saving(fusion: pd.DataFrame) -> pd.Series:

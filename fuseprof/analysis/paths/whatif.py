@@ -89,6 +89,7 @@ class _Flat:
     def __init__(self, graph: StepGraph) -> None:
         self.dur = [graph.t1[v] - graph.t0[v] for v in range(len(graph.kind))]
         self.calls = [v for v, kind in enumerate(graph.kind) if kind == "call"]
+        self.gpu = [v for v, kind in enumerate(graph.kind) if kind == "gpu"]
         self.deps = [tuple((d.src, -2 if d.src == BEFORE else -1 if d.offset is None else d.offset, d.lag,
                             d.kind in HOST_LAGS, graph.start_ns + (d.offset or 0)) for d in deps)
                      for deps in graph.deps]
@@ -151,7 +152,7 @@ def _times(graph: StepGraph, plan: Plan) -> tuple[list[int], list[int]]:
     replay starts there."""
     flat = _flat(graph)
     dur = list(flat.dur)
-    if plan.host_scale != 1:
+    if plan.host_scale != 1 or plan.gpu_scale != 1:
         for v in flat.calls:
             dur[v] = round(plan.host_scale * dur[v])
         first, start, end = 0, [0] * len(dur), [0] * len(dur)
@@ -162,6 +163,9 @@ def _times(graph: StepGraph, plan: Plan) -> tuple[list[int], list[int]]:
         first, start, end = min(changed), list(flat.base[0]), list(flat.base[1])
     for v, d in plan.duration.items():
         dur[v] = d
+    if plan.gpu_scale != 1:
+        for v in flat.gpu:
+            dur[v] = round(plan.gpu_scale * dur[v])
     return _run(graph, flat, plan, dur, start, end, first)
 
 
