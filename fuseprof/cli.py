@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from fuseprof.console import one_line_warnings_and_sigterm
+    from fuseprof.console import one_line_warnings_and_sigterm, trace_verb_settings
 
     try:  # an input path that names nothing, or another tool's file, is said before any heavy import
         args = build_parser().parse_args(argv)
@@ -60,6 +60,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return _said(exc, exc.exit_code)
     one_line_warnings_and_sigterm()
     command = COMMANDS[args.command]
+    restore = trace_verb_settings() if command.kept is not None else None  # a trace verb: pandas comes next
     try:
         check_outputs(args)  # an output never replaces an input, whatever the flags
         if command.kept is not None and command.kept(args):
@@ -85,6 +86,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
         _remove_unfinished()
         return _said(out_of_memory(args.command), 2)
+    finally:
+        if restore is not None:
+            restore()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Torch-free on purpose: ``ingest`` uses it on machines where importing torch is s
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import re
@@ -133,3 +134,38 @@ def one_line_warnings_and_sigterm() -> None:
     warnings.showwarning = _warn_in_one_line
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
+
+
+# the variables OpenBLAS reads its thread count from, in the order it reads them: one the user set is theirs
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+FIRST_GENERATION_THRESHOLD = 1_000_000  # as the analysis's own (``fuseprof.analysis.running.collector``)
+
+
+def trace_verb_settings() -> Callable[[], None]:
+    """Settle the process for a trace verb, which imports NumPy, pandas and pyarrow next; returns what puts the
+    process back as it was (``main`` called inside a test or a script leaves it so).
+
+    One OpenBLAS thread, for this process and the workers it spawns, where NumPy is not loaded yet (OpenBLAS reads
+    the count once, as it loads) and the user chose no count: NumPy's OpenBLAS starts a thread per core, each
+    spinning for work before it sleeps, and a trace verb gives it none (its hot path multiplies no matrices). On a
+    2-core machine ``import pandas`` cost 0.55 s of CPU with them and 0.36-0.42 s without (medians of 7 runs); a
+    many-core host starts more of them.
+
+    The collector's first threshold at least ``FIRST_GENERATION_THRESHOLD``, as the analysis already runs
+    (``analysis.running.collector`` says why): the imports before it ran 148 passes over the modules they keep and
+    freed nothing of note, 0.03-0.08 s of a 0.85 s cold ``fuseprof analyze`` of a 14 MB trace (``gc.callbacks``).
+    Put back, the objects the command made join the oldest generation, where a later full pass finds any cycle."""
+    blas = "numpy" not in sys.modules and not any(v in os.environ for v in BLAS_THREAD_VARIABLES)
+    if blas:
+        os.environ[BLAS_THREAD_VARIABLES[0]] = "1"
+    found = gc.get_threshold()
+    gc.set_threshold(max(found[0], FIRST_GENERATION_THRESHOLD), *found[1:])
+
+    def restore() -> None:
+        gc.freeze()  # what the command made is old now: the first threshold back at 700 starts no pass over it
+        gc.unfreeze()  # (the pass a process that exits next would pay for nothing: 0.04-0.07 s on that trace)
+        gc.set_threshold(*found)
+        if blas:
+            os.environ.pop(BLAS_THREAD_VARIABLES[0], None)
+
+    return restore

@@ -191,12 +191,12 @@ def _expanded(paths: Sequence[Path]) -> list[Path]:
 
 
 def _jobs(paths: Sequence[Path]) -> list[Job]:
-    from fuseprof.bundle.loading import load
-
     jobs = []
     for path in _expanded(paths):
         ncu_rows = None
         if path.is_dir() and is_bundle(path):
+            from fuseprof.bundle.loading import load  # pyarrow.parquet: 15 ms to import, for bundles only
+
             kernels = load(path)
             ncu_rows = kernels[kernels["source"] == "ncu"]
             ncu_rows = ncu_rows if not ncu_rows.empty else None
