@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
-from fuseprof.parse.hashing import ENV, content_key, default_root, platform_root
+from fuseprof.parse.hashing import ENV, KEPT_FILE, content_key, default_root, platform_root
 from fuseprof.parse.owned import remove_stale_partials, temporary_name
 
 if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written: a kept answer needs neither
@@ -346,10 +346,13 @@ class TraceStore:
 
     def clear(self) -> int:
         """Remove every entry (of every fuseprof version), and only them: version folders with fuseprof's
-        marker; the number of entries removed."""
+        marker, and the keys kept across runs (``hashing.KEPT_FILE``) in a folder with the store's marker; the
+        number of entries removed."""
         found = self.entries()
         for version in self.versions():
             shutil.rmtree(version, ignore_errors=True)
+        if self.root is not None and _has_marker(self.root, ROOT_MARKER, "trace store"):
+            (self.root / KEPT_FILE).unlink(missing_ok=True)
         return len(found)
 
 
