@@ -51,11 +51,13 @@ def loop_periods(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], h
     docstring), the host's time scaled by ``host_scale``: every row replayed at once."""
     if not graphs or not plans:
         return np.zeros((len(plans), len(graphs)), np.int64)
-    scaled, host_only, gpu_only = Plan(host_scale=host_scale), Plan(host_scale=host_scale, gpu_scale=0.0), \
-        Plan(host_scale=0.0)
-    rows = len(plans)
-    times = step_times(graphs, [[p.merge(scaled) for p in row] for row in plans]
-                       + [[p.merge(host_only) for p in row] for row in plans]
+    host_only, gpu_only = Plan(host_scale=host_scale, gpu_scale=0.0), Plan(host_scale=0.0)
+    rows, waits = len(plans), np.array(waits_for_gpu(graphs))
+    times = step_times(graphs, [[p.merge(host_only) for p in row] for row in plans]
                        + [[p.merge(gpu_only) for p in row] for row in plans])
-    alone, host, gpu = times[:rows], times[rows:2 * rows], times[2 * rows:]
-    return np.where(np.array(waits_for_gpu(graphs))[None, :], alone, np.maximum(host, gpu))
+    period = np.maximum(times[:rows], times[rows:])
+    if waits.any():  # replayed alone only where some step waits (each row once more: a large window's arrays)
+        scaled = Plan(host_scale=host_scale)
+        alone = step_times(graphs, [[p.merge(scaled) for p in row] for row in plans])
+        period = np.where(waits[None, :], alone, period)
+    return period
