@@ -106,6 +106,14 @@ def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry,
 def recorded_events(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np.ndarray]:
     """Every event the profiler recorded that ``step_counts`` counts: its start (ns) and its kind (the position in
     ``KINDS``)."""
+    parts = _recorded_starts(tables, registry)
+    starts = np.concatenate(list(parts.values()))
+    kinds = np.repeat([KINDS.index(k) for k in parts], [len(p) for p in parts.values()])
+    return starts, kinds
+
+
+def _recorded_starts(tables: TraceTables, registry: Registry) -> dict[str, np.ndarray]:
+    """``recorded_events`` by kind: each kind's starts (ns)."""
     launches = tables.launches
     name = launches["name"].astype(str)
     graph = name.str.contains(GRAPH_LAUNCH.pattern, regex=True)
@@ -118,9 +126,7 @@ def recorded_events(tables: TraceTables, registry: Registry) -> tuple[np.ndarray
              "launch": launches["start_ns"][launch.to_numpy()], "graph_launch": launches["start_ns"][graph.to_numpy()],
              "sync": launches["start_ns"][sync], "range": tables.annotations["start_ns"],
              "module": tables.modules["start_ns"]}
-    starts = np.concatenate([p.to_numpy(np.int64) for p in parts.values()])
-    kinds = np.repeat([KINDS.index(k) for k in parts], [len(p) for p in parts.values()])
-    return starts, kinds
+    return {k: p.to_numpy(np.int64) for k, p in parts.items()}
 
 
 def median_launch_us(tables: TraceTables) -> float | None:
@@ -151,17 +157,19 @@ def host_cost_between(tables: TraceTables, registry: Registry, calibration: Cali
     call and the dispatch before it cost beyond their own work: a plan that drops the call removes only that work
     (``paths.path.fusion_step_savings``); the per-step scale (``host_scale``) would remove the profiler's share of
     the step from every call alike, too much from a short op's call, which is mostly the profiler's."""
-    starts, kinds = recorded_events(tables, registry)
     cost = _kind_costs(capture_setting(tables)[0], calibration)
-    per_kind = np.array([cost[k] for k in KINDS], np.float64) * calibration.scale * host_speed(tables) * 1e3
-    order = np.argsort(starts, kind="stable")
-    sorted_starts = starts[order]
-    cumulative = np.concatenate([[0.0], np.cumsum(per_kind[kinds[order]])])
+    factor = calibration.scale * host_speed(tables) * 1e3
+    # per kind, its starts in order: an interval's events of that kind are a searchsorted apart (no array of every
+    # event's cost: a large window's 1M events held beside its replays)
+    kept = [(starts if bool((starts[1:] >= starts[:-1]).all()) else np.sort(starts), cost[k] * factor)
+            for k, starts in _recorded_starts(tables, registry).items() if len(starts) and cost[k] > 0]
 
     def between(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        a = np.searchsorted(sorted_starts, np.asarray(lo, np.int64), "left")
-        b = np.searchsorted(sorted_starts, np.asarray(hi, np.int64), "left")
-        return np.rint(cumulative[np.maximum(a, b)] - cumulative[a]).astype(np.int64)
+        lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+        total = np.zeros(len(lo), np.float64)
+        for starts, ns in kept:
+            total += ns * np.maximum(np.searchsorted(starts, hi, "left") - np.searchsorted(starts, lo, "left"), 0)
+        return np.rint(total).astype(np.int64)
     return between
 
 

@@ -52,10 +52,10 @@ def loop_periods(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], h
     if not graphs or not plans:
         return np.zeros((len(plans), len(graphs)), np.int64)
     host_only, gpu_only = Plan(host_scale=host_scale, gpu_scale=0.0), Plan(host_scale=0.0)
-    rows, waits = len(plans), np.array(waits_for_gpu(graphs))
-    times = step_times(graphs, [[p.merge(host_only) for p in row] for row in plans]
-                       + [[p.merge(gpu_only) for p in row] for row in plans])
-    period = np.maximum(times[:rows], times[rows:])
+    waits = np.array(waits_for_gpu(graphs))
+    # one replay call per kind of row: a call's arrays hold all its rows at once (a large window's peak memory)
+    period = np.maximum(step_times(graphs, [[p.merge(host_only) for p in row] for row in plans]),
+                        step_times(graphs, [[p.merge(gpu_only) for p in row] for row in plans]))
     if waits.any():  # replayed alone only where some step waits (each row once more: a large window's arrays)
         scaled = Plan(host_scale=host_scale)
         alone = step_times(graphs, [[p.merge(scaled) for p in row] for row in plans])
