@@ -44,8 +44,8 @@ def analysis(trace: str, ceilings: str | None, registry: str | None, top: int) -
 
 
 def timeline_figure(events: pd.DataFrame, window: str) -> tuple[str, int, int]:
-    """The window's timeline figure as Plotly JSON (``fuseprof.first_view.timeline``: the figure
-    ``figures.kernel_timeline_figure`` builds, less its template), the events it draws and the events the window
+    """The window's timeline figure as Plotly JSON (``fuseprof.first_view.timeline``, built without Plotly), the events
+    it draws and the events the window
     holds. The page draws this JSON whether it draws the top from the kept first view
     (``fuseprof_dashboards.first_view``) or from here: the chart sends the same JSON and stays the same element."""
     return view.timeline(events, window)

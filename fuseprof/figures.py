@@ -341,30 +341,6 @@ def timeline_figure(timeline: pd.DataFrame) -> go.Figure:
 
 
 @as_text
-def kernel_timeline_figure(rows: pd.DataFrame, title: str) -> go.Figure:
-    """Each GPU event of a window (``analysis.timeline.window_events``) as a bar over time on its stream's row,
-    in µs from the window's first start, coloured by category; the hover names the kernel, its op and times."""
-    fig = go.Figure()
-    origin = int(rows["start_ns"].min()) if len(rows) else 0
-    category = rows["category"].astype(object).fillna("other") if "category" in rows else pd.Series("other", rows.index)
-    for name, part in rows.groupby(category, sort=True):
-        start_us = (part["start_ns"] - origin).to_numpy(np.float64) / 1e3
-        op = part["op"].astype(object).fillna("(no op)") if "op" in part else pd.Series("", part.index)
-        fig.add_trace(go.Bar(
-            y=part["lane"], x=part["dur_ns"].to_numpy(np.float64) / 1e3, base=start_us, orientation="h",
-            name=str(name), customdata=np.column_stack([part["name"].astype(object).to_numpy(), op.to_numpy(),
-                                                        start_us.astype(object)]),
-            hovertemplate="%{customdata[0]}<br>%{customdata[1]}: %{x:,.3f} µs from %{customdata[2]:,.3f} µs"
-                          "<extra></extra>"))
-    lanes = rows["lane"].nunique() if len(rows) else 1
-    fig.update_layout(barmode="overlay", bargap=0.2, xaxis_title="µs from the window's first GPU event",
-                      height=300 + 40 * lanes, title=title, hoverlabel={"namelength": -1},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1})
-    fig.update_yaxes(autorange="reversed")
-    return fig
-
-
-@as_text
 def categories_figure(categories: pd.DataFrame) -> go.Figure:
     """GPU time per category (µs), largest first."""
     fig = go.Figure(go.Bar(x=categories["category"], y=categories["time_ns"] / 1e3,

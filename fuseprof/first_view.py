@@ -4,10 +4,10 @@ trace's entry, so that ``fuseprof dashboard TRACE`` after ``fuseprof analyze TRA
 analysis are imported (issue 58; ``dashboards/first_view.py`` reads and draws it, ``dashboards/model_page.py`` draws
 the same top from the analysis and keeps it where it is missing).
 
-The timeline is built here without Plotly (``timeline_json``: plain JSON of the figure
-``fuseprof.figures.kernel_timeline_figure`` builds, less the template, which Plotly adds where it is drawn): the
-table and JSON verbs that write the view import no plotting library, and the page draws this same JSON in both of
-its paths, so a chart drawn from the kept view is the chart drawn from the analysis.
+The timeline is built here without Plotly (``timeline_json``: a Plotly figure's JSON, less the template, which Plotly
+adds where it is drawn; the one builder of the kernel timeline): the table and JSON verbs that write the view import
+no plotting library, and the page draws this same JSON in both of its paths, so a chart drawn from the kept view is
+the chart drawn from the analysis.
 
 Never stale: the view lives in the entry of the trace's content key (the SHA-256 of its bytes), under the store's
 version folder (fuseprof's version and the hash of its source), under a name made of the trace's name (as the
@@ -63,10 +63,10 @@ def save(store: TraceStore, key: str, name: str, view: dict[str, Any]) -> bool:
 
 
 def timeline_json(rows: pd.DataFrame, title: str) -> str:
-    """``fuseprof.figures.kernel_timeline_figure(rows, title)`` as Plotly JSON, built without Plotly: one horizontal
-    bar trace per category (sorted; a missing one is "other"), each bar an event on its stream's row in µs from the
-    window's first start, the kernel, its op ("(no op)" where none) and its start in the hover; every string of the
-    trace's as text (``fuseprof.display.plain``, as ``figures.as_text`` makes it). Arrays are plain JSON lists; the
+    """Each GPU event of a window (``analysis.facts.timeline.window_events``) as a bar over time on its stream's row,
+    as Plotly JSON built without Plotly: one horizontal bar trace per category (sorted; a missing one is "other"),
+    each bar in µs from the window's first start, the kernel, its op ("(no op)" where none) and its start in the
+    hover; every string of the trace's as text (``fuseprof.display.plain``, as ``figures.as_text`` makes it). Arrays are plain JSON lists; the
     layout has no template (Plotly gives the one in use where the figure is drawn)."""
     import numpy as np
 

@@ -280,6 +280,20 @@ def test_on_a_gpu_bound_step_no_fusion_saves_more_than_its_gpu_time(folder: str)
     assert (rows["step_saving_ns"].astype(float) > 0).all()
 
 
+def test_a_one_step_window_ending_in_the_captures_sync_is_not_replayed_alone() -> None:
+    """prefill_eager's last step alone (``--window 4``): its one synchronising call is its last (the capture's
+    cudaDeviceSynchronize, read from the raw trace in ``test_only_a_sync_in_every_step_makes_the_loop_wait``), so the
+    step is not taken to wait for the GPU: no fusion row saves more than its GPU time (one step replayed alone gave
+    the RoPE chain 348 µs for its 75 µs of kernel time)."""
+    result = analyze(TRUTH / "h100" / "prefill_eager.json.gz", window="4")[0]
+    assert result.frames["unprofiled"]["step"].tolist() == ["ProfilerStep#4"]
+    fusion = result.frames["fusion"]
+    rows = fusion[fusion["step_saving_ns"].notna()]
+    assert len(rows) >= 3
+    assert (rows["step_saving_ns"].astype(float) <= rows["saving_ns"].astype(float) + 1e3).all(), \
+        rows[["class", "step_saving_ns", "saving_ns"]]
+
+
 def _graphs(folder: str, name: str) -> tuple[Any, list[Any]]:
     from fuseprof.analysis.facts.iterations import find_iterations
     from fuseprof.analysis.paths.critical_path import step_graphs
@@ -356,3 +370,23 @@ def test_a_fused_call_removes_its_own_time_without_the_profiler(folder: str) -> 
     assert uniform > 1.25 * truth, (uniform, truth)
     assert abs(per_call - truth) <= 0.25 * truth, (per_call, truth)
     assert per_call == pytest.approx(float(sdpa["step_saving_ns"].iloc[0]) / len(graphs) / 1e6)
+
+
+def test_whatifs_columns_as_traced_do_not_take_the_estimate() -> None:
+    """``whatif``'s ``after_ns`` and step saving are the trace's own replay: the same whether or not the host's
+    time without the profiler is estimated beside them (only ``scaled_*`` read the estimate); on h100/decode_eager
+    with its memory-bound chains fused, and the estimate's own columns do move."""
+    from fuseprof.analysis.facts.unprofiled import host_scale
+    from fuseprof.analysis.paths.path import whatif_table
+    from fuseprof.parse.trace_events import read_trace_tables
+
+    result, graphs = _graphs("h100", "decode_eager")
+    tables = read_trace_tables(TRUTH / "h100" / "decode_eager.json.gz")
+    scale = host_scale(result.frames["unprofiled"])
+    assert 0 < scale < 1
+    plain = whatif_table(graphs, result.frames["fusion"], tables, ["memory-bound"], registry=result.registry)
+    estimated = whatif_table(graphs, result.frames["fusion"], tables, ["memory-bound"], host_scale=scale,
+                             registry=result.registry)
+    assert plain["after_ns"].tolist() == estimated["after_ns"].tolist()
+    assert plain["step_saving_ns"].tolist() == estimated["step_saving_ns"].tolist()
+    assert "scaled_after_ns" not in plain and (estimated["scaled_after_ns"] < estimated["after_ns"]).all()

@@ -18,6 +18,7 @@ import fuseprof.parse.hashing as hashing
 from tests.conftest import FIXTURES, FUZZ_RESULTS
 
 TRACE = FIXTURES / "tp2"
+RACY_NS = 200_000_000  # the tests' racy window: a copy's change time (which no call can set back) ages past it
 
 
 @pytest.fixture
@@ -28,6 +29,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(hashing, "_KEPT", {})
     monkeypatch.setattr(hashing, "_KEPT_NEW", {})
     monkeypatch.setattr(hashing, "_KEYS", {})
+    monkeypatch.setattr(hashing, "RACY_NS", RACY_NS)
     return root
 
 
@@ -54,6 +56,7 @@ def _old_copy(tmp_path: Path, name: str = "t.json.gz", age_s: float = 60) -> Pat
     shutil.copyfile(src, path)
     past = time.time() - age_s
     os.utime(path, (past, past))
+    time.sleep(1.5 * RACY_NS / 1e9)  # its change time, now, is then outside the racy window of a hashing after it
     return path
 
 
@@ -102,13 +105,39 @@ def test_another_file_moved_in_its_place_is_hashed_again(store: Path, tmp_path: 
 
 def test_a_file_written_just_before_its_hashing_is_not_trusted(store: Path, tmp_path: Path,
                                                                 hashed: list[str]) -> None:
-    """Written within ``RACY_NS`` of the hashing, a rewrite in the same clock step could keep its times: hashed on
-    every run until it is older."""
-    path = _old_copy(tmp_path, age_s=0)
+    """Written within ``RACY_NS`` of the hashing (here its modification time is set a minute ahead, so however slow
+    the machine every hashing is within it), a rewrite in the same clock step could keep its times: hashed on every run."""
+    path = _old_copy(tmp_path, age_s=-60)
     for _ in range(3):
         hashing.content_key(path)
         _new_process(store)
     assert hashed == ["t.json.gz"] * 3
+
+
+def test_a_file_replaced_while_it_is_hashed_keeps_no_key(store: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replaced by another file with the old times put back (``cp -p``, ``rsync -t``) while its bytes are read: the key
+    read belongs to neither identity for sure, so none is kept and the next run hashes the file now there."""
+    path = _old_copy(tmp_path)
+    other = sorted(TRACE.glob("*.json.gz"))[1]
+    real = hashing.file_sha256
+
+    def replaced_midway(p: Path) -> str:
+        key = real(p)
+        st = path.stat()
+        staged = tmp_path / "staged.json.gz"
+        shutil.copyfile(other, staged)
+        os.utime(staged, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.replace(staged, path)
+        return key
+
+    monkeypatch.setattr(hashing, "file_sha256", replaced_midway)
+    hashing.content_key(path)
+    _new_process(store)
+    kept = store / hashing.KEPT_FILE
+    assert not kept.exists() or str(path.resolve()) not in json.loads(kept.read_text())
+    monkeypatch.setattr(hashing, "file_sha256", real)
+    assert hashing.content_key(path) == hashlib.sha256(other.read_bytes()).hexdigest()[:32]
 
 
 @pytest.mark.parametrize("content", [b"\x00garbage", b"[1, 2]", b'{"x": 5}', b"[" * 100_000,

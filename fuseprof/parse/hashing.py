@@ -9,8 +9,9 @@ edited file hashes it again; the kept-answer key leaves it for the store's), or 
 
 Across runs, the keys found are kept in the store's folder (``file-keys.json``: per resolved path, the file's
 size, modification and change times, inode and device, and when the key was taken), as git keeps its index: a
-warm run over 128 ranks' 250 MB hashed them in 0.15 s of its 0.34 s. A kept key is used only while all of those
-are the same and the file was last modified ``RACY_NS`` or more before the key was taken (a file written again
+warm run over 128 ranks' 250 MB hashed them in 0.15 s of its 0.34 s. A key is kept only where the file's identity is
+the same before and after its bytes were read, and used only while all of those are the same and the file was last
+modified and changed ``RACY_NS`` or more before the key was taken (a file written again
 within the clock's step of the hashing could keep its times: git's "racily clean" entries); any doubt, and the
 file is hashed again. The file is a cache: unreadable, it is ignored and written anew.
 """
@@ -41,6 +42,7 @@ RACY_NS = 2_000_000_000
 _KEPT: dict[Path, dict[str, list[object]]] = {}  # per store folder, its kept keys, read once a process
 _KEPT_NEW: dict[Path, dict[str, list[object]]] = {}  # per store folder, this run's, written at its end
 _KEPT_LOCK = threading.Lock()
+_KEPT_REGISTERED = False  # whether the writer runs at the process's end
 
 
 def platform_root(platform: str, environ: Mapping[str, str], home: Path) -> Path:
@@ -123,26 +125,30 @@ def _kept_key(path: Path) -> str | None:
     *seen, taken, key = entry
     if seen != found[1] or not isinstance(taken, int) or not isinstance(key, str) or len(key) != 32:
         return None
-    return key if found[1][1] <= taken - RACY_NS else None
+    return key if max(found[1][1], found[1][2]) <= taken - RACY_NS else None  # mtime and ctime well before
 
 
-def _keep(path: Path, key: str, taken_ns: int) -> None:
-    """Remember ``key`` for ``path`` as it was when hashing began, in the store folder (written at the process's
-    end)."""
+def _keep(path: Path, key: str, taken_ns: int, before: tuple[str, list[int]] | None) -> None:
+    """Remember ``key`` for ``path`` in the store folder (written at the process's end), where the file's identity
+    (``before``: taken before its bytes were read) is the same after: a file replaced while it was read, its old
+    times put back (``cp -p``, ``rsync -t``, ``tar x``), would keep another file's key under its own identity."""
+    global _KEPT_REGISTERED
     root = default_root()
-    found = _stat_of(path) if root is not None else None
-    if root is None or found is None:
+    if root is None or before is None or _stat_of(path) != before:
         return
     with _KEPT_LOCK:
-        if not _KEPT_NEW:
+        if not _KEPT_REGISTERED:
             atexit.register(_write_kept)
-        _KEPT_NEW.setdefault(root, {})[found[0]] = [*found[1], taken_ns, key]
+            _KEPT_REGISTERED = True
+        _KEPT_NEW.setdefault(root, {})[before[0]] = [*before[1], taken_ns, key]
 
 
 def _write_kept() -> None:
     """Each store folder's kept keys with this run's, the most recent ``KEPT_MAX``, replaced whole (a reader never
     sees half); a folder that is gone by then (a test's, removed) is not made again."""
-    for root, new in list(_KEPT_NEW.items()):
+    with _KEPT_LOCK:  # the prehash thread may still be adding
+        found = [(root, dict(new)) for root, new in _KEPT_NEW.items()]
+    for root, new in found:
         if not root.is_dir():
             continue
         merged = {**_kept(root), **new}
@@ -157,9 +163,9 @@ def _write_kept() -> None:
 
 def _hashed(path: Path) -> str:
     """``file_sha256``, the key kept for the next run."""
-    taken = time.time_ns()
+    before, taken = _stat_of(path), time.time_ns()
     key = file_sha256(path)
-    _keep(path, key, taken)
+    _keep(path, key, taken, before)
     return key
 
 

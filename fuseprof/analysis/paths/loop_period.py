@@ -13,11 +13,16 @@ GPU's own path (``G``: replayed with no host time):
 both with the host's time as it is without the profiler (``unprofiled.host_scale``). The replay of one step alone
 counted that lead on h100/prefill_eager (4-layer Llama prefill, GPU-bound): the eager step 4.80 ms for 4.35
 measured, and its SDPA fusion 1.53 ms a step for 0.92 measured; by the loop's period the step is 4.36 and the
-saving 1.18 (max(H, G) after the fusion: the fused step is host-bound, its host 3.2 ms).
+saving 1.18 (max(H, G) after the fusion: the fused step is host-bound, its host 3.2 ms), 1.09 with each dropped
+call's own time (docs/profiler-cost.md).
 
 A synchronising call that only the window's last step makes, as that step's last call, is the capture's own end
 (torch.profiler's stop, a harness's synchronize before the trace is written), not the loop's: that step is
-replayed as the others are.
+replayed as the others are — a window of one step too, whose one sync at its end cannot be told from the
+capture's (taken as the capture's: on a GPU-bound step a fusion then saves no more than it takes off the GPU's path).
+
+The GPU's own path leaves out the host's time a plan keeps for itself too (a call a fusion drops keeps the part of
+its time that was its own without the profiler, ``path.without_profiler_drops``): every call at no time.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ def waits_for_gpu(graphs: Sequence[StepGraph]) -> list[bool]:
     (the module docstring)."""
     syncs = [[v for v, on in enumerate(g.sync_on) if on >= 0] for g in graphs]
     waits = [bool(s) for s in syncs]
-    if len(graphs) > 1 and waits[-1] and not any(waits[:-1]):
+    if waits and waits[-1] and not any(waits[:-1]):
         last = graphs[-1]
         calls = [v for v, kind in enumerate(last.kind) if kind == "call"]
         latest = max(calls, key=lambda v: last.t0[v])
@@ -55,9 +60,18 @@ def loop_periods(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], h
     waits = np.array(waits_for_gpu(graphs))
     # one replay call per kind of row: a call's arrays hold all its rows at once (a large window's peak memory)
     period = np.maximum(step_times(graphs, [[p.merge(host_only) for p in row] for row in plans]),
-                        step_times(graphs, [[p.merge(gpu_only) for p in row] for row in plans]))
+                        step_times(graphs, [[_no_host(g, p).merge(gpu_only) for g, p in zip(graphs, row)]
+                                            for row in plans]))
     if waits.any():  # replayed alone only where some step waits (each row once more: a large window's arrays)
         scaled = Plan(host_scale=host_scale)
         alone = step_times(graphs, [[p.merge(scaled) for p in row] for row in plans])
         period = np.where(waits[None, :], alone, period)
     return period
+
+
+def _no_host(graph: StepGraph, plan: Plan) -> Plan:
+    """``plan`` with every call's time it sets at 0 (the host scale of 0 leaves a plan's own durations as set)."""
+    if not any(graph.kind[v] == "call" and d for v, d in plan.duration.items()):
+        return plan
+    return Plan({v: 0 if graph.kind[v] == "call" else d for v, d in plan.duration.items()}, plan.lag,
+                plan.host_scale, plan.gpu_scale)

@@ -257,20 +257,15 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     CUDA graphs, regions compiled: their memory-bound rows fused and their host time between launches gone,
     communication overlapped, collectives shortened by ``waits`` — a late rank made not late) and the step saving; with ``step_time_ns`` (the step measured apart from the profiler) also both
     at that scale (the host's time scaled so that the unchanged replay's median equals it: ``calibrated_scale``;
-    else ``host_scale``: the host's time without the profiler, estimated, replayed but not walked).
+    else ``host_scale``: the host's time without the profiler, estimated — then ``scaled_*`` are the steps' periods
+    in their loop (``loop_period``), each call a fusion drops removing its own time without the profiler
+    (``without_profiler_drops``) — replayed but not walked).
     ``attrs``: the chosen rows' GPU saving (the fusion table's), their number, the host scale, the critical
     path's time by bound before and after over every step (``path_change``; at the measured scale where given),
     and ``in_place``: a line per part of the plan that changes nothing because it is done already (a region whose
     every launch is a graph launch; one whose every launch runs inside compiled code, by ``registry``'s names)."""
     from fuseprof.analysis.facts.unprofiled import host_cost_between
-    from fuseprof.analysis.paths.whatif import (
-        calibrated_scale,
-        compile_plan,
-        graph_plan,
-        not_late_plan,
-        overlap_plan,
-        replayed,
-    )
+    from fuseprof.analysis.paths.whatif import calibrated_scale, replayed
 
     rows = pd.concat([fusion_rows(fusion, s) for s in fuse]).drop_duplicates("key") if fuse else fusion.iloc[:0]
     chains = [c for _, row in rows.iterrows() for c in chains_of(row)]
@@ -287,16 +282,9 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
         else None
     out, change, plans = [], [], []
     for g in graphs:
-        plan = fuse_plan(g, chains)
-        if cost is not None and estimated is not None:
-            plan = without_profiler_drops(g, plan, estimated, cost)
-        for region in graph_regions:
-            plan = plan.merge(_regions(g, tables, region, graph_plan))
-        for region in compile_regions:
-            plan = plan.merge(_regions(g, tables, region, lambda g, w: compile_plan(g, pointwise, w, compiled)))
-        plan = plan.merge(overlap_plan(g)) if overlap else plan
-        plan = plan.merge(not_late_plan(g, waits)) if waits else plan
-        after = replay(g, plan)
+        fused = fuse_plan(g, chains)
+        rest = _other_plans(g, tables, graph_regions, compile_regions, pointwise, compiled, overlap, waits)
+        after = replay(g, plan := fused.merge(rest))
         scaled = Plan(host_scale=scale) if scale is not None and step_time_ns is not None else Plan()  # measured
         change.append(_bounds(walk(replayed(g, scaled))).rename("before_ns").to_frame().join(
             _bounds(walk(replayed(g, plan.merge(scaled)))).rename("after_ns"), how="outer"))
@@ -305,8 +293,9 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
         if scale is not None and estimated is None:
             row["scaled_before_ns"] = replay(g, Plan(host_scale=scale))
             row["scaled_after_ns"] = replay(g, plan.merge(Plan(host_scale=scale)))
-        out.append(row)
-        plans.append(plan)
+        out.append(row)  # without the profiler, each call the fusion drops keeps the part that was the profiler's
+        plans.append(without_profiler_drops(g, fused, estimated, cost).merge(rest)
+                     if cost is not None and estimated is not None else plan)
     frame = pd.DataFrame(out)
     if estimated is not None and graphs:
         periods = loop_periods(graphs, [[Plan()] * len(graphs), plans], estimated)
@@ -318,6 +307,22 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
                        path_change=path_change.reindex([b for b in BOUNDS if b in path_change.index]),
                        in_place=in_place)
     return frame
+
+
+def _other_plans(g: StepGraph, tables: TraceTables, graph_regions: Sequence[str], compile_regions: Sequence[str],
+                 pointwise: list[tuple[list[object], float]], compiled: tuple[np.ndarray, np.ndarray], overlap: bool,
+                 waits: dict[int, int] | None) -> Plan:
+    """``whatif_table``'s plan for one step less its fusions: graph regions, compiled regions, communication
+    overlapped, a late rank made not late."""
+    from fuseprof.analysis.paths.whatif import compile_plan, graph_plan, not_late_plan, overlap_plan
+
+    rest = Plan()
+    for region in graph_regions:
+        rest = rest.merge(_regions(g, tables, region, graph_plan))
+    for region in compile_regions:
+        rest = rest.merge(_regions(g, tables, region, lambda g, w: compile_plan(g, pointwise, w, compiled)))
+    rest = rest.merge(overlap_plan(g)) if overlap else rest
+    return rest.merge(not_late_plan(g, waits)) if waits else rest
 
 
 def compiled_spans(tables: TraceTables, registry: Registry | None) -> tuple[np.ndarray, np.ndarray]:

@@ -37,9 +37,9 @@ SECTION = Section(
     description="Chains of memory-bound kernels between GEMM/attention/communication kernels (RoPE + KV-cache "
                 "writes and sampling chains named), eager attention → SDPA, horizontal GEMMs and GEMM epilogues, each "
                 "group with the bytes a fused kernel would move, its predicted time, the GPU saving as a share of busy "
-                "time and span, the step saving (the step time it removes: the steps replayed with the chains fused, "
-                "the host's time without the profiler, fuseprof/analysis/facts/unprofiled.py and whatif.py: the saving "
-                "every view quotes), and the kernel that already fuses it. Formulas: fuseprof/analysis/judgements/fusion.py and "
+                "time and span, the step saving (the step time it removes: the steps' period in their loop with the chains "
+                "fused, the host's time without the profiler, fuseprof/analysis/paths/loop_period.py, "
+                "fuseprof/analysis/facts/unprofiled.py and whatif.py: the saving every view quotes), and the kernel that already fuses it. Formulas: fuseprof/analysis/judgements/fusion.py and "
                 "fusion_classes.py.",
     tables=(Table("fusion", _title, (
         Column("class", "class"), Column("ops in order", "signature"), Column("×", "count", "int"),
