@@ -143,7 +143,10 @@ FIRST_GENERATION_THRESHOLD = 1_000_000  # as the analysis's own (``fuseprof.anal
 
 def trace_verb_settings() -> Callable[[], None]:
     """Settle the process for a trace verb, which imports NumPy, pandas and pyarrow next; returns what puts the
-    process back as it was (``main`` called inside a test or a script leaves it so).
+    process's settings back as they were (``main`` called inside a test or a script leaves them so). What it cannot
+    put back: where NumPy was first loaded during the verb, its OpenBLAS keeps the one thread for the rest of that
+    process (a script that calls ``fuseprof.cli.main`` before its own NumPy work gets single-threaded BLAS; the
+    library's ``fuseprof.analyze`` changes nothing of this).
 
     One OpenBLAS thread, for this process and the workers it spawns, where NumPy is not loaded yet (OpenBLAS reads
     the count once, as it loads) and the user chose no count: NumPy's OpenBLAS starts a thread per core, each
