@@ -31,7 +31,6 @@ from fuseprof.first_view import FIRST_TOP
 from fuseprof.section_views import trace_views
 
 TOP_ROWS = (5, 10, 15, 30, 100)  # rows per top table (``fuseprof analyze --top``)
-TIMELINE_BARS = view.TIMELINE_BARS  # GPU events one timeline draws: a step of a large trace stays light in the browser
 
 
 @st.cache_resource(show_spinner="Analysing the trace…", max_entries=8)  # shared, not copied: never modified
