@@ -179,7 +179,7 @@ def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, host_
             for k in dict.fromkeys(k for e in chain[0] for k in graph_of.get(e, ())):
                 per_graph[k].append(chain)
         row_plans = [fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)]
-        if host_cost is not None and host_scale != 1.0:
+        if host_cost is not None:
             row_plans = [without_profiler_drops(g, p, host_scale, host_cost) for g, p in zip(graphs, row_plans)]
         plans.append(row_plans)
         out.append(len(plans) - 1)
@@ -194,7 +194,7 @@ def without_profiler_drops(graph: StepGraph, plan: Plan, host_scale: float,
     host is scaled by ``host_scale``: the call keeps the rest of its scaled time. Scaled alike, a fused chain's
     short ops dropped what the profiler mostly made (h100/prefill_eager's eager attention: eight calls a layer)."""
     dropped = [v for v, d in plan.duration.items() if d == 0 and graph.kind[v] == "call"]
-    if not dropped:
+    if not dropped or host_scale == 1.0:  # a host as traced: its calls' traced time is what they take
         return plan
     lags = {v: 0 for v in dropped}
     for v in dropped:
@@ -208,6 +208,15 @@ def without_profiler_drops(graph: StepGraph, plan: Plan, host_scale: float,
     kept = np.maximum(np.rint(host_scale * traced).astype(np.int64) - own, 0)
     return Plan({**plan.duration, **{v: int(k) for v, k in zip(dropped, kept)}}, plan.lag, plan.host_scale,
                 plan.gpu_scale)
+
+
+def drop_cost(tables: TraceTables, registry: Registry | None, host_scale: float | None
+              ) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """What ``without_profiler_drops`` reads (``unprofiled.host_cost_between``), where the host is replayed without
+    the profiler (``host_scale`` given and not 1); None elsewhere, where it would change nothing."""
+    from fuseprof.analysis.facts.unprofiled import host_cost_between
+
+    return None if host_scale is None or host_scale == 1.0 else host_cost_between(tables, registry or DEFAULT_REGISTRY)
 
 
 def result_graphs(result: TraceAnalysis, tables: TraceTables) -> list[StepGraph]:
@@ -264,7 +273,6 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     path's time by bound before and after over every step (``path_change``; at the measured scale where given),
     and ``in_place``: a line per part of the plan that changes nothing because it is done already (a region whose
     every launch is a graph launch; one whose every launch runs inside compiled code, by ``registry``'s names)."""
-    from fuseprof.analysis.facts.unprofiled import host_cost_between
     from fuseprof.analysis.paths.whatif import calibrated_scale, replayed
 
     rows = pd.concat([fusion_rows(fusion, s) for s in fuse]).drop_duplicates("key") if fuse else fusion.iloc[:0]
@@ -278,8 +286,7 @@ def whatif_table(graphs: Sequence[StepGraph], fusion: pd.DataFrame, tables: Trac
     # without the profiler (estimated): each fused call removes its own un-profiled time, and a step takes its
     # loop's period, as the fusion table's step saving does (one saving per opportunity: ``savings``)
     estimated = scale if scale is not None and step_time_ns is None else None
-    cost = host_cost_between(tables, registry or DEFAULT_REGISTRY) if estimated not in (None, 1.0) and chains \
-        else None
+    cost = drop_cost(tables, registry, estimated) if chains else None
     out, change, plans = [], [], []
     for g in graphs:
         fused = fuse_plan(g, chains)

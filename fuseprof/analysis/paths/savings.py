@@ -11,21 +11,25 @@ the audit, the report and the dashboard all quote this number (``saving``), the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.facts.unprofiled import host_scale
 from fuseprof.analysis.paths.critical_path import StepGraph
-from fuseprof.analysis.paths.path import fusion_step_savings
+from fuseprof.analysis.paths.path import drop_cost, fusion_step_savings
+from fuseprof.model.registry import Registry
+from fuseprof.parse.trace_events import TraceTables
 
 
-def step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, estimate: pd.DataFrame,
-                 host_cost: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> pd.Series:
-    """Per fusion row, the step time it removes without the profiler (``estimate``: the unprofiled table; ``host_cost``:
-    the profiler's cost in an interval, ``unprofiled.host_cost_between``), in the steps' loop (``path.loop_savings``)."""
-    return fusion_step_savings(graphs, fusion, host_scale(estimate), host_cost)
+def step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, estimate: pd.DataFrame, tables: TraceTables,
+                 registry: Registry) -> pd.Series:
+    """Per fusion row, the step time it removes without the profiler (``estimate``: the unprofiled table), in the
+    steps' loop (``path.loop_savings``), each dropped call removing its own time (``path.drop_cost``: the profiler's
+    cost read from ``tables`` only where the host is scaled)."""
+    scale = host_scale(estimate)
+    return fusion_step_savings(graphs, fusion, scale, drop_cost(tables, registry, scale) if len(fusion) else None)
 
 
 def saving(fusion: pd.DataFrame) -> pd.Series:

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 import pandas as pd
 
 from fuseprof.analysis.facts.integrity import DEPENDS
-from fuseprof.analysis.facts.unprofiled import host_cost_between
 from fuseprof.analysis.judgements.opportunities import opportunities
 from fuseprof.analysis.paths.savings import step_savings
 from fuseprof.analysis.running.sections import Column, Context, Section, Table
@@ -17,9 +16,9 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     fusion = opportunities(context.events, context.built["timeline"], context.copy, context.roof,
                            context.registry, context.graph, context.units(), context.tables)
     # the one saving of a row (fuseprof.analysis.paths.savings): the step time it removes, the host's without the profiler
-    cost = host_cost_between(context.tables, context.registry) if len(fusion) else None
     return {"fusion": fusion.assign(step_saving_ns=step_savings(context.step_graphs(), fusion,
-                                                               context.built["unprofiled"], cost))}
+                                                               context.built["unprofiled"], context.tables,
+                                                               context.registry))}
 
 
 def _title(fusion: pd.DataFrame, _: object = None) -> str:
