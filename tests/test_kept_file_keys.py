@@ -164,6 +164,31 @@ def test_a_keys_file_naming_the_wrong_key_for_an_older_file_is_not_used(store: P
     assert hashed == ["t.json.gz"]
 
 
+@pytest.mark.parametrize("writable", ["file", "folder"])
+def test_keys_others_can_write_are_neither_used_nor_written(store: Path, tmp_path: Path, hashed: list[str],
+                                                            writable: str) -> None:
+    """A keys file, or a store folder, that others can write could name another content's key for a file whose
+    times match (every other field of the entry is public): such keys are not read, and a folder others can write
+    gets none written."""
+    path = _old_copy(tmp_path)
+    st = path.stat()
+    planted = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, time.time_ns(), "0" * 32]
+    keys = store / hashing.KEPT_FILE
+    keys.write_text(json.dumps({str(path.resolve()): planted}))
+    (keys if writable == "file" else store).chmod(0o666 if writable == "file" else 0o777)
+    expected = hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+    assert hashing.content_key(path) == expected and hashed == ["t.json.gz"]
+    keys.chmod(0o644)
+    before = keys.read_text()
+    _new_process(store)
+    if writable == "folder":
+        assert keys.read_text() == before  # this run's key not written into a folder others can write
+    else:
+        assert json.loads(keys.read_text())[str(path.resolve())][-1] == expected  # written anew
+    store.chmod(0o755)
+    FUZZ_RESULTS["held"] += 1
+
+
 def test_no_keys_are_kept_with_the_store_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              hashed: list[str]) -> None:
     monkeypatch.setenv("FUSEPROF_CACHE", "off")

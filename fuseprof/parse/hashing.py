@@ -13,7 +13,8 @@ warm run over 128 ranks' 250 MB hashed them in 0.15 s of its 0.34 s. A key is ke
 the same before and after its bytes were read, and used only while all of those are the same and the file was last
 modified and changed ``RACY_NS`` or more before the key was taken (a file written again
 within the clock's step of the hashing could keep its times: git's "racily clean" entries); any doubt, and the
-file is hashed again. The file is a cache: unreadable, it is ignored and written anew.
+file is hashed again. The file is a cache: unreadable, it is ignored and written anew; another user's, or writable
+by others (file or folder), it is ignored, and a folder others can write gets none.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from fuseprof.parse.owned import owned_by_user
 from fuseprof.parse.textio import require_regular
 
 ENV = "FUSEPROF_CACHE"
@@ -102,6 +104,8 @@ def _kept(root: Path) -> dict[str, list[object]]:
         if root not in _KEPT:
             found: dict[str, list[object]] = {}
             try:
+                if not (owned_by_user(root) and owned_by_user(root / KEPT_FILE)):
+                    raise ValueError("another user's, or writable by others: its keys could name any content")
                 if (root / KEPT_FILE).stat().st_size > KEPT_MAX_BYTES:
                     raise ValueError("larger than any file-keys.json this module writes")
                 data = json.loads((root / KEPT_FILE).read_bytes())
@@ -149,7 +153,7 @@ def _write_kept() -> None:
     with _KEPT_LOCK:  # the prehash thread may still be adding
         found = [(root, dict(new)) for root, new in _KEPT_NEW.items()]
     for root, new in found:
-        if not root.is_dir():
+        if not root.is_dir() or not owned_by_user(root):
             continue
         merged = {**_kept(root), **new}
         newest = sorted(merged.items(), key=lambda kv: kv[1][5] if isinstance(kv[1][5], int) else 0)[-KEPT_MAX:]

@@ -1,7 +1,7 @@
 """Files fuseprof writes and may later remove: temporary names that say which host and process write them,
 and the clean-up that removes only those of processes that are gone. The store (``fuseprof.parse.store``), the
 bundle writer (``fuseprof.bundle.files``) and the report share them, so nothing they did not write is ever
-removed."""
+removed; and whether a path is the user's own, which the store and the kept file keys trust nothing without."""
 
 from __future__ import annotations
 
@@ -10,6 +10,19 @@ import re
 import shutil
 import socket
 from pathlib import Path
+
+
+def owned_by_user(path: Path) -> bool:
+    """The path is this user's and nobody else may write it (always true where there are no uids): what the store
+    trusts an entry, and the hashing its kept keys, from; a file others can write could say another file's content
+    is this one's."""
+    if not hasattr(os, "getuid"):
+        return True
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and not path.is_symlink()
 
 
 def _alive(pid: int) -> bool:

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.hashing import ENV, KEPT_FILE, content_key, default_root, platform_root
-from fuseprof.parse.owned import remove_stale_partials, temporary_name
+from fuseprof.parse.owned import owned_by_user, remove_stale_partials, temporary_name
 
 if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written: a kept answer needs neither
     import pandas as pd
@@ -91,17 +91,6 @@ ROOT_MARKER = ".fuseprof-store"
 VERSION_MARKER = ".fuseprof-store-version"
 _VERSION_NAME = re.compile(r"^v\d+-[0-9A-Za-z.+]+-[0-9a-f]{12}$")
 _UNTRUSTED: set[Path] = set()  # folders already said to be writable by others, in this process
-
-
-def _owned(path: Path) -> bool:
-    """The path is this user's and nobody else may write it (always true where there are no uids)."""
-    if not hasattr(os, "getuid"):
-        return True
-    try:
-        st = path.lstat()
-    except OSError:
-        return False
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022 and not path.is_symlink()
 
 
 def _marker(kind: str) -> str:
@@ -165,7 +154,7 @@ class TraceStore:
         assert self.root is not None
         chain = [folder, *[p for p in folder.parents if p == self.root or self.root in p.parents]]
         files = [p for p in folder.iterdir()] if folder.is_dir() else []
-        bad = next((p for p in [*chain, *files] if p.exists() and not _owned(p)), None)
+        bad = next((p for p in [*chain, *files] if p.exists() and not owned_by_user(p)), None)
         if bad is None:
             return True
         if self.root not in _UNTRUSTED:
