@@ -48,12 +48,11 @@ FIRST_RUN_PAUSE_S = 0.5
 
 @dataclass(frozen=True)
 class Slot:
-    """Where the first view of an input is kept: the store, the trace's content key and the entry's part; ``name``:
-    the trace the view is of (the Model page's first)."""
+    """Where the first view of an input is kept: the store and the trace's content key; ``name``: the trace the view
+    is of (the Model page's first; the store entry's part is ``fuseprof.first_view.part`` of it)."""
 
     store: TraceStore
     key: str
-    part: str
     name: str
 
 
@@ -81,7 +80,7 @@ def slot(inputs: Inputs, store: TraceStore | None = None) -> Slot | None:
         key = content_key(trace)
     except OSError:
         return None
-    return Slot(store, key, view.part(name), name)
+    return Slot(store, key, name)
 
 
 def read(where: Slot) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ import pytest
 from fuseprof_dashboards import first_view
 from fuseprof_dashboards.inputs import find_inputs
 
+import fuseprof.first_view
 import fuseprof.parse.store as store_module
 from tests.conftest import ROOT, held_safely
 
@@ -64,11 +65,12 @@ def _where(path: Path) -> first_view.Slot:
 
 def _doctor(where: first_view.Slot, **change: Any) -> None:
     """The kept view rewritten with ``change`` (its entry replaced as the store writes one)."""
-    found = where.store.get_frames(where.key, where.part, only=())
+    part = fuseprof.first_view.part(where.name)
+    found = where.store.get_frames(where.key, part, only=())
     assert found is not None, "no view kept"
     view = found[1]
-    shutil.rmtree(where.store._entry(where.key, where.part))
-    assert where.store.put_frames(where.key, where.part, {}, {**view, **change})
+    shutil.rmtree(where.store._entry(where.key, part))
+    assert where.store.put_frames(where.key, part, {}, {**view, **change})
 
 
 def _captions(page: list[tuple[str, str]]) -> list[str]:
