@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.facts.integrity import CAPTURE_DISAGREES_PCT, Dropped, launch_calls
+from fuseprof.analysis.facts.integrity import CAPTURE_DISAGREES_PCT, Dropped
 from fuseprof.analysis.facts.iterations import Iterations
 from fuseprof.model.capture_settings import SETTINGS
 from fuseprof.parse.trace_events import TraceTables
@@ -63,8 +63,9 @@ def gpu_ns(every: pd.DataFrame) -> float:
     return float(every.loc[every["kind"].isin(GPU_KINDS), "dur_ns"].sum()) if len(every) else 0.0
 
 
-def _kernels(every: pd.DataFrame) -> pd.DataFrame:
-    return every[every["kind"].isin(["kernel", "communication"])]
+def _kernel_durations(every: pd.DataFrame) -> pd.Series:
+    """The kernels' durations alone: a filter of one column, not of the events' forty."""
+    return every["dur_ns"][every["kind"].isin(["kernel", "communication"])]
 
 
 def timestamp_findings(every: pd.DataFrame) -> list[Finding]:
@@ -72,7 +73,7 @@ def timestamp_findings(every: pd.DataFrame) -> list[Finding]:
     start and end stamps, PyTorch #192021: no kernel takes 0 ns, and none of the shared traces, µs ones included,
     has one), and a kernel starting on the ns where another of its stream starts (a stream runs one kernel after
     another: two starts at one time are one stamp written for both). Their time is unknown: always a failure."""
-    kernels = _kernels(every)
+    kernels = every[["device", "stream", "start_ns", "dur_ns"]][every["kind"].isin(["kernel", "communication"])]
     zero = kernels[kernels["dur_ns"] <= 0]
     keys = [kernels[c].astype("Int64").fillna(-1) for c in ("device", "stream")] + [kernels["start_ns"]]
     repeated = kernels[pd.DataFrame({"d": keys[0], "s": keys[1], "t": keys[2]}).duplicated(keep="first").to_numpy()]
@@ -116,14 +117,17 @@ def _step_ranges(iterations: Iterations) -> pd.DataFrame:
     return iterations.ranges if iterations.found and not periodic else iterations.ranges.iloc[:0]
 
 
-def step_findings(tables: TraceTables, every: pd.DataFrame, iterations: Iterations) -> list[Finding]:
+def step_findings(calls: tuple[pd.DataFrame, pd.Series], every: pd.DataFrame, iterations: Iterations
+                  ) -> list[Finding]:
     """Steps with no GPU work and a trace that ends mid-step. A step range between two steps with GPU work that
     holds none lost its records (the profiler's buffer, a cut file): its GPU time is taken as the median step's;
     the first or last such range is an edge (``prof.step()`` opens one more step that the profiler's stop closes
     empty). The last step ends mid-step when kernel launch calls inside it have no kernel in the trace (the
-    profiler stopped, or the file was cut, before its GPU work was written): each at the mean kernel's duration."""
+    profiler stopped, or the file was cut, before its GPU work was written): each at the mean kernel's duration.
+    ``calls``: ``integrity.launch_calls`` of the trace, which the integrity rows read too (taken once for both)."""
     steps = _step_ranges(iterations).sort_values("start_ns", kind="stable").reset_index(drop=True)
-    gpu = every[every["kind"].isin(GPU_KINDS)]
+    is_gpu = every["kind"].isin(GPU_KINDS)
+    gpu = every[["dur_ns", "profiler_step"] if "profiler_step" in every else ["dur_ns"]][is_gpu]
     per_step = gpu.groupby(gpu["profiler_step"].astype(str))["dur_ns"].sum() if "profiler_step" in gpu and len(
         gpu) else pd.Series(dtype=float)
     busy = steps["name"].astype(str).isin(per_step.index).to_numpy(bool)
@@ -141,13 +145,13 @@ def step_findings(tables: TraceTables, every: pd.DataFrame, iterations: Iteratio
                         steps) else "no step ranges"), "damage" if len(empty) else None, len(empty) * median)]
     cut = 0
     if len(steps) and busy.any():
-        launches, lost = launch_calls(tables)
+        launches, lost = calls
         last = steps.iloc[int(np.flatnonzero(busy)[-1])]
         start = launches["start_ns"].to_numpy("int64")
         inside = (start >= int(last["start_ns"])) & (start <= int(last["start_ns"]) + int(last["dur_ns"]))
         cut = int((lost.to_numpy(bool) & inside).sum())
-    kernels = _kernels(every)
-    mean = float(kernels["dur_ns"].mean()) if len(kernels) else 0.0
+    durations = _kernel_durations(every)
+    mean = float(durations.mean()) if len(durations) else 0.0
     rows.append(Finding("trace_ends_mid_step", cut, cut == 0,
                         f"the last step with GPU work has {cut:,} kernel launch call(s) without their kernel: the "
                         "trace ends before that step's GPU work did; each taken as the mean kernel's duration"
@@ -170,8 +174,8 @@ def _classified(row: pd.Series, every: pd.DataFrame, inside: Dropped | None) -> 
     if check == "events_outside_window":
         return "window", 0.0
     if check in ("kernels_without_launch", "launches_without_gpu_event") and inside is not None:
-        kernels = _kernels(every)
-        mean = float(kernels["dur_ns"].mean()) if len(kernels) else 0.0
+        durations = _kernel_durations(every)
+        mean = float(durations.mean()) if len(durations) else 0.0
         n = inside.kernels if check == "kernels_without_launch" else inside.launches
         return ("damage", float(inside.kernel_ns) if check == "kernels_without_launch" else n * mean) if n else \
             ("edge", 0.0)
@@ -179,7 +183,7 @@ def _classified(row: pd.Series, every: pd.DataFrame, inside: Dropped | None) -> 
         return "damage", float(value)
     if check == "kernels_written_twice":
         twice = int(value or 0)
-        return "damage", float(_kernels(every)["dur_ns"].mean()) * twice if twice else 0.0
+        return "damage", float(_kernel_durations(every).mean()) * twice if twice else 0.0
     if check == "largest_gpu_gap_ns":
         return "damage", 0.0  # the span and idle time are the gap's; no GPU event's time is
     return "damage", None  # impossible durations, merged processes, impossible allocator records: unknown

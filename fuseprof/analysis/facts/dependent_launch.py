@@ -41,12 +41,15 @@ def dependent_launch_overlap_ns(kernels: pd.DataFrame) -> tuple[int, int]:
     each kernel against the one before it on its stream (by start), overlap = predecessor's end - its start."""
     if kernels.empty:
         return 0, 0
-    order = kernels.assign(_stream=stream_labels(kernels).to_numpy()).sort_values(["_stream", "start_ns"],
-                                                                                    kind="stable")
-    start = order["start_ns"].to_numpy(np.int64)
-    end = start + order["dur_ns"].to_numpy(np.int64)
-    stream = pd.factorize(order["_stream"])[0]
-    dependent = may_launch_dependently(order["launch_api"]) if "launch_api" in order else np.zeros(len(order), bool)
+    # each stream's kernels together, by start (ties in the trace's order), on positions, not a sorted copy of the
+    # frame: which stream comes first does not matter, only each kernel's predecessor on its own
+    codes = pd.factorize(stream_labels(kernels))[0]
+    order = np.lexsort((kernels["start_ns"].to_numpy(np.int64), codes))
+    start = kernels["start_ns"].to_numpy(np.int64)[order]
+    end = start + kernels["dur_ns"].to_numpy(np.int64)[order]
+    stream = codes[order]
+    dependent = may_launch_dependently(kernels["launch_api"].iloc[order]) if "launch_api" in kernels else \
+        np.zeros(len(order), bool)
     same = (stream[1:] == stream[:-1]) & (stream[1:] >= 0)
     lead = end[:-1] - start[1:]
     legal = same & dependent[1:] & (lead > 0) & (lead <= PDL_LEAD_NS) & (end[1:] >= end[:-1])

@@ -169,9 +169,9 @@ def launch_calls(tables: TraceTables) -> tuple[pd.DataFrame, pd.Series]:
     return launches, ~launches["correlation"].isin(seen) & launches["correlation"].notna()
 
 
-def lost_launches(tables: TraceTables) -> tuple[int, int]:
-    """(kernel launch calls whose kernel is not in the trace, kernel launch calls): ``launch_calls``."""
-    launches, lost = launch_calls(tables)
+def lost_launches(calls: tuple[pd.DataFrame, pd.Series]) -> tuple[int, int]:
+    """(kernel launch calls whose kernel is not in the trace, kernel launch calls), of ``launch_calls``' answer."""
+    launches, lost = calls
     return int(lost.sum()), len(launches)
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from fuseprof.analysis.facts import torch_rules
 from fuseprof.analysis.facts.completeness import classify, profiler_findings, step_findings, timestamp_findings
-from fuseprof.analysis.facts.integrity import integrity, lost_launches
+from fuseprof.analysis.facts.integrity import integrity, launch_calls, lost_launches
 from fuseprof.analysis.running.sections import Column, Context, Section, Table
 from fuseprof.model.devices import device_from_properties
 from fuseprof.parse.trace_events import TraceTables
@@ -20,11 +20,12 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     named = context.every["device"].map(  # by name, or by the properties that say which GPU it is
         lambda d: tables.device_name(d) is not None or device_from_properties(tables.properties_of(d)) is not None)
     processes = len(set(tables.launches["pid"].dropna()) | set(tables.host_ops["pid"].dropna()))
-    rows = integrity(context.every, context.mask, named, lost_launches(context.tables), context.window_asked,
+    calls = launch_calls(tables)  # the integrity rows and the step findings read them: taken once
+    rows = integrity(context.every, context.mask, named, lost_launches(calls), context.window_asked,
                      processes, _host_span(tables), tables.memory)
     notes = tables.notes if tables.notes is not None else read_trace_notes(tables.path)
     found = [*timestamp_findings(context.every), *profiler_findings(notes, context.every),
-             *step_findings(tables, context.every, context.iterations),
+             *step_findings(calls, context.every, context.iterations),
              *torch_rules.findings(tables, context.every, notes)]
     rows = pd.concat([rows, pd.DataFrame([f._asdict() for f in found])], ignore_index=True)
     return {"integrity": classify(rows, context.every, tables)}
