@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pandas as pd
 
-from fuseprof.parse.nesting import around, innermost
+from fuseprof.parse.nesting import around, around_times, innermost
 from fuseprof.parse.trace_events import GRAPH_CALL, TraceTables
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -31,11 +31,23 @@ def enclosing(spans: pd.DataFrame, points: pd.DataFrame, joiner: str | None, out
     # filled by position and made a column once: setting tens of thousands of labels into a string column one
     # list at a time cost more than the walk
     found = np.full(len(points), None, dtype=object)
-    starts = points["start_ns"].to_numpy().tolist()
+    times = points["start_ns"].to_numpy()
+    exact = times.dtype.kind == "i"  # integer times: one walk and one label per stretch between span edges
+    starts = [] if exact else times.tolist()
+
+    def label(live: list[str]) -> str | None:
+        return None if not live else (live[0] if outermost else live[-1]) if joiner is None else joiner.join(live)
+
     for tid, positions in points.groupby("tid", sort=False).indices.items():
         intervals = by_thread.get(str(tid), [])
-        for k, live in around(intervals, ((starts[k], k) for k in positions.tolist())):
-            found[k] = (live[0] if outermost else live[-1]) if joiner is None else joiner.join(live)
+        if exact:
+            at, lives = around_times(intervals, times[positions].astype(np.int64))
+            labels = np.empty(len(lives), dtype=object)
+            labels[:] = [label(live) for live in lives]
+            found[positions] = labels[at]
+        else:
+            for k, live in around(intervals, ((starts[k], k) for k in positions.tolist())):
+                found[k] = label(live)
     return pd.Series(found, index=points.index, dtype="string")
 
 
