@@ -172,26 +172,31 @@ def bind(graph: StepGraph) -> None:
     """Each item's binding dependency (the latest to allow its start; ties by ``_PRIORITY``) and every lag:
     the measured gap on the binding one, the smaller of the gap and the kind's median bound lag on the others."""
     gaps: dict[str, list[int]] = defaultdict(list)
-    t0, t1, binding, start = graph.t0, graph.t1, graph.binding, graph.start_ns
+    t0, t1, binding, start, priority = graph.t0, graph.t1, graph.binding, graph.start_ns, _PRIORITY
+    several: list[int] = []  # the items with more than one dependency: only theirs are capped after
     for v, deps in enumerate(graph.deps):
         if not deps:
             continue
-        best, best_key = 0, None
+        mine, best, best_at, best_rank = t0[v], -1, 0, 0
         for i, d in enumerate(deps):
             src, offset = d.src, d.offset  # graph.avail(d), inlined: a trace binds every item of every step
             reached = start + (offset or 0) if src == BEFORE else t1[src] if offset is None else \
                 t0[src] + min(offset, t1[src] - t0[src])
-            at = min(reached, t0[v])
-            d.lag = t0[v] - at
-            key = (at, -_PRIORITY[d.kind])
-            if best_key is None or key > best_key:  # the first of the latest, as max() takes
-                best, best_key = i, key
+            at = reached if reached < mine else mine
+            d.lag = mine - at
+            rank = priority[d.kind]
+            # the latest, ties to the lower rank, the first of equals: max() over (at, -rank)
+            if best < 0 or at > best_at or (at == best_at and rank < best_rank):
+                best, best_at, best_rank = i, at, rank
         binding[v] = best
         gaps[deps[best].kind].append(deps[best].lag)
+        if len(deps) > 1:
+            several.append(v)
     typical = {kind: _median(values) for kind, values in gaps.items()}
-    for v, deps in enumerate(graph.deps):
-        for i, d in enumerate(deps):
-            if i != binding[v]:
+    for v in several:
+        b = binding[v]
+        for i, d in enumerate(graph.deps[v]):
+            if i != b:
                 d.lag = min(d.lag, typical.get(d.kind, 0))
     _contention(graph, typical)
 

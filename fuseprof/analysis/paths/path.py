@@ -110,12 +110,13 @@ def _savings(graphs: Sequence[StepGraph], rows: list[dict[str, np.ndarray]]) -> 
     """Per row, the step time saved over the steps it lies in if its ``segments`` of the path (its columns as
     arrays) took no time: every row's plans replayed at once (``whatif.step_times``)."""
     plans, involved = [], np.zeros((len(rows), len(graphs)), bool)
+    unchanged = Plan()  # one for every step a row leaves alone: a replay only reads its plans
     for r, segments in enumerate(rows):
         order = np.argsort(segments["graph"].astype(np.int64), kind="stable")  # each step's segments together
         by_graph = segments["graph"].astype(np.int64)[order]
         columns = [segments[c].astype(np.int64)[order].tolist() for c in ("item", "to_item", "dep", "dur_ns")]
         cuts = [0, *(np.flatnonzero(np.diff(by_graph)) + 1).tolist(), len(by_graph)] if len(by_graph) else [0]
-        plan = [Plan() for _ in graphs]
+        plan = [unchanged] * len(graphs)
         for a, b in zip(cuts, cuts[1:]):
             k = int(by_graph[a])
             involved[r, k] = True
