@@ -143,18 +143,25 @@ def idle_gaps(events: pd.DataFrame, tables: TraceTables, registry: Registry,
         thread = None if tid is None or pd.isna(tid) else tid
         window = (gs[mine], ge[mine], split[mine], called[mine])
         sync_call[mine], sync_name[mine] = _split_gaps(parts, mine, window, named, tables, registry, thread)
-    for cause, values in parts.items():
-        gaps[f"idle_{cause}_ns"] = values
-    gaps["sync_call"], gaps["sync_name"] = np.where(parts["sync"] > 0, sync_call, ""), np.where(parts["sync"] > 0,
-                                                                                               sync_name, "")
+    traced = _whole_gap_causes(gs, launch, tables, registry)
+    data = covered_ns(loading, gs, ge) > 0 if loading is not None else np.zeros(len(gs), bool)
+    return _labelled(gaps, parts, (sync_call, sync_name), traced, data)
+
+
+def _labelled(gaps: pd.DataFrame, parts: dict[str, np.ndarray], syncs: tuple[np.ndarray, np.ndarray],
+              traced: np.ndarray, data: np.ndarray) -> pd.DataFrame:
+    """``gaps`` with their time by cause (``parts``), synchronising call (``syncs``: kind, name; kept where a sync
+    took part of the gap), largest cause and cause as traced (``traced``: the whole gap's; a leading part outside
+    the step's GPU work is ``data`` where a DataLoader range overlaps it, else not read at all), the eleven
+    columns joined at once: one by one, each insert into the frame cost a third of a millisecond."""
+    held = parts["sync"] > 0
     names = np.array([*CAUSES, "startup"])
     largest = np.vstack([parts[c] - (parts["startup"] if c == "launch" else 0) for c in names])
-    gaps["cause"] = names[np.argmax(largest, axis=0)]
-    traced = _whole_gap_causes(gs, launch, tables, registry)
-    # a leading part outside the step's GPU work: data, or not read at all
-    data = covered_ns(loading, gs, ge) > 0 if loading is not None else np.zeros(len(gs), bool)
-    gaps["cause_as_traced"] = np.where(gaps["leading"].to_numpy(bool), np.where(data, "data", "lead"), traced)
-    return gaps[_EMPTY]
+    added = {**{f"idle_{cause}_ns": values for cause, values in parts.items()},
+             "sync_call": np.where(held, syncs[0], ""), "sync_name": np.where(held, syncs[1], ""),
+             "cause": names[np.argmax(largest, axis=0)],
+             "cause_as_traced": np.where(gaps["leading"].to_numpy(bool), np.where(data, "data", "lead"), traced)}
+    return pd.concat([gaps, pd.DataFrame(added, index=gaps.index)], axis=1)[_EMPTY]
 
 
 def _at_step_starts(gaps: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFrame:
@@ -165,24 +172,40 @@ def _at_step_starts(gaps: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFr
     if steps is None or steps.empty or not gaps["step"].notna().any():
         return gaps
     begins = _begins(steps)  # a map's missing keys would make its integers floats, 256 ns apart on an epoch clock
-    first = pd.Series(pd.array([begins.get(s) for s in gaps["step"].astype(object)], dtype="Int64"), index=gaps.index)
+    found = [begins.get(s) for s in gaps["step"].astype(object)]
+    at = np.array([0 if b is None else b for b in found], np.int64)
+    gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
     crossing = (gaps["step"].astype(object) != gaps["prev_step"].astype(object)).to_numpy(bool) & \
-        first.notna().to_numpy() & (first.fillna(0).to_numpy(np.int64) < gaps["gap_end_ns"].to_numpy(np.int64))
+        np.array([b is not None for b in found], bool) & (at < ge)
     if not crossing.any():
         return gaps
-    at = first.fillna(0).to_numpy(np.int64)
-    inside = crossing & (at <= gaps["gap_start_ns"].to_numpy(np.int64))  # the step began before the gap did
-    before = gaps[crossing & ~inside].copy()
-    before["gap_end_ns"] = at[crossing & ~inside]
-    # its next work is the step's: the host had launched nothing by its end
-    before["launch_ns"], before["launch_dur_ns"] = before["gap_end_ns"], 0
-    after = gaps.copy()
-    after.loc[crossing & ~inside, "gap_start_ns"] = at[crossing & ~inside]
-    after.loc[crossing, "prev_step"] = after.loc[crossing, "step"]
-    after.loc[crossing, "leading"] = True
-    out = pd.concat([before, after]).sort_values(["gap_start_ns", "gap_end_ns"], kind="stable")
+    cut = crossing & ~(at <= gs)  # the step began inside the gap: the part before its start stays between steps
+    return _split_at(gaps, cut, crossing, at)
+
+
+def _split_at(gaps: pd.DataFrame, cut: np.ndarray, crossing: np.ndarray, at: np.ndarray) -> pd.DataFrame:
+    """``_at_step_starts``' split on positions: the ``cut`` gaps' parts before their step's start (``at``; their next
+    work is the step's: the host had launched nothing by its end) beside every gap, the ``crossing`` ones from the
+    step's start on and the step's own, in order of start and end (a stable sort); taken once from the frame and
+    given their columns, not filtered, copied, set by mask, joined and sorted as frames (a few ms a rank)."""
+    n = int(cut.sum())
+    gs, ge = gaps["gap_start_ns"].to_numpy(np.int64), gaps["gap_end_ns"].to_numpy(np.int64)
+    rows = np.concatenate([np.flatnonzero(cut), np.arange(len(gaps))])
+    start, end = np.concatenate([gs[cut], np.where(cut, at, gs)]), np.concatenate([at[cut], ge])
+    order = np.lexsort((end, start))
+    before = (np.arange(rows.size) < n)[order]
+    after = np.concatenate([np.zeros(n, bool), crossing])[order]
+    out = gaps.take(rows[order]).reset_index(drop=True)
+    launch, took = (out[c].astype("Int64") for c in ("launch_ns", "launch_dur_ns"))
+    out["gap_start_ns"], out["gap_end_ns"] = start[order], end[order]
+    out["prev_step"] = out["step"].where(after, out["prev_step"])
+    out["leading"] = after
+    out["launch_ns"] = pd.arrays.IntegerArray(np.where(before, end[order], launch.fillna(0).to_numpy(np.int64)),
+                                              launch.isna().to_numpy() & ~before)
+    out["launch_dur_ns"] = pd.arrays.IntegerArray(np.where(before, 0, took.fillna(0).to_numpy(np.int64)),
+                                                  took.isna().to_numpy() & ~before)
     out["idle_ns"] = out["gap_end_ns"] - out["gap_start_ns"]
-    return out.reset_index(drop=True)
+    return out
 
 
 def _loading(ranges: dict[str, pd.DataFrame]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -220,7 +243,11 @@ def _begins(steps: pd.DataFrame | None) -> dict[object, int]:
     """Each step's start (its range's), by name."""
     if steps is None or steps.empty:
         return {}
-    return {k: int(v) for k, v in steps.groupby("name")["start_ns"].min().items()}
+    begins: dict[object, int] = {}
+    for name, start in zip(steps["name"].tolist(), steps["start_ns"].tolist()):  # a grouping's min, on lists
+        if not pd.isna(name) and not pd.isna(start):
+            begins[name] = min(begins.get(name, int(start)), int(start))
+    return begins
 
 
 def _named(tables: TraceTables, registry: Registry) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
@@ -443,7 +470,7 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFr
     if host.empty:
         return pd.DataFrame(columns=["name", "kind", "overlap_ns", "share_of_host_idle_pct"])
     own = set(zip(iterations["start_ns"].tolist(), iterations["dur_ns"].tolist()))
-    parts = []
+    overlaps: dict[tuple[str, str], int] = {}  # per (name, kind), in the order first seen, as a grouping keeps them
     for tid, part in host.groupby("tid"):
         gaps_of_tid = merge(part["gap_start_ns"].to_numpy(np.int64), part["launch_ns"].astype("Int64").to_numpy(np.int64))
         for kind, table in (("op", tables.ops), ("range", tables.annotations)):
@@ -452,10 +479,11 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFr
             overlap = covered_ns(gaps_of_tid, start, start + dur)
             # the iterations' own ranges left out, among the few spans that overlap (not every op of the trace)
             kept = [i for i in np.flatnonzero(overlap > 0).tolist() if (int(start[i]), int(dur[i])) not in own]
-            parts.append(table[["name"]].iloc[mine[kept]].assign(kind=kind, overlap_ns=overlap[kept]))
-    overlaps = pd.concat(parts, ignore_index=True)
+            for name, ns in zip(table["name"].iloc[mine[kept]].tolist(), overlap[kept].tolist()):
+                if not pd.isna(name):  # a missing name is no group
+                    overlaps[(name, kind)] = overlaps.get((name, kind), 0) + ns
     total = int((host["launch_ns"].astype("Int64") - host["gap_start_ns"]).clip(lower=0).sum())
-    out = overlaps.groupby(["name", "kind"], sort=False)["overlap_ns"].sum().astype(np.int64).reset_index()
+    out = pd.DataFrame({"name": [k[0] for k in overlaps], "kind": [k[1] for k in overlaps],
+                        "overlap_ns": np.array(list(overlaps.values()), np.int64)})
     out["share_of_host_idle_pct"] = 100 * out["overlap_ns"] / total if total else np.nan
     return out.sort_values("overlap_ns", ascending=False).head(top).reset_index(drop=True)
-
