@@ -103,10 +103,9 @@ def _pct(part: float, whole: float) -> float:
     return float(100 * part / whole) if whole else float("nan")
 
 
-def _overlap_on_streams(events: pd.DataFrame) -> int:
+def _overlap_on_streams(kernels: pd.DataFrame) -> int:
     """The kernels' time that overlaps another kernel's of the same stream (a stream of one GPU: two GPUs share
     stream ids): every stream's at once, its intervals apart from the others' (``intervals.apart``)."""
-    kernels = events[events["kind"].isin(["kernel", "communication"])]
     codes, streams = pd.factorize(stream_labels(kernels))
     kept = codes >= 0
     start = kernels["start_ns"].to_numpy(np.int64)[kept]
@@ -336,10 +335,10 @@ _READ = frozenset(("kind", "start_ns", "dur_ns", "op", "launch_api", "ranges", "
                    "attributed_by", "input_dims", "module", "forward_module", "device", "stream", "correlation", "name", "linked_by"))
 
 
-def _overlap_row(events: pd.DataFrame, kernels: pd.DataFrame, kernel_ns: float) -> tuple[str, int, bool, str]:
+def _overlap_row(kernels: pd.DataFrame, kernel_ns: float) -> tuple[str, int, bool, str]:
     """Kernels overlapping on one stream: their timestamps are off, except where a kernel was launched to start
     before its predecessor ends (programmatic dependent launch, legal)."""
-    overlap = _overlap_on_streams(events)
+    overlap = _overlap_on_streams(kernels)
     dependent_ns, dependent_pairs = dependent_launch_overlap_ns(kernels)
     return ("overlapping_kernel_ns", overlap, overlap - dependent_ns <= 1e-3 * kernel_ns,
             (f"kernels on one stream overlap by {_pct(overlap - dependent_ns, kernel_ns):.3g}% of kernel time: their "
@@ -374,38 +373,42 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
     ``host_span``: the first host event's start and the last one's end, None where it has none; ``memory``: the
     allocator's records, the decoder's ``memory`` table)."""
     all_events = all_events[[c for c in all_events.columns if c in _READ]]
-    events, outside, unnamed = all_events[window], all_events[~window], all_events[~device_named]
+    # what is only counted and summed is taken on arrays, not as filtered frames
+    dur, inside = all_events["dur_ns"].to_numpy(np.int64), window.to_numpy(bool)
+    outside, unnamed = int((~inside).sum()), int((~device_named.to_numpy(bool)).sum())
+    no_launch = all_events["launch_api"].isna().to_numpy(bool)
+    events = all_events[inside]
     kernels = events[events["kind"].isin(["kernel", "communication"])]
     kernel_ns = float(kernels["dur_ns"].sum())
     with_op = kernels[kernels["op"].notna()]
     in_range = _launched_in_a_range(kernels)
-    no_launch = all_events[all_events["launch_api"].isna()]
     stamps = np.concatenate([all_events["start_ns"].to_numpy(np.int64), all_events["dur_ns"].to_numpy(np.int64)])
     resolution = 1000 if stamps.size and not (stamps % 1000).any() else 1
-    shapes = with_op.loc[with_op["input_dims"].map(lambda d: isinstance(d, list)).astype(bool)]
+    op_ns = with_op["dur_ns"].to_numpy(np.int64)
+    shapes = op_ns[with_op["input_dims"].map(lambda d: isinstance(d, list)).to_numpy(bool)]
     own = with_op["module"].notna()
-    modules = with_op[own | with_op["forward_module"].notna()] if "forward_module" in with_op else with_op[own]
+    modules = op_ns[(own | with_op["forward_module"].notna() if "forward_module" in with_op else own).to_numpy(bool)]
     rows = [
         ("attributed_kernel_time_pct", _pct(with_op["dur_ns"].sum() + in_range["dur_ns"].sum(), kernel_ns), None,
          f"{len(with_op)} of {len(kernels)} kernels have a launching op" + _linked_by(with_op)
          + (f"; {len(in_range):,} more were launched outside every op, inside a record_function range (a Triton or "
             "extension kernel called from Python: its range names the code)" if len(in_range) else "")),
         _graph_row(kernels),
-        ("kernels_without_launch", len(no_launch), len(no_launch) == 0,
-         f"{no_launch['dur_ns'].sum() / 1e3:,.3f} µs of GPU work whose launch is not in the trace (warm-up of "
-         "earlier steps?)" if len(no_launch) else "every GPU event has its launch call"),
-        ("events_outside_window", len(outside), len(outside) == 0 or window_asked is not None,
-         f"{outside['dur_ns'].sum() / 1e3:,.3f} µs left out of every table"
-         + (f", as --window {window_asked} asks" if window_asked is not None else "") if len(outside) else "none"),
-        _overlap_row(events, kernels, kernel_ns),
+        ("kernels_without_launch", int(no_launch.sum()), not no_launch.any(),
+         f"{dur[no_launch].sum() / 1e3:,.3f} µs of GPU work whose launch is not in the trace (warm-up of "
+         "earlier steps?)" if no_launch.any() else "every GPU event has its launch call"),
+        ("events_outside_window", outside, outside == 0 or window_asked is not None,
+         f"{dur[~inside].sum() / 1e3:,.3f} µs left out of every table"
+         + (f", as --window {window_asked} asks" if window_asked is not None else "") if outside else "none"),
+        _overlap_row(kernels, kernel_ns),
         ("timestamp_resolution_ns", resolution, resolution < 1000,
          "every time is a whole µs: short kernels lose up to 1 µs each" if resolution >= 1000 else "ns (µs with 3 decimals)"),
-        ("shapes_recorded_pct", _pct(shapes["dur_ns"].sum(), with_op["dur_ns"].sum()), None,
+        ("shapes_recorded_pct", _pct(shapes.sum(), with_op["dur_ns"].sum()), None,
          "input shapes of the launching ops (record_shapes=True)"),
-        ("modules_recorded_pct", _pct(modules["dur_ns"].sum(), with_op["dur_ns"].sum()), None,
+        ("modules_recorded_pct", _pct(modules.sum(), with_op["dur_ns"].sum()), None,
          "nn.Module paths (with_modules=True or with_stack=True; a backward kernel: its forward op's)"),
-        ("kernels_without_device", len(unnamed), len(unnamed) == 0,
-         "GPU events on a device the trace neither names nor describes: pass --device" if len(unnamed) else "none"),
+        ("kernels_without_device", unnamed, unnamed == 0,
+         "GPU events on a device the trace neither names nor describes: pass --device" if unnamed else "none"),
         *_record_rows(events, kernels),
         ("host_processes", processes, processes <= 1,
          f"host calls of {processes} processes in one trace (files merged?): every table mixes them; analyse each "
@@ -415,13 +418,20 @@ def integrity(all_events: pd.DataFrame, window: pd.Series, device_named: pd.Seri
          "table reads low" if lost[0] else "every kernel launch has its kernel"),
         *_impossible_rows(all_events, host_span, memory),
     ]
-    thresholds = {"attributed_kernel_time_pct": 90.0, "graph_kernel_time_attributed_pct": 99.0,
-                  "shapes_recorded_pct": 1e-9, "modules_recorded_pct": 1e-9}
+    return _judged(rows)
+
+
+_THRESHOLDS = {"attributed_kernel_time_pct": 90.0, "graph_kernel_time_attributed_pct": 99.0,
+               "shapes_recorded_pct": 1e-9, "modules_recorded_pct": 1e-9}
+
+
+def _judged(rows: Sequence[tuple[str, object, bool | None, str]]) -> pd.DataFrame:
+    """The rows as the table: a row without its own verdict (``ok`` None) is ok at or above its threshold, or
+    with no value at all."""
     out = []
     for check, value, ok, detail in rows:
         if ok is None:
-            limit = thresholds[check]
-            ok = value is None or (not pd.isna(value) and value >= limit)
+            ok = value is None or (not pd.isna(value) and value >= _THRESHOLDS[check])  # type: ignore[operator]
         out.append({"check": check, "value": value, "ok": bool(ok), "detail": detail})
     return pd.DataFrame(out)
 
