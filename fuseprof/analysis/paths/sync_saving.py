@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.facts.idle import verdict_of
-from fuseprof.analysis.facts.unprofiled import host_scale
+from fuseprof.analysis.facts.unprofiled import host_scale, verdict_terms
 from fuseprof.analysis.paths.critical_path import StepGraph
 from fuseprof.analysis.paths.plan import Plan
 from fuseprof.analysis.paths.whatif import step_times
@@ -60,7 +60,7 @@ def with_sync_saving(estimate: pd.DataFrame, idle: pd.DataFrame, graphs: Sequenc
     out = estimate.assign(idle_sync_ns=sync, idle_sync_unprofiled_ns=kept)
     out["idle_launch_unprofiled_ns"] = estimate["idle_launch_unprofiled_ns"].to_numpy(np.int64) + sync - kept
     out["verdict"] = [verdict_of({**r, "idle_launch_ns": u, "idle_data_ns": d, "idle_sync_ns": k}) for r, u, d, k in zip(
-        rows.to_dict("records"), out["idle_launch_unprofiled_ns"], out["idle_data_unprofiled_ns"], kept)]
+        verdict_terms(rows), out["idle_launch_unprofiled_ns"], out["idle_data_unprofiled_ns"], kept)]
     return _beside_data(out)
 
 
