@@ -63,3 +63,18 @@ def _notes(tmp_path: Path, trace: dict):  # type: ignore[no-untyped-def]
         assert getattr(tables.notes, key).equals(getattr(again, key)), key
     assert tables.notes.log == again.log
     return tables.notes
+
+
+def test_a_kernel_whose_args_are_no_object_has_no_device_or_stream(tmp_path: Path) -> None:
+    """The kernels' device and stream are read in one decode of just those two fields; a kernel whose args are a
+    list (no profiler writes one, and the tables refuse it) refuses it, and each kernel is then read alone: that
+    one has neither."""
+    trace = _trace()
+    trace["traceEvents"].insert(1, {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 15, "dur": 1,
+                                    "args": [0, 7]})
+    with python_strings():
+        notes = read_trace_notes(_write(tmp_path, trace))
+    kernels = notes.kernels.to_dict("records")
+    assert [k["ts"] for k in kernels] == [10.5, 15.0, 20.0]
+    assert (kernels[0]["device"], kernels[0]["stream"], kernels[2]["device"], kernels[2]["stream"]) == (0.0, 7.0, 1.0, 7.0)
+    assert math.isnan(kernels[1]["device"]) and math.isnan(kernels[1]["stream"])

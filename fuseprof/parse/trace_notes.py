@@ -123,35 +123,71 @@ def _all_args(events: list[Any]) -> list[dict[str, Any]]:
     return [d if isinstance(d, dict) else {} for d in decoded]
 
 
-def _row(table: str, a: dict[str, Any], ts: float, dur: float) -> dict[str, Any]:
-    if table == "syncs":
-        return {"kind": a.get("cuda_sync_kind"), "ts": ts, "dur": dur, "device": _number(a.get("device")),
-                "stream": _number(a.get("stream")), "wait_corr": _number(a.get("wait_on_cuda_event_record_corr_id"))}
+class _Where(msgspec.Struct, gc=False):
+    """The two fields the kernels table reads of a kernel's args (each as written: ``_number`` reads it)."""
+
+    device: Any = None
+    stream: Any = None
+
+
+_WHERE = msgspec.json.Decoder(list[_Where | None])
+
+
+def _kernel_args(events: list[Any]) -> list[_Where]:
+    """Each kernel's device and stream, in one decode of the joined args that keeps only those two: decoding every
+    kernel's dozen args into a dict cost as much as the rest of the notes. Where that is refused (an args value
+    that is no object), as ``_all_args`` reads them."""
+    if not events:
+        return []
+    try:
+        return [a or _Where() for a in _WHERE.decode(b"[" + b",".join(e.args for e in events) + b"]")]
+    except msgspec.MsgspecError:
+        return [_Where(a.get("device"), a.get("stream")) for a in _all_args(events)]
+
+
+def _columns(table: str, found: list[tuple[Any, float, float]]) -> dict[str, list[Any]]:
+    """One table's columns from its picked events (each with its time and duration, scaled), their args decoded at
+    once (``_all_args``, ``_kernel_args``)."""
+    events, ts, dur = [e for e, _, _ in found], [t for _, t, _ in found], [d for _, _, d in found]
     if table == "kernels":
-        return {"ts": ts, "dur": dur, "device": _number(a.get("device")), "stream": _number(a.get("stream"))}
+        where = _kernel_args(events)
+        return {"ts": ts, "dur": dur, "device": [_number(a.device) for a in where],
+                "stream": [_number(a.stream) for a in where]}
+    args = _all_args(events)
+    if table == "syncs":
+        return {"kind": [a.get("cuda_sync_kind") for a in args], "ts": ts, "dur": dur,
+                "device": [_number(a.get("device")) for a in args], "stream": [_number(a.get("stream")) for a in args],
+                "wait_corr": [_number(a.get("wait_on_cuda_event_record_corr_id")) for a in args]}
     if table == "records":
-        return {"ts": ts, "correlation": _number(a.get("correlation")), "external_id": _number(a.get("External id"))}
-    return {"ts": ts, "missing": ", ".join(f for f in COMMS_FIELDS if f not in a)}
+        return {"ts": ts, "correlation": [_number(a.get("correlation")) for a in args],
+                "external_id": [_number(a.get("External id")) for a in args]}
+    return {"ts": ts, "missing": [", ".join(f for f in COMMS_FIELDS if f not in a) for a in args]}
 
 
-def _rows(events: Sequence[Any], scale: float) -> dict[str, list[dict[str, Any]]]:
-    """The records of interest, one dict each, by table: the events picked first, then each table's args decoded
-    at once (``_all_args``)."""
+def _table_of(cat: str) -> str | None:
+    """The table a category's events go to whatever their name (``_rows``)."""
+    lower = cat.lower()
+    return "syncs" if lower == SYNC_CATEGORY else "kernels" if lower == "kernel" else None
+
+
+def _rows(events: Sequence[Any], scale: float) -> dict[str, dict[str, list[Any]]]:
+    """The records of interest, as columns, by table: the events picked first (by category, looked up once per
+    category as written, then by name), then each table's args decoded at once (``_columns``)."""
     picked: dict[str, list[tuple[Any, float, float]]] = {"syncs": [], "records": [], "kernels": [], "comms": []}
+    by_category: dict[str, str | None] = {}
     for e in events:
         if e.ph != "X" or not isinstance(e.cat, str) or not isinstance(e.name, str):
             continue
+        table = by_category[e.cat] if e.cat in by_category else by_category.setdefault(e.cat, _table_of(e.cat))
+        if table is None:
+            table = "records" if e.name in EVENT_RECORDS else "comms" if e.name == COMMS_OP else None
+            if table is None:
+                continue
         ts = e.ts if type(e.ts) is float else _number(e.ts)  # the tables' decoder gives floats: no call for them
-        if ts is None:
-            continue
-        cat = e.cat.lower()
-        table = "syncs" if cat == SYNC_CATEGORY else "kernels" if cat == "kernel" else \
-            "records" if e.name in EVENT_RECORDS else "comms" if e.name == COMMS_OP else None
-        if table is not None:
+        if ts is not None:
             dur = e.dur if type(e.dur) is float else _number(e.dur)
             picked[table].append((e, ts * scale, (dur or 0.0) * scale))
-    return {table: [_row(table, a, ts, dur) for (_, ts, dur), a in zip(found, _all_args([e for e, _, _ in found]))]
-            for table, found in picked.items()}
+    return {table: _columns(table, found) for table, found in picked.items() if found}
 
 
 def read_trace_notes(path: Path) -> TraceNotes:
@@ -191,6 +227,7 @@ def notes_from(events: Sequence[Any], display_unit: Any, logs: Mapping[str, Any]
         isinstance(e.ts, float) and not e.ts.is_integer() for e in events if e.ph == "X")
     rows = _rows(events, 1e-3 if ns else 1.0)
     empty = TraceNotes()
-    frames = {key: pd.DataFrame(value) if value else getattr(empty, key) for key, value in rows.items()}
+    frames = {key: pd.DataFrame(rows[key]) if key in rows else getattr(empty, key)
+              for key in ("syncs", "records", "kernels", "comms")}
     log = {level: _messages(logs.get(level)) for level in LOG_LEVELS}
     return TraceNotes(**frames, log={k: v for k, v in log.items() if v}, read=True)
