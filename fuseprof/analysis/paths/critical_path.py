@@ -611,20 +611,23 @@ class HostLookup:
         self.tables, self.registry = tables, registry
         self._spans: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
         self._sync: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._by_tid: dict[str, dict[str, pd.DataFrame]] = {}
+        self._by_tid: dict[str, tuple[dict[str, np.ndarray], tuple[pd.Series, ...]]] = {}
         loading = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
         self.loading = "|".join(f"(?:{p})" for p in loading)
 
     def spans(self, kind: str, lane: str) -> list[tuple[int, int, str]]:
         """(start, end, name) of the ``ops`` or ``annotations`` on thread ``lane``."""
         if (kind, lane) not in self._spans:
-            table = getattr(self.tables, kind)
             if kind not in self._by_tid:
-                self._by_tid[kind] = {str(t): part for t, part in table.groupby(table["tid"].astype(str), sort=False)}
-            mine = self._by_tid[kind].get(lane, table.iloc[:0])
-            self._spans[(kind, lane)] = list(zip(mine["start_ns"].tolist(),
-                                                 (mine["start_ns"] + mine["dur_ns"]).tolist(),
-                                                 mine["name"].astype(str).tolist()))
+                # each thread's rows (positions, in order) and the columns whole, not a frame per thread: a rank's
+                # paths ask for a thread or two of a table grouped into every thread's frame
+                table = getattr(self.tables, kind)
+                rows = table["start_ns"].groupby(table["tid"].astype(str).to_numpy(), sort=False).indices
+                self._by_tid[kind] = ({str(t): r for t, r in rows.items()},
+                                      (table["start_ns"], table["start_ns"] + table["dur_ns"], table["name"].astype(str)))
+            threads, columns = self._by_tid[kind]
+            mine = threads.get(lane, np.zeros(0, np.int64))
+            self._spans[(kind, lane)] = list(zip(*(column.iloc[mine].tolist() for column in columns)))
         return self._spans[(kind, lane)]
 
     def sync(self, lane: str) -> tuple[np.ndarray, np.ndarray]:
