@@ -64,7 +64,7 @@ def gpu_ns(every: pd.DataFrame) -> float:
 
 
 def _kernel_durations(every: pd.DataFrame) -> pd.Series:
-    """The kernels' durations alone: a filter of one column, not of the events' forty."""
+    """The kernels' durations alone (what the findings' means read)."""
     return every["dur_ns"][every["kind"].isin(["kernel", "communication"])]
 
 
@@ -73,7 +73,7 @@ def timestamp_findings(every: pd.DataFrame) -> list[Finding]:
     start and end stamps, PyTorch #192021: no kernel takes 0 ns, and none of the shared traces, µs ones included,
     has one), and a kernel starting on the ns where another of its stream starts (a stream runs one kernel after
     another: two starts at one time are one stamp written for both). Their time is unknown: always a failure."""
-    kernels = every[["device", "stream", "start_ns", "dur_ns"]][every["kind"].isin(["kernel", "communication"])]
+    kernels = every[every["kind"].isin(["kernel", "communication"])]
     zero = kernels[kernels["dur_ns"] <= 0]
     keys = [kernels[c].astype("Int64").fillna(-1) for c in ("device", "stream")] + [kernels["start_ns"]]
     repeated = kernels[pd.DataFrame({"d": keys[0], "s": keys[1], "t": keys[2]}).duplicated(keep="first").to_numpy()]
@@ -126,8 +126,7 @@ def step_findings(calls: tuple[pd.DataFrame, pd.Series], every: pd.DataFrame, it
     profiler stopped, or the file was cut, before its GPU work was written): each at the mean kernel's duration.
     ``calls``: ``integrity.launch_calls`` of the trace, which the integrity rows read too (taken once for both)."""
     steps = _step_ranges(iterations).sort_values("start_ns", kind="stable").reset_index(drop=True)
-    is_gpu = every["kind"].isin(GPU_KINDS)
-    gpu = every[["dur_ns", "profiler_step"] if "profiler_step" in every else ["dur_ns"]][is_gpu]
+    gpu = every[every["kind"].isin(GPU_KINDS)]
     per_step = gpu.groupby(gpu["profiler_step"].astype(str))["dur_ns"].sum() if "profiler_step" in gpu and len(
         gpu) else pd.Series(dtype=float)
     busy = steps["name"].astype(str).isin(per_step.index).to_numpy(bool)

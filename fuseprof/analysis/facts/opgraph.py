@@ -76,6 +76,7 @@ def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry, r
     read regrouped (``ShapeDataflow``)."""
     flow, shapes = ShapeDataflow(reshapes), RecordedShapes()
     edges = []
+    nothing: dict[tuple[str, int], list[bool]] = {}
     steps = sorted([(s, 0, i) for i, s in enumerate(nodes["start_ns"].tolist())] + [(s, 1, i) for i, s in enumerate(
         views["start_ns"].tolist())])  # a view at the same time as an op comes after it (a view of its output)
     view_rows = list(zip(*(views[c].tolist() for c in ("name", "input_dims", "input_type", "concrete"))))
@@ -93,7 +94,9 @@ def _shape_edges(nodes: pd.DataFrame, views: pd.DataFrame, registry: Registry, r
         op_id, op, dims, types = node_rows[i]
         role = registry.role(op)
         arguments, outputs = shapes.of(op, role, dims, types)
-        links = flow.link(arguments, [links_to_nothing(role, i) for i in range(len(arguments))], role.reduces)
+        if (op, len(arguments)) not in nothing:  # an op's arguments that link to nothing: by its role, once a name
+            nothing[(op, len(arguments))] = [links_to_nothing(role, k) for k in range(len(arguments))]
+        links = flow.link(arguments, nothing[(op, len(arguments))], role.reduces)
         edges += [(int(p[0]), int(p[1]), int(op_id), k) for k, p in enumerate(links) if p is not None]
         for k, listed in enumerate(dims if isinstance(dims, list) else []):  # a TensorList: cat's, stack's inputs
             if isinstance(listed, list) and listed and isinstance(listed[0], list):
