@@ -181,7 +181,7 @@ def fusion_step_savings(graphs: Sequence[StepGraph], fusion: pd.DataFrame, host_
                 per_graph[k].append(chain)
         row_plans = [fuse_plan(g, mine) for g, mine in zip(graphs, per_graph)]
         if host_cost is not None:
-            row_plans = [without_profiler_drops(g, p, host_scale, host_cost) for g, p in zip(graphs, row_plans)]
+            row_plans = steps_without_profiler_drops(graphs, row_plans, host_scale, host_cost)
         plans.append(row_plans)
         out.append(len(plans) - 1)
     saved = loop_savings(graphs, plans, host_scale) if plans else []
@@ -194,21 +194,37 @@ def without_profiler_drops(graph: StepGraph, plan: Plan, host_scale: float,
     the profiler — its traced time and lags less the profiler's cost in them (``host_cost``) — from a replay whose
     host is scaled by ``host_scale``: the call keeps the rest of its scaled time. Scaled alike, a fused chain's
     short ops dropped what the profiler mostly made (h100/prefill_eager's eager attention: eight calls a layer)."""
-    dropped = [v for v, d in plan.duration.items() if d == 0 and graph.kind[v] == "call"]
-    if not dropped or host_scale == 1.0:  # a host as traced: its calls' traced time is what they take
-        return plan
-    lags = {v: 0 for v in dropped}
-    for v in dropped:
-        for i, d in enumerate(graph.deps[v]):
-            if (v, i) in plan.lag and d.kind == "host":
-                lags[v] += d.lag - plan.lag[(v, i)]
-    t0 = np.array([graph.t0[v] for v in dropped], np.int64)
-    traced = np.array([graph.t1[v] - graph.t0[v] + lags[v] for v in dropped], np.int64)
-    own = np.maximum(traced - host_cost(t0 - np.array([lags[v] for v in dropped], np.int64),
-                                        np.array([graph.t1[v] for v in dropped], np.int64)), 0)
-    kept = np.maximum(np.rint(host_scale * traced).astype(np.int64) - own, 0)
-    return Plan({**plan.duration, **{v: int(k) for v, k in zip(dropped, kept)}}, plan.lag, plan.host_scale,
-                plan.gpu_scale)
+    return steps_without_profiler_drops([graph], [plan], host_scale, host_cost)[0]
+
+
+def steps_without_profiler_drops(graphs: Sequence[StepGraph], plans: Sequence[Plan], host_scale: float,
+                                 host_cost: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> list[Plan]:
+    """``without_profiler_drops`` of each step's plan, the profiler's cost of every step's dropped calls asked of
+    ``host_cost`` at once (it works interval by interval: a call per step was most of a fusion row's plans); a plan
+    that drops no call, or any where the host is as traced (its calls' traced time is what they take), as it is."""
+    if host_scale == 1.0:
+        return list(plans)
+    dropped = [[v for v, d in plan.duration.items() if d == 0 and graph.kind[v] == "call"]
+               for graph, plan in zip(graphs, plans)]
+    if not any(dropped):
+        return list(plans)
+    lags, t0, t1 = [], [], []
+    for graph, plan, calls in zip(graphs, plans, dropped):
+        for v in calls:
+            lags.append(sum(d.lag - plan.lag[(v, i)] for i, d in enumerate(graph.deps[v])
+                            if (v, i) in plan.lag and d.kind == "host"))
+            t0.append(graph.t0[v])
+            t1.append(graph.t1[v])
+    lag, start, end = (np.array(values, np.int64) for values in (lags, t0, t1))
+    traced = end - start + lag
+    own = np.maximum(traced - host_cost(start - lag, end), 0)
+    kept = np.maximum(np.rint(host_scale * traced).astype(np.int64) - own, 0).tolist()
+    out, at = [], 0
+    for plan, calls in zip(plans, dropped):
+        mine, at = kept[at:at + len(calls)], at + len(calls)
+        out.append(Plan({**plan.duration, **dict(zip(calls, mine))}, plan.lag, plan.host_scale, plan.gpu_scale)
+                   if calls else plan)
+    return out
 
 
 def drop_cost(tables: TraceTables, registry: Registry | None, host_scale: float | None
