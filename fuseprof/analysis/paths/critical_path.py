@@ -653,9 +653,10 @@ def labelled(graphs: Sequence[StepGraph], path: pd.DataFrame, events: pd.DataFra
     labels: dict[str, list[Any]] = {"name": [""] * len(path), "op": [pd.NA] * len(path),
                                     "module": [pd.NA] * len(path), "ranges": [pd.NA] * len(path)}
     on_gpu = [i for i, g in enumerate(gpu) if g]
-    rows = events.loc[[graphs[graph_of[i]].event[item_of[i]] for i in on_gpu]]
+    # the GPU items' events by position (the events' index is unique), four columns taken, not every column's rows
+    rows = events.index.get_indexer_for([graphs[graph_of[i]].event[item_of[i]] for i in on_gpu])
     for column, values in labels.items():
-        for i, value in zip(on_gpu, rows[column].to_numpy().tolist()):
+        for i, value in zip(on_gpu, events[column].iloc[rows].to_numpy().tolist()):
             values[i] = value
     for i, (k, v) in enumerate(zip(graph_of, item_of)):
         if v >= 0 and not gpu[i]:
