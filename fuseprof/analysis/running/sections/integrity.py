@@ -17,8 +17,14 @@ from fuseprof.parse.trace_notes import read_trace_notes
 
 def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     tables = context.tables
-    named = context.every["device"].map(  # by name, or by the properties that say which GPU it is
-        lambda d: tables.device_name(d) is not None or device_from_properties(tables.properties_of(d)) is not None)
+    known: dict[object, bool] = {}  # per device, once: the events name a few devices hundreds of times
+
+    def named_device(d: object) -> bool:  # by name, or by the properties that say which GPU it is
+        if d not in known:
+            known[d] = tables.device_name(d) is not None or device_from_properties(tables.properties_of(d)) is not None
+        return known[d]
+
+    named = context.every["device"].map(named_device)
     processes = len(set(tables.launches["pid"].dropna()) | set(tables.host_ops["pid"].dropna()))
     calls = launch_calls(tables)  # the integrity rows and the step findings read them: taken once
     rows = integrity(context.every, context.mask, named, lost_launches(calls), context.window_asked,
