@@ -64,7 +64,7 @@ from fuseprof.model.intervals import covered_ns, merge, runs
 from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import SYNC_OPS
 from fuseprof.parse.trace_events import TraceTables
-from fuseprof.parse.trace_link import rows_named
+from fuseprof.parse.trace_link import matching, rows_named
 
 CAUSES = ("launch", "sync", "data", "alloc", "event", "other")  # the idle_<cause>_ns columns
 _HOST_CAUSE = {"sync": "sync", "data loading": "data", "start-up": "startup", "allocator": "alloc",
@@ -85,12 +85,18 @@ _EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "cause_as_traced", "
           "idle_startup_ns"]
 
 
+def _of_thread(threads: pd.Series, tid: object) -> np.ndarray:
+    """Which rows ran on thread ``tid``, as their text (``astype(str) == str(tid)``; a missing thread: none), each
+    distinct thread compared once (``matching``), not every row turned into text: a few threads, thousands of rows."""
+    return matching(threads, re.compile(rf"\A{re.escape(str(tid))}\Z"))
+
+
 def _intervals(rows: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.ndarray]:
     """The merged intervals of ``rows`` on one thread (all threads where ``tid`` is None)."""
     start = rows["start_ns"].to_numpy(np.int64)
     end = start + rows["dur_ns"].to_numpy(np.int64)
     if tid is not None:  # the thread's on the columns' arrays, not a filtered frame
-        mine = (rows["tid"].astype(str) == str(tid)).to_numpy(bool)
+        mine = _of_thread(rows["tid"], tid)
         start, end = start[mine], end[mine]
     return merge(start, end)
 
@@ -321,7 +327,7 @@ def _sync_calls(rows: pd.DataFrame, ops: pd.DataFrame, tid: object | None) -> di
     outermost op around each (``lo``, ``hi``: ``.item()``'s, ``.cpu()``'s: the host time a sync costs), which
     call each is (``kind``, ``SYNC_CALLS``) and its op's or its own ``name``."""
     if tid is not None:
-        rows = rows[rows["tid"].astype(str) == str(tid)]
+        rows = rows[_of_thread(rows["tid"], tid)]
     rows = rows.sort_values("start_ns", kind="stable")
     start = rows["start_ns"].to_numpy(np.int64)
     end = start + rows["dur_ns"].to_numpy(np.int64)
@@ -359,7 +365,7 @@ def _call_kind(op: str, call: str) -> str:
 
 def _outermost(ops: pd.DataFrame, tid: object | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The thread's outermost CPU ops (none around them): starts (sorted), ends, names."""
-    mine = ops if tid is None else ops[ops["tid"].astype(str) == str(tid)]
+    mine = ops if tid is None else ops[_of_thread(ops["tid"], tid)]
     order = np.argsort(mine["start_ns"].to_numpy(np.int64), kind="stable")
     start = mine["start_ns"].to_numpy(np.int64)[order]
     end = (mine["start_ns"] + mine["dur_ns"]).to_numpy(np.int64)[order]
