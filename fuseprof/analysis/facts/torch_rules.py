@@ -131,12 +131,24 @@ def nccl_metadata(notes: TraceNotes) -> Finding:
 def backward_sequence_shared(tables: TraceTables, every: pd.DataFrame) -> Finding:
     """Backward nodes of one forward thread sharing a sequence number with another op's: the kernels launched
     under them (on their thread, inside their span) have their forward op in doubt."""
-    nodes = tables.autograd.dropna(subset=["sequence"])
+    nodes = tables.autograd.dropna(subset=["sequence"]) if len(tables.autograd) else tables.autograd
+    numbers, torch_shared, doubt = _shared_sequences(nodes, every) if len(nodes) else (0, 0, 0.0)
+    return Finding("backward_sequence_shared", numbers, numbers == 0,
+                   (f"{numbers:,} autograd sequence number(s) of one forward thread name two backward ops: their "
+                    "kernels' forward op is in doubt" if numbers else "one backward op per sequence number and thread")
+                   + (f"; torch's rule (any thread) counts {torch_shared:,}" if torch_shared != numbers else ""),
+                   "damage" if numbers else None, doubt)
+
+
+def _shared_sequences(nodes: pd.DataFrame, every: pd.DataFrame) -> tuple[int, int, float]:
+    """For backward nodes with a sequence number (a trace without any, an inference's, reads none of this): the
+    numbers one forward thread shares between two backward ops, torch's count of them (any thread), and the GPU
+    time of the kernels launched under those nodes."""
     op = nodes["name"].astype(str).str.split(":", n=1).str[-1].str.strip()
     key = [nodes["sequence"], nodes["fwd_tid"].astype(str)]
-    shared = op.groupby(key).transform("nunique") > 1 if len(nodes) else pd.Series(dtype=bool)
-    torch_shared = int((op.groupby(nodes["sequence"]).nunique() > 1).sum()) if len(nodes) else 0
-    bad = nodes[shared.to_numpy(bool)] if len(nodes) else nodes
+    shared = op.groupby(key).transform("nunique") > 1
+    torch_shared = int((op.groupby(nodes["sequence"]).nunique() > 1).sum())
+    bad = nodes[shared.to_numpy(bool)]
     doubt = 0.0
     launched = every[every["launch_start_ns"].notna()] if len(bad) else every
     for _, node in bad.iterrows():
@@ -144,11 +156,7 @@ def backward_sequence_shared(tables: TraceTables, every: pd.DataFrame) -> Findin
             launched["tid"].astype(str) == str(node["tid"]))
         doubt += float(launched.loc[inside, "dur_ns"].sum())
     numbers = bad.groupby(["sequence", bad["fwd_tid"].astype(str)]).ngroups if len(bad) else 0
-    return Finding("backward_sequence_shared", numbers, numbers == 0,
-                   (f"{numbers:,} autograd sequence number(s) of one forward thread name two backward ops: their "
-                    "kernels' forward op is in doubt" if numbers else "one backward op per sequence number and thread")
-                   + (f"; torch's rule (any thread) counts {torch_shared:,}" if torch_shared != numbers else ""),
-                   "damage" if numbers else None, doubt)
+    return numbers, torch_shared, doubt
 
 
 def findings(tables: TraceTables, every: pd.DataFrame, notes: TraceNotes) -> list[Finding]:
