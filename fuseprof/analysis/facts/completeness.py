@@ -25,8 +25,8 @@ docs/validation.md ("A trace's completeness").
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from typing import NamedTuple
+from collections.abc import Collection, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -174,7 +174,7 @@ def step_findings(calls: tuple[pd.DataFrame, pd.Series], every: pd.DataFrame, it
     return rows
 
 
-def _classified(row: pd.Series, every: pd.DataFrame, inside: Dropped | None) -> tuple[str, float | None]:
+def _classified(row: Mapping[str, Any], every: pd.DataFrame, inside: Dropped | None) -> tuple[str, float | None]:
     """The kind of a failed integrity row that is not one of the findings here, and the GPU ns it puts in doubt."""
     check, value = str(row["check"]), row["value"]
     if check == "graph_kernel_time_attributed_pct":
@@ -212,7 +212,7 @@ def classify(rows: pd.DataFrame, every: pd.DataFrame, tables: TraceTables) -> pd
 
     inside = dropped_records(tables) if pairs.any() else None
     kinds, doubts, details = [], [], []
-    for _, row in rows.iterrows():
+    for row in rows.to_dict("records"):  # a row as a dict: iterrows made a Series of each (~0.05 ms a row)
         kind, doubt, detail = row.get("kind"), row.get("doubt_ns"), str(row["detail"])
         if row["ok"]:
             kind, doubt = None, None

@@ -74,6 +74,8 @@ def impossible_records(memory: pd.DataFrame) -> tuple[int, str]:
     record is one allocation or free, its totals taken after it: true of every record in the 14 committed and
     shared traces that hold them, 54,000 records), or a free of an address whose last record was a free. A free
     of an address never allocated in the trace is not one: it was allocated before the profiler started."""
+    if memory.empty:  # no allocator records (no profile_memory): nothing to filter
+        return 0, ""
     records = memory[memory["device_type"].isin(list(GPU_DEVICE_TYPES))].dropna(subset=_NEEDED)
     if records.empty:
         return 0, ""
