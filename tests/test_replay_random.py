@@ -182,6 +182,36 @@ def test_random_graphs_every_start_and_end() -> None:
     assert compared > 300 and alone < 100
 
 
+def test_scales_that_differ_by_plan_and_step_every_start_and_end() -> None:
+    """Host and GPU scales that differ from plan to plan and step to step in one set of arrays (the loop period's
+    host-only and GPU-only rows, each step's own plan merged in): each step's calls, host lags and GPU work scaled
+    by its own plan's factors, the GPU's after the plan's own durations, as the sequential replay does it."""
+    rng = random.Random(20261207)
+    compared = 0
+    for _ in range(60):
+        graphs = []
+        for _ in range(rng.randint(2, 5)):
+            g = _random_graph(rng)
+            try:
+                topological_order(g)
+            except RuntimeError:
+                continue
+            if StepArrays.of([g], HOST_LAGS).acyclic:
+                graphs.append(g)
+        if not graphs:
+            continue
+        per_graph = [_random_plans(rng, g) for g in graphs]
+        plans = [[rng.choice(mine).merge(Plan(host_scale=rng.choice([1, 1, 0, 0.3, 1.7]),
+                                              gpu_scale=rng.choice([1, 1, 0, 0.5, 2.5]))) for mine in per_graph]
+                 for _ in range(6)]
+        union = Union.of(graphs, HOST_LAGS)
+        found = replay_union(union, plans)
+        assert found is not None
+        _assert_equal(graphs, plans, found, union)
+        compared += 1
+    assert compared > 40
+
+
 # --- the disagreement -----------------------------------------------------------------------------------
 
 
