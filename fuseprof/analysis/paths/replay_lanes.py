@@ -337,13 +337,15 @@ def _inputs(union: Union, plans: Sequence[Sequence[Plan]]) -> tuple[np.ndarray, 
 def _scaled(values: np.ndarray, scale: np.ndarray, graph_of: np.ndarray, columns: np.ndarray) -> None:
     """``values``' ``columns`` (items or dependencies; ``graph_of``: each one's step) times their plan's factor
     (``scale``: plans × steps), rounded, where that factor is not 1: ``rint(factor × value)`` element by element,
-    as a plan at a time did."""
-    factor = scale[:, graph_of[columns]]
-    changed = factor != 1
-    if not changed.any():
-        return
-    mine = values[:, columns]
-    values[:, columns] = np.where(changed, np.rint(factor * mine).astype(np.int64), mine)
+    as a plan at a time did. Row by row, one factor for the whole row where its steps share it (a loop period's
+    rows: no matrix of factors over a large window's items)."""
+    for row in np.flatnonzero((scale != 1).any(axis=1)).tolist():
+        factors, mine = scale[row], values[row, columns]
+        if (factors == factors[0]).all():
+            values[row, columns] = np.rint(factors[0] * mine).astype(np.int64)
+            continue
+        factor = factors[graph_of[columns]]
+        values[row, columns] = np.where(factor != 1, np.rint(factor * mine).astype(np.int64), mine)
 
 
 def _pass(union: Union, g: _Group, start: np.ndarray, end: np.ndarray, dur: np.ndarray, lag: np.ndarray,
