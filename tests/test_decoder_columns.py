@@ -1,13 +1,24 @@
-"""The decoder's integer args columns (``trace_events._arg_columns``) are made by NumPy, not pandas' inference over a
-list: each must be the column pandas infers from the same list, dtype and values, whatever its nulls."""
+"""Columns and tables the decoder makes without pandas' slower paths, each equal to what those paths make: integer args
+columns made by NumPy (``_arg_columns``: the column pandas infers from the list), the GPU table's ``Int64`` columns
+built directly (``_nullable``: pandas' own cast), and empty tables made once and copied (``_empty_table``)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from fuseprof.parse.text_arrays import python_strings
-from fuseprof.parse.trace_events import _arg_columns, _Args, _nullable
+from fuseprof.parse.trace_events import (
+    _arg_columns,
+    _Args,
+    _empty_table,
+    _memory_frame,
+    _nullable,
+    _sync_frame,
+    _timed_frame,
+)
 
 
 @pytest.mark.parametrize("values", [[1, 2, 3], [7, None, 9], [None, None], [], [2**53 + 1, None], [-(2**63), 2**63 - 1],
@@ -38,3 +49,19 @@ def test_a_gpu_integer_column_is_the_int64_cast_of_the_inferred_one(values: list
     made = pd.Series(_nullable(column))
     assert made.dtype == expected.dtype == "Int64"
     assert [repr(v) for v in made.tolist()] == [repr(v) for v in expected.tolist()]
+
+
+@pytest.mark.parametrize("table, extra", [("memory", ()), ("syncs", ()), ("timed", ()), ("timed", ("sequence", "fwd_tid"))])
+def test_an_empty_table_is_made_once_and_each_trace_gets_its_own(table: str, extra: tuple[str, ...]) -> None:
+    """A table with no events is the one its builder makes from none (same columns and dtypes), copied: a trace that
+    changes its table (the clock's base added back) leaves the next trace's alone."""
+    build = {"memory": lambda: _memory_frame([], [], Path()), "syncs": lambda: _sync_frame([], Path())}.get(
+        table, lambda: _timed_frame([], Path(), extra, None))
+    with python_strings():
+        first = _empty_table(table, extra)
+        first["start_ns"] += 5
+        first["changed"] = 1
+        again, built = _empty_table(table, extra), build()
+    assert "changed" not in again and again is not first
+    assert list(again.columns) == list(built.columns) and list(again.dtypes) == list(built.dtypes)
+    assert again.index.equals(built.index) and len(again) == 0
