@@ -300,8 +300,8 @@ def _inputs(union: Union, plans: Sequence[Sequence[Plan]]) -> tuple[np.ndarray, 
     offsets, first_dep = union.offsets.tolist(), union.first_dep.tolist()
     # every plan's durations and lags as (row, position, value) in parallel lists, set at once: a rank's short steps
     # make thousands of small plans, and NumPy's cost per call would be most of the replay (a tuple per entry
-    # instead: the 131 MB trace's replay inputs 25 -> 51 ms); the scales as (plans × steps) matrices, applied to
-    # every item at once (a few NumPy calls per plan and step: a rank's loop periods 3-4 ms a call -> under 1)
+    # instead: the 131 MB trace's replay inputs 25 -> 51 ms); the scales as (plans × steps) matrices, applied a
+    # row at a time (``_scaled``; before, a few NumPy calls per plan and step: a rank's loop periods 3-4 ms a call -> 0.5)
     dur_row: list[int] = []
     dur_at: list[int] = []
     dur_value: list[int] = []
