@@ -189,6 +189,22 @@ def test_keys_others_can_write_are_neither_used_nor_written(store: Path, tmp_pat
     FUZZ_RESULTS["held"] += 1
 
 
+def test_keys_written_under_a_group_writable_umask_are_used_the_next_run(store: Path, tmp_path: Path,
+                                                                        hashed: list[str]) -> None:
+    """Under umask 002 a file made with the default mode is group-writable, and the keys file would be refused by
+    its own next run: it is written for its user alone."""
+    path = _old_copy(tmp_path)
+    hashing.content_key(path)
+    old = os.umask(0o002)
+    try:
+        _new_process(store)
+    finally:
+        os.umask(old)
+    assert (store / hashing.KEPT_FILE).stat().st_mode & 0o077 == 0
+    assert hashing.content_key(path) == hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+    assert hashed == ["t.json.gz"]  # the second run read no byte of it
+
+
 def test_no_keys_are_kept_with_the_store_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              hashed: list[str]) -> None:
     monkeypatch.setenv("FUSEPROF_CACHE", "off")

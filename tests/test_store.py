@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -360,3 +362,26 @@ def test_what_a_killed_write_left_is_removed_by_the_next_write(store: Path) -> N
     analyze([EAGER])
     store_module.wait_for_writes()
     assert not dead.exists() and live.exists()
+
+
+def test_what_the_store_writes_under_a_group_writable_umask_is_read_back(tmp_path: Path, monkeypatch) -> None:
+    """Under umask 002 (each user with a group of their own) folders and files made with the default mode are
+    group-writable, which the store does not trust: it makes its own, from the root down, for its user alone, so
+    an entry written there is read back, with no warning."""
+    monkeypatch.setattr(store_module, "_UNTRUSTED", set())
+    root = tmp_path / "not yet" / "store"
+    store = store_module.TraceStore(root)
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", None]})
+    old = os.umask(0o002)
+    try:
+        assert store.put_frames("ab" * 16, "tables", {"t": frame}, {"m": 1})
+    finally:
+        os.umask(old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FuseprofWarning)
+        found = store.get_frames("ab" * 16, "tables")
+    assert found is not None and found[1] == {"m": 1}
+    pd.testing.assert_frame_equal(found[0]["t"], frame)
+    written = [tmp_path / "not yet", *(tmp_path / "not yet").rglob("*")]
+    assert written and all(p.stat().st_mode & 0o077 == 0 for p in written), \
+        {str(p): oct(p.stat().st_mode & 0o777) for p in written}

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from fuseprof.parse.owned import owned_by_user
+from fuseprof.parse.owned import owned_by_user, write_private
 from fuseprof.parse.textio import require_regular
 
 ENV = "FUSEPROF_CACHE"
@@ -159,7 +159,7 @@ def _write_kept() -> None:
         newest = sorted(merged.items(), key=lambda kv: kv[1][5] if isinstance(kv[1][5], int) else 0)[-KEPT_MAX:]
         try:
             tmp = root / f".{KEPT_FILE}.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(dict(newest), separators=(",", ":")))
+            write_private(tmp, json.dumps(dict(newest), separators=(",", ":")).encode())
             os.replace(tmp, root / KEPT_FILE)
         except OSError:
             pass  # a cache: the next run hashes again

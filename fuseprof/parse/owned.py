@@ -25,6 +25,34 @@ def owned_by_user(path: Path) -> bool:
     return st.st_uid == os.getuid() and not st.st_mode & 0o022 and not path.is_symlink()
 
 
+def make_private_folder(path: Path) -> bool:
+    """``path`` and every missing folder above it made for this user alone (0o700, whatever the umask); whether
+    this call made ``path`` itself. Under a umask of 002 (the default where each user has a group of their own),
+    folders made with the default mode are group-writable, and ``owned_by_user`` rightly trusts nothing in them:
+    the store would refuse all it had written."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    made = False
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+            made = True
+        except FileExistsError:  # another process made it first
+            made = False
+    return made
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """``data`` as the new file ``path``, readable and writable by this user alone (0o600, whatever the umask; a
+    leftover at ``path`` is removed first, so its mode is not kept): what the store and the kept keys trust."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -52,7 +52,13 @@ from typing import TYPE_CHECKING, Any
 from fuseprof import __version__
 from fuseprof.errors import FuseprofWarning
 from fuseprof.parse.hashing import ENV, KEPT_FILE, content_key, default_root, platform_root
-from fuseprof.parse.owned import owned_by_user, remove_stale_partials, temporary_name
+from fuseprof.parse.owned import (
+    make_private_folder,
+    owned_by_user,
+    remove_stale_partials,
+    temporary_name,
+    write_private,
+)
 
 if TYPE_CHECKING:  # pandas and the decoder load when a frame is read or written: a kept answer needs neither
     import pandas as pd
@@ -168,9 +174,7 @@ class TraceStore:
         user never named) says on stderr where it is and how to move or clear it: once, on the process's real
         stderr, so that a kept answer (``fuseprof.commands.answers``) never repeats it."""
         assert self.root is not None
-        try:
-            self.root.mkdir(parents=True)
-        except FileExistsError:
+        if self.root.exists() or not make_private_folder(self.root):
             return
         if self.root == platform_root(sys.platform, os.environ, Path.home()) and sys.__stderr__ is not None:
             print(f"fuseprof: created the trace store {self.root}: decoded traces are kept there to be read again "
@@ -182,7 +186,7 @@ class TraceStore:
         assert self.root is not None
         for folder, name, kind in ((self.root, ROOT_MARKER, "trace store"), (version, VERSION_MARKER, "store version")):
             if not (folder / name).exists():
-                (folder / name).write_text(_marker(kind))
+                write_private(folder / name, _marker(kind).encode())
 
     def get_frames(self, key: str, part: str, only: tuple[str, ...] | None = None, skip: tuple[str, ...] = (),
                    columns: dict[str, tuple[str, ...]] | None = None
@@ -263,7 +267,7 @@ class TraceStore:
         """``put_frames``' write itself, whole or not at all (raises OSError)."""
         folder = self._entry(key, part)
         self._create_root()
-        folder.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folder(folder.parent)
         self._mark(folder.parents[2])
         if not self._trusted(folder.parent):
             return False
@@ -277,14 +281,14 @@ class TraceStore:
                 from fuseprof.parse.frames import pack_frames
 
                 data, where = pack_frames(frames)
-                (tmp / _PACK).write_bytes(data)
+                write_private(tmp / _PACK, data)
                 view = memoryview(data)  # each span hashed where it lies, not copied out
                 spans = {name: (start, length, hashlib.sha256(view[start:start + length]).hexdigest())
                          for name, (start, length) in where.items()}
             text = json.dumps(meta).encode()  # the metadata's digest is of these bytes, as a frame's of its own
-            (tmp / _META).write_bytes(text)
-            (tmp / _MANIFEST).write_text(json.dumps({"frames": spans,
-                                                     "meta_sha256": hashlib.sha256(text).hexdigest()}))
+            write_private(tmp / _META, text)
+            write_private(tmp / _MANIFEST, json.dumps({"frames": spans,
+                                                       "meta_sha256": hashlib.sha256(text).hexdigest()}).encode())
             try:
                 tmp.rename(folder)
             except OSError:  # another process stored it first: theirs is as good
