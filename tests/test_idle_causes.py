@@ -318,3 +318,28 @@ def test_hostile_shapes_of_the_causes_are_held(tmp_path: Path, kind: str) -> Non
         right = right and int(steps["idle_data_ns"].sum()) > 0
     FUZZ_RESULTS["silently wrong" if not right else "warning" if said else "held"] += 1
     assert right, idle.to_string()
+
+
+def test_host_activity_has_the_same_columns_whether_or_not_anything_overlapped() -> None:
+    """The host-activity table (what the host did in host-bound gaps) keeps text, text, int64 and float64 columns
+    when no op or range overlaps a gap (a thread that recorded none), as when one does: an op's whole interval as a
+    gap overlaps it for exactly its duration, read from the trace's own row."""
+    import pandas as pd
+
+    from fuseprof.analysis.facts.idle import host_activity
+    from fuseprof.parse.trace_events import read_trace_tables
+
+    tables = read_trace_tables(FIXTURES / "tp2" / "tp_mlp-rank0.json.gz")
+    op = tables.ops.sort_values("dur_ns").iloc[-1]
+    no_steps = pd.DataFrame({"start_ns": pd.Series([], dtype="int64"), "dur_ns": pd.Series([], dtype="int64")})
+
+    def gap(tid: str) -> pd.DataFrame:
+        return pd.DataFrame({"idle_launch_ns": [int(op["dur_ns"])], "tid": [tid], "gap_start_ns": [int(op["start_ns"])],
+                             "launch_ns": [int(op["start_ns"] + op["dur_ns"])]})
+
+    found = host_activity(gap(str(op["tid"])), tables, no_steps)
+    row = found[(found["name"] == op["name"]) & (found["kind"] == "op")]
+    assert row["overlap_ns"].tolist() == [int(op["dur_ns"])]
+    nothing = host_activity(gap("a thread that recorded nothing"), tables, no_steps)
+    assert nothing.empty and nothing.dtypes.to_dict() == found.dtypes.to_dict()
+    assert host_activity(gap(str(op["tid"])).iloc[:0], tables, no_steps).dtypes.to_dict() == found.dtypes.to_dict()

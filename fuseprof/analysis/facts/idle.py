@@ -474,7 +474,7 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFr
     gaps, by overlapped time."""
     host = gaps[(gaps["idle_launch_ns"] > 0) & gaps["tid"].notna()] if "idle_launch_ns" in gaps else gaps.iloc[:0]
     if host.empty:
-        return pd.DataFrame(columns=["name", "kind", "overlap_ns", "share_of_host_idle_pct"])
+        return _activity({})
     own = set(zip(iterations["start_ns"].tolist(), iterations["dur_ns"].tolist()))
     overlaps: dict[tuple[str, str], int] = {}  # per (name, kind), in the order first seen, as a grouping keeps them
     for tid, part in host.groupby("tid"):
@@ -489,7 +489,14 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFr
                 if not pd.isna(name):  # a missing name is no group
                     overlaps[(name, kind)] = overlaps.get((name, kind), 0) + ns
     total = int((host["launch_ns"].astype("Int64") - host["gap_start_ns"]).clip(lower=0).sum())
-    out = pd.DataFrame({"name": [k[0] for k in overlaps], "kind": [k[1] for k in overlaps],
+    return _activity(overlaps, total).sort_values("overlap_ns", ascending=False).head(top).reset_index(drop=True)
+
+
+def _activity(overlaps: dict[tuple[str, str], int], total: int = 0) -> pd.DataFrame:
+    """``host_activity``'s table from its sums per (name, kind): text, text, int64 and float64 columns whether or
+    not anything overlapped (columns made from empty lists would be float64)."""
+    out = pd.DataFrame({"name": pd.Series([k[0] for k in overlaps], dtype=str),
+                        "kind": pd.Series([k[1] for k in overlaps], dtype=str),
                         "overlap_ns": np.array(list(overlaps.values()), np.int64)})
     out["share_of_host_idle_pct"] = 100 * out["overlap_ns"] / total if total else np.nan
-    return out.sort_values("overlap_ns", ascending=False).head(top).reset_index(drop=True)
+    return out
