@@ -112,6 +112,15 @@ def test_frames_keep_each_kind_of_null_and_nested_cells() -> None:
     assert back["text"].iloc[1] is None and np.isnan(back["text"].iloc[2])
 
 
+@pytest.mark.parametrize("null", [pd.NaT, np.float32("nan"), np.datetime64("NaT")], ids=str)
+def test_a_text_column_whose_nulls_are_of_other_kinds_is_stored(null: object) -> None:
+    """Nulls that are neither None, NaN nor NA (NumPy's NaN, NaT) in a text column are stored as missing (read back
+    as None), as the factorized codes stored them, not refused by Arrow's text array."""
+    frame = pd.DataFrame({"text": pd.Series(["aten::mm", null, "x"], dtype=object)})
+    back = unpack_frame(pack_frames({"f": frame})[0])
+    assert back["text"].tolist() == ["aten::mm", None, "x"]
+
+
 @pytest.mark.parametrize("storage", ["python", "pyarrow"])
 def test_frames_keep_text_dtypes_with_their_storage_in_the_labels_too(storage: str) -> None:
     text = pd.StringDtype(storage, na_value=np.nan)

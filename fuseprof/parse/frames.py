@@ -148,7 +148,7 @@ def _object_column(values: np.ndarray) -> tuple[str, pa.Array, pa.Array | None]:
     nulls = pd.isna(values)
     kinds = _null_kinds(values, nulls)
     plain = values
-    if kinds is not None:  # each null as None; its kind is kept beside
+    if nulls.any():  # each null as None (Arrow takes no NaT or NumPy NaN as text); its kind, where not None, beside
         plain = values.copy()
         plain[nulls] = None
     if _is_text(values):
