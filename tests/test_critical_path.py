@@ -117,3 +117,17 @@ def test_a_rank_not_late_and_communication_overlapped_shorten_the_others_steps(c
     assert main(["whatif", str(ranks[0]), "--overlap-communication", "--format", "json"]) == 0
     assert all(s["step_saving_ns"] > 0 for s in json.loads(capsys.readouterr().out))
     assert main(["whatif", str(ranks[0]), "--not-late", "1"]) == 2  # one rank: nothing to wait for
+
+
+def test_labelling_a_path_whose_gpu_event_is_missing_is_an_error() -> None:
+    """The path's GPU items are labelled from the events by position: an event the table lacks is refused, not
+    given another event's labels (an index position of -1 is the last row)."""
+    from fuseprof.analysis.paths.path import step_paths
+
+    result, graphs = _graphs(TRUTH / "known_path.json.gz")
+    tables = default_store().tables(TRUTH / "known_path.json.gz")[0]
+    assert len(step_paths(graphs, result.events, tables, result.registry))
+    gpu_events = {e for g in graphs for e in g.event if e is not None and e in result.events.index}
+    assert gpu_events
+    with pytest.raises(KeyError):  # the path of a step with GPU work holds some GPU item
+        step_paths(graphs, result.events.drop(index=list(gpu_events)), tables, result.registry)

@@ -51,6 +51,14 @@ def test_a_gpu_integer_column_is_the_int64_cast_of_the_inferred_one(values: list
     assert [repr(v) for v in made.tolist()] == [repr(v) for v in expected.tolist()]
 
 
+@pytest.mark.parametrize("values", [[None, None], [], [5, None, 7]])
+def test_a_column_left_as_a_list_is_cast_by_its_values(values: list[int | None]) -> None:
+    """A field's column left as its list (all null, none, or a field whose type the integer set missed) as pandas'
+    own cast of it: its values are never taken for nulls."""
+    assert [repr(v) for v in pd.Series(_nullable(list(values))).tolist()] == \
+        [repr(v) for v in pd.Series(values, dtype="object").astype("Int64").tolist()]
+
+
 @pytest.mark.parametrize("table, extra", [("memory", ()), ("syncs", ()), ("timed", ()), ("timed", ("sequence", "fwd_tid"))])
 def test_an_empty_table_is_made_once_and_each_trace_gets_its_own(table: str, extra: tuple[str, ...]) -> None:
     """A table with no events is the one its builder makes from none (same columns and dtypes), copied: a trace that

@@ -553,7 +553,9 @@ def _nullable(column: Any) -> pd.arrays.IntegerArray:
     """An integer field's column as ``_arg_columns`` makes it, as ``Int64``: what ``astype("Int64")`` makes of it
     (the values, a float64's NaN as null), built from the arrays at hand (a cast each cost ~0.15 ms, ten a GPU
     table); floats too large for int64 are left to pandas' own cast (its error)."""
-    if isinstance(column, list):  # all null, or none at all
+    if isinstance(column, list):  # all null, or none at all; else a field _INT_ARGS missed: pandas' own cast
+        if any(v is not None for v in column):
+            return pd.array(column, dtype="Int64")
         return pd.arrays.IntegerArray(np.zeros(len(column), np.int64), np.ones(len(column), bool))
     if column.dtype == np.int64:
         return pd.arrays.IntegerArray(column, np.zeros(len(column), bool))

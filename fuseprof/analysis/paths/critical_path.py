@@ -655,6 +655,8 @@ def labelled(graphs: Sequence[StepGraph], path: pd.DataFrame, events: pd.DataFra
     on_gpu = [i for i, g in enumerate(gpu) if g]
     # the GPU items' events by position (the events' index is unique), four columns taken, not every column's rows
     rows = events.index.get_indexer_for([graphs[graph_of[i]].event[item_of[i]] for i in on_gpu])
+    if (rows < 0).any():  # -1 would take the last event's labels
+        raise KeyError("a GPU item's event is not among the events")
     for column, values in labels.items():
         for i, value in zip(on_gpu, events[column].iloc[rows].to_numpy().tolist()):
             values[i] = value
