@@ -469,6 +469,15 @@ def verdict_of(row: Mapping[str, object]) -> str:
     return "communication-bound" if communication else verdict
 
 
+def verdict_terms(rows: pd.DataFrame) -> list[dict[str, object]]:
+    """Per row, the columns ``verdict_of`` reads (``TERMS``, those the frame has): its verdict as of the
+    whole row, without boxing the row's other columns (``to_dict`` per step: 3 ms of a rank's 90 steps)."""
+    present = [k for k in TERMS if k in rows]
+    if not present:
+        return [{} for _ in range(len(rows))]
+    return [dict(zip(present, values)) for values in zip(*(rows[k].tolist() for k in present))]
+
+
 def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFrame, top: int = 10) -> pd.DataFrame:
     """CPU ops and ``record_function`` ranges (not the ``iterations``' own) overlapping the host-bound parts of
     gaps, by overlapped time."""

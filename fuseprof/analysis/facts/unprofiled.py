@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.facts.graphs import GRAPH_LAUNCH, GRAPH_NODE, KERNEL_LAUNCH
-from fuseprof.analysis.facts.idle import TERMS, verdict_of
+from fuseprof.analysis.facts.idle import verdict_of, verdict_terms
 from fuseprof.analysis.facts.iterations import Iterations, step_at
 from fuseprof.model import profiler_cost
 from fuseprof.model.intervals import covered_ns, merge
@@ -114,7 +114,8 @@ def recorded_events(tables: TraceTables, registry: Registry) -> tuple[np.ndarray
     return starts, kinds
 
 
-# what the last trace's tables gave (weakly: the objects read, each held by identity), per reading: the unprofiled
+# what the last trace's tables gave, per reading, while the objects read are the same ones (each held weakly, by
+# identity; the value itself is held until the next trace's replaces it: a few arrays of event starts): the unprofiled
 # table and the fusion table's dropped calls (``host_cost_between``) read the same recorded events and host speed,
 # each text searches over every launch call (128 ranks: 0.6 s of the second reading)
 _LAST: dict[str, tuple[list[weakref.ref[object]], object]] = {}
@@ -265,15 +266,6 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
                      if measured is not None else
                      f"estimated: recorded events × {calibration.source}, host ×{speed:.2f} the fit's, {why}")
     return out
-
-
-def verdict_terms(rows: pd.DataFrame) -> list[dict[str, object]]:
-    """Per row, the columns ``idle.verdict_of`` reads (``idle.TERMS``, those the frame has): its verdict as of the
-    whole row, without boxing the row's other columns (``to_dict`` per step: 3 ms of a rank's 90 steps)."""
-    present = [k for k in TERMS if k in rows]
-    if not present:
-        return [{} for _ in range(len(rows))]
-    return [dict(zip(present, values)) for values in zip(*(rows[k].tolist() for k in present))]
 
 
 def _data_spans(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np.ndarray]:

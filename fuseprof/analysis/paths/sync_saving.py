@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fuseprof.analysis.facts.idle import verdict_of
-from fuseprof.analysis.facts.unprofiled import host_scale, verdict_terms
+from fuseprof.analysis.facts.idle import verdict_of, verdict_terms
+from fuseprof.analysis.facts.unprofiled import host_scale
 from fuseprof.analysis.paths.critical_path import StepGraph
 from fuseprof.analysis.paths.plan import Plan
 from fuseprof.analysis.paths.whatif import step_times
