@@ -171,8 +171,9 @@ def _table_of(cat: str) -> str | None:
 
 
 def _rows(events: Sequence[Any], scale: float) -> dict[str, dict[str, list[Any]]]:
-    """The records of interest, as columns, by table: the events picked first (by category, looked up once per
-    category as written, then by name), then each table's args decoded at once (``_columns``)."""
+    """The records of interest, as columns, by table (a table with no record is absent): the events picked first
+    (by category, looked up once per category as written, then by name), then each table's args decoded at once
+    (``_columns``)."""
     picked: dict[str, list[tuple[Any, float, float]]] = {"syncs": [], "records": [], "kernels": [], "comms": []}
     by_category: dict[str, str | None] = {}
     for e in events:
