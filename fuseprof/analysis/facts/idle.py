@@ -489,7 +489,7 @@ def host_activity(gaps: pd.DataFrame, tables: TraceTables, iterations: pd.DataFr
     for tid, part in host.groupby("tid"):
         gaps_of_tid = merge(part["gap_start_ns"].to_numpy(np.int64), part["launch_ns"].astype("Int64").to_numpy(np.int64))
         for kind, table in (("op", tables.ops), ("range", tables.annotations)):
-            mine = np.flatnonzero((table["tid"] == str(tid)).to_numpy(bool))  # rows, not a filtered frame
+            mine = np.flatnonzero(_of_thread(table["tid"], tid))  # rows, not a filtered frame
             start, dur = table["start_ns"].to_numpy(np.int64)[mine], table["dur_ns"].to_numpy(np.int64)[mine]
             overlap = covered_ns(gaps_of_tid, start, start + dur)
             # the iterations' own ranges left out, among the few spans that overlap (not every op of the trace)
