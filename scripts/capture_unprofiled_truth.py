@@ -8,11 +8,15 @@ is (the same result from the same seed) before anything is timed; then the workl
 ``torch.profiler.profile``: no fuseprof metadata, settings recorded in the truth file; schedule wait 1, warm-up 1,
 active 3; the host synchronised only before the last step ends, so the last step's kernels are in the trace);
 then, without the profiler, its step (CUDA events at each step boundary of a loop that never synchronises, as a
-user's loop runs; 5 warm-up steps, 30 timed: median, p10, p90), its GPU busy per step (the steps queued behind a
-spinning kernel, so that they run back to back: kernel time with no launch gaps, checked by the spin still running
-when the host finished queueing), and the step with each candidate change applied (graphs, torch.compile
-(dynamic=False), fused optimizer, syncs removed, data loading overlapped, the largest fusion), each timed the same
-way. ``<name>.truth.json`` holds them, the bound by the rule (GPU-bound when busy >= 80% of the un-profiled step;
+user's loop runs: median, p10, p90), its GPU busy per step (the steps queued behind a spinning kernel, so that they
+run back to back: kernel time with no launch gaps, checked by the spin still running when the host finished
+queueing), and the step with each candidate change applied (graphs, torch.compile (dynamic=False), fused optimizer,
+syncs removed, data loading overlapped, the largest fusion). The step and its changes are timed in paired rounds
+(``--rounds``, default 6; each round times every variant's loop of 5 warm-up and 10 timed steps, the order rotated
+round by round, the profiled capture between the middle two rounds): a host whose speed drifts within minutes (a
+step measured 1.7-2.5 ms p10-p90 on one H100 host) moves base and change alike within a round, so a change's saving
+is the median of its rounds' paired differences, and the step is all rounds' steps pooled around the capture.
+``--rounds 0`` times them once each, one after another (5 warm-up, 30 timed), as the sets before h100g were. ``<name>.truth.json`` holds them, the bound by the rule (GPU-bound when busy >= 80% of the un-profiled step;
 else the largest idle cause: data loading — the loader's own un-profiled time per step —, synchronisation — what
 removing the syncs saves —, else the host's launches), the card, torch and the profiler settings. The truth is
 written here, from the workload's code and these measurements, before fuseprof ever reads the trace.
@@ -46,7 +50,7 @@ import capture_truth_set as base  # noqa: E402  (the models of the truth set: on
 CUDA = torch.cuda.is_available()
 DEVICE = torch.device("cuda" if CUDA else "cpu")
 DTYPE = torch.bfloat16
-WARM, TIMED = 5, 30
+WARM, TIMED, ROUND_STEPS, ROUNDS = 5, 30, 10, 6
 BUSY_RULE = 0.8
 SYNC_WIDTH = 2048 if CUDA else 256
 SETTINGS: dict[str, dict[str, bool]] = {
@@ -66,8 +70,8 @@ def _spread(times: list[float]) -> dict[str, float]:
             "p90_ms": round(deciles[-1], 4), "n": len(times)}
 
 
-def time_loop(step: Step, steps: int = TIMED) -> dict[str, float]:
-    """Per-step times of a loop that never synchronises: an event at each step boundary (on the CPU, a clock)."""
+def step_times(step: Step, steps: int = TIMED) -> list[float]:
+    """Per-step times (ms) of a loop that never synchronises: an event at each step boundary (on the CPU, a clock)."""
     for _ in range(WARM):
         step()
     if not CUDA:
@@ -75,7 +79,7 @@ def time_loop(step: Step, steps: int = TIMED) -> dict[str, float]:
         for _ in range(steps):
             step()
             marks.append(time.perf_counter())
-        return _spread([1e3 * (b - a) for a, b in zip(marks, marks[1:])])
+        return [1e3 * (b - a) for a, b in zip(marks, marks[1:])]
     torch.cuda.synchronize()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
     events[0].record()
@@ -83,7 +87,35 @@ def time_loop(step: Step, steps: int = TIMED) -> dict[str, float]:
         step()
         events[i + 1].record()
     torch.cuda.synchronize()
-    return _spread([a.elapsed_time(b) for a, b in zip(events, events[1:])])
+    return [a.elapsed_time(b) for a, b in zip(events, events[1:])]
+
+
+def time_loop(step: Step, steps: int = TIMED) -> dict[str, float]:
+    """The median, p10 and p90 of a loop's per-step times."""
+    return _spread(step_times(step, steps))
+
+
+def timed_variants(variants: dict[str, Step], rounds: int, midway: Callable[[], Any]) -> dict[str, list[list[float]]]:
+    """Each variant's per-step times, round by round: with ``rounds``, every variant's loop once a round in an order
+    rotated round by round and ``midway`` (the profiled capture) between the middle two rounds, so that the host's
+    drift reaches base and change alike; with none, ``midway`` first and then each variant's loop once, one after
+    another (the method of the sets before h100g)."""
+    if not rounds:
+        midway()
+        return {name: [step_times(step)] for name, step in variants.items()}
+    names, times = list(variants), {name: [] for name in variants}
+    for r in range(rounds):
+        if r == rounds // 2:
+            midway()
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(step_times(variants[name], ROUND_STEPS))
+    return times
+
+
+def pooled(rounds: list[list[float]]) -> dict[str, Any]:
+    """All rounds' steps as one spread, with each round's median beside it."""
+    return {**_spread([t for r in rounds for t in r]),
+            "round_medians_ms": [round(statistics.median(r), 4) for r in rounds]}
 
 
 _CYCLES_PER_MS: list[float] = []
@@ -528,38 +560,48 @@ def bound(step_ms: float, busy: float | None, data_ms: float, sync_ms: float) ->
                     "the rest)"}
 
 
-def time_changes(work: Workload, measured: dict[str, float], steps: dict[str, Step],
+def time_changes(work: Workload, times: dict[str, list[list[float]]],
                  errors: dict[str, Any]) -> dict[str, Any]:
-    """The un-profiled step with each change applied, and what it saves against the step as it is."""
+    """The un-profiled step with each change applied, and what it saves against the step as it is: the median of
+    the rounds' paired differences of medians (one round: the difference of the two loops' medians); the spread, as
+    before h100g, the mean of the two loops' p10-p90 widths."""
+    base = pooled(times["base"])
     changes: dict[str, Any] = {}
     for change, variant in work.changes.items():
-        if change not in steps:
+        if change not in times:
             changes[change] = (variant if variant.startswith("n/a") else
                                f"not measured: {errors.get(change, 'needs a GPU')}")
             continue
-        timed = time_loop(steps[change])
-        spread = ((measured["p90_ms"] - measured["p10_ms"]) + (timed["p90_ms"] - timed["p10_ms"])) / 2
-        changes[change] = {"variant": variant, "step": timed, "saving_ms": round(measured["median_ms"] -
-                           timed["median_ms"], 4), "saving_spread_ms": round(spread, 4),
+        timed = pooled(times[change])
+        paired = [statistics.median(b) - statistics.median(c) for b, c in zip(times["base"], times[change])]
+        spread = ((base["p90_ms"] - base["p10_ms"]) + (timed["p90_ms"] - timed["p10_ms"])) / 2
+        changes[change] = {"variant": variant, "step": timed, "saving_ms": round(statistics.median(paired), 4),
+                           "paired_savings_ms": [round(x, 4) for x in paired], "saving_spread_ms": round(spread, 4),
                            "relative_error_vs_base": errors[change]}
     return changes
 
 
-def capture_one(out: Path, work: Workload) -> None:
+def capture_one(out: Path, work: Workload, rounds: int = ROUNDS) -> None:
     t0 = time.monotonic()
     steps, errors = checked(work)
     step, _ = work.make("base")
-    settings = profiled(step, out / f"{work.name}.json", work.settings)
-    measured = time_loop(step)
+    settings: dict[str, Any] = {}
+    times = timed_variants({"base": step, **steps}, rounds,
+                           lambda: settings.update(profiled(step, out / f"{work.name}.json", work.settings)))
+    measured = pooled(times["base"])
     busy = busy_ms(steps.get("no_syncs") or work.make("no_syncs")[0] if work.syncs else step, measured["median_ms"])
     data_ms = work.data() if work.data else 0.0
-    changes = time_changes(work, measured, steps, errors)
+    changes = time_changes(work, times, errors)
     sync_ms = changes["no_syncs"]["saving_ms"] if isinstance(changes.get("no_syncs"), dict) else 0.0
     busy_median = busy.get("median_ms") if busy else None
+    method = (f"{rounds} paired rounds of {ROUND_STEPS} timed steps a variant (order rotated), the profiled capture "
+              f"between rounds {rounds // 2} and {rounds // 2 + 1}" if rounds else
+              f"after the profiled capture, each variant's {TIMED} timed steps one after another")
     truth = {"name": work.name, "what": work.what, "trace": f"{work.name}.json.gz", "card": _card(),
              "profiler": settings, "unprofiled_step": measured, "gpu_busy": busy, "loader_ms_per_step": data_ms,
              **bound(measured["median_ms"], busy_median, data_ms, sync_ms), "changes": changes, **work.extra,
-             "measured": "in the process and on the card that made the trace, after it; truth written before "
+             "timing": method,
+             "measured": "in the process and on the card that made the trace; truth written before "
                          "fuseprof read the trace"}
     (out / f"{work.name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     size = (out / f"{work.name}.json.gz").stat().st_size / 1e3
@@ -579,6 +621,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", help="comma-separated workload names (default: all)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help=f"paired timing rounds around the capture (default {ROUNDS}; 0: one loop each, after it)")
     parser.add_argument("--list", action="store_true", help="print the workloads and their changes, run nothing")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -596,14 +640,15 @@ def main(argv: list[str] | None = None) -> int:
     print(_card(), flush=True)
     for i, work in enumerate(chosen):
         try:
-            capture_one(args.out, work)
+            capture_one(args.out, work, args.rounds)
             if CUDA:
                 torch.cuda.empty_cache()
         except Exception as exc:  # the rest go on in a fresh process: a device-side error ends this one's context
             print(f"{work.name}: FAILED {type(exc).__name__}: {str(exc)[:500]}", flush=True)
             rest = [w.name for w in chosen[i + 1:]]
             if rest:
-                subprocess.call([sys.executable, __file__, "--out", str(args.out), "--only", ",".join(rest)])
+                subprocess.call([sys.executable, __file__, "--out", str(args.out), "--only", ",".join(rest),
+                                 "--rounds", str(args.rounds)])
             return 1
     return 0
 
