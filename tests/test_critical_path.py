@@ -131,3 +131,18 @@ def test_labelling_a_path_whose_gpu_event_is_missing_is_an_error() -> None:
     assert gpu_events
     with pytest.raises(KeyError):  # the path of a step with GPU work holds some GPU item
         step_paths(graphs, result.events.drop(index=list(gpu_events)), tables, result.registry)
+
+
+def test_each_threads_wait_calls_are_its_stream_waits_in_start_order() -> None:
+    """The wait calls' guess reads, per thread, when it queued a stream wait: the starts of its calls whose role is
+    'wait call', in order, other roles left out, and a call with no thread in no thread's list."""
+    import numpy as np
+    import pandas as pd
+
+    from fuseprof.analysis.paths.critical_path import _wait_times
+
+    calls = pd.DataFrame({"tid": pd.Series(["7", "7", "9", None, "7", "9"], dtype=object).astype(str).where(
+        [True, True, True, False, True, True], np.nan),
+        "start_ns": [500, 100, 300, 50, 900, 200], "role": ["wait call", "wait call", "wait call", "wait call",
+                                                            "launch", "sync"]})
+    assert _wait_times(calls) == {"7": [100, 500], "9": [300]}

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,8 +149,9 @@ def _steps(events: pd.DataFrame, calls: pd.DataFrame, iterations: Iterations) ->
     iterations."""
     if iterations.found and events["profiler_step"].notna().any():
         shown = set(events["profiler_step"].dropna().astype(str).tolist())
-        ranges = iterations.ranges.assign(name=iterations.ranges["name"].astype(str))
-        return [(r.name, int(r.start_ns), int(r.start_ns + r.dur_ns)) for r in ranges.itertuples() if r.name in shown]
+        ranges = iterations.ranges
+        return [(name, int(start), int(start + dur)) for name, start, dur in zip(
+            ranges["name"].astype(str).tolist(), ranges["start_ns"].tolist(), ranges["dur_ns"].tolist()) if name in shown]
     starts = [events["start_ns"].min()] + ([calls["start_ns"].min()] if len(calls) else [])
     ends = [events["end_ns"].max()] + ([(calls["start_ns"] + calls["dur_ns"]).max()] if len(calls) else [])
     return [("(window)", int(min(starts)), int(max(ends)))] if len(events) else []
@@ -159,6 +160,8 @@ def _steps(events: pd.DataFrame, calls: pd.DataFrame, iterations: Iterations) ->
 def _wake_partners(tables: TraceTables) -> dict[str, set[str]]:
     """Per thread, the threads it hands work to and back from: autograd's threads and the forward ops' threads."""
     backward = set(tables.autograd["tid"].astype(str)) if len(tables.autograd) else set()
+    if not backward:  # no thread to hand work to (an inference's trace): the forward ops' threads unread
+        return defaultdict(set)
     forward = set(tables.forward_ops["tid"].astype(str)) - backward if len(tables.forward_ops) else set()
     partners: dict[str, set[str]] = defaultdict(set)
     for b in backward:
@@ -216,8 +219,14 @@ def _contention(graph: StepGraph, typical: dict[str, int]) -> None:
     for v, kind in enumerate(graph.kind):
         if kind == "gpu":
             lanes[graph.lane[v]].append(v)
+    # only an item on a device with another stream can have waited for one (most steps run one stream a device:
+    # their items are skipped without a readiness each)
+    streams = Counter(lane.split(":")[0] for lane in lanes)
+    shared = {lane for lane in lanes if streams[lane.split(":")[0]] > 1}
+    if not shared:
+        return
     for v, kind in enumerate(graph.kind):
-        if kind != "gpu" or not graph.deps[v]:
+        if kind != "gpu" or not graph.deps[v] or graph.lane[v] not in shared:
             continue
         ready = max(graph.avail(d) + typical.get(d.kind, 0) for d in graph.deps[v])
         if ready >= graph.t0[v]:
@@ -289,12 +298,12 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
     role = _roles(calls, registry, set(events["correlation"].dropna()))
     calls = calls.assign(role=role)
     partners = _wake_partners(tables)
-    events = events.assign(lane=device_streams(events).to_numpy())
-    history = StreamHistory(events)
+    # the columns the graphs read, with each event's lane: not a copy of every column the events hold
+    gpu_events = events[_GPU_COLUMNS].assign(lane=device_streams(events).to_numpy())
+    history = StreamHistory(gpu_events)
     edges = sync_edges(tables.syncs, events)
-    waits = calls.iloc[:0] if edges.waits else calls[calls["role"] == "wait call"]  # the records, not a guess
-    wait_times = {tid: sorted(part["start_ns"].astype("int64").tolist()) for tid, part in waits.groupby("tid")}
-    gpu = _GpuRows(events)
+    wait_times = {} if edges.waits else _wait_times(calls)  # the records, not a guess
+    gpu = _GpuRows(gpu_events)
     call_rows = _call_rows(calls)
     call_starts = calls["start_ns"].to_numpy(np.int64)
     out = []
@@ -310,6 +319,18 @@ def step_graphs(events: pd.DataFrame, tables: TraceTables, registry: Registry, i
         bind(graph)
         out.append(graph)
     return out
+
+
+def _wait_times(calls: pd.DataFrame) -> dict[str, list[int]]:
+    """Per thread, the starts of its stream-wait calls in order (a missing thread has none: a grouping by thread
+    drops it); read as lists, not a frame filtered and grouped."""
+    waits = (calls["role"] == "wait call").to_numpy(bool)
+    times: dict[str, list[int]] = {}
+    for tid, at in zip(calls["tid"].to_numpy()[waits].tolist(),
+                       calls["start_ns"].astype("int64").to_numpy()[waits].tolist()):
+        if not pd.isna(tid):
+            times.setdefault(tid, []).append(at)
+    return {tid: sorted(starts) for tid, starts in times.items()}
 
 
 def _call_rows(calls: pd.DataFrame) -> list[tuple[int, int, str, str, str, object]]:
@@ -329,6 +350,9 @@ def _present(column: pd.Series) -> list[object]:
 def _text(column: pd.Series) -> list[str]:
     """Each value as text, a missing one as 'nan' (``astype(str)`` keeps it missing under pandas 3)."""
     return [str(v) for v in column.tolist()]
+
+
+_GPU_COLUMNS = ["start_ns", "end_ns", "category", "kind", "correlation", "name", "tid", "profiler_step"]
 
 
 class _GpuRows:
@@ -478,7 +502,8 @@ def _add_syncs(graph: StepGraph, waited: dict[int, int]) -> None:
     behind a launch that came after the sync on its thread, or on a thread it hands work to, would close a cycle —
     the sync, that launch, the work behind it, the sync. Another thread's later launch closes none: allowed)."""
     gpu = [v for v, k in enumerate(graph.kind) if k == "gpu"]
-    if not gpu:
+    syncs = [v for v, role in enumerate(graph.role) if role == "sync" and graph.kind[v] == "call"]
+    if not gpu or not syncs:  # what the GPU items are queued behind is read for a sync only
         return
     threads = _thread_groups(graph)
     own: dict[int, int | None] = {}  # per GPU item: when its launch call started
@@ -501,12 +526,10 @@ def _add_syncs(graph: StepGraph, waited: dict[int, int]) -> None:
                     latest[group] = at
         behind[v] = latest
     order = sorted(gpu, key=lambda v: graph.t1[v])
-    ends = np.array([graph.t1[v] for v in order], np.int64)
-    for v, role in enumerate(graph.role):
-        if role != "sync" or graph.kind[v] != "call":
-            continue
+    ends = [graph.t1[v] for v in order]  # a search per sync: a list's bisect, no array a step
+    for v in syncs:
         mine, only = threads[graph.lane[v]], waited.get(v)
-        k = int(np.searchsorted(ends, graph.t1[v], "right")) - 1
+        k = bisect.bisect_right(ends, graph.t1[v]) - 1
         while k >= 0 and ends[k] > graph.t0[v]:
             if only is not None and order[k] != only:
                 k -= 1
