@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 _BOUND_COLUMN = {b: b.replace("/", "_").replace(" ", "_") + "_ns" for b in BOUNDS}
 _GROUP = ["bound", "name", "op", "module", "ranges"]
+_NUMBERS = {"start_ns", "end_ns", "item", "to_item", "dep"}  # the path's columns of integers (PATH_COLUMNS)
 
 
 def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceTables, registry: Registry
@@ -43,16 +44,29 @@ def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceT
         return pd.DataFrame(columns=[*PATH_COLUMNS, "dur_ns", "name", "op", "module", "ranges", "step", "graph",
                                      "bound"])
     segments = [walk_segments(g) for g in graphs]
-    path = pd.DataFrame([row for rows in segments for row in rows], columns=PATH_COLUMNS)
-    path["dur_ns"] = path["end_ns"] - path["start_ns"]
-    path["step"] = [g.step for g, rows in zip(graphs, segments) for _ in rows]
-    path["graph"] = np.repeat(np.arange(len(graphs), dtype=np.int64), [len(rows) for rows in segments])
+    rows = [row for mine in segments for row in mine]
+    steps = [g.step for g, mine in zip(graphs, segments) for _ in mine]
+    # made from its columns at once, the numbers as int64 arrays (what pandas infers from the rows' ints), not
+    # inferred from the rows and set column by column after
+    columns = {c: np.array(values, np.int64) if c in _NUMBERS else list(values)
+               for c, values in zip(PATH_COLUMNS, zip(*rows))}
+    path = pd.DataFrame({**columns, "dur_ns": columns["end_ns"] - columns["start_ns"], "step": steps,
+                         "graph": np.repeat(np.arange(len(graphs), dtype=np.int64), [len(mine) for mine in segments])}
+                        ) if rows else _empty_path()
     path = labelled(graphs, path, events, HostLookup(tables, registry))
     path["bound"] = path["category"].map(CATEGORIES)
-    ranges = path["ranges"].astype(object).where(path["ranges"].notna(), "").astype(str)
-    ranges, steps = ranges.tolist(), path["step"].tolist()
+    ranges = ["" if pd.isna(r) else str(r) for r in path["ranges"].tolist()]
     own = [r == s or r.startswith(s + " / ") for r, s in zip(ranges, steps)]  # the step's own range: not news
     path["ranges"] = [r[len(s) + 3:] if o and r != s else "" if o else r for r, s, o in zip(ranges, steps, own)]
+    return path
+
+
+def _empty_path() -> pd.DataFrame:
+    """The segments' frame of steps whose paths hold none, with their columns' types."""
+    path = pd.DataFrame([], columns=PATH_COLUMNS)
+    path["dur_ns"] = path["end_ns"] - path["start_ns"]
+    path["step"] = []
+    path["graph"] = np.zeros(0, np.int64)
     return path
 
 
