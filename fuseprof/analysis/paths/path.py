@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -48,8 +48,8 @@ def step_paths(graphs: Sequence[StepGraph], events: pd.DataFrame, tables: TraceT
     steps = [g.step for g, mine in zip(graphs, segments) for _ in mine]
     # made from its columns at once, the numbers as int64 arrays (what pandas infers from the rows' ints), not
     # inferred from the rows and set column by column after
-    columns = {c: np.array(values, np.int64) if c in _NUMBERS else list(values)
-               for c, values in zip(PATH_COLUMNS, zip(*rows))}
+    columns: dict[str, Any] = {c: np.array(values, np.int64) if c in _NUMBERS else list(values)
+                               for c, values in zip(PATH_COLUMNS, zip(*rows))}
     path = pd.DataFrame({**columns, "dur_ns": columns["end_ns"] - columns["start_ns"], "step": steps,
                          "graph": np.repeat(np.arange(len(graphs), dtype=np.int64), [len(mine) for mine in segments])}
                         ) if rows else _empty_path()
