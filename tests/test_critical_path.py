@@ -146,3 +146,21 @@ def test_each_threads_wait_calls_are_its_stream_waits_in_start_order() -> None:
         "start_ns": [500, 100, 300, 50, 900, 200], "role": ["wait call", "wait call", "wait call", "wait call",
                                                             "launch", "sync"]})
     assert _wait_times(calls) == {"7": [100, 500], "9": [300]}
+
+
+def test_the_sync_saving_of_each_step_is_its_own_replays_difference(tmp_path: Path) -> None:
+    """sync_savings replays every step at once, those without a sync unchanged: each step with one gets the step time
+    its sequential replay (``whatif.replay``, one step alone) loses when its syncs take no time, the host scaled in
+    both; a step without one gets none. A generated rank whose steps make a sync in some steps and not in others."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from make_rank_set import make_rank_set
+
+    from fuseprof.analysis.paths.sync_saving import no_sync_plan, sync_savings
+
+    make_rank_set(tmp_path, ranks=1, steps=20, seed=3)
+    _, graphs = _graphs(next(tmp_path.glob("*.json")))
+    syncing = [g for g in graphs if any(on >= 0 for on in g.sync_on)]
+    assert 0 < len(syncing) < len(graphs)  # both kinds of step, or the test tells nothing
+    for scale in (1.0, 0.6):
+        expected = {g.step: replay(g, Plan(host_scale=scale)) - replay(g, no_sync_plan(g, scale)) for g in syncing}
+        assert sync_savings(graphs, scale) == expected

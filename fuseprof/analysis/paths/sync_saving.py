@@ -36,12 +36,18 @@ def no_sync_plan(graph: StepGraph, scale: float = 1.0) -> Plan:
 
 def sync_savings(graphs: Sequence[StepGraph], scale: float) -> dict[str, int]:
     """Per step (the idle table's name) that has a synchronising call: the step time removing its syncs saves,
-    both replays with the host's time × ``scale``."""
-    held = [g for g in graphs if any(on >= 0 for on in g.sync_on)]
+    both replays with the host's time × ``scale``. Every step is replayed, those without a sync unchanged in both
+    rows (each step's replay is its own): the arrays of the whole step set, which the fusion table's and the path's
+    replays read after, are built once, not once more for the steps with a sync (a rank: 59 of its 90 steps)."""
+    held = [k for k, g in enumerate(graphs) if any(on >= 0 for on in g.sync_on)]
     if not held:
         return {}
-    times = step_times(held, [[Plan(host_scale=scale)] * len(held), [no_sync_plan(g, scale) for g in held]])
-    return {WINDOW.get(g.step, g.step): int(before - after) for g, before, after in zip(held, times[0], times[1])}
+    scaled = Plan(host_scale=scale)
+    without = [scaled] * len(graphs)
+    for k in held:
+        without[k] = no_sync_plan(graphs[k], scale)
+    times = step_times(graphs, [[scaled] * len(graphs), without])
+    return {WINDOW.get(graphs[k].step, graphs[k].step): int(times[0][k] - times[1][k]) for k in held}
 
 
 def with_sync_saving(estimate: pd.DataFrame, idle: pd.DataFrame, graphs: Sequence[StepGraph]) -> pd.DataFrame:
