@@ -164,3 +164,22 @@ def test_the_sync_saving_of_each_step_is_its_own_replays_difference(tmp_path: Pa
     for scale in (1.0, 0.6):
         expected = {g.step: replay(g, Plan(host_scale=scale)) - replay(g, no_sync_plan(g, scale)) for g in syncing}
         assert sync_savings(graphs, scale) == expected
+
+
+def test_a_threads_host_spans_are_its_rows_in_order_and_a_missing_thread_is_none() -> None:
+    """HostLookup.spans: per thread (as text), its ops' (start, start + duration, name) in the table's order; a row
+    with no thread is no thread's, a thread with no row has none, a nullable start left missing stays missing."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from fuseprof.analysis.paths.critical_path import HostLookup
+    from fuseprof.model.registry_data import DEFAULT
+
+    ops = pd.DataFrame({"tid": pd.Series([7, "8", None, 7, 7], dtype=object),
+                        "start_ns": pd.array([30, 10, 5, None, 20], dtype="Int64"), "dur_ns": [4, 2, 1, 9, 3],
+                        "name": ["c", "b", "x", "d", "a"]})
+    lookup = HostLookup(SimpleNamespace(ops=ops), DEFAULT)  # type: ignore[arg-type]
+    assert lookup.spans("ops", "7") == [(30, 34, "c"), (pd.NA, pd.NA, "d"), (20, 23, "a")]
+    assert lookup.spans("ops", "8") == [(10, 12, "b")]
+    assert lookup.spans("ops", "9") == [] and lookup.spans("ops", "None") == []

@@ -634,7 +634,7 @@ class HostLookup:
         self.tables, self.registry = tables, registry
         self._spans: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
         self._sync: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._by_tid: dict[str, tuple[dict[str, np.ndarray], tuple[pd.Series, ...]]] = {}
+        self._by_tid: dict[str, tuple[dict[str, np.ndarray], tuple[np.ndarray, ...]]] = {}
         loading = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
         self.loading = "|".join(f"(?:{p})" for p in loading)
 
@@ -642,15 +642,21 @@ class HostLookup:
         """(start, end, name) of the ``ops`` or ``annotations`` on thread ``lane``."""
         if (kind, lane) not in self._spans:
             if kind not in self._by_tid:
-                # each thread's rows (positions, in order) and the columns whole, not a frame per thread: a rank's
-                # paths ask for a thread or two of a table grouped into every thread's frame
+                # each thread's rows (positions, in order: a stable sort of the threads' codes, as a grouping finds
+                # them; a missing thread is none) and the columns as arrays: a rank's paths ask for a thread or two of
+                # a table of a few hundred rows, where a grouping and three takes a thread were a pandas call each
                 table = getattr(self.tables, kind)
-                rows = table["start_ns"].groupby(table["tid"].astype(str).to_numpy(), sort=False).indices
-                self._by_tid[kind] = ({str(t): r for t, r in rows.items()},
-                                      (table["start_ns"], table["start_ns"] + table["dur_ns"], table["name"].astype(str)))
+                codes, names = pd.factorize(table["tid"].astype(str))
+                order = np.argsort(codes, kind="stable")
+                bounds = np.searchsorted(codes[order], np.arange(len(names) + 1)).tolist()
+                # (objects, as the columns' own values: a nullable column's missing value stays missing, not NaN)
+                ends = table["start_ns"] + table["dur_ns"]
+                self._by_tid[kind] = ({str(t): order[a:b] for t, a, b in zip(names, bounds, bounds[1:])},
+                                      (table["start_ns"].to_numpy(object), ends.to_numpy(object),
+                                       table["name"].astype(str).to_numpy(object)))
             threads, columns = self._by_tid[kind]
             mine = threads.get(lane, np.zeros(0, np.int64))
-            self._spans[(kind, lane)] = list(zip(*(column.iloc[mine].tolist() for column in columns)))
+            self._spans[(kind, lane)] = list(zip(*(column[mine].tolist() for column in columns)))
         return self._spans[(kind, lane)]
 
     def sync(self, lane: str) -> tuple[np.ndarray, np.ndarray]:
