@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,11 @@ def test_each_truth_states_its_bound_by_its_rule(path: Path) -> None:
         assert sum(causes.values()) == pytest.approx(idle, abs=1e-3)
         assert truth["bound"] == max(causes, key=causes.__getitem__)
     for change in truth["changes"].values():
-        if isinstance(change, dict):  # a timed change: its saving is the two medians' difference
+        if isinstance(change, dict) and "paired_savings_ms" in change:  # paired rounds: each round's medians
+            rounds = zip(step["round_medians_ms"], change["step"]["round_medians_ms"], change["paired_savings_ms"])
+            assert all(paired == pytest.approx(b - c, abs=2e-4) for b, c, paired in rounds)
+            assert change["saving_ms"] == pytest.approx(statistics.median(change["paired_savings_ms"]), abs=2e-4)
+        elif isinstance(change, dict):  # one loop each: its saving is the two medians' difference
             assert change["saving_ms"] == pytest.approx(step["median_ms"] - change["step"]["median_ms"], abs=1e-3)
         else:
             assert change.startswith(("n/a", "not measured"))
