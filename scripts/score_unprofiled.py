@@ -39,10 +39,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 TRUTH = ROOT / "tests" / "fixtures" / "truth_unprofiled"
 # the first words that name a change, checked in order on the advice's "what"
-CHANGES = (("host_idle", ("between graph replays",)), ("graphs_after_no_syncs", ("synchronisations, then",)),
+# a fusion row is named by its prefix and checked first: its ops' names hold any word ("_backward_data", "sync")
+CHANGES = (("fusion", ("fuse:",)), ("host_idle", ("between graph replays",)),
+           ("graphs_after_no_syncs", ("synchronisations, then",)),
            ("graphs", ("cuda graph", "host-bound gaps", "reduce-overhead")),
            ("no_syncs", ("sync",)), ("data_prefetched", ("data", "loader")),
-           ("fused_optimizer", ("optimizer",)), ("fusion", ("fuse:",)), ("compile", ("compile",)))
+           ("fused_optimizer", ("optimizer",)), ("compile", ("compile",)))
 
 
 # the truth's words for a bound and fuseprof's for the same one (the truth files are never edited to match)

@@ -100,6 +100,7 @@ def test_advice_maps_to_the_change_it_names() -> None:
     assert change_of("shorten the host's work between graph replays") == "host_idle"
     assert change_of("remove synchronisations (.item())") == "no_syncs"
     assert change_of("fuse: memory-bound chain — aten::add → aten::mul ×12") == "fusion"
+    assert change_of("fuse: cross-entropy — aten::nll_loss_backward → aten::_log_softmax_backward_data") == "fusion"
     assert change_of("overlap data loading (DataLoader workers)") == "data_prefetched"
     assert change_of("tune aten::mm") is None
 
