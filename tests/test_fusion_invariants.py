@@ -86,3 +86,19 @@ def test_the_same_trace_gives_the_same_answer_in_any_folder(tmp_path: Path) -> N
     measured = analyze(alone, ceilings=TRACES)[0]
     assert measured.roof.label == "NVIDIA H200 (measured)"
     assert measured.fusion["rate_source"].iloc[0] == "fit to 32 same-bytes copies"
+
+
+def test_an_unlinked_kernel_is_named_by_the_op_that_launches_it_most_elsewhere() -> None:
+    """linked_keys: a chain's '?kernel' part becomes the op that launches that kernel (by its short name) most often
+    among the linked events, ties to the first seen; a kernel no linked event names keeps its own name, and a trace whose
+    chains are all linked keeps every key (its events' ops are then not read: a frame without them serves)."""
+    from fuseprof.analysis.judgements.fusion import linked_keys
+
+    events = pd.DataFrame({"op": ["aten::add", None, "aten::mul", "aten::mul", "aten::add"],
+                           "name": ["void add_kernel<float>", "void add_kernel<float>", "void add_kernel<float>",
+                                    "void add_kernel<float>", "void exp_kernel<float>"]})
+    add = short_kernel_name("void add_kernel<float>")
+    chains = pd.DataFrame({"key": [f"aten::neg → ?{add}", "?other_kernel → aten::neg"]})
+    assert linked_keys(chains, events).tolist() == ["aten::neg → aten::mul", "other_kernel → aten::neg"]
+    linked = pd.DataFrame({"key": ["aten::neg → aten::exp", "aten::mul"]})
+    assert linked_keys(linked, pd.DataFrame()).tolist() == ["aten::neg → aten::exp", "aten::mul"]

@@ -268,9 +268,13 @@ def kernel_floor_ns(events: pd.DataFrame) -> float:
 
 def linked_keys(chains: pd.DataFrame, events: pd.DataFrame) -> pd.Series:
     """Each chain's op sequence, an unlinked kernel named by the op that launches that kernel elsewhere
-    in the trace: chains equal up to how well the trace linked them to ops are one group."""
-    linked = events[events["op"].notna()]
-    op_of = modes(linked["op"], linked["name"].map(short_kernel_name))
+    in the trace: chains equal up to how well the trace linked them to ops are one group. The ops per kernel name are
+    worked out only where some chain holds an unlinked kernel (most traces link every chain's kernels: the trace's
+    every linked kernel's name, shortened, and their modes, unread)."""
+    op_of: pd.Series | dict[str, str] = {}
+    if any(part.startswith("?") for key in chains["key"].tolist() for part in key.split(" → ")):
+        linked = events[events["op"].notna()]
+        op_of = modes(linked["op"], linked["name"].map(short_kernel_name))
     return chains["key"].map(lambda key: " → ".join(
         str(op_of.get(k[1:], k[1:])) if k.startswith("?") else k for k in key.split(" → ")))
 
