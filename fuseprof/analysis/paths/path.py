@@ -103,7 +103,9 @@ def path_top(graphs: Sequence[StepGraph], path: pd.DataFrame, top: int) -> pd.Da
     columns = [*_GROUP, "time_ns", "share_pct", "step_saving_if_zero_ns"]
     if path.empty:
         return pd.DataFrame(columns=columns)
-    keys = zip(*(path[c].astype(object).where(path[c].notna(), "").tolist() for c in _GROUP))
+    # each column's values, a missing one as '': its mask at once and its list, not a cast and a where on a copy
+    keys = zip(*([v if present else "" for v, present in zip(path[c].tolist(), path[c].notna().to_numpy().tolist())]
+                 for c in _GROUP))
     members: dict[tuple[object, ...], list[int]] = {}
     for position, key in enumerate(keys):
         members.setdefault(key, []).append(position)
