@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sys
@@ -107,6 +108,13 @@ def test_cpu_capture_path_end_to_end_with_a_user_case(tmp_path: Path, capsys: py
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["ncu"] == {"status": "skipped", "reason": "CPU device"}
     assert manifest["command_line"][0] == sys.argv[0]
+    # the traced window was also run without the profiler, and the trace itself carries those times (issue 59)
+    raw = json.loads(gzip.decompress((bundle / "raw" / "profiler_trace.json.gz").read_bytes()))
+    measured = json.loads(raw["fuseprof_unprofiled"]) if isinstance(raw["fuseprof_unprofiled"], str) \
+        else raw["fuseprof_unprofiled"]
+    assert measured["method"] == "host clock" and measured["torch"] == __import__("torch").__version__
+    assert len(measured["step_ns"]) == 5 and all(isinstance(t, int) and t > 0 for t in measured["step_ns"])
+    assert manifest["profiler"]["unprofiled_window_ns"] == measured["step_ns"]
 
 
 def test_summary_filters_by_case(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,12 @@ def test_profile_without_ncu_writes_checked_timed_traced_bundle(tmp_path: Path) 
     assert eager.groupby("invocation").size().max() > compiled.groupby("invocation").size().max()
     assert compiled["launch_api"].isin(["cuLaunchKernelEx", "cuLaunchKernel"]).all()
     assert kernels["duration_ns"].gt(0).all()
+    # the traced window also ran without the profiler; analyze uses that measurement, not its estimate (issue 59)
+    measured = json.loads((path / "manifest.json").read_text())["profiler"]["unprofiled_window_ns"]
+    unprofiled = fuseprof.analyze(path)[0].frames["unprofiled"]
+    assert len(measured) == 5 and unprofiled["source"].str.startswith("measured").all()
+    removed = (unprofiled["span_ns"] - statistics.median(measured)).clip(lower=0)
+    assert (unprofiled["host_removed_ns"] == removed.round()).all() and unprofiled["source"].str.contains("CUDA").all()
 
 
 @pytest.mark.ncu

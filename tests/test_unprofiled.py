@@ -221,6 +221,15 @@ def test_an_amd_trace_is_estimated_with_the_wider_uncertainty_and_says_so(tmp_pa
     assert (u["uncertainty_pct"] == 50).all() and "calibrated on NVIDIA only" in u["source"].iloc[0]
 
 
+@pytest.mark.parametrize(("method", "said"), [("host clock", " (host clock)"), ("CUDA events", " (CUDA events)"),
+                                              ("\x1b[2J wiped", ""), (7, ""), (None, "")])
+def test_the_source_names_the_captures_timing_only_in_its_own_words(tmp_path: Path, method: object,
+                                                                     said: str) -> None:
+    u = analyze(_copy_with(tmp_path, {"fuseprof_unprofiled": {"step_ns": [5_900_000], "method": method}}))[0]
+    assert (u.frames["unprofiled"]["source"] ==
+            f"measured: fuseprof's timing of the same steps without the profiler{said}").all()
+
+
 def test_the_capture_writes_the_key_the_parser_reads(tmp_path: Path) -> None:
     import torch
 

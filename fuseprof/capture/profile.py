@@ -25,7 +25,7 @@ from fuseprof.capture.measure import check_and_time
 from fuseprof.capture.modelled import modelled_rows
 from fuseprof.capture.ncu_capture import capture_with_ncu
 from fuseprof.capture.ncu_target import target_argv
-from fuseprof.capture.torch_profile import record_trace
+from fuseprof.capture.torch_profile import UNPROFILED_ROUNDS, record_trace
 from fuseprof.case import Case, Shape, Variant, load_case, select_variants, shape_label
 from fuseprof.console import Log, log_to_stderr
 from fuseprof.errors import InvalidArgumentError, NcuError, NcuPermissionError, NoGPUError
@@ -102,7 +102,9 @@ def _manifest(case: Case, variants: tuple[Variant, ...], shapes: tuple[Shape, ..
         "timing": {"repeats": opts.repeats, "warmup_calls": 3,
                    "l2_policy": timing.L2_FLUSH_POLICY if device.type == "cuda" else timing.CPU_POLICY},
         "profiler": {"repeats_per_range": opts.profiler_repeats, "trace": "raw/profiler_trace.json.gz",
-                     "l2_policy": "warm (no flush inside the profiled region)"},
+                     "l2_policy": "warm (no flush inside the profiled region)",
+                     "unprofiled": f"the traced window run {UNPROFILED_ROUNDS} times without the profiler first "
+                                   "(CUDA events, or the host clock on a CPU), in the trace's fuseprof_unprofiled too"},
     }
 
 
@@ -122,7 +124,9 @@ def run_profile(opts: ProfileOptions, log: Log = log_to_stderr) -> Path:
         timings, calls = check_and_time(case, variants, shapes, dtype, device, opts.repeats, opts.seed, log,
                                         copy_baseline=opts.copy_baseline)
         log(f"  torch.profiler: {len(calls)} ranges x {opts.profiler_repeats} calls")
-        record_trace(calls, opts.profiler_repeats, writer.raw("profiler_trace.json.gz"), device.type == "cuda")
+        unprofiled = record_trace(calls, opts.profiler_repeats, writer.raw("profiler_trace.json.gz"),
+                                  device.type == "cuda")
+        manifest["profiler"]["unprofiled_window_ns"] = unprofiled
         ncu_error: NcuError | None = None
         denied = False
         if opts.ncu and device.type == "cuda":

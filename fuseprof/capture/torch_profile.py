@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import json
 import shutil
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,28 +70,63 @@ def profiled(raw: Path, cuda: bool, **options: Any) -> Iterator[torch.profiler.p
 UNPROFILED_KEY = "fuseprof_unprofiled"  # read by fuseprof.parse.trace_events.capture_facts
 
 
-def add_unprofiled(prof: torch.profiler.profile, step_ns: Sequence[int]) -> None:
+def add_unprofiled(prof: torch.profiler.profile, step_ns: Sequence[int], method: str = "CUDA events") -> None:
     """Write into the trace the same steps timed without the profiler (CUDA events, ns each), and the torch that ran
     them: ``analyze`` then uses the measured step time instead of its estimate (``fuseprof.analysis.facts.unprofiled``).
     Call while the profiler runs (inside its ``with``; Kineto drops metadata added after it stops)."""
     prof.add_metadata_json(UNPROFILED_KEY, json.dumps({"step_ns": [int(t) for t in step_ns],
-                                                       "torch": torch.__version__, "method": "CUDA events"}))
+                                                       "torch": torch.__version__, "method": method}))
 
 
-def record_trace(calls: Sequence[Call], repeats: int, gz_path: Path, cuda: bool) -> None:
+UNPROFILED_ROUNDS = 5  # the window's un-profiled runs: the median of five steadies a host that drifts
+
+
+def _run_calls(calls: Sequence[Call], repeats: int, cuda: bool) -> None:
+    """Each call ``repeats`` times inside its range, the GPU drained after each: the window a trace records."""
+    for call in calls:
+        with torch.profiler.record_function(call.label):
+            for _ in range(repeats):
+                call.fn(*call.inputs)
+            if cuda:
+                torch.cuda.synchronize()
+
+
+def time_unprofiled(window: Callable[[], None], cuda: bool, rounds: int = UNPROFILED_ROUNDS) -> list[int]:
+    """``window`` run ``rounds`` times with no profiler on, each timed whole (ns): CUDA events around it on a GPU
+    (the window ends by draining the GPU, so its end event marks its last kernel), the host's clock on a CPU. These
+    are the steps ``add_unprofiled`` writes into the trace, so that ``analyze`` need not estimate the profiler's
+    host cost on fuseprof's own captures (issue 59)."""
+    times = []
+    for _ in range(rounds):
+        if cuda:
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            window()
+            end.record()
+            end.synchronize()
+            times.append(round(start.elapsed_time(end) * 1e6))
+        else:
+            began = time.perf_counter_ns()
+            window()
+            times.append(time.perf_counter_ns() - began)
+    return times
+
+
+def record_trace(calls: Sequence[Call], repeats: int, gz_path: Path, cuda: bool) -> list[int]:
     """Run each call ``repeats`` times inside its range and write the gzipped Chrome trace (and the execution
-    trace beside it).
+    trace beside it); return the same window's un-profiled times (ns), which the trace carries too.
 
-    No L2 flush runs inside the profiled region, so every kernel in the trace belongs to a
+    The window runs ``UNPROFILED_ROUNDS`` times without the profiler first (``time_unprofiled``): the trace has no
+    steps, so its one window is the step ``analyze`` reads, and the measured window replaces its estimate of the
+    profiler's host cost. No L2 flush runs inside the profiled region, so every kernel in the trace belongs to a
     measured call; profiler durations are therefore warm-L2 figures (timings.parquet and
     ncu give the flushed ones). Input shapes are recorded: the per-op roofline and the modelled roofline
     of a capture whose counters were denied read them.
     """
+    unprofiled = time_unprofiled(lambda: _run_calls(calls, repeats, cuda), cuda)
     with profiled(gz_path.parent, cuda, record_shapes=True) as prof:
-        for call in calls:
-            with torch.profiler.record_function(call.label):
-                for _ in range(repeats):
-                    call.fn(*call.inputs)
-                if cuda:
-                    torch.cuda.synchronize()
+        add_unprofiled(prof, unprofiled, "CUDA events" if cuda else "host clock")
+        _run_calls(calls, repeats, cuda)
     export_gzipped_trace(prof, gz_path)
+    return unprofiled

@@ -221,6 +221,14 @@ def _measured(tables: TraceTables) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _measured_source(tables: TraceTables) -> str:
+    """How fuseprof's capture timed the steps, where it says so in the words it writes (any other text, which a
+    trace could carry, is not repeated)."""
+    method = tables.capture.get("unprofiled", {}).get("method")
+    how = f" ({method})" if method in ("CUDA events", "host clock") else ""
+    return f"measured: fuseprof's timing of the same steps without the profiler{how}"
+
+
 def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, registry: Registry,
                calibration: Calibration = DEFAULT) -> pd.DataFrame:
     """Per step of the idle table (the module docstring): the events counted, the host time removed, the launch
@@ -262,8 +270,7 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     out["host_span_ns"] = out["step"].map(ranges).fillna(out["span_ns"]).astype(np.int64)
     out["uncertainty_pct"] = 100.0 * spread
     out["setting"] = how
-    out["source"] = ("measured: fuseprof's CUDA-event timing of the same steps without the profiler"
-                     if measured is not None else
+    out["source"] = (_measured_source(tables) if measured is not None else
                      f"estimated: recorded events × {calibration.source}, host ×{speed:.2f} the fit's, {why}")
     return out
 
