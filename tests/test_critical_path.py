@@ -183,3 +183,33 @@ def test_a_threads_host_spans_are_its_rows_in_order_and_a_missing_thread_is_none
     assert lookup.spans("ops", "7") == [(30, 34, "c"), (pd.NA, pd.NA, "d"), (20, 23, "a")]
     assert lookup.spans("ops", "8") == [(10, 12, "b")]
     assert lookup.spans("ops", "9") == [] and lookup.spans("ops", "None") == []
+
+
+def test_the_loop_period_is_the_module_docstrings_max_or_alone_whether_joined_or_not(tmp_path: Path) -> None:
+    """loop_periods (a small step set: its kinds of row in one replay call) per row and step: a step that waits for
+    the GPU replayed alone, host scaled; another the larger of its host alone (GPU items at no time) and its GPU
+    alone (no host time), each replayed on its own; the same with the calls kept apart (a large window's way)."""
+    import numpy as np
+
+    from fuseprof.analysis.paths import loop_period
+    from fuseprof.analysis.paths.sync_saving import no_sync_plan
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from make_rank_set import make_rank_set
+
+    make_rank_set(tmp_path, ranks=1, steps=20, seed=3)
+    _, graphs = _graphs(next(tmp_path.glob("*.json")))
+    plans = [[Plan()] * len(graphs), [no_sync_plan(g) for g in graphs]]
+    waits = np.array(loop_period.waits_for_gpu(graphs))
+    assert waits.any() and not waits.all()
+    scale = 0.7
+    expected = [[replay(g, p.merge(Plan(host_scale=scale))) if w else
+                 max(replay(g, p.merge(Plan(host_scale=scale, gpu_scale=0.0))),
+                     replay(g, loop_period._no_host(g, p).merge(Plan(host_scale=0.0))))
+                 for g, p, w in zip(graphs, row, waits)] for row in plans]
+    assert loop_period.loop_periods(graphs, plans, scale).tolist() == expected
+    joined, loop_period.JOINED_CELLS = loop_period.JOINED_CELLS, 0
+    try:
+        assert loop_period.loop_periods(graphs, plans, scale).tolist() == expected
+    finally:
+        loop_period.JOINED_CELLS = joined

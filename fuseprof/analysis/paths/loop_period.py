@@ -35,6 +35,8 @@ from fuseprof.analysis.paths.critical_path import StepGraph
 from fuseprof.analysis.paths.plan import Plan
 from fuseprof.analysis.paths.whatif import step_times
 
+JOINED_CELLS = 2**17  # plan rows × items up to which the period's kinds of row are replayed in one call (~1 MB a matrix)
+
 
 def waits_for_gpu(graphs: Sequence[StepGraph]) -> list[bool]:
     """Per step, whether its host waits for the GPU: a synchronising call, other than the capture's closing one
@@ -56,17 +58,31 @@ def loop_periods(graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], h
     docstring), the host's time scaled by ``host_scale``: every row replayed at once."""
     if not graphs or not plans:
         return np.zeros((len(plans), len(graphs)), np.int64)
-    host_only, gpu_only = Plan(host_scale=host_scale, gpu_scale=0.0), Plan(host_scale=0.0)
     waits = np.array(waits_for_gpu(graphs))
-    # one replay call per kind of row: a call's arrays hold all its rows at once (a large window's peak memory)
-    period = np.maximum(step_times(graphs, [[p.merge(host_only) for p in row] for row in plans]),
-                        step_times(graphs, [[_no_host(g, p).merge(gpu_only) for g, p in zip(graphs, row)]
-                                            for row in plans]))
-    if waits.any():  # replayed alone only where some step waits (each row once more: a large window's arrays)
-        scaled = Plan(host_scale=host_scale)
-        alone = step_times(graphs, [[p.merge(scaled) for p in row] for row in plans])
-        period = np.where(waits[None, :], alone, period)
-    return period
+    # replayed alone only where some step waits (each row once more: a large window's arrays)
+    kinds = ["host", "gpu", "alone"] if waits.any() else ["host", "gpu"]
+    if len(kinds) * len(plans) * sum(len(g.kind) for g in graphs) <= JOINED_CELLS:
+        # a few small matrices: every kind's rows in one replay call, its passes over the steps once, not per kind
+        times = np.split(step_times(graphs, [row for kind in kinds for row in _rows(kind, graphs, plans, host_scale)]),
+                         len(kinds))
+    else:  # one replay call per kind of row: a call's arrays hold all its rows at once (a large window's peak memory)
+        times = [step_times(graphs, _rows(kind, graphs, plans, host_scale)) for kind in kinds]
+    period = np.maximum(times[0], times[1])
+    return np.where(waits[None, :], times[2], period) if len(times) > 2 else period
+
+
+def _rows(kind: str, graphs: Sequence[StepGraph], plans: Sequence[Sequence[Plan]], host_scale: float
+          ) -> list[list[Plan]]:
+    """Each row's plans replayed for one of the period's terms: the host alone (every GPU item taking no time), the
+    GPU alone (no host time), or the step as it is; the host's time scaled by ``host_scale``."""
+    if kind == "host":
+        host_only = Plan(host_scale=host_scale, gpu_scale=0.0)
+        return [[p.merge(host_only) for p in row] for row in plans]
+    if kind == "gpu":
+        gpu_only = Plan(host_scale=0.0)
+        return [[_no_host(g, p).merge(gpu_only) for g, p in zip(graphs, row)] for row in plans]
+    scaled = Plan(host_scale=host_scale)
+    return [[p.merge(scaled) for p in row] for row in plans]
 
 
 def _no_host(graph: StepGraph, plan: Plan) -> Plan:
