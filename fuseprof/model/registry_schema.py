@@ -88,9 +88,12 @@ def shown(value: Any) -> str:
     return text if len(text) <= _CUT else f"{text[:_CUT]}… ({len(text):,} characters)"
 
 
+@functools.lru_cache(maxsize=512)
 def regex_problem(pattern: str) -> str | None:
     """What is wrong with a registry regex, or None: it must compile, and not be a pattern whose search could
-    take exponential time (``fuseprof.model.safe_regex``: ``re`` has no timeout, so the bound is on the form)."""
+    take exponential time (``fuseprof.model.safe_regex``: ``re`` has no timeout, so the bound is on the form).
+    Kept per pattern: the default registry's mined kernel families give each pattern twice (a family row and its
+    kinds row), and the check costs ~0.3 ms a pattern in every process's start."""
     try:
         re.compile(pattern)
     except (re.error, OverflowError, RecursionError) as exc:

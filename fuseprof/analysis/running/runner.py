@@ -27,10 +27,8 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -167,6 +165,9 @@ def _run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: int,
         from fuseprof.analysis.running.cluster import run_on_cluster
 
         return run_on_cluster(scheduler, fn, calls, progress, what)
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # with multiprocessing: ~19 ms to import
+    from multiprocessing import get_context
+
     with ProcessPoolExecutor(max_workers=min(workers, len(calls)), mp_context=get_context("spawn")) as pool:
         futures = {pool.submit(fn, *call): i for i, call in enumerate(calls)}
         for done, future in enumerate(as_completed(futures), start=1):
