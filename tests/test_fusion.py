@@ -170,3 +170,17 @@ def test_eager_attention_is_found_and_predicted_as_one_sdpa_kernel() -> None:
     assert row["predicted_fused_ns"] == pytest.approx(3 * one)
     audit = result.audit.set_index("fusion")
     assert audit.loc["flash attention", "verdict"] == "not fused"
+
+
+def test_a_rows_launches_count_its_members_not_replayed_from_a_graph() -> None:
+    """opportunities._launched: per row, its members launched one by one — a member replayed from a CUDA graph
+    launches nothing of its own, one that is no event of the trace counts as launched — repeats counted each time."""
+    import numpy as np
+    import pandas as pd
+
+    from fuseprof.analysis.judgements.opportunities import _launched
+
+    index = pd.Index([10, 11, 12, 13])
+    replayed = np.array([False, True, True, False])
+    members = pd.Series([[10, 11, 12, 13], [11, 12], [10, 10, 99], []], dtype=object)
+    assert _launched(members, index, replayed) == [2, 0, 3, 0]

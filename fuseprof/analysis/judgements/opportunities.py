@@ -21,6 +21,7 @@ tune, not a fusion saving.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.facts.graphs import is_graph_launch
@@ -65,7 +66,7 @@ def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel,
     epilogue = frame["class"] == "GEMM epilogue"
     frame["launches"] = frame["count"] * frame["kernels_per_chain"]
     replayed = is_graph_launch(events["launch_api"]) if "launch_api" in events else pd.Series(False, index=events.index)
-    launched = [int((~replayed.reindex(m, fill_value=False)).sum()) for m in frame["members"]]
+    launched = _launched(frame["members"], events.index, replayed.to_numpy(bool))
     frame["launches_saved"] = [max(0, n - (0 if e else c)) if n else 0
                                for n, c, e in zip(launched, frame["count"], epilogue)]
     one_launch = events.loc[~replayed, "launch_dur_ns"].astype("float64").median() if (~replayed).any() else 0.0
@@ -74,6 +75,17 @@ def opportunities(events: pd.DataFrame, timeline: pd.DataFrame, copy: CopyModel,
     frame["copy_bytes_per_s"] = copy.bytes_per_s
     frame["rate_source"] = copy.source
     return frame.sort_values("saving_ns", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def _launched(members: pd.Series, index: pd.Index, replayed: np.ndarray) -> list[int]:
+    """Per row, how many of its members were launched one by one: not replayed from a CUDA graph (a member that
+    is no event counts as launched). Found by position in the events' index (unique: an index with a repeated label
+    is refused, as a reindex refused it), not by a Series reindexed per row."""
+    out = []
+    for labels in members:
+        at = index.get_indexer(list(labels))
+        out.append(int(np.count_nonzero(at < 0) + np.count_nonzero(~replayed[at[at >= 0]])))
+    return out
 
 
 def slow_ops(op_roofline: pd.DataFrame, fusion: pd.DataFrame, busy_ns: float) -> pd.DataFrame:
