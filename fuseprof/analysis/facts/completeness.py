@@ -203,14 +203,16 @@ def _classified(row: Mapping[str, Any], every: pd.DataFrame, inside: Dropped | N
     return "damage", None  # impossible durations, merged processes, impossible allocator records: unknown
 
 
-def classify(rows: pd.DataFrame, every: pd.DataFrame, tables: TraceTables) -> pd.DataFrame:
+def classify(rows: pd.DataFrame, every: pd.DataFrame, tables: TraceTables,
+             calls: tuple[pd.DataFrame, pd.Series] | None = None) -> pd.DataFrame:
     """The integrity rows with ``kind`` and ``doubt_pct`` (module docstring): the findings' own, else by
-    ``_classified``; a setting's detail says what it limits and what fills it in."""
+    ``_classified``; a setting's detail says what it limits and what fills it in. ``calls``: the trace's
+    ``integrity.launch_calls``, which the integrity section took for its rows (taken again where not given)."""
     total = gpu_ns(every)
     pairs = ~rows["ok"].astype(bool) & rows["check"].isin(["kernels_without_launch", "launches_without_gpu_event"])
     from fuseprof.analysis.facts.integrity import dropped_records
 
-    inside = dropped_records(tables) if pairs.any() else None
+    inside = dropped_records(tables, calls) if pairs.any() else None
     kinds, doubts, details = [], [], []
     for row in rows.to_dict("records"):  # a row as a dict: iterrows made a Series of each (~0.05 ms a row)
         kind, doubt, detail = row.get("kind"), row.get("doubt_ns"), str(row["detail"])

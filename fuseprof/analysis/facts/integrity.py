@@ -183,7 +183,7 @@ class Dropped(NamedTuple):
     launches: int
 
 
-def dropped_records(tables: TraceTables) -> Dropped:
+def dropped_records(tables: TraceTables, calls: tuple[pd.DataFrame, pd.Series] | None = None) -> Dropped:
     """The records missing from inside the trace, told apart from what its edges cut off. A trace's head holds
     GPU work launched before the profiler started (no launch call: warm-up), which runs before the first event on
     its stream whose launch is recorded (the trace's first such event where the stream has none); its tail holds
@@ -191,7 +191,7 @@ def dropped_records(tables: TraceTables) -> Dropped:
     whose kernel is recorded. A GPU event without its launch after that first event, or a launch without its
     kernel before that last call, is a record the profiler dropped (a full activity buffer, a file cut and
     edited): every time table reads low, and a code change cannot make it (a kernel a change removes takes its
-    launch call with it)."""
+    launch call with it). ``calls``: ``launch_calls(tables)`` where the caller took it already."""
     gpu = tables.gpu
     launched = gpu["correlation"].isin(set(tables.launches["correlation"].dropna().astype("int64"))).fillna(False)
     launched = launched.to_numpy(bool)
@@ -205,7 +205,7 @@ def dropped_records(tables: TraceTables) -> Dropped:
         if keys is not None and len(first) else np.full(int(orphans.sum()), np.iinfo(np.int64).max)
     starts = gpu["start_ns"].to_numpy("int64")[orphans]
     inside = starts > edge
-    launches, lost = launch_calls(tables)
+    launches, lost = calls if calls is not None else launch_calls(tables)
     last = launches[~lost].groupby("tid", sort=False)["start_ns"].max()
     thread_last = last.astype("Int64").reindex(launches["tid"].to_numpy()).fillna(np.iinfo(np.int64).min)
     before_last = launches["start_ns"].to_numpy("int64") < thread_last.to_numpy("int64")

@@ -26,7 +26,7 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
 
     named = context.every["device"].map(named_device)
     processes = len(set(tables.launches["pid"].dropna()) | set(tables.host_ops["pid"].dropna()))
-    calls = launch_calls(tables)  # the integrity rows and the step findings read them: taken once
+    calls = launch_calls(tables)  # the integrity rows, the step findings and the dropped records read them: once
     rows = integrity(context.every, context.mask, named, lost_launches(calls), context.window_asked,
                      processes, _host_span(tables), tables.memory)
     notes = tables.notes if tables.notes is not None else read_trace_notes(tables.path)
@@ -34,7 +34,7 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
              *step_findings(calls, context.every, context.iterations),
              *torch_rules.findings(tables, context.every, notes)]
     rows = pd.concat([rows, pd.DataFrame([f._asdict() for f in found])], ignore_index=True)
-    return {"integrity": classify(rows, context.every, tables)}
+    return {"integrity": classify(rows, context.every, tables, calls)}
 
 
 def _host_span(tables: TraceTables) -> tuple[int, int] | None:
