@@ -1,6 +1,7 @@
 """A program of your own, with two regions for ``fuseprof run``:
 
     fuseprof run examples/region_demo.py --steps 4
+    fuseprof run --unprofiled-steps 3 examples/region_demo.py --steps 6
 
 An RMSNorm written the unfused way and a SwiGLU-style gate; runs on the GPU when there is one.
 """
@@ -29,4 +30,5 @@ for _ in range(args.steps):
         y = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(dtype) * weight
     with fuseprof.region("gate"):
         out = F.silu(gate) * y
+    fuseprof.step()  # one step ended: `fuseprof run --unprofiled-steps K` times K of them before tracing the rest
 print(f"ran {args.steps} steps on {device}: {float(out.float().abs().mean()):.4f}")

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from fuseprof.bundle.loading import load, load_timings
     from fuseprof.export.sql import sql
     from fuseprof.model.registry import Registry
-    from fuseprof.regions import region
+    from fuseprof.regions import region, step
     from fuseprof.report import Report
 
-__all__ = ["analyze", "load", "load_timings", "region", "sql", "__version__"]
+__all__ = ["analyze", "load", "load_timings", "region", "sql", "step", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -37,10 +37,10 @@ def __getattr__(name: str) -> Any:
         from fuseprof.export.sql import sql
 
         return sql
-    if name == "region":
-        from fuseprof.regions import region
+    if name in ("region", "step"):
+        from fuseprof import regions
 
-        return region
+        return getattr(regions, name)
     raise AttributeError(f"module 'fuseprof' has no attribute {name!r}")
 
 

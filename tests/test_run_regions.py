@@ -3,6 +3,8 @@ with ncu through scripts/h200.sh step ``regions``."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -43,6 +45,42 @@ def test_run_reports_script_problems_in_one_line(tmp_path: Path, body: str, mess
     errors = [line for line in done.stderr.splitlines() if line.startswith("fuseprof: error:")]
     assert done.returncode == 2 and len(errors) == 1 and message in errors[0], done.stderr[-1500:]
     assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([FUSEPROF, "run", "--no-ncu", "--out", str(tmp_path / "out"), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+
+
+def test_unprofiled_steps_run_timed_before_the_profiler_starts(tmp_path: Path) -> None:
+    """The demo marks each of its 6 steps with fuseprof.step(): the first call marks where timing begins, steps 2-4
+    run timed with no profiler on, and steps 5 and 6 (and the script's tail) are traced as ProfilerSteps (issue 59:
+    the steps as they run without the profiler, measured in the same run, the script run once)."""
+    done = _run(tmp_path, "--unprofiled-steps", "3", str(DEMO), "--steps", "6")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("ran 6 steps on cpu") == 1  # the script ran once
+    bundle = Path(done.stdout.strip().splitlines()[-1])
+    raw = json.loads(gzip.decompress((bundle / "raw" / "profiler_trace.json.gz").read_bytes()))
+    measured = raw["fuseprof_unprofiled"]
+    assert measured["method"] == "host clock" and len(measured["step_ns"]) == 3
+    assert all(isinstance(t, int) and t > 0 for t in measured["step_ns"])
+    assert json.loads((bundle / "manifest.json").read_text())["profiler"]["unprofiled_step_ns"] == measured["step_ns"]
+    events = raw["traceEvents"]
+    assert sorted(e["name"] for e in events if e.get("cat") == "user_annotation"
+                  and e["name"].startswith("ProfilerStep#")) == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
+    assert sum(e.get("name") == "aten::silu" and e.get("cat") == "cpu_op" for e in events) == 2  # steps 5 and 6 only
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--unprofiled-steps", "6", str(DEMO), "--steps", "6"], "called fuseprof.step() 6 times; --unprofiled-steps 6 "
+                                                             "needs 7 calls"),
+    (["--unprofiled-steps", "-1", str(DEMO)], "'-1': a whole number, 0 or more"),
+])
+def test_unprofiled_steps_that_leave_nothing_to_trace_are_an_error(tmp_path: Path, args: list[str],
+                                                                   message: str) -> None:
+    done = _run(tmp_path, *args)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr[-1500:]
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 

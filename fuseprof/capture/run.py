@@ -15,7 +15,7 @@ import runpy
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -25,7 +25,7 @@ import pandas as pd
 from fuseprof.bundle.files import BundleWriter, remove_unfinished
 from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.ncu_capture import capture_with_ncu
-from fuseprof.capture.torch_profile import export_gzipped_trace, profiled
+from fuseprof.capture.torch_profile import add_unprofiled, export_gzipped_trace, profiled
 from fuseprof.case import user_frame
 from fuseprof.console import Log, log_to_stderr, verbatim
 from fuseprof.errors import CaseNotFoundError, InvalidArgumentError, NcuError
@@ -43,6 +43,7 @@ class RunOptions:
     ncu: bool = True
     tensor_precisions: tuple[str, ...] = ("bf16", "fp16")
     ncu_timeout_s: float = 1800.0
+    unprofiled_steps: int = 0
 
 
 def _end_a_forked_child(owner: int, code: object) -> None:
@@ -108,6 +109,84 @@ def _exiting_cleans_up(owner: int) -> Iterator[None]:
         os._exit = real_exit
 
 
+class StepMarks:
+    """What ``fuseprof.step()`` does while ``fuseprof run`` runs the script. With ``unprofiled`` steps asked for, the
+    profiler is not on yet: the first call marks where timing begins and each of the next ``unprofiled`` calls ends
+    one step timed whole (a CUDA event recorded as the loop runs, no synchronisation, read when the last is reached;
+    the host's clock on a CPU); then the profiler starts, with those times in its trace (``add_unprofiled``), and
+    every later call ends one ``ProfilerStep``. Without, the profiler runs from the start and a call is its step."""
+
+    def __init__(self, unprofiled: int, cuda: bool, start: Callable[[], Any]) -> None:
+        self.unprofiled, self.cuda, self._start = unprofiled, cuda, start
+        self.marks: list[Any] = []
+        self.step_ns: list[int] = []
+        self.prof: Any = None
+
+    def start(self) -> None:
+        self.prof = self._start()
+        if self.step_ns:
+            add_unprofiled(self.prof, self.step_ns, "CUDA events" if self.cuda else "host clock")
+
+    def __call__(self) -> None:
+        if self.prof is not None:
+            self.prof.step()
+            return
+        self.marks.append(self._mark())
+        if len(self.marks) == self.unprofiled + 1:
+            self.step_ns = self._elapsed()
+            self.start()
+
+    def _mark(self) -> Any:
+        import torch
+
+        if not self.cuda:
+            return time.perf_counter_ns()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def _elapsed(self) -> list[int]:
+        if not self.cuda:
+            return [b - a for a, b in zip(self.marks, self.marks[1:])]
+        self.marks[-1].synchronize()
+        return [round(a.elapsed_time(b) * 1e6) for a, b in zip(self.marks, self.marks[1:])]
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """``fuseprof.step()`` calls this object while the block runs."""
+        from fuseprof import regions
+
+        regions._on_step = self
+        try:
+            yield
+        finally:
+            regions._on_step = None
+
+
+def _trace_script(opts: RunOptions, raw: Path, cuda: bool) -> tuple[Any, list[int]]:
+    """The script run once, under the profiler from its start or, with ``--unprofiled-steps``, from the step after
+    the timed ones (``StepMarks``); the profiler and the un-profiled step times."""
+    import torch
+
+    options: dict[str, Any] = {"record_shapes": True, "with_stack": True, "with_modules": True}
+    if opts.unprofiled_steps:  # every step recorded, and named ProfilerStep#N as a scheduled profiler names them
+        options["schedule"] = lambda _step: torch.profiler.ProfilerAction.RECORD
+    with contextlib.ExitStack() as tracing:
+        marks = StepMarks(opts.unprofiled_steps, cuda, lambda: tracing.enter_context(profiled(raw, cuda, **options)))
+        if not opts.unprofiled_steps:
+            marks.start()
+        with marks.installed():
+            _run_script(opts)
+        if marks.prof is None:
+            raise InvalidArgumentError(
+                f"{opts.script}: called fuseprof.step() {len(marks.marks)} times; --unprofiled-steps "
+                f"{opts.unprofiled_steps} needs {opts.unprofiled_steps + 1} calls (the first marks where timing "
+                "begins) and more after them, for the steps the profiler traces")
+        if cuda:
+            torch.cuda.synchronize()
+    return marks.prof, marks.step_ns
+
+
 def run_script(opts: RunOptions, log: Log = log_to_stderr) -> Path:
     """Capture ``opts.script`` into a new bundle and return its path."""
     import torch
@@ -126,11 +205,11 @@ def run_script(opts: RunOptions, log: Log = log_to_stderr) -> Path:
     }
     name = opts.name or bundle_name(f"run-{opts.script.stem}", manifest["device"]["name"], manifest["created_utc"])
     with BundleWriter(opts.out_dir, name) as writer:
-        log(f"fuseprof: running {opts.script} under torch.profiler ({'CUDA' if cuda else 'CPU only'})")
-        with profiled(writer.raw(""), cuda, record_shapes=True, with_stack=True, with_modules=True) as prof:
-            _run_script(opts)
-            if cuda:
-                torch.cuda.synchronize()
+        log(f"fuseprof: running {opts.script} under torch.profiler ({'CUDA' if cuda else 'CPU only'})"
+            + (f", its first {opts.unprofiled_steps} steps timed without it" if opts.unprofiled_steps else ""))
+        prof, step_ns = _trace_script(opts, writer.raw(""), cuda)
+        if step_ns:
+            manifest["profiler"]["unprofiled_step_ns"] = step_ns
         kernels = read_chrome_trace(export_gzipped_trace(prof, writer.raw("profiler_trace.json.gz")))
         regions = sorted(kernels["variant"].dropna().unique()) if "variant" in kernels else []
         if not regions:

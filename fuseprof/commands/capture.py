@@ -78,6 +78,16 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     bool_flag(p, "ncu", True, "profile the regions' kernels with Nsight Compute on a GPU")
     p.add_argument("--tensor-precisions", default="bf16,fp16", metavar="LIST", help=_PRECISIONS_HELP)
     p.add_argument("--ncu-timeout", type=float, default=1800, help="seconds before ncu is stopped")
+    p.add_argument("--unprofiled-steps", type=_whole_number, default=0, metavar="K",
+                   help="with the script calling fuseprof.step() at the end of each step of its loop: run K steps "
+                        "after the first, timed, before the profiler starts, and write their times into the trace "
+                        "(analyze then uses them, not its estimate of the profiler's cost)")
+
+
+def _whole_number(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number, 0 or more")
+    return int(text)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -87,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     tensor = tensor_precisions(args.tensor_precisions)
     print(run_script(RunOptions(script=args.script, args=list(args.args), out_dir=args.out, name=args.name,
                                 ncu=args.ncu, tensor_precisions=TENSOR_PRECISIONS if tensor is None else tensor,
-                                ncu_timeout_s=args.ncu_timeout)))
+                                ncu_timeout_s=args.ncu_timeout, unprofiled_steps=args.unprofiled_steps)))
     return 0
 
 
