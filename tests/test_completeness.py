@@ -400,3 +400,32 @@ def test_a_zero_start_on_an_epoch_clock_is_refused_in_one_line(tmp_path: Path, c
     ok = code == 2 and len(lines) == 1 and "a damaged timestamp?" in lines[0] and "Traceback" not in err
     FUZZ_RESULTS["clear error" if ok else "silently wrong"] += 1
     assert ok, (code, err)
+
+
+@pytest.mark.parametrize(("name", "header", "said"), [
+    ("train_sgd_foreach", {}, "no nn.Module paths (captured without with_stack=True / with_modules=True)"),
+    ("train_sgd_foreach", {"with_modules": 1}, "no nn.Module paths (the trace says with_stack or with_modules was "
+                                               "on, and no kernel ran inside an nn.Module)"),
+    ("train_fused", {}, "no input shapes in the trace (captured without record_shapes=True)"),
+    ("train_fused", {"record_shapes": 1}, "no input shapes in the trace (the trace says record_shapes was on, and "
+                                          "no launching op recorded one)"),
+])
+def test_a_missing_column_is_blamed_on_a_setting_only_where_the_trace_does_not_say_it_was_on(
+        tmp_path: Path, name: str, header: dict[str, Any], said: str) -> None:
+    """h100g/train_sgd_foreach was captured with record_shapes only and h100g/train_fused with activities only (their
+    top levels say so): no event carries a module, and in train_fused none a shape. Told the setting was on, the note
+    says what the trace says instead of 'captured without' (a `fuseprof run` of a script with no nn.Module records
+    with_modules on and no module)."""
+    import gzip
+
+    from fuseprof.analysis import analyze
+
+    doc = json.loads(gzip.decompress((FIXTURES / "truth_unprofiled" / "h100g" / f"{name}.json.gz").read_bytes()))
+    assert not doc.get("with_stack") and not doc.get("with_modules")
+    assert doc.get("record_shapes", 0) == (name == "train_sgd_foreach")
+    assert not any(e.get("args", {}).get("Input Dims") for e in doc["traceEvents"]) or name != "train_fused"
+    doc.update(header)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    notes = analyze(path)[0].notes
+    assert said in " ".join(notes) and sum(said.split(" (")[0] in n for n in notes) == 1

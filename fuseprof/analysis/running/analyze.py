@@ -106,15 +106,22 @@ def _device_of(tables: TraceTables, events: pd.DataFrame) -> tuple[str | None, d
     return None, {}, None
 
 
-def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None) -> list[str]:
+def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None, settings: dict[str, object]) -> list[str]:
+    """What limits the analysis, said once; a missing column is blamed on a capture setting only where the trace
+    does not say that setting was on (``settings``: what torch wrote at its top level)."""
     notes = []
     if not roof.judged:
         notes.append(f"roof: {roof.label}; no row is judged against a roof")
     if events["input_dims"].map(lambda d: isinstance(d, list)).sum() == 0:
-        notes.append("no input shapes in the trace (captured without record_shapes=True): no per-op roofline, and the "
+        why = ("the trace says record_shapes was on, and no launching op recorded one" if settings.get("record_shapes")
+               else "captured without record_shapes=True")
+        notes.append(f"no input shapes in the trace ({why}): no per-op roofline, and the "
                      "audit sees fused kernels only (the op graph that shows unfused ones needs shapes)")
     if events["module"].isna().all():
-        notes.append("no nn.Module paths (captured without with_stack=True / with_modules=True)")
+        notes.append("no nn.Module paths (" + ("the trace says with_stack or with_modules was on, and no kernel ran "
+                                               "inside an nn.Module" if settings.get("with_stack")
+                                               or settings.get("with_modules") else
+                                               "captured without with_stack=True / with_modules=True") + ")")
     if graph_check == TWIN_CHECK:
         notes.append("graph replays attributed by aligning their kernels, in order, to the eager trace's given "
                      "beside them (--eager-twin; the integrity table says how much time was attributed so)")
@@ -201,7 +208,7 @@ def analyze_tables(tables: TraceTables, options: Options = Options(), name: str 
                                graph, found.iterations, window_asked=options.window))
     return TraceAnalysis(name=name or tables.path.name, device=device_name, roof=roof, events=events, frames=frames,
                          window=found.window, rank=tables.rank, world_size=tables.world_size, registry=options.registry, top=options.top,
-                         notes=_notes(events, roof, found.graph_check) + _dataflow_note(graph, execution_trace is not None)
+                         notes=_notes(events, roof, found.graph_check, tables.capture) + _dataflow_note(graph, execution_trace is not None)
                          + ([recognised] if recognised else []) + ([bounded] if bounded else []))
 
 
