@@ -70,9 +70,12 @@ def compare(before: Path, after: Path) -> int:
                     print(f"{path.stem} :: {trace} :: {table}")
                     if isinstance(rows_a, list) and isinstance(rows_b, list):
                         for i, (ra, rb) in enumerate(zip(rows_a, rows_b)):
-                            if ra != rb:
+                            if ra != rb and isinstance(ra, dict) and isinstance(rb, dict):
                                 keys = [k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k)]
                                 print(f"    row {i}: " + "; ".join(f"{k}: {ra.get(k)!r} -> {rb.get(k)!r}" for k in keys))
+                                break
+                            if ra != rb:  # a list of texts (the notes)
+                                print(f"    item {i}: {ra!r} -> {rb!r}"[:300])
                                 break
                         if len(rows_a) != len(rows_b):
                             print(f"    rows {len(rows_a)} -> {len(rows_b)}")
