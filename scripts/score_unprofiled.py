@@ -39,7 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 TRUTH = ROOT / "tests" / "fixtures" / "truth_unprofiled"
 # the first words that name a change, checked in order on the advice's "what"
-# a fusion row is named by its prefix and checked first: its ops' names hold any word ("_backward_data", "sync")
+# a fusion row (its text begins "fuse:") is checked first: its ops' names hold any word ("_backward_data", "sync")
 CHANGES = (("fusion", ("fuse:",)), ("host_idle", ("between graph replays",)),
            ("graphs_after_no_syncs", ("synchronisations, then",)),
            ("graphs", ("cuda graph", "host-bound gaps", "reduce-overhead")),

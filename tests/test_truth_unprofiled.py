@@ -11,6 +11,7 @@ import gzip
 import importlib.util
 import json
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,9 @@ FILES = sorted(TRUTH.glob("*/*.truth.json"))
 def _scorer() -> Any:
     spec = importlib.util.spec_from_file_location("score_unprofiled", ROOT / "scripts" / "score_unprofiled.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    sys.modules.setdefault(spec.name, module)  # type: ignore[union-attr]  (its dataclasses look themselves up there)
+    spec.loader.exec_module(sys.modules[spec.name])  # type: ignore[union-attr]
+    return sys.modules[spec.name]  # type: ignore[union-attr]
 
 
 def test_the_set_has_the_workloads_the_issue_names() -> None:
@@ -171,3 +173,41 @@ def test_the_h100d_set_scores_all_right_since_the_loop_period() -> None:
     measured = json.loads((TRUTH / "h100d" / "prefill_eager.truth.json").read_text())["changes"]["fusion"]
     assert prefill["change"] == "fusion" and prefill["measured_ms"] == pytest.approx(measured["saving_ms"])
     assert abs(prefill["claimed_ms"] - measured["saving_ms"]) <= 0.25 * measured["saving_ms"]
+
+
+def _capture_module() -> Any:
+    pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location("capture_unprofiled_truth",
+                                                  ROOT / "scripts" / "capture_unprofiled_truth.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules.setdefault(spec.name, module)  # type: ignore[union-attr]  (its dataclasses look themselves up there)
+    spec.loader.exec_module(sys.modules[spec.name])  # type: ignore[union-attr]
+    return sys.modules[spec.name]  # type: ignore[union-attr]
+
+
+def test_paired_rounds_rotate_the_variants_and_capture_after_the_middle_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """capture_unprofiled_truth.timed_variants with the loops replaced by a log: every variant once a round, the
+    order rotated, the profiled capture after round rounds // 2; --rounds 0 captures first, then one loop each."""
+    module = _capture_module()
+    log: list[str] = []
+    steps = {"base": lambda: None, "a": lambda: None, "b": lambda: None}
+    names = {id(f): n for n, f in steps.items()}
+    monkeypatch.setattr(module, "step_times", lambda step, n=30: log.append(names[id(step)]) or [1.0] * n)
+    times = module.timed_variants(steps, 4, lambda: log.append("capture"))
+    assert log == ["base", "a", "b", "a", "b", "base", "capture", "b", "base", "a", "base", "a", "b"]
+    assert {k: len(v) for k, v in times.items()} == {"base": 4, "a": 4, "b": 4}
+    log.clear()
+    times = module.timed_variants(steps, 0, lambda: log.append("capture"))
+    assert log == ["capture", "base", "a", "b"] and all(len(v) == 1 and len(v[0]) == 30 for v in times.values())
+
+
+def test_a_savings_spread_is_the_loops_own_not_the_pooled_rounds() -> None:
+    """Two rounds whose loops each spread 0.1 ms but sit 1 ms apart: the pooled p10-p90 is about 1 ms wide, the
+    saving's spread (the mean of the two loops' widths, median over rounds) is the loops' own."""
+    module = _capture_module()
+    loop = [5.0 + 0.1 * i / 9 for i in range(10)]
+    base = module.pooled([loop, [t + 1.0 for t in loop]])
+    change = module.pooled([[t - 3 for t in loop], [t - 2 for t in loop]])
+    widths = statistics.quantiles(loop, n=10)
+    assert base["p90_ms"] - base["p10_ms"] > 0.9
+    assert module.saving_spread(base, change) == pytest.approx(round(widths[-1] - widths[0], 4), abs=1e-4)
