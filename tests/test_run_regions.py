@@ -74,7 +74,9 @@ def test_unprofiled_steps_run_timed_before_the_profiler_starts(tmp_path: Path) -
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--unprofiled-steps", "6", str(DEMO), "--steps", "6"], "called fuseprof.step() 6 times; --unprofiled-steps 6 "
-                                                             "needs 7 calls"),
+                                                             "needs at least 8"),
+    (["--unprofiled-steps", "5", str(DEMO), "--steps", "6"], "called fuseprof.step() 6 times; --unprofiled-steps 5 "
+                                                             "needs at least 7"),
     (["--unprofiled-steps", "-1", str(DEMO)], "'-1': a whole number, 0 or more"),
 ])
 def test_unprofiled_steps_that_leave_nothing_to_trace_are_an_error(tmp_path: Path, args: list[str],

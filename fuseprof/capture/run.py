@@ -121,6 +121,7 @@ class StepMarks:
         self.marks: list[Any] = []
         self.step_ns: list[int] = []
         self.prof: Any = None
+        self.traced = 0  # the steps ended under the profiler
 
     def start(self) -> None:
         self.prof = self._start()
@@ -130,6 +131,7 @@ class StepMarks:
     def __call__(self) -> None:
         if self.prof is not None:
             self.prof.step()
+            self.traced += 1
             return
         self.marks.append(self._mark())
         if len(self.marks) == self.unprofiled + 1:
@@ -177,11 +179,11 @@ def _trace_script(opts: RunOptions, raw: Path, cuda: bool) -> tuple[Any, list[in
             marks.start()
         with marks.installed():
             _run_script(opts)
-        if marks.prof is None:
+        if opts.unprofiled_steps and not marks.traced:  # nothing but the script's tail would be traced
             raise InvalidArgumentError(
-                f"{opts.script}: called fuseprof.step() {len(marks.marks)} times; --unprofiled-steps "
-                f"{opts.unprofiled_steps} needs {opts.unprofiled_steps + 1} calls (the first marks where timing "
-                "begins) and more after them, for the steps the profiler traces")
+                f"{opts.script}: called fuseprof.step() {len(marks.marks) + marks.traced} "
+                f"times; --unprofiled-steps {opts.unprofiled_steps} needs at least {opts.unprofiled_steps + 2} (the "
+                "first marks where timing begins, the next K end the timed steps, the rest end traced steps)")
         if cuda:
             torch.cuda.synchronize()
     return marks.prof, marks.step_ns

@@ -71,8 +71,8 @@ UNPROFILED_KEY = "fuseprof_unprofiled"  # read by fuseprof.parse.trace_events.ca
 
 
 def add_unprofiled(prof: torch.profiler.profile, step_ns: Sequence[int], method: str = "CUDA events") -> None:
-    """Write into the trace the same steps timed without the profiler (CUDA events, ns each), and the torch that ran
-    them: ``analyze`` then uses the measured step time instead of its estimate (``fuseprof.analysis.facts.unprofiled``).
+    """Write into the trace the same steps timed without the profiler (ns each, timed by ``method``), and the torch
+    that ran them: ``analyze`` then uses the measured step time instead of its estimate (``fuseprof.analysis.facts.unprofiled``).
     Call while the profiler runs (inside its ``with``; Kineto drops metadata added after it stops)."""
     prof.add_metadata_json(UNPROFILED_KEY, json.dumps({"step_ns": [int(t) for t in step_ns],
                                                        "torch": torch.__version__, "method": method}))
@@ -96,6 +96,7 @@ def time_unprofiled(window: Callable[[], None], cuda: bool, rounds: int = UNPROF
     (the window ends by draining the GPU, so its end event marks its last kernel), the host's clock on a CPU. These
     are the steps ``add_unprofiled`` writes into the trace, so that ``analyze`` need not estimate the profiler's
     host cost on fuseprof's own captures (issue 59)."""
+    window()  # once untimed: a first run pays what a loop's first step does (on a CPU capture 40x the rest)
     times = []
     for _ in range(rounds):
         if cuda:

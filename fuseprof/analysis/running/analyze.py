@@ -118,9 +118,10 @@ def _notes(events: pd.DataFrame, roof: Roof, graph_check: str | None, settings: 
         notes.append(f"no input shapes in the trace ({why}): no per-op roofline, and the "
                      "audit sees fused kernels only (the op graph that shows unfused ones needs shapes)")
     if events["module"].isna().all():
-        notes.append("no nn.Module paths (" + ("the trace says with_stack or with_modules was on, and no kernel ran "
-                                               "inside an nn.Module" if settings.get("with_stack")
-                                               or settings.get("with_modules") else
+        on = settings.get("with_stack") or settings.get("with_modules")
+        notes.append("no nn.Module paths (" + ("the trace says with_stack or with_modules was on, but no kernel was "
+                                               "launched inside an nn.Module's call: a graph replay launches its "
+                                               "kernels outside it" if on else
                                                "captured without with_stack=True / with_modules=True") + ")")
     if graph_check == TWIN_CHECK:
         notes.append("graph replays attributed by aligning their kernels, in order, to the eager trace's given "
