@@ -1,7 +1,7 @@
 """Capture plain torch.profiler traces with their truth measured apart from the profiler (issue 59 point 5,
 issue 63's graph pairs).
 
-    python scripts/capture_unprofiled_truth.py --out DIR [--only NAME,NAME] [--rounds N] [--list]
+    python scripts/capture_unprofiled_truth.py --out DIR [--only NAME,NAME] [--rounds N] [--time-first] [--list]
 
 For each workload, in one process and on one card: every candidate change is checked against the workload as it
 is (the same result from the same seed) before anything is timed; then the workload is profiled (a plain
@@ -16,7 +16,10 @@ syncs removed, data loading overlapped, the largest fusion). The step and its ch
 round by round, the profiled capture between the middle two rounds): a host whose speed drifts within minutes (a
 step measured 1.7-2.5 ms p10-p90 on one H100 host) moves base and change alike within a round, so a change's saving
 is the median of its rounds' paired differences, and the step is all rounds' steps pooled around the capture.
-``--rounds 0`` times them once each, one after another (5 warm-up, 30 timed), as the sets before h100g were. ``<name>.truth.json`` holds them, the bound by the rule (GPU-bound when busy >= 80% of the un-profiled step;
+``--rounds 0`` times them once each, one after another (5 warm-up, 30 timed), as the sets before h100g were.
+``--time-first`` measures every workload before the process runs any profiler and profiles them all afterwards: a
+process's first profiler session left h100g/train_foreach's eager step 1.27x slower for the rest of the process
+(its graph replay unchanged), so truth timed after any capture may carry the profiler's after-effect. ``<name>.truth.json`` holds them, the bound by the rule (GPU-bound when busy >= 80% of the un-profiled step;
 else the largest idle cause: data loading — the loader's own un-profiled time per step —, synchronisation — what
 removing the syncs saves —, else the host's launches), the card, torch and the profiler settings. The truth is
 written here, from the workload's code and these measurements, before fuseprof ever reads the trace.
@@ -51,6 +54,7 @@ CUDA = torch.cuda.is_available()
 DEVICE = torch.device("cuda" if CUDA else "cpu")
 DTYPE = torch.bfloat16
 WARM, TIMED, ROUND_STEPS, ROUNDS = 5, 30, 10, 6
+PROFILE_GRAPH_CAPTURES = True  # a graph workload's base profiles its capture when made (off while --time-first times)
 BUSY_RULE = 0.8
 SYNC_WIDTH = 2048 if CUDA else 256
 SETTINGS: dict[str, dict[str, bool]] = {
@@ -465,7 +469,8 @@ def workloads(out: Path) -> list[Workload]:
                  {"graphs": "graphs", "compile": "compile", "fusion": "fusion"}),
         Workload("infer_graph", "the infer_eager forward as a CUDA-graph replay (its capture profiled beside)",
                  "modules", lambda v: _infer("graphs" if v == "base" else "compile+graphs",
-                                             capture=infer_capture if v == "base" else None),
+                                             capture=infer_capture if v == "base" and PROFILE_GRAPH_CAPTURES
+                                             else None),
                  {"compile": "compile", "graphs": "n/a: already a graph replay"},
                  extra={"eager_twin": "infer_eager", "capture": infer_capture.name + ".gz"}),
         Workload("infer_compiled", "the infer_eager forward under torch.compile(dynamic=False)", "activities",
@@ -480,7 +485,8 @@ def workloads(out: Path) -> list[Workload]:
                  "modules", _decode, {"graphs": "graphs", "compile": "compile", "fusion": "fusion"}),
         Workload("decode_graph", "the decode_eager step as a CUDA-graph replay (its capture profiled beside)",
                  "modules", lambda v: _decode("graphs" if v == "base" else "compile+graphs",
-                                              capture=decode_capture if v == "base" else None),
+                                              capture=decode_capture if v == "base" and PROFILE_GRAPH_CAPTURES
+                                              else None),
                  {"compile": "compile", "graphs": "n/a: already a graph replay"},
                  extra={"eager_twin": "decode_eager", "capture": decode_capture.name + ".gz"}),
         Workload("decode_compiled", "the decode step under torch.compile(dynamic=False)", "shapes",
@@ -592,35 +598,74 @@ def time_changes(work: Workload, times: dict[str, list[list[float]]],
     return changes
 
 
-def capture_one(out: Path, work: Workload, rounds: int = ROUNDS) -> None:
-    t0 = time.monotonic()
+def measure(work: Workload, rounds: int, midway: Callable[[Step], Any]) -> dict[str, Any]:
+    """Every measurement the truth holds (the step, busy, the loader, each change, the bound by its rule), the
+    variants checked first; ``midway`` gets the base step between the rounds (``timed_variants``)."""
     steps, errors = checked(work)
     step, _ = work.make("base")
-    settings: dict[str, Any] = {}
-    times = timed_variants({"base": step, **steps}, rounds,
-                           lambda: settings.update(profiled(step, out / f"{work.name}.json", work.settings)))
+    times = timed_variants({"base": step, **steps}, rounds, lambda: midway(step))
     measured = pooled(times["base"])
     busy = busy_ms(steps.get("no_syncs") or work.make("no_syncs")[0] if work.syncs else step, measured["median_ms"])
     data_ms = work.data() if work.data else 0.0
     changes = time_changes(work, times, errors)
     sync_ms = changes["no_syncs"]["saving_ms"] if isinstance(changes.get("no_syncs"), dict) else 0.0
     busy_median = busy.get("median_ms") if busy else None
-    method = (f"{rounds} paired rounds of {ROUND_STEPS} timed steps a variant (order rotated), the profiled capture "
-              f"after round {rounds // 2}" if rounds else
-              f"after the profiled capture, each variant's {TIMED} timed steps one after another")
+    return {"unprofiled_step": measured, "gpu_busy": busy, "loader_ms_per_step": data_ms,
+            **bound(measured["median_ms"], busy_median, data_ms, sync_ms), "changes": changes}
+
+
+def write_truth(out: Path, work: Workload, settings: dict[str, Any], measured: dict[str, Any], method: str,
+                seconds: float) -> None:
     truth = {"name": work.name, "what": work.what, "trace": f"{work.name}.json.gz", "card": _card(),
-             "profiler": settings, "unprofiled_step": measured, "gpu_busy": busy, "loader_ms_per_step": data_ms,
-             **bound(measured["median_ms"], busy_median, data_ms, sync_ms), "changes": changes, **work.extra,
-             "timing": method,
+             "profiler": settings, **measured, **work.extra, "timing": method,
              "measured": "in the process and on the card that made the trace; truth written before "
                          "fuseprof read the trace"}
     (out / f"{work.name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
-    size = (out / f"{work.name}.json.gz").stat().st_size / 1e3
-    print(f"{work.name}: {time.monotonic() - t0:.0f} s, {size:.0f} kB, step {measured['median_ms']:.3f} ms "
-          f"[{measured['p10_ms']:.3f}, {measured['p90_ms']:.3f}], busy {busy_median}, {truth['bound']}; "
+    size, step, changes = (out / f"{work.name}.json.gz").stat().st_size / 1e3, measured["unprofiled_step"], \
+        measured["changes"]
+    busy = measured["gpu_busy"].get("median_ms") if measured["gpu_busy"] else None
+    print(f"{work.name}: {seconds:.0f} s, {size:.0f} kB, step {step['median_ms']:.3f} ms "
+          f"[{step['p10_ms']:.3f}, {step['p90_ms']:.3f}], busy {busy}, {truth['bound']}; "
           + ", ".join(f"{c} -{v['saving_ms']:.3f}" for c, v in changes.items() if isinstance(v, dict))
           + "".join(f"; {c}: {v}" for c, v in changes.items() if isinstance(v, str) and v.startswith("not")),
           flush=True)
+
+
+def _method(rounds: int) -> str:
+    return (f"{rounds} paired rounds of {ROUND_STEPS} timed steps a variant (order rotated)" if rounds else
+            f"each variant's {TIMED} timed steps one after another")
+
+
+def capture_one(out: Path, work: Workload, rounds: int = ROUNDS) -> None:
+    """One workload measured and profiled in turn, the capture between the middle rounds (or before the loops)."""
+    t0, settings = time.monotonic(), {}
+    measured = measure(work, rounds, lambda step: settings.update(profiled(step, out / f"{work.name}.json",
+                                                                             work.settings)))
+    write_truth(out, work, settings, measured, _method(rounds) + (f", the profiled capture after round {rounds // 2}"
+                                                                  if rounds else ", after the profiled capture"),
+                time.monotonic() - t0)
+
+
+def time_first(out: Path, chosen: list[Workload], rounds: int) -> None:
+    """Every workload measured before this process runs any profiler (a first profiler session leaves eager
+    launches slower: h100g/train_foreach 5.65 ms a step before its capture, 7.16 after, its graph replay unchanged),
+    the graph workloads' captures included (taken in the second pass); then each workload profiled."""
+    global PROFILE_GRAPH_CAPTURES
+    PROFILE_GRAPH_CAPTURES = False
+    measured = []
+    for work in chosen:
+        t0 = time.monotonic()
+        measured.append((measure(work, rounds, lambda step: None), time.monotonic() - t0))
+        if CUDA:
+            torch.cuda.empty_cache()
+    PROFILE_GRAPH_CAPTURES = True
+    for work, (values, seconds) in zip(chosen, measured, strict=True):
+        step, _ = work.make("base")
+        for _ in range(WARM):
+            step()
+        settings = profiled(step, out / f"{work.name}.json", work.settings)
+        write_truth(out, work, settings, values, _method(rounds) + ", every workload before the process ran any "
+                    "profiler; the captures after all of them", seconds)
 
 
 def _card() -> dict[str, str]:
@@ -640,6 +685,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated workload names (default: all)")
     parser.add_argument("--rounds", type=_rounds, default=ROUNDS,
                         help=f"paired timing rounds around the capture (default {ROUNDS}; 0: one loop each, after it)")
+    parser.add_argument("--time-first", action="store_true",
+                        help="measure every workload before the process runs any profiler, then profile each")
     parser.add_argument("--list", action="store_true", help="print the workloads and their changes, run nothing")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -655,6 +702,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{w.name:18} {w.settings:10} {', '.join(w.changes)}")
         return 0
     print(_card(), flush=True)
+    if args.time_first:  # no retry in a fresh process: a failure there would time after a profiler had run
+        time_first(args.out, chosen, args.rounds)
+        return 0
     for i, work in enumerate(chosen):
         try:
             capture_one(args.out, work, args.rounds)
