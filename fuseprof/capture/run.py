@@ -25,7 +25,14 @@ import pandas as pd
 from fuseprof.bundle.files import BundleWriter, remove_unfinished
 from fuseprof.bundle.provenance import bundle_name, command_line, git_state, now_utc, versions
 from fuseprof.capture.ncu_capture import capture_with_ncu
-from fuseprof.capture.torch_profile import add_unprofiled, export_gzipped_trace, profiled
+from fuseprof.capture.torch_profile import (
+    add_unprofiled,
+    between_ns,
+    clock_mark,
+    export_gzipped_trace,
+    profiled,
+    timing_method,
+)
 from fuseprof.case import user_frame
 from fuseprof.console import Log, log_to_stderr, verbatim
 from fuseprof.errors import CaseNotFoundError, InvalidArgumentError, NcuError
@@ -126,32 +133,17 @@ class StepMarks:
     def start(self) -> None:
         self.prof = self._start()
         if self.step_ns:
-            add_unprofiled(self.prof, self.step_ns, "CUDA events" if self.cuda else "host clock")
+            add_unprofiled(self.prof, self.step_ns, timing_method(self.cuda))
 
     def __call__(self) -> None:
         if self.prof is not None:
             self.prof.step()
             self.traced += 1
             return
-        self.marks.append(self._mark())
+        self.marks.append(clock_mark(self.cuda))
         if len(self.marks) == self.unprofiled + 1:
-            self.step_ns = self._elapsed()
+            self.step_ns = between_ns(self.marks, self.cuda)
             self.start()
-
-    def _mark(self) -> Any:
-        import torch
-
-        if not self.cuda:
-            return time.perf_counter_ns()
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-
-    def _elapsed(self) -> list[int]:
-        if not self.cuda:
-            return [b - a for a, b in zip(self.marks, self.marks[1:])]
-        self.marks[-1].synchronize()
-        return [round(a.elapsed_time(b) * 1e6) for a, b in zip(self.marks, self.marks[1:])]
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:

@@ -91,6 +91,29 @@ def _run_calls(calls: Sequence[Call], repeats: int, cuda: bool) -> None:
                 torch.cuda.synchronize()
 
 
+def timing_method(cuda: bool) -> str:
+    """The words ``add_unprofiled`` writes for how the steps were timed (``analyze`` repeats only these)."""
+    return "CUDA events" if cuda else "host clock"
+
+
+def clock_mark(cuda: bool) -> Any:
+    """A point on the step clock, taken without synchronising: a CUDA event recorded on the current stream (a GPU's
+    steps end when their last kernel does), else the host's clock in ns."""
+    if not cuda:
+        return time.perf_counter_ns()
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()
+    return event
+
+
+def between_ns(marks: Sequence[Any], cuda: bool) -> list[int]:
+    """The ns between consecutive ``clock_mark``s (on a GPU, after the last one has been reached)."""
+    if not cuda:
+        return [b - a for a, b in zip(marks, marks[1:])]
+    marks[-1].synchronize()
+    return [round(a.elapsed_time(b) * 1e6) for a, b in zip(marks, marks[1:])]
+
+
 def time_unprofiled(window: Callable[[], None], cuda: bool, rounds: int = UNPROFILED_ROUNDS) -> list[int]:
     """``window`` run ``rounds`` times with no profiler on, each timed whole (ns): CUDA events around it on a GPU
     (the window ends by draining the GPU, so its end event marks its last kernel), the host's clock on a CPU. These
@@ -101,16 +124,9 @@ def time_unprofiled(window: Callable[[], None], cuda: bool, rounds: int = UNPROF
     for _ in range(rounds):
         if cuda:
             torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            window()
-            end.record()
-            end.synchronize()
-            times.append(round(start.elapsed_time(end) * 1e6))
-        else:
-            began = time.perf_counter_ns()
-            window()
-            times.append(time.perf_counter_ns() - began)
+        began = clock_mark(cuda)
+        window()
+        times += between_ns([began, clock_mark(cuda)], cuda)
     return times
 
 
@@ -127,7 +143,7 @@ def record_trace(calls: Sequence[Call], repeats: int, gz_path: Path, cuda: bool)
     """
     unprofiled = time_unprofiled(lambda: _run_calls(calls, repeats, cuda), cuda)
     with profiled(gz_path.parent, cuda, record_shapes=True) as prof:
-        add_unprofiled(prof, unprofiled, "CUDA events" if cuda else "host clock")
+        add_unprofiled(prof, unprofiled, timing_method(cuda))
         _run_calls(calls, repeats, cuda)
     export_gzipped_trace(prof, gz_path)
     return unprofiled
