@@ -7,8 +7,11 @@ and stack frame; a user acts on the time without it. This script measures the di
 on, so that a trace's host time can be corrected by the counts of what it recorded.
 
 Micro-workloads, each a loop of ``--units`` identical units (the unit named below), timed on the host clock after a
-device synchronize, without the profiler and inside a running profiler under each setting; settings interleaved
-round by round so that drift hits all of them alike. The per-unit difference is the profiler's cost of one unit:
+device synchronize: first without the profiler, before the process has run any profiler (a profiler session that has
+ended leaves the process slower for the rest of its life, and a user's run without the profiler never paid that);
+then inside a running profiler under each setting, settings interleaved round by round with un-profiled loops (whose
+ratio to the first is the after-effect, printed). A setting's median per unit less the never-profiled median is the
+profiler's cost of one unit:
 
     cpu_op        one aten op on small CPU tensors (an op, no launch)
     cuda_op       one aten op on small CUDA tensors (an op, its launch call, its kernel record)
@@ -162,13 +165,34 @@ def _summary(values: list[float]) -> dict[str, float]:
     return {"median_us": statistics.median(values), "p10_us": q[0], "p90_us": q[-1]}
 
 
-def measure(units: int, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
-    """Per workload and setting: the time of a unit (median, p10, p90 over rounds) and the profiler's cost of a
-    unit, the median over rounds of each round's difference to the same round's un-profiled loop (pairing by round
-    takes the machine's drift out; this host's un-profiled loops moved by 30% between rounds)."""
-    loops = workloads(units)
+def never_profiled(loops: dict[str, Callable[[], None]], units: int, rounds: int) -> dict[str, list[float]]:
+    """Each loop's µs a unit, ``rounds`` times, in a process that has not yet run the profiler: a profiler
+    session that has ended leaves the process slower for the rest of its life (eager steps 1.16-1.36x on an H100,
+    ``scripts/probe_profiler_after_effect.py``), and a user's run without the profiler never paid that, so the
+    cost is taken against this baseline, not against un-profiled loops timed between profiled ones."""
     for loop in loops.values():  # warm-up: allocator, kernels loaded, dispatcher caches
         loop()
+    first: dict[str, list[float]] = {name: [] for name in loops}
+    for _ in range(rounds):
+        for name, loop in loops.items():
+            first[name].append(time_loop(loop, "none") / unit_count(name, units) * 1e6)
+    return first
+
+
+def _costs(values: list[float], baseline: list[float]) -> dict[str, float]:
+    """A setting's cost a unit against the never-profiled baseline: its median, p10 and p90 less the
+    baseline's median."""
+    summary, base = _summary(values), statistics.median(baseline)
+    return {"cost_us": summary["median_us"] - base, "cost_p10_us": summary["p10_us"] - base,
+            "cost_p90_us": summary["p90_us"] - base}
+
+
+def measure(units: int, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Per workload and setting: the time of a unit (median, p10, p90 over rounds) and the profiler's cost of a
+    unit against the loop timed before any profiler ran (``never_profiled``); ``none`` is the loop timed
+    between profiled ones, round by round, and ``after_effect`` its median over the never-profiled one's."""
+    loops = workloads(units)
+    first = never_profiled(loops, units, rounds)
     samples: dict[str, dict[str, list[float]]] = {w: {s: [] for s in ("none", *SETTINGS)} for w in loops}
     for r in range(rounds):
         for name, loop in loops.items():
@@ -177,12 +201,10 @@ def measure(units: int, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
         print(f"round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
     table: dict[str, dict[str, dict[str, float]]] = {}
     for name, by_setting in samples.items():
-        table[name] = {}
+        table[name] = {"never_profiled": _summary(first[name]),
+                       "after_effect": statistics.median(by_setting["none"]) / statistics.median(first[name])}
         for setting, values in by_setting.items():
-            paired = [v - b for v, b in zip(values, by_setting["none"])]
-            cost = _summary(paired)
-            table[name][setting] = {**_summary(values), "cost_us": cost["median_us"],
-                                    "cost_p10_us": cost["p10_us"], "cost_p90_us": cost["p90_us"]}
+            table[name][setting] = {**_summary(values), **_costs(values, first[name])}
     return table
 
 
@@ -235,9 +257,8 @@ def _trace_counts(path: Path) -> dict[str, int]:
     return dict(kinds)
 
 
-def held_out(costs: dict[str, dict[str, float]], steps: int, rounds: int) -> dict[str, Any]:
-    """The decoder step without the profiler and under each setting, rounds interleaved and paired as in
-    ``measure``, and the per-event prediction of the profiler's cost from the counts its trace recorded."""
+def decoder_block(steps: int) -> Callable[[], None]:
+    """``steps`` steps of the held-out decoder, warmed up."""
     device = "cuda" if CUDA else "cpu"
     model = _Decoder().to(device).eval()
     x, memory = torch.randn(1, 1, 512, device=device), torch.randn(1, 64, 512, device=device)
@@ -252,24 +273,33 @@ def held_out(costs: dict[str, dict[str, float]], steps: int, rounds: int) -> dic
 
     for _ in range(5):
         step()
+    return block
+
+
+def held_out(costs: dict[str, dict[str, float]], block: Callable[[], None], first: list[float], steps: int,
+             rounds: int) -> dict[str, Any]:
+    """The decoder step under each setting (and without the profiler between them), against its step timed
+    before any profiler ran (``first``, µs), and the per-event prediction of the profiler's cost from the counts
+    its trace recorded."""
     samples: dict[str, list[float]] = {s: [] for s in ("none", *SETTINGS)}
     for _ in range(rounds):
         for setting in samples:
             samples[setting].append(time_loop(block, setting) / steps * 1e6)
-    result: dict[str, Any] = {"steps_per_round": steps, "none": _summary(samples["none"])}
+    result: dict[str, Any] = {"steps_per_round": steps, "never_profiled": _summary(first),
+                              "none": _summary(samples["none"])}
     with tempfile.TemporaryDirectory() as tmp:
         for setting in SETTINGS:
             trace = Path(tmp) / f"{setting}.json"
             with profile(activities=_activities(), **SETTINGS[setting]) as prof:
-                step()
+                block()
             prof.export_chrome_trace(str(trace))
-            counts = _trace_counts(trace)
+            counts = {k: v / steps for k, v in _trace_counts(trace).items()}
             predicted = sum(counts.get(k, 0) * c for k, c in costs[setting].items() if k in counts)
-            paired = _summary([v - b for v, b in zip(samples[setting], samples["none"])])
-            measured = paired["median_us"]
+            cost = _costs(samples[setting], first)
+            measured = cost["cost_us"]
             result[setting] = {**_summary(samples[setting]), "counts_per_step": counts,
-                               "cost_measured_us": measured, "cost_measured_p10_us": paired["p10_us"],
-                               "cost_measured_p90_us": paired["p90_us"], "cost_predicted_us": predicted,
+                               "cost_measured_us": measured, "cost_measured_p10_us": cost["cost_p10_us"],
+                               "cost_measured_p90_us": cost["cost_p90_us"], "cost_predicted_us": predicted,
                                "error": (predicted - measured) / measured if measured else None}
     return result
 
@@ -296,10 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=20, help="held-out decoder steps per round and setting")
     args = parser.parse_args(argv)
+    block = decoder_block(args.steps)  # the held-out step's baseline, too, before any profiler runs
+    first = [time_loop(block, "none") / args.steps * 1e6 for _ in range(args.rounds)]
     table = measure(args.units, args.rounds)
     costs = per_event_costs(table)
     result = {"machine": machine(), "units": args.units, "rounds": args.rounds, "workloads": table,
-              "per_event_us": costs, "held_out_decoder": held_out(costs, args.steps, args.rounds),
+              "per_event_us": costs, "held_out_decoder": held_out(costs, block, first, args.steps, args.rounds),
+              "baseline": "each loop timed before the process ran any profiler (never_profiled)",
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     args.out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=1)
@@ -311,9 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{setting:<11}" + "".join(f"{v:>20.3f}" for v in row.values()))
     for setting in SETTINGS:
         h = result["held_out_decoder"][setting]
-        print(f"held-out decoder {setting}: un-profiled {result['held_out_decoder']['none']['median_us']:.0f} µs, "
+        print(f"held-out decoder {setting}: never profiled "
+              f"{result['held_out_decoder']['never_profiled']['median_us']:.0f} µs, "
               f"profiler's cost measured +{h['cost_measured_us']:.0f} µs (p10 {h['cost_measured_p10_us']:.0f}, "
               f"p90 {h['cost_measured_p90_us']:.0f}), predicted +{h['cost_predicted_us']:.0f} µs")
+    for name, row in table.items():
+        print(f"{name}: un-profiled between profiled loops {row['after_effect']:.2f}x the never-profiled loop")
     return 0
 
 

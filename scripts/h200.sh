@@ -42,6 +42,10 @@
 #   unprofiled plain torch.profiler captures with their truth measured apart from the profiler: the step, GPU busy and
 #              the step with each candidate change, in the same process (scripts/capture_unprofiled_truth.py;
 #              UNPROFILED_ONLY=name,name picks workloads). Needs torch only: no install step
+#   calibrate  the profiler's cost per recorded event against loops timed before any profiler ran
+#              (scripts/calibrate_profiler_cost.py); torch only
+#   timefirst  two sets of unprofiled's captures, each in its own process with --time-first (every workload timed
+#              before the process runs any profiler): one to fit the profiler's cost on, one held out
 #   truthset   small models of known truth, each trace with its execution trace and truth file (scripts/capture_truth_set.py),
 #              and fuseprof run / profile bundles with their execution traces (the op graph's agreement, scripts/graph_agreement.py)
 set -u -o pipefail
@@ -244,6 +248,17 @@ step_unprofiled() {
   timeout "${UNPROFILED_TIMEOUT:-540}" python3 scripts/capture_unprofiled_truth.py --out "$W/unprofiled" \
     ${UNPROFILED_ONLY:+--only $UNPROFILED_ONLY} 2>&1 | grep -vE "^USDT|UserWarning|_warn_once|check_worker_number"
   du -sh "$W/unprofiled"
+}
+step_calibrate() {
+  timeout 300 python3 scripts/calibrate_profiler_cost.py --out "$W/calibrate" --units 1000 --rounds 15 --steps 10 2>&1 \
+    | grep -vE "^USDT|UserWarning|_warn_once|round [0-9]+/"
+}
+step_timefirst() {
+  for set in fit heldout; do
+    timeout "${UNPROFILED_TIMEOUT:-270}" python3 scripts/capture_unprofiled_truth.py --out "$W/timefirst-$set" \
+      --time-first 2>&1 | grep -vE "^USDT|UserWarning|_warn_once|check_worker_number"
+  done
+  du -sh "$W"/timefirst-*
 }
 step_whatifpairs() {
   timeout 420 python3 scripts/capture_whatif_pairs.py --out "$W/whatif" 2>&1 | grep -vE "^USDT|UserWarning|_warn_once"
