@@ -46,6 +46,10 @@
 #              (scripts/calibrate_profiler_cost.py); torch only
 #   timefirst  two sets of unprofiled's captures, each in its own process with --time-first (every workload timed
 #              before the process runs any profiler): one to fit the profiler's cost on, one held out
+#   perprocess two sets of unprofiled's captures, every workload in its own process with --time-first: timed, then
+#              profiled seconds later (no after-effect, and no drift of the host across the set between the two)
+#   aftereffect the profiler's after-effect (scripts/probe_profiler_after_effect.py), as torch leaves it and with
+#              TEARDOWN_CUPTI=1 (Kineto then finalises CUPTI when a session ends: pytorch/pytorch#144455)
 #   truthset   small models of known truth, each trace with its execution trace and truth file (scripts/capture_truth_set.py),
 #              and fuseprof run / profile bundles with their execution traces (the op graph's agreement, scripts/graph_agreement.py)
 set -u -o pipefail
@@ -259,6 +263,20 @@ step_timefirst() {
       --time-first 2>&1 | grep -vE "^USDT|UserWarning|_warn_once|check_worker_number"
   done
   du -sh "$W"/timefirst-*
+}
+step_perprocess() {
+  local names; names=$(python3 scripts/capture_unprofiled_truth.py --out /tmp/none --list | awk '{print $1}')
+  for set in fit heldout; do
+    for name in $names; do
+      timeout 120 python3 scripts/capture_unprofiled_truth.py --out "$W/perprocess-$set" --only "$name" \
+        --time-first 2>&1 | grep -E "^$name:"
+    done
+  done
+  du -sh "$W"/perprocess-*
+}
+step_aftereffect() {
+  timeout 100 python3 scripts/probe_profiler_after_effect.py 2>&1 | tail -12
+  TEARDOWN_CUPTI=1 timeout 100 python3 scripts/probe_profiler_after_effect.py 2>&1 | tail -12
 }
 step_whatifpairs() {
   timeout 420 python3 scripts/capture_whatif_pairs.py --out "$W/whatif" 2>&1 | grep -vE "^USDT|UserWarning|_warn_once"
