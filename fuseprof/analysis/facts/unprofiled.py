@@ -3,12 +3,13 @@
 A trace's host time is the host's time while torch.profiler recorded every op, launch, range, module and
 Python frame. Per step (``ProfilerStep#N``, an engine's step, or the whole window):
 
-    host_removed_ns           = speed × (per_step [where eager launches] + scale × Σ over kinds  count in the step × the calibrated cost of one
-                                event of that kind under the trace's setting (``fuseprof.model.profiler_cost``:
-                                the unit-loop table, and the fit of scale and per_step on real steps; counted on
-                                every thread by the event's start: CPU ops and Python frames from
-                                ``tables.recorded``, ranges, modules, launch calls from their tables); speed:
-                                the trace's median kernel-launch call over the fit's (``host_speed``))
+    host_removed_ns           = share × (span_ns − idle_data_ns − the host's time in synchronising calls), the
+                                profiler's share of the host's own time in the step: the calibration's Σ count ×
+                                cost over Σ count × (cost + the event's time without the profiler), by kind, ×
+                                the fit's ``SHARE_SCALE`` (``fuseprof.model.profiler_cost``; counted on every thread
+                                by the event's start: CPU ops and Python frames from ``tables.recorded``, ranges,
+                                modules, launch calls from their tables); the time the host waited on the GPU or
+                                the data loader is no time the profiler lengthened
     idle_launch_unprofiled_ns = max(0, idle_launch_ns − host_removed_ns)
     step_unprofiled_ns        = span_ns − (idle_launch_ns − idle_launch_unprofiled_ns)
 
@@ -42,7 +43,7 @@ from fuseprof.analysis.facts.graphs import GRAPH_LAUNCH, GRAPH_NODE, KERNEL_LAUN
 from fuseprof.analysis.facts.idle import verdict_of, verdict_terms
 from fuseprof.analysis.facts.iterations import Iterations, step_at
 from fuseprof.model import profiler_cost
-from fuseprof.model.intervals import covered_ns, merge
+from fuseprof.model.intervals import covered_ns
 from fuseprof.model.profiler_cost import DEFAULT, SETTINGS, Calibration, setting_of, sync_call_us, uncertainty
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
@@ -89,7 +90,7 @@ def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry,
                 recorded: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """Per step (``steps``; ``all``: the whole trace), the events the profiler recorded, by kind (``KINDS``); those
     that began inside ``within`` (merged intervals) alone where it is given. ``recorded``: ``recorded_events``
-    where the caller has it (the whole steps' count and their data loading's read the same events)."""
+    where the caller has it (read once per trace)."""
     starts, kinds = recorded if recorded is not None else recorded_events(tables, registry)
     if within is not None:
         inside = covered_ns(within, starts, starts + 1) > 0
@@ -164,28 +165,35 @@ def median_launch_us(tables: TraceTables) -> float | None:
 
 
 def host_speed(tables: TraceTables) -> float:
-    """How slow this trace's host is against the host the fit was made on: its median kernel-launch call over the
-    fit's (``profiler_cost.REFERENCE_LAUNCH_US``), within 0.25-4. The profiler's cost is host CPU time, so a host
+    """How slow this trace's host is against the calibration's: its median kernel-launch call over the
+    calibration host's (``profiler_cost.REFERENCE_LAUNCH_US``), within 0.25-4. The profiler's cost is host CPU time, so a host
     that launches twice as fast pays about half; 1 where the trace has too few kernel launches to say."""
     launch = _last_trace("speed", [tables, tables.launches], lambda: median_launch_us(tables))
     return 1.0 if launch is None else float(np.clip(launch / profiler_cost.REFERENCE_LAUNCH_US, 0.25, 4.0))
 
 
 def _kind_costs(setting: str, calibration: Calibration) -> dict[str, float]:
-    """One recorded event's cost by kind (µs) under ``setting``, before the fit's scale and the host's speed."""
+    """One recorded event's cost by kind (µs) under ``setting``, as the unit loops measured it."""
     row = calibration.per_event_us[setting]
     return {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
 
 
+def _kind_unprofiled(calibration: Calibration) -> dict[str, float]:
+    """One event's host time by kind (µs) without the profiler, as the unit loops measured it."""
+    row = calibration.unprofiled_us
+    return {k: max(0.0, row.get(k, 0.0)) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
+
+
 def host_cost_between(tables: TraceTables, registry: Registry, calibration: Calibration = DEFAULT
                       ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """The host time (ns) the profiler added to the events that began in each [lo, hi): its scale × the events'
-    calibrated costs × the host's speed (``removed_ns`` without the per-step cost), on every thread. What one host
-    call and the dispatch before it cost beyond their own work: a plan that drops the call removes only that work
-    (``paths.path.fusion_step_savings``); the per-step scale (``host_scale``) would remove the profiler's share of
-    the step from every call alike, too much from a short op's call, which is mostly the profiler's."""
+    """The host time (ns) the profiler added to the events that began in each [lo, hi): the fit's share scale ×
+    the events' calibrated costs × the host's speed against the calibration's (``host_speed``), on every thread.
+    What one host call and the dispatch before it cost beyond their own work: a plan that drops the call removes
+    only that work (``paths.path.fusion_step_savings``); the step's share (``host_scale``) would remove the
+    profiler's share of the step from every call alike, too much from a short op's call, which is mostly the
+    profiler's."""
     cost = _kind_costs(capture_setting(tables)[0], calibration)
-    factor = calibration.scale * host_speed(tables) * 1e3
+    factor = calibration.share_scale * host_speed(tables) * 1e3
     # per kind, its starts in order: an interval's events of that kind are a searchsorted apart (no array of every
     # event's cost: a large window's 1M events held beside its replays)
     kept = [(starts if bool((starts[1:] >= starts[:-1]).all()) else np.sort(starts), cost[k] * factor)
@@ -200,16 +208,29 @@ def host_cost_between(tables: TraceTables, registry: Registry, calibration: Cali
     return between
 
 
-def removed_ns(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT, speed: float = 1.0,
-               per_step: bool = True) -> np.ndarray:
-    """Per row of ``counts``, the host time (ns) the profiler added: (the fit's per-step cost + its scale × Σ count
-    × cost) × the host's speed against the fit's (``host_speed``); the per-step cost only where the step launched
-    kernels one by one (and ``per_step``: a part of a step, its data loading, has none of its own)."""
-    cost = _kind_costs(setting, calibration)
-    total = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
-    # the per-step cost came with eager launches (the fit's traces); a step of graph replays alone showed none of it
-    fixed = np.where(counts["launch"].to_numpy(np.int64) > 0, calibration.per_step_us if per_step else 0.0, 0.0)
-    return np.rint((calibration.scale * total + fixed) * speed * 1e3).astype(np.int64)
+def profiler_share(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT) -> np.ndarray:
+    """Per row of ``counts``, the profiler's share of the host's own time: the fit's scale × Σ count × cost over
+    Σ count × (cost + the event's time without the profiler), within 0 and ``profiler_cost.MAX_SHARE``; 0 where
+    nothing was recorded."""
+    cost, own = _kind_costs(setting, calibration), _kind_unprofiled(calibration)
+    added = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
+    whole = added + np.asarray(sum(counts[k].to_numpy(np.float64) * own[k] for k in KINDS), dtype=np.float64)
+    share = calibration.share_scale * np.divide(added, whole, out=np.zeros_like(added), where=whole > 0)
+    return np.clip(share, 0.0, profiler_cost.MAX_SHARE)
+
+
+def sync_wait_ns(tables: TraceTables, iterations: Iterations, registry: Registry, steps: list[object]) -> np.ndarray:
+    """Per step (``steps``; ``all``: the whole trace), the host's time inside synchronising calls (the registry's
+    ``sync`` host causes: ``cudaStreamSynchronize``, a blocking copy, …) that began in it: time the host waited on
+    the GPU, which the profiler did not lengthen."""
+    launches = tables.launches
+    syncs = [c.calls for c in registry.host_causes if c.cause == "sync" and c.calls]
+    rows = rows_named(launches, *syncs) if syncs else launches.iloc[:0]
+    if not len(rows):
+        return np.zeros(len(steps), np.int64)
+    keys = step_at(iterations, rows["start_ns"]) if iterations.found else pd.Series("all", index=rows.index)
+    per_step = rows["dur_ns"].astype(np.int64).groupby(keys.astype(object)).sum()
+    return pd.Series(steps, dtype=object).map(per_step).fillna(0).to_numpy(np.int64)
 
 
 def _measured(tables: TraceTables) -> float | None:
@@ -237,31 +258,26 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     rows = idle[idle["step"].astype(str) != BETWEEN].reset_index(drop=True) if len(idle) else idle
     setting, how = capture_setting(tables)
     torch = tables.capture.get("unprofiled", {}).get("torch")
-    share, why = uncertainty(vendor_of(tables), torch if isinstance(torch, str) else None)
+    uncertain, why = uncertainty(vendor_of(tables), torch if isinstance(torch, str) else None)
     recorded = recorded_events(tables, registry)
     counts = step_counts(tables, iterations, registry, rows["step"].tolist(), recorded=recorded)
     out = pd.DataFrame({"step": rows["step"], "span_ns": rows["span_ns"].astype(np.int64)})
     out[[COUNTS[k] for k in KINDS]] = counts[list(KINDS)].to_numpy(np.int64)
     measured = _measured(tables)
     span = out["span_ns"].to_numpy(np.int64)
-    speed = host_speed(tables)
-    removed = (np.maximum(span - int(measured), 0) if measured is not None
-               else removed_ns(counts, setting, calibration, speed))
-    # the profiler's cost on the events inside the DataLoader's ranges was paid in the data idle, not the launch idle
-    loading = _data_spans(tables, registry)
-    in_data = np.zeros(len(out), np.int64) if measured is not None or not loading[0].size else np.minimum(
-        removed_ns(step_counts(tables, iterations, registry, rows["step"].tolist(), loading, recorded), setting,
-                   calibration, speed, per_step=False), removed)
     launch, data = rows["idle_launch_ns"].to_numpy(np.int64), rows["idle_data_ns"].to_numpy(np.int64)
+    share = profiler_share(counts, setting, calibration)
+    own = np.maximum(span - data - sync_wait_ns(tables, iterations, registry, rows["step"].tolist()), 0)
+    removed = (np.maximum(span - int(measured), 0) if measured is not None
+               else np.rint(share * own).astype(np.int64))
     out["host_removed_ns"] = removed
     out["idle_launch_ns"], out["idle_data_ns"] = launch, data
-    out["idle_launch_unprofiled_ns"] = np.maximum(launch - (removed - in_data), 0)
-    out["idle_data_unprofiled_ns"] = np.maximum(data - in_data, 0)
-    spread = 0.0 if measured is not None else share
+    out["idle_launch_unprofiled_ns"] = np.maximum(launch - removed, 0)
+    out["idle_data_unprofiled_ns"] = data
+    spread = 0.0 if measured is not None else uncertain
     for column, factor in (("step_unprofiled_ns", 1.0), ("step_unprofiled_low_ns", 1 + spread),
                            ("step_unprofiled_high_ns", 1 - spread)):
-        less = [np.rint(part * factor).astype(np.int64) for part in (removed - in_data, in_data)]
-        out[column] = span - (launch - np.maximum(launch - less[0], 0)) - (data - np.maximum(data - less[1], 0))
+        out[column] = span - (launch - np.maximum(launch - np.rint(removed * factor).astype(np.int64), 0))
     out["verdict_as_traced"] = rows["verdict_as_traced"].to_numpy(object)
     out["verdict"] = [verdict_of({**r, "idle_launch_ns": u, "idle_data_ns": d}) for r, u, d in zip(
         verdict_terms(rows), out["idle_launch_unprofiled_ns"], out["idle_data_unprofiled_ns"])]
@@ -271,17 +287,9 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     out["uncertainty_pct"] = 100.0 * spread
     out["setting"] = how
     out["source"] = (_measured_source(tables) if measured is not None else
-                     f"estimated: recorded events × {calibration.source}, host ×{speed:.2f} the fit's, {why}")
+                     f"estimated: the profiler's share of the host's time "
+                     f"{np.median(share) if len(share) else 0.0:.0%} (recorded events × {calibration.source}), {why}")
     return out
-
-
-def _data_spans(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np.ndarray]:
-    """The DataLoader's ranges (the registry's ``data loading`` host cause), merged: where the host's time is the
-    data idle's."""
-    patterns = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
-    rows = rows_named(tables.annotations, *patterns) if patterns else tables.annotations.iloc[:0]
-    start = rows["start_ns"].to_numpy(np.int64)
-    return merge(start, start + rows["dur_ns"].to_numpy(np.int64))
 
 
 def gpu_bound_steps(estimate: pd.DataFrame) -> set[str]:
