@@ -46,7 +46,7 @@
 #              (scripts/calibrate_profiler_cost.py); torch only
 #   timefirst  two sets of unprofiled's captures, each in its own process with --time-first (every workload timed
 #              before the process runs any profiler): one to fit the profiler's cost on, one held out
-#   perprocess two sets of unprofiled's captures, every workload in its own process with --time-first: timed, then
+#   perprocess a set (PERPROCESS_SETS="fit heldout": two) of unprofiled's captures, every workload in its own process with --time-first: timed, then
 #              profiled seconds later (no after-effect, and no drift of the host across the set between the two)
 #   aftereffect the profiler's after-effect (scripts/probe_profiler_after_effect.py), as torch leaves it and with
 #              TEARDOWN_CUPTI=1 (Kineto then finalises CUPTI when a session ends: pytorch/pytorch#144455)
@@ -266,7 +266,7 @@ step_timefirst() {
 }
 step_perprocess() {
   local names; names=$(python3 scripts/capture_unprofiled_truth.py --out /tmp/none --list | awk '{print $1}')
-  for set in fit heldout; do
+  for set in ${PERPROCESS_SETS:-heldout}; do
     for name in $names; do
       timeout 120 python3 scripts/capture_unprofiled_truth.py --out "$W/perprocess-$set" --only "$name" \
         --time-first 2>&1 | grep -E "^$name:"
