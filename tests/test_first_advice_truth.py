@@ -101,7 +101,7 @@ def test_the_first_step_owns_its_loader_wait_before_the_first_gpu_work() -> None
     assert idle.loc[step["name"], "idle_data_ns"] == pytest.approx(overlap_us * 1e3, abs=1e3)
 
 
-@pytest.mark.parametrize("folder", ["h100", "h100b", "h100b-sync4096"])
+@pytest.mark.parametrize("folder", ["h100b", "h100b-sync4096", "h100h", "h100i"])
 def test_a_sync_loop_is_bound_by_what_removing_its_syncs_saves(folder: str) -> None:
     """h100: host-bound by the truth (removing the 24 .item() a step saves nothing: the host bounds the loop), read
     sync-bound with the traced sync idle (1.2 ms a step) as the syncs' saving; h100b: sync-bound by the truth's
@@ -349,26 +349,23 @@ def test_only_a_sync_in_every_step_makes_the_loop_wait() -> None:
     assert len(looped) >= 2 and waits_for_gpu(looped) == [True] * len(looped)
 
 
-@pytest.mark.parametrize("folder", ["h100", "h100b"])
+@pytest.mark.parametrize("folder", ["h100h", "h100i", "h100j"])
 def test_a_fused_call_removes_its_own_time_without_the_profiler(folder: str) -> None:
-    """The SDPA fusion on prefill_eager drops eight short calls a layer. Scaling the host by the step's share of
-    profiler time removes too much from each (they are mostly the profiler's): the claim per step is over 1.25x the
-    saving its truth measured; removing each call's traced time less the profiler's calibrated cost in it brings
-    it within 1.25x (docs/accuracy.md)."""
+    """The SDPA fusion on prefill_eager drops eight short calls a layer; each removes its traced time less the
+    profiler's calibrated cost in it, and the claim per step is within 25% of the saving its truth measured (truth
+    timed before the process ran any profiler), the fusion table's step saving the same number."""
     from fuseprof.analysis.facts.unprofiled import host_cost_between, host_scale
     from fuseprof.analysis.paths.path import fusion_step_savings
     from fuseprof.parse.trace_events import read_trace_tables
 
-    truth = _truth(folder, "prefill_eager")["changes"]["fusion"]["saving_ms"]
+    truth = _truth(folder, "prefill_eager")["changes"]["fusion"]
     result, graphs = _graphs(folder, "prefill_eager")
     fusion = result.frames["fusion"]
     sdpa = fusion[fusion["class"].str.contains("SDPA")]
     scale = host_scale(result.frames["unprofiled"])
     cost = host_cost_between(read_trace_tables(TRUTH / folder / "prefill_eager.json.gz"), result.registry)
-    uniform = float(fusion_step_savings(graphs, sdpa, scale).iloc[0]) / len(graphs) / 1e6
     per_call = float(fusion_step_savings(graphs, sdpa, scale, cost).iloc[0]) / len(graphs) / 1e6
-    assert uniform > 1.25 * truth, (uniform, truth)
-    assert abs(per_call - truth) <= 0.25 * truth, (per_call, truth)
+    assert 0 < scale < 1 and _within(per_call, truth), (per_call, truth["saving_ms"])
     assert per_call == pytest.approx(float(sdpa["step_saving_ns"].iloc[0]) / len(graphs) / 1e6)
 
 

@@ -159,20 +159,20 @@ def test_the_calibration_row_sets_each_prediction_beside_its_measurement() -> No
     assert "graphs 9.000 / 8.000 ±0.500; compile - / 3.000 ±0.200 | graphs, graphs |" in table
 
 
-def test_the_h100d_set_scores_all_right_since_the_loop_period() -> None:
-    """h100d was held out (committed before fuseprof read it, 772a96b) and scored once with the rules frozen at
-    95eea05: bound 13/13, first advice 12/13, the miss prefill_eager's SDPA row at 1.33x its measured saving
-    (docs/measurements/unprofiled-scores-h100d-heldout-20261207.txt). Seen since, it is a rule-writing set: with
-    the loop's period and each fused call's own un-profiled time (``paths.loop_period``, ``path.without_profiler_drops``)
-    every first advice is within 25% of its truth (read here from the truth files by the scorer)."""
+def test_the_h100h_set_scores_with_the_profilers_share() -> None:
+    """h100h (truth timed before its process ran any profiler) was held out and scored once with the rules frozen at
+    e52484c: bound 13/13, first advice 7/13, CUDA graphs over-claimed 1.26-1.67x
+    (docs/measurements/unprofiled-scores-h100h-heldout-20261207.txt). It is a fitting set since (the profiler's share,
+    ``scripts/fit_profiler_cost.py``): the bound stays right on all, and every first advice is within 25% of its
+    truth but train_sgd_fused's CUDA graphs (0.74x the measured saving), the scorer reading the truth files."""
     scorer = _scorer()
-    rows = {p.name.removesuffix(".truth.json"): scorer.score(p) for p in sorted((TRUTH / "h100d").glob("*.truth.json"))}
+    rows = {p.name.removesuffix(".truth.json"): scorer.score(p) for p in sorted((TRUTH / "h100h").glob("*.truth.json"))}
     assert len(rows) == 13 and all(r["bound_ok"] for r in rows.values())
-    assert {name for name, r in rows.items() if not r["ok"]} == set()
-    prefill = rows["prefill_eager"]
-    measured = json.loads((TRUTH / "h100d" / "prefill_eager.truth.json").read_text())["changes"]["fusion"]
-    assert prefill["change"] == "fusion" and prefill["measured_ms"] == pytest.approx(measured["saving_ms"])
-    assert abs(prefill["claimed_ms"] - measured["saving_ms"]) <= 0.25 * measured["saving_ms"]
+    assert {name for name, r in rows.items() if not r["ok"]} == {"train_sgd_fused"}
+    graphs = rows["train_sgd_fused"]
+    measured = json.loads((TRUTH / "h100h" / "train_sgd_fused.truth.json").read_text())["changes"]["graphs"]
+    assert graphs["change"] == "graphs" and graphs["measured_ms"] == pytest.approx(measured["saving_ms"])
+    assert 0.7 * measured["saving_ms"] < graphs["claimed_ms"] < 0.75 * measured["saving_ms"]
 
 
 def _capture_module() -> Any:

@@ -9,7 +9,10 @@ Python frame. Per step (``ProfilerStep#N``, an engine's step, or the whole windo
                                 the fit's ``SHARE_SCALE`` (``fuseprof.model.profiler_cost``; counted on every thread
                                 by the event's start: CPU ops and Python frames from ``tables.recorded``, ranges,
                                 modules, launch calls from their tables); the time the host waited on the GPU or
-                                the data loader is no time the profiler lengthened
+                                the data loader is no time the profiler lengthened; and inside the DataLoader's
+                                ranges, their events' costs in µs × the share scale × the host's speed
+                                (``host_speed``), taken from the data idle (a share of the loader's time would
+                                count its unrecorded work as the profiler's)
     idle_launch_unprofiled_ns = max(0, idle_launch_ns − host_removed_ns)
     step_unprofiled_ns        = span_ns − (idle_launch_ns − idle_launch_unprofiled_ns)
 
@@ -43,7 +46,7 @@ from fuseprof.analysis.facts.graphs import GRAPH_LAUNCH, GRAPH_NODE, KERNEL_LAUN
 from fuseprof.analysis.facts.idle import verdict_of, verdict_terms
 from fuseprof.analysis.facts.iterations import Iterations, step_at
 from fuseprof.model import profiler_cost
-from fuseprof.model.intervals import covered_ns
+from fuseprof.model.intervals import covered_ns, merge
 from fuseprof.model.profiler_cost import DEFAULT, SETTINGS, Calibration, setting_of, sync_call_us, uncertainty
 from fuseprof.model.registry import Registry
 from fuseprof.parse.trace_events import TraceTables
@@ -90,7 +93,7 @@ def step_counts(tables: TraceTables, iterations: Iterations, registry: Registry,
                 recorded: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """Per step (``steps``; ``all``: the whole trace), the events the profiler recorded, by kind (``KINDS``); those
     that began inside ``within`` (merged intervals) alone where it is given. ``recorded``: ``recorded_events``
-    where the caller has it (read once per trace)."""
+    where the caller has it (the whole steps' count and their data loading's read the same events)."""
     starts, kinds = recorded if recorded is not None else recorded_events(tables, registry)
     if within is not None:
         inside = covered_ns(within, starts, starts + 1) > 0
@@ -193,7 +196,7 @@ def host_cost_between(tables: TraceTables, registry: Registry, calibration: Cali
     profiler's share of the step from every call alike, too much from a short op's call, which is mostly the
     profiler's."""
     cost = _kind_costs(capture_setting(tables)[0], calibration)
-    factor = calibration.share_scale * host_speed(tables) * 1e3
+    factor = _ns_per_cost_us(tables, calibration)
     # per kind, its starts in order: an interval's events of that kind are a searchsorted apart (no array of every
     # event's cost: a large window's 1M events held beside its replays)
     kept = [(starts if bool((starts[1:] >= starts[:-1]).all()) else np.sort(starts), cost[k] * factor)
@@ -208,12 +211,17 @@ def host_cost_between(tables: TraceTables, registry: Registry, calibration: Cali
     return between
 
 
+def _ns_per_cost_us(tables: TraceTables, calibration: Calibration) -> float:
+    """ns of this trace's host per µs of the table's cost: the fit's share scale × the host's speed."""
+    return calibration.share_scale * host_speed(tables) * 1e3
+
+
 def profiler_share(counts: pd.DataFrame, setting: str, calibration: Calibration = DEFAULT) -> np.ndarray:
     """Per row of ``counts``, the profiler's share of the host's own time: the fit's scale × Σ count × cost over
     Σ count × (cost + the event's time without the profiler), within 0 and ``profiler_cost.MAX_SHARE``; 0 where
     nothing was recorded."""
-    cost, own = _kind_costs(setting, calibration), _kind_unprofiled(calibration)
-    added = np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
+    own = _kind_unprofiled(calibration)
+    added = _cost_us(counts, setting, calibration)
     whole = added + np.asarray(sum(counts[k].to_numpy(np.float64) * own[k] for k in KINDS), dtype=np.float64)
     share = calibration.share_scale * np.divide(added, whole, out=np.zeros_like(added), where=whole > 0)
     return np.clip(share, 0.0, profiler_cost.MAX_SHARE)
@@ -270,14 +278,21 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     own = np.maximum(span - data - sync_wait_ns(tables, iterations, registry, rows["step"].tolist()), 0)
     removed = (np.maximum(span - int(measured), 0) if measured is not None
                else np.rint(share * own).astype(np.int64))
-    out["host_removed_ns"] = removed
+    # the profiler's cost on the events inside the DataLoader's ranges was paid in the data idle, in µs per event
+    # (a share of the loader's time would count its unrecorded work, a sleep or a decode, as the profiler's)
+    loading = _data_spans(tables, registry)
+    in_data = np.zeros(len(out), np.int64) if measured is not None or not loading[0].size else np.minimum(np.rint(
+        _cost_us(step_counts(tables, iterations, registry, rows["step"].tolist(), loading, recorded), setting,
+                 calibration) * _ns_per_cost_us(tables, calibration)).astype(np.int64), data)
+    out["host_removed_ns"] = removed + in_data
     out["idle_launch_ns"], out["idle_data_ns"] = launch, data
     out["idle_launch_unprofiled_ns"] = np.maximum(launch - removed, 0)
-    out["idle_data_unprofiled_ns"] = data
+    out["idle_data_unprofiled_ns"] = data - in_data
     spread = 0.0 if measured is not None else uncertain
     for column, factor in (("step_unprofiled_ns", 1.0), ("step_unprofiled_low_ns", 1 + spread),
                            ("step_unprofiled_high_ns", 1 - spread)):
-        out[column] = span - (launch - np.maximum(launch - np.rint(removed * factor).astype(np.int64), 0))
+        less = [np.rint(part * factor).astype(np.int64) for part in (removed, in_data)]
+        out[column] = span - (launch - np.maximum(launch - less[0], 0)) - (data - np.maximum(data - less[1], 0))
     out["verdict_as_traced"] = rows["verdict_as_traced"].to_numpy(object)
     out["verdict"] = [verdict_of({**r, "idle_launch_ns": u, "idle_data_ns": d}) for r, u, d in zip(
         verdict_terms(rows), out["idle_launch_unprofiled_ns"], out["idle_data_unprofiled_ns"])]
@@ -290,6 +305,21 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
                      f"estimated: the profiler's share of the host's time "
                      f"{np.median(share) if len(share) else 0.0:.0%} (recorded events × {calibration.source}), {why}")
     return out
+
+
+def _cost_us(counts: pd.DataFrame, setting: str, calibration: Calibration) -> np.ndarray:
+    """Per row of ``counts``, Σ count × the table's cost (µs) under ``setting``."""
+    cost = _kind_costs(setting, calibration)
+    return np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
+
+
+def _data_spans(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np.ndarray]:
+    """The DataLoader's ranges (the registry's ``data loading`` host cause), merged: where the host's time is the
+    data idle's."""
+    patterns = [c.ranges for c in registry.host_causes if c.cause == "data loading" and c.ranges]
+    rows = rows_named(tables.annotations, *patterns) if patterns else tables.annotations.iloc[:0]
+    start = rows["start_ns"].to_numpy(np.int64)
+    return merge(start, start + rows["dur_ns"].to_numpy(np.int64))
 
 
 def gpu_bound_steps(estimate: pd.DataFrame) -> set[str]:
