@@ -269,7 +269,8 @@ step_perprocess() {
   for set in ${PERPROCESS_SETS:-heldout}; do
     for name in $names; do
       timeout 120 python3 scripts/capture_unprofiled_truth.py --out "$W/perprocess-$set" --only "$name" \
-        --time-first 2>&1 | grep -E "^$name:"
+        --time-first >"$W/perprocess-$set-$name.log" 2>&1
+      grep -E "^$name:" "$W/perprocess-$set-$name.log" || tail -5 "$W/perprocess-$set-$name.log"
     done
   done
   du -sh "$W"/perprocess-*
