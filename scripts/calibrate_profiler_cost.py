@@ -187,7 +187,7 @@ def _costs(values: list[float], baseline: list[float]) -> dict[str, float]:
             "cost_p90_us": summary["p90_us"] - base}
 
 
-def measure(units: int, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
+def measure(units: int, rounds: int) -> dict[str, dict[str, Any]]:
     """Per workload and setting: the time of a unit (median, p10, p90 over rounds) and the profiler's cost of a
     unit against the loop timed before any profiler ran (``never_profiled``); ``none`` is the loop timed
     between profiled ones, round by round, and ``after_effect`` its median over the never-profiled one's."""
@@ -199,7 +199,7 @@ def measure(units: int, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
             for setting in ("none", *SETTINGS):
                 samples[name][setting].append(time_loop(loop, setting) / unit_count(name, units) * 1e6)
         print(f"round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
-    table: dict[str, dict[str, dict[str, float]]] = {}
+    table: dict[str, dict[str, Any]] = {}  # per setting a summary; never_profiled, and after_effect (a ratio)
     for name, by_setting in samples.items():
         table[name] = {"never_profiled": _summary(first[name]),
                        "after_effect": statistics.median(by_setting["none"]) / statistics.median(first[name])}
@@ -208,7 +208,7 @@ def measure(units: int, rounds: int) -> dict[str, dict[str, dict[str, float]]]:
     return table
 
 
-def per_event_costs(table: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+def per_event_costs(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
     """The cost of one recorded event of each kind, per setting, from the workloads' differences: an op from
     cpu_op (CPU) and cuda_op (CUDA, where its launch and kernel come with it), a launch with its kernel as
     cuda_op − cpu_op, a range, a module as module − cuda_op, a graph launch, a Python call (with_stack's events)."""
@@ -348,8 +348,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{result['held_out_decoder']['never_profiled']['median_us']:.0f} µs, "
               f"profiler's cost measured +{h['cost_measured_us']:.0f} µs (p10 {h['cost_measured_p10_us']:.0f}, "
               f"p90 {h['cost_measured_p90_us']:.0f}), predicted +{h['cost_predicted_us']:.0f} µs")
-    for name, row in table.items():
-        print(f"{name}: un-profiled between profiled loops {row['after_effect']:.2f}x the never-profiled loop")
+    for name, loop_row in table.items():
+        print(f"{name}: un-profiled between profiled loops {loop_row['after_effect']:.2f}x the never-profiled loop")
     return 0
 
 

@@ -8,7 +8,8 @@ measured by CUDA events). For each trace whose truth says the host is the step's
 or ``sync-bound``: there the profiler's host time lengthens the step one for one; on a GPU-bound step it hides under
 the GPU, on a data-bound one under the loader's wait), the profiler's measured cost per step is the traced step (the
 mean ``ProfilerStep`` span) less the measured un-profiled median, and fuseprof's removed host time
-(``unprofiled.host_removed_ns``: the share × the host's own time) is what the model predicts. The removal is the
+(``unprofiled.host_removed_ns``: the share × the host's own time, and on a step with DataLoader ranges their events'
+cost) is what the model predicts. The removal is the
 share scale × a ratio of the table, so each trace implies a scale:
 
     scale_i = SHARE_SCALE × measured cost / removed

@@ -43,14 +43,14 @@ def test_a_committed_graph_replay_gets_no_graph_advice() -> None:
     path = FIXTURES / "h200-graphs" / "graph-replay.json.gz"
     _assert_no_graph_advice(path)
     # its 125 µs of host gaps before graph launches are named as the host's work between replays where any of them
-    # is left without the profiler; the fitted profiler cost (docs/profiler-cost.md: 2.202 × the unit-loop table on
-    # its graph launch, sync, range and 57 Python frames a step, about 65 µs) leaves none of them
+    # is left without the profiler; the profiler's share of the host's own time (docs/profiler-cost.md) is more than
+    # them on every step, and leaves none of them
     result = analyze(path)[0]
     left = float(result.frames["unprofiled"]["idle_launch_unprofiled_ns"].sum())
     named = [w for w in result.frames["worth_doing"].itertuples() if str(w.what).startswith(BETWEEN_REPLAYS_ROW)]
     assert float(result.frames["idle"]["idle_launch_ns"].sum()) > 100_000  # the host gaps are there as traced
     steps = result.frames["unprofiled"]
-    assert (steps["idle_launch_ns"] < steps["host_removed_ns"]).all()  # 63.7 and 61.4 µs a step, each under ~65 µs
+    assert (steps["idle_launch_ns"] < steps["host_removed_ns"]).all()  # 63.7 and 61.4 µs a step
     assert (left, named) == (0.0, [])  # so no host work is left between the replays, and no row claims any
 
 

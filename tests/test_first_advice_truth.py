@@ -101,13 +101,13 @@ def test_the_first_step_owns_its_loader_wait_before_the_first_gpu_work() -> None
     assert idle.loc[step["name"], "idle_data_ns"] == pytest.approx(overlap_us * 1e3, abs=1e3)
 
 
-@pytest.mark.parametrize("folder", ["h100b", "h100b-sync4096", "h100h", "h100i"])
+@pytest.mark.parametrize("folder", ["h100b-sync4096", "h100h", "h100i"])
 def test_a_sync_loop_is_bound_by_what_removing_its_syncs_saves(folder: str) -> None:
-    """h100: host-bound by the truth (removing the 24 .item() a step saves nothing: the host bounds the loop), read
-    sync-bound with the traced sync idle (1.2 ms a step) as the syncs' saving; h100b: sync-bound by the truth's
-    rule (busy 71% of the step, under its 80%: the largest idle cause), which ``bound`` now follows (it read
-    GPU-bound by the largest of busy and each cause); sync4096: GPU-bound (busy 91%). The sync row's saving is the
-    replay's, the first advice the syncs' removal then graphs."""
+    """The loop calling .item() 24 times a step: h100h sync-bound by its truth's rule (busy 77% of the step, under
+    its 80%: the largest idle cause, the syncs); h100i host-bound (its host was twice as slow); sync4096 GPU-bound
+    (busy 91%). The bound is the truth's, the sync row's saving the replay's, the first advice the syncs' removal
+    then graphs (never graphs alone: they cannot hold .item()). (h100 and h100b, whose un-profiled steps were timed
+    after a profiler ran and carry its after-effect, are scored in docs/profiler-cost.md, not held here.)"""
     truth, result = _truth(folder, "sync_bound"), _result(folder, "sync_bound")
     assert result.frames["verdict"]["bound"].iloc[0] == truth["bound"]
     syncs = _per_step_ms(folder, "sync_bound", _row(result, "remove synchronisations ("))

@@ -108,3 +108,27 @@ def test_a_graph_replay_step_loses_only_its_launch_idle() -> None:
     assert (u["step_unprofiled_ns"] == expected).all()
     truth = json.loads((TRUTH / "h100" / "infer_graph.truth.json").read_text())
     assert u["step_unprofiled_ns"].median() / 1e6 == pytest.approx(truth["unprofiled_step"]["median_ms"], rel=0.05)
+
+
+def test_a_synchronising_call_waits_only_inside_its_step(tmp_path: Path) -> None:
+    """The host's waits are each synchronising call's time inside its own step, never negative: on
+    h100h/sync_bound, one call made to last 1,000 s (a hostile duration) leaves the other steps' removal as it was
+    and its own step's at or above 0; one made negative removes no more than a zero-length call would."""
+    doc = _raw(TRUTH / "h100h" / "sync_bound.json.gz")
+    syncs = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"
+             and "Synchronize" in str(e.get("name", ""))]
+    assert syncs
+
+    def removed(dur: float) -> np.ndarray:
+        syncs[0]["dur"] = dur
+        path = tmp_path / f"t{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps(doc))
+        return analyze(path)[0].frames["unprofiled"]["host_removed_ns"].to_numpy()
+
+    original = syncs[0]["dur"]
+    zero, huge, negative = removed(0.0), removed(1e9), removed(-500.0)
+    syncs[0]["dur"] = original
+    assert (huge >= 0).all() and (zero > 0).all()
+    changed = zero != huge
+    assert changed.sum() <= 1  # the call's own step alone
+    assert (negative == zero).all()

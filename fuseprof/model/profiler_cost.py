@@ -75,15 +75,21 @@ class Calibration:
     def from_file(cls, path: Path) -> Calibration:
         """The table ``scripts/calibrate_profiler_cost.py --out DIR`` wrote (``DIR/profiler_cost.json``): a
         re-calibration on the user's own machine. A table written before the script timed its loops before any
-        profiler ran has no such loops, and is refused."""
+        profiler ran has no such loops, and is refused, as is one measured without a GPU (it has no launch cost, and
+        would read a CUDA trace's steps as nearly free of the profiler) or without every setting."""
         measured = json.loads(path.read_text())
         workloads = measured.get("workloads", {})
         if not workloads or any("never_profiled" not in w for w in workloads.values()):
             raise InvalidArgumentError(f"{path}: no loops timed before any profiler ran (never_profiled); "
                                        "re-run scripts/calibrate_profiler_cost.py to write them")
+        missing = [s for s in SETTINGS if not all(s in w for w in workloads.values())]
+        if missing or "cuda_op" not in workloads:
+            what = f"no {', '.join(missing)} setting" if missing else "no CUDA loops (measured without a GPU)"
+            raise InvalidArgumentError(f"{path}: {what}; run scripts/calibrate_profiler_cost.py on the machine that "
+                                       "took the trace, with its GPU")
         first = {name: w["never_profiled"]["median_us"] for name, w in workloads.items()}
         table = {setting: _kind_rows({name: w[setting]["cost_us"] for name, w in workloads.items()})
-                 for setting in SETTINGS if all(setting in w for w in workloads.values())}
+                 for setting in SETTINGS}
         facts = measured.get("machine", {})
         where = f"{facts.get('gpu', facts.get('cpu', '?'))}, torch {facts.get('torch', '?')} ({path})"
         return cls(table, _kind_rows(first), f"{where}, share ×{SHARE_SCALE} (the H100 fit)")

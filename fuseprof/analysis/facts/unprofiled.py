@@ -3,18 +3,21 @@
 A trace's host time is the host's time while torch.profiler recorded every op, launch, range, module and
 Python frame. Per step (``ProfilerStep#N``, an engine's step, or the whole window):
 
-    host_removed_ns           = share × (span_ns − idle_data_ns − the host's time in synchronising calls), the
-                                profiler's share of the host's own time in the step: the calibration's Σ count ×
-                                cost over Σ count × (cost + the event's time without the profiler), by kind, ×
-                                the fit's ``SHARE_SCALE`` (``fuseprof.model.profiler_cost``; counted on every thread
-                                by the event's start: CPU ops and Python frames from ``tables.recorded``, ranges,
-                                modules, launch calls from their tables); the time the host waited on the GPU or
-                                the data loader is no time the profiler lengthened; and inside the DataLoader's
-                                ranges, their events' costs in µs × the share scale × the host's speed
-                                (``host_speed``), taken from the data idle (a share of the loader's time would
-                                count its unrecorded work as the profiler's)
-    idle_launch_unprofiled_ns = max(0, idle_launch_ns − host_removed_ns)
-    step_unprofiled_ns        = span_ns − (idle_launch_ns − idle_launch_unprofiled_ns)
+    host_own_ns               = span_ns − idle_data_ns − the host's time inside synchronising calls (merged,
+                                within the step): the host's own time; its waits on the GPU or the data loader
+                                are no time the profiler lengthened
+    share                     = ``SHARE_SCALE`` × Σ count × cost / Σ count × (cost + the event's time without
+                                the profiler), by kind (``fuseprof.model.profiler_cost``: the calibration and the
+                                fit; counted on every thread by the event's start: CPU ops and Python frames from
+                                ``tables.recorded``, ranges, modules, launch calls from their tables), over the
+                                events outside the DataLoader's ranges
+    in_data                   = Σ count × cost × ``SHARE_SCALE`` × the host's speed (``host_speed``) over the
+                                events inside the DataLoader's ranges, at most idle_data_ns (µs per event: a share
+                                of the loader's time would count its unrecorded work, a sleep or a decode)
+    host_removed_ns           = share × host_own_ns + in_data
+    idle_launch_unprofiled_ns = max(0, idle_launch_ns − share × host_own_ns)
+    idle_data_unprofiled_ns   = idle_data_ns − in_data
+    step_unprofiled_ns        = span_ns − (idle_launch_ns − idle_launch_unprofiled_ns) − in_data
 
 The GPU's work is unchanged; only the gaps where the GPU waited for the host to launch (``idle_launch``, the
 idle section's) shrink, by at most the host time removed in the step: a GPU-bound step, whose host ran ahead,
@@ -28,7 +31,7 @@ median instead: host_removed_ns = span_ns − the measured step, ``source`` says
 The verdict without the profiler (``verdict``) is the idle section's (``idle.verdict_of``), its launch idle the
 estimate's;
 ``host_scale`` is the factor on the host's time that the replays of savings and what-if
-take (``whatif.Plan.host_scale``): 1 − Σ host_removed / Σ the steps' host spans.
+take (``whatif.Plan.host_scale``): 1 − Σ share × host_own / Σ host_own.
 """
 
 from __future__ import annotations
@@ -143,13 +146,22 @@ def _recorded_starts(tables: TraceTables, registry: Registry) -> dict[str, np.nd
                                     registry], lambda: _read_recorded_starts(tables, registry))
 
 
+def _sync_calls(tables: TraceTables, registry: Registry) -> np.ndarray:
+    """Which launch-table rows are synchronising calls (the registry's ``sync`` host causes: ``cudaStreamSynchronize``,
+    a blocking copy, …): one text search per trace, kept (``_last_trace``)."""
+    def read() -> np.ndarray:
+        launches = tables.launches
+        syncs = [c.calls for c in registry.host_causes if c.cause == "sync" and c.calls]
+        return launches.index.isin(rows_named(launches, *syncs).index) if syncs else np.zeros(len(launches), bool)
+    return _last_trace("sync calls", [tables, tables.launches, registry], read)
+
+
 def _read_recorded_starts(tables: TraceTables, registry: Registry) -> dict[str, np.ndarray]:
     """What ``_recorded_starts`` keeps, read from the tables."""
     launches = tables.launches
     name = launches["name"].astype(str)
     graph = name.str.contains(GRAPH_LAUNCH.pattern, regex=True)
-    syncs = [c.calls for c in registry.host_causes if c.cause == "sync" and c.calls]
-    sync = launches.index.isin(rows_named(launches, *syncs).index) if syncs else np.zeros(len(launches), bool)
+    sync = _sync_calls(tables, registry)
     launch = name.str.contains(GRAPH_NODE.pattern, regex=True) & ~graph & ~sync
     recorded = tables.recorded
     parts = {"op": recorded["start_ns"][(recorded["kind"] == "op").to_numpy()],
@@ -175,16 +187,15 @@ def host_speed(tables: TraceTables) -> float:
     return 1.0 if launch is None else float(np.clip(launch / profiler_cost.REFERENCE_LAUNCH_US, 0.25, 4.0))
 
 
+def _per_kind(row: dict[str, float]) -> dict[str, float]:
+    """µs per event by kind from a calibration row (a kind the row lacks: 0; a synchronising call: ``.item()``'s
+    figure less the ops and the copy it records, counted as ops and a launch already)."""
+    return {k: max(0.0, row.get(k, 0.0)) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
+
+
 def _kind_costs(setting: str, calibration: Calibration) -> dict[str, float]:
     """One recorded event's cost by kind (µs) under ``setting``, as the unit loops measured it."""
-    row = calibration.per_event_us[setting]
-    return {k: calibration.cost_us(setting, k) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
-
-
-def _kind_unprofiled(calibration: Calibration) -> dict[str, float]:
-    """One event's host time by kind (µs) without the profiler, as the unit loops measured it."""
-    row = calibration.unprofiled_us
-    return {k: max(0.0, row.get(k, 0.0)) for k in KINDS if k != "sync"} | {"sync": sync_call_us(row)}
+    return _per_kind(calibration.per_event_us[setting])
 
 
 def host_cost_between(tables: TraceTables, registry: Registry, calibration: Calibration = DEFAULT
@@ -220,25 +231,33 @@ def profiler_share(counts: pd.DataFrame, setting: str, calibration: Calibration 
     """Per row of ``counts``, the profiler's share of the host's own time: the fit's scale × Σ count × cost over
     Σ count × (cost + the event's time without the profiler), within 0 and ``profiler_cost.MAX_SHARE``; 0 where
     nothing was recorded."""
-    own = _kind_unprofiled(calibration)
-    added = _cost_us(counts, setting, calibration)
-    whole = added + np.asarray(sum(counts[k].to_numpy(np.float64) * own[k] for k in KINDS), dtype=np.float64)
+    added = _weighted(counts, _kind_costs(setting, calibration))
+    whole = added + _weighted(counts, _per_kind(calibration.unprofiled_us))
     share = calibration.share_scale * np.divide(added, whole, out=np.zeros_like(added), where=whole > 0)
     return np.clip(share, 0.0, profiler_cost.MAX_SHARE)
 
 
-def sync_wait_ns(tables: TraceTables, iterations: Iterations, registry: Registry, steps: list[object]) -> np.ndarray:
-    """Per step (``steps``; ``all``: the whole trace), the host's time inside synchronising calls (the registry's
-    ``sync`` host causes: ``cudaStreamSynchronize``, a blocking copy, …) that began in it: time the host waited on
-    the GPU, which the profiler did not lengthen."""
-    launches = tables.launches
-    syncs = [c.calls for c in registry.host_causes if c.cause == "sync" and c.calls]
-    rows = rows_named(launches, *syncs) if syncs else launches.iloc[:0]
-    if not len(rows):
-        return np.zeros(len(steps), np.int64)
-    keys = step_at(iterations, rows["start_ns"]) if iterations.found else pd.Series("all", index=rows.index)
-    per_step = rows["dur_ns"].astype(np.int64).groupby(keys.astype(object)).sum()
-    return pd.Series(steps, dtype=object).map(per_step).fillna(0).to_numpy(np.int64)
+def sync_wait_ns(tables: TraceTables, iterations: Iterations, registry: Registry, steps: list[object],
+                 span: np.ndarray) -> np.ndarray:
+    """Per step (``steps``; ``all``: the whole trace), the host's time inside the synchronising calls
+    (``_sync_calls``) that began in it, each cut at the step's end, overlapping calls on several threads counted
+    once, at most the step's ``span``: time the host waited on the GPU, which the profiler did not lengthen."""
+    launches = tables.launches[_sync_calls(tables, registry)]
+    start = launches["start_ns"].to_numpy(np.int64)
+    end = start + np.maximum(launches["dur_ns"].to_numpy(np.int64), 0)
+    if not iterations.found:
+        return np.minimum(np.full(len(steps), int(np.diff(np.stack(merge(start, end)), axis=0).sum())),
+                          np.maximum(span, 0))
+    ranges = iterations.ranges.assign(end_ns=iterations.ranges["start_ns"] + iterations.ranges["dur_ns"])
+    bounds = ranges.groupby("name").agg(lo=("start_ns", "min"), hi=("end_ns", "max"))
+    owner = step_at(iterations, pd.Series(start)).astype(object)
+    inside = owner.notna().to_numpy()
+    cut = np.minimum(end[inside], owner[inside].map(bounds["hi"]).to_numpy(np.int64))
+    waits = merge(start[inside], np.maximum(cut, start[inside]))
+    named = pd.Series(steps, dtype=object)
+    lo = named.map(bounds["lo"]).fillna(0).to_numpy(np.int64)
+    hi = named.map(bounds["hi"]).fillna(0).to_numpy(np.int64)
+    return np.minimum(covered_ns(waits, lo, hi), np.maximum(span, 0))
 
 
 def _measured(tables: TraceTables) -> float | None:
@@ -274,17 +293,23 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     measured = _measured(tables)
     span = out["span_ns"].to_numpy(np.int64)
     launch, data = rows["idle_launch_ns"].to_numpy(np.int64), rows["idle_data_ns"].to_numpy(np.int64)
-    share = profiler_share(counts, setting, calibration)
-    own = np.maximum(span - data - sync_wait_ns(tables, iterations, registry, rows["step"].tolist()), 0)
+    # the profiler's cost on the events inside the DataLoader's ranges was paid in the data idle, in µs per event
+    # (a share of the loader's time would count its unrecorded work, a sleep or a decode, as the profiler's); the
+    # share is of the rest
+    loading = _data_spans(tables, registry)
+    in_loader = step_counts(tables, iterations, registry, rows["step"].tolist(), loading, recorded) \
+        if loading[0].size else None
+    share = profiler_share(counts if in_loader is None else counts.assign(**{
+        k: np.maximum(counts[k].to_numpy(np.int64) - in_loader[k].to_numpy(np.int64), 0) for k in KINDS}),
+        setting, calibration)
+    own = np.maximum(span - data - sync_wait_ns(tables, iterations, registry, rows["step"].tolist(), span), 0)
     removed = (np.maximum(span - int(measured), 0) if measured is not None
                else np.rint(share * own).astype(np.int64))
-    # the profiler's cost on the events inside the DataLoader's ranges was paid in the data idle, in µs per event
-    # (a share of the loader's time would count its unrecorded work, a sleep or a decode, as the profiler's)
-    loading = _data_spans(tables, registry)
-    in_data = np.zeros(len(out), np.int64) if measured is not None or not loading[0].size else np.minimum(np.rint(
-        _cost_us(step_counts(tables, iterations, registry, rows["step"].tolist(), loading, recorded), setting,
-                 calibration) * _ns_per_cost_us(tables, calibration)).astype(np.int64), data)
+    in_data = np.zeros(len(out), np.int64) if measured is not None or in_loader is None else np.minimum(np.rint(
+        _weighted(in_loader, _kind_costs(setting, calibration)) * _ns_per_cost_us(tables, calibration)
+    ).astype(np.int64), data)
     out["host_removed_ns"] = removed + in_data
+    out["host_own_ns"] = own
     out["idle_launch_ns"], out["idle_data_ns"] = launch, data
     out["idle_launch_unprofiled_ns"] = np.maximum(launch - removed, 0)
     out["idle_data_unprofiled_ns"] = data - in_data
@@ -307,10 +332,9 @@ def unprofiled(idle: pd.DataFrame, tables: TraceTables, iterations: Iterations, 
     return out
 
 
-def _cost_us(counts: pd.DataFrame, setting: str, calibration: Calibration) -> np.ndarray:
-    """Per row of ``counts``, Σ count × the table's cost (µs) under ``setting``."""
-    cost = _kind_costs(setting, calibration)
-    return np.asarray(sum(counts[k].to_numpy(np.float64) * cost[k] for k in KINDS), dtype=np.float64)
+def _weighted(counts: pd.DataFrame, per_kind: dict[str, float]) -> np.ndarray:
+    """Per row of ``counts``, Σ count × µs per event of that kind."""
+    return np.asarray(sum(counts[k].to_numpy(np.float64) * per_kind[k] for k in KINDS), dtype=np.float64)
 
 
 def _data_spans(tables: TraceTables, registry: Registry) -> tuple[np.ndarray, np.ndarray]:
@@ -331,9 +355,11 @@ def gpu_bound_steps(estimate: pd.DataFrame) -> set[str]:
 
 
 def host_scale(estimate: pd.DataFrame) -> float:
-    """The factor on the host's time without the profiler (the replays': ``whatif.Plan.host_scale``):
-    1 − Σ host time removed / Σ the steps' host spans; 1 where nothing is known."""
-    if estimate.empty or "host_span_ns" not in estimate:
+    """The factor on the host's time without the profiler (the replays': ``whatif.Plan.host_scale``): 1 − the
+    profiler's share of the host's own time over the steps, Σ (host removed − the data idle's part) / Σ the host's
+    own time (``host_own_ns``); 1 where nothing is known."""
+    if estimate.empty or "host_own_ns" not in estimate:
         return 1.0
-    host = float(estimate["host_span_ns"].sum())
-    return max(0.0, 1.0 - float(estimate["host_removed_ns"].sum()) / host) if host > 0 else 1.0
+    own = float(estimate["host_own_ns"].sum())
+    in_data = (estimate["idle_data_ns"] - estimate["idle_data_unprofiled_ns"]).sum()
+    return max(0.0, 1.0 - float(estimate["host_removed_ns"].sum() - in_data) / own) if own > 0 else 1.0
