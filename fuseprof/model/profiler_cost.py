@@ -52,7 +52,7 @@ SHARE_SCALE = 1.204
 MAX_SHARE = 0.9  # the profiler never made more of a step's host time than this on any capture measured
 REFERENCE_LAUNCH_US = 8.57  # the calibration host's median traced kernel-launch call (h100i's traces, same machine)
 MIN_LAUNCHES = 20  # fewer kernel launches than this say nothing of the host's speed
-UNCERTAINTY = 0.25  # the fit's error on the captures held out from it (docs/profiler-cost.md)
+UNCERTAINTY = 0.25  # the fit's residuals on 18 of its 19 captures (docs/profiler-cost.md says where it misses)
 UNCALIBRATED = 0.50  # a vendor or torch the table was not measured on
 TORCH_CALIBRATED = ("2.11", "2.12", "2.13")
 # the script's units and the kinds they measure (``_kind_rows``): a kind is its unit less the unit it builds on
