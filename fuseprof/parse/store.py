@@ -186,7 +186,10 @@ class TraceStore:
         assert self.root is not None
         for folder, name, kind in ((self.root, ROOT_MARKER, "trace store"), (version, VERSION_MARKER, "store version")):
             if not (folder / name).exists():
-                write_private(folder / name, _marker(kind).encode())
+                try:
+                    write_private(folder / name, _marker(kind).encode())
+                except FileExistsError:  # another write (a background thread, a process) made it between the two
+                    pass
 
     def get_frames(self, key: str, part: str, only: tuple[str, ...] | None = None, skip: tuple[str, ...] = (),
                    columns: dict[str, tuple[str, ...]] | None = None
