@@ -127,10 +127,10 @@ def setting_of(record_shapes: bool, with_stack: bool, with_modules: bool, profil
 
 
 def uncertainty(vendor: str | None, torch_version: str | None) -> tuple[float, str]:
-    """The estimate's relative uncertainty and why: the held-out error where the table describes the trace's
+    """The estimate's relative uncertainty and why: the fit's residual range where the table describes the trace's
     vendor and torch, twice that where not (said)."""
     if vendor not in (None, "NVIDIA"):
         return UNCALIBRATED, f"±{UNCALIBRATED:.0%}: calibrated on NVIDIA only, the trace is {vendor}"
     if torch_version is not None and not torch_version.startswith(TORCH_CALIBRATED):
         return UNCALIBRATED, f"±{UNCALIBRATED:.0%}: calibrated on torch 2.11-2.13, the trace is torch {torch_version}"
-    return UNCERTAINTY, f"±{UNCERTAINTY:.0%} (held-out error of the calibration)"
+    return UNCERTAINTY, f"±{UNCERTAINTY:.0%} (the fit's residuals; held out, a host that drifts misses it: docs/profiler-cost.md)"
