@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -99,18 +100,46 @@ def time_loop(step: Step, steps: int = TIMED) -> dict[str, float]:
     return _spread(step_times(step, steps))
 
 
-def timed_variants(variants: dict[str, Step], rounds: int, midway: Callable[[], Any]) -> dict[str, list[list[float]]]:
+def host_reference_ms(repeats: int = 3) -> dict[str, float]:
+    """Fixed pieces of host work, the fastest of a few each: the host's speed at that moment. Eager steps of one
+    process moved 1.7x within seconds (h100k/infer_eager's rounds: 2.6 then 1.5 ms a step), so the truth records the
+    host's speed beside each round and around the capture, to tell the host's drift from the model's error. Python:
+    a pure-Python loop (~1 ms); launches: the host's time to queue 200 one-element adds (on the CPU, 200 such ops)."""
+    python, launches = float("inf"), float("inf")
+    one = torch.zeros(1, device=DEVICE)
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        total = 0
+        for i in range(20_000):
+            total += i * i
+        t1 = time.perf_counter()
+        for _ in range(200):
+            one.add_(1)
+        t2 = time.perf_counter()
+        python, launches = min(python, t1 - t0), min(launches, t2 - t1)
+        if CUDA:
+            torch.cuda.synchronize()
+    return {"python": round(1e3 * python, 4), "launches": round(1e3 * launches, 4)}
+
+
+def timed_variants(variants: dict[str, Step], rounds: int, midway: Callable[[], Any],
+                   host: dict[str, list[dict[str, float]]] | None = None) -> dict[str, list[list[float]]]:
     """Each variant's per-step times, round by round: with ``rounds``, every variant's loop once a round in an order
     rotated round by round and ``midway`` (the profiled capture) between the middle two rounds, so that the host's
     drift reaches base and change alike; with none, ``midway`` first and then each variant's loop once, one after
-    another (the method of the sets before h100g)."""
+    another (the method of the sets before h100g). ``host`` gets ``host_reference_ms`` before each round and just
+    before and after ``midway``."""
+    host = {} if host is None else host
     if not rounds:
         midway()
         return {name: [step_times(step)] for name, step in variants.items()}
     names, times = list(variants), {name: [] for name in variants}
     for r in range(rounds):
         if r == rounds // 2:
+            host.setdefault("before_capture", []).append(host_reference_ms())
             midway()
+            host.setdefault("after_capture", []).append(host_reference_ms())
+        host.setdefault("rounds", []).append(host_reference_ms())
         for name in names[r % len(names):] + names[:r % len(names)]:
             times[name].append(step_times(variants[name], ROUND_STEPS))
     return times
@@ -522,6 +551,7 @@ def profiled(step: Step, path: Path, settings: str) -> dict[str, Any]:
     return {"activities": [a.name for a in _activities()], **{k: kwargs.get(k, False) for k in
             ("record_shapes", "with_stack", "with_modules", "profile_memory")},
             "schedule": "wait=1, warmup=1, active=3", "synchronize": "before the last active step ends only",
+            "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI", "unset"),
             "python_frames_dropped": "all but nn.Module frames" if slim else "none recorded"}
 
 
@@ -603,7 +633,8 @@ def measure(work: Workload, rounds: int, midway: Callable[[Step], Any]) -> dict[
     variants checked first; ``midway`` gets the base step between the rounds (``timed_variants``)."""
     steps, errors = checked(work)
     step, _ = work.make("base")
-    times = timed_variants({"base": step, **steps}, rounds, lambda: midway(step))
+    host: dict[str, list[dict[str, float]]] = {}
+    times = timed_variants({"base": step, **steps}, rounds, lambda: midway(step), host)
     measured = pooled(times["base"])
     busy = busy_ms(steps.get("no_syncs") or work.make("no_syncs")[0] if work.syncs else step, measured["median_ms"])
     data_ms = work.data() if work.data else 0.0
@@ -611,6 +642,8 @@ def measure(work: Workload, rounds: int, midway: Callable[[Step], Any]) -> dict[
     sync_ms = changes["no_syncs"]["saving_ms"] if isinstance(changes.get("no_syncs"), dict) else 0.0
     busy_median = busy.get("median_ms") if busy else None
     return {"unprofiled_step": measured, "gpu_busy": busy, "loader_ms_per_step": data_ms,
+            "host_reference_ms": {**host, "what": "host_reference_ms's fixed host work (ms; fastest of 3): "
+                                                     "before each round and around the capture"},
             **bound(measured["median_ms"], busy_median, data_ms, sync_ms), "changes": changes}
 
 

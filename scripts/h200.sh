@@ -48,6 +48,8 @@
 #              before the process runs any profiler): one to fit the profiler's cost on, one held out
 #   perprocess a set (PERPROCESS_SETS="fit heldout": two) of unprofiled's captures, every workload in its own process with --time-first: timed, then
 #              profiled seconds later (no after-effect, and no drift of the host across the set between the two)
+#   paired     a set (PAIRED_SETS="fit heldout": two) of unprofiled's captures, every workload in its own process under
+#              TEARDOWN_CUPTI=1, the capture between the middle two paired rounds, the host's speed beside each round
 #   aftereffect the profiler's after-effect (scripts/probe_profiler_after_effect.py), as torch leaves it and with
 #              TEARDOWN_CUPTI=1 (Kineto then finalises CUPTI when a session ends: pytorch/pytorch#144455)
 #   truthset   small models of known truth, each trace with its execution trace and truth file (scripts/capture_truth_set.py),
@@ -274,6 +276,19 @@ step_perprocess() {
     done
   done
   du -sh "$W"/perprocess-*
+}
+step_paired() {
+  # each workload in its own process, TEARDOWN_CUPTI=1 (no after-effect to speak of), the capture between the middle
+  # two of the paired rounds: truth and trace on the same host within seconds
+  local names; names=$(python3 scripts/capture_unprofiled_truth.py --out /tmp/none --list | awk '{print $1}')
+  for set in ${PAIRED_SETS:-heldout}; do
+    for name in $names; do
+      TEARDOWN_CUPTI=1 timeout 120 python3 scripts/capture_unprofiled_truth.py --out "$W/paired-$set" --only "$name" \
+        >"$W/paired-$set-$name.log" 2>&1
+      grep -E "^$name:" "$W/paired-$set-$name.log" || tail -5 "$W/paired-$set-$name.log"
+    done
+  done
+  du -sh "$W"/paired-*
 }
 step_aftereffect() {
   timeout 100 python3 scripts/probe_profiler_after_effect.py 2>&1 | tail -12
