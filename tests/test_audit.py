@@ -77,3 +77,33 @@ def test_audit_command(capsys) -> None:
     assert {r["verdict"] for r in rows} >= {"fused", "not fused", "not present"}
     assert main(["audit", str(EAGER)]) == 0
     assert max(len(line) for line in capsys.readouterr().out.splitlines()) <= 120
+
+
+def test_fusion_table_and_audit_run_each_shared_finder_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The fusion table's classes and the audit ask the attention and epilogue finders of one window's units once
+    (``patterns.found_once``), and the table's epilogue rows are those the finder gives an entry without a ``fused``
+    regex (what the table asked it before): the regex adds fused instances only."""
+    from collections import Counter
+
+    from fuseprof.analysis.judgements import fusion_classes, patterns
+    from fuseprof.model.registry import CatalogueEntry
+
+    monkeypatch.setenv("FUSEPROF_CACHE", "off")
+    calls: Counter[str] = Counter()
+    entries: list[CatalogueEntry] = []
+    for name in ("attention", "epilogue"):
+        def counted(units, entry, costs, _real=getattr(patterns, name), _name=name):  # type: ignore[no-untyped-def]
+            calls[_name] += 1
+            entries.append(entry)
+            found = _real(units, entry, costs)
+            if _name == "epilogue":  # the unfused instances, whatever the entry's regex
+                plain = _real(units, CatalogueEntry("epilogue", "epilogue"), costs)
+                assert [f for f in found if not f.fused] == [f for f in plain if not f.fused]
+            return found
+        monkeypatch.setitem(patterns.PATTERNS, name, counted)
+        monkeypatch.setattr(fusion_classes, name, counted)
+    (result,) = analyze(EAGER)
+    assert calls == {"attention": 1, "epilogue": 1}
+    assert {e.name for e in entries} == {"flash attention", "GEMM + bias + activation epilogue"}
+    assert (result.fusion["class"] == "GEMM epilogue").any() or not result.audit.set_index("fusion").loc[
+        "GEMM + bias + activation epilogue", "unfused_instances"]

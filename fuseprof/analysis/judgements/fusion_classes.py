@@ -40,6 +40,7 @@ from fuseprof.analysis.judgements.patterns import (
     attention,
     clip,
     epilogue,
+    found_once,
     linear_ce,
     sibling_cost,
     zero_grad,
@@ -99,12 +100,19 @@ def _row(cls: str, found: Found, signature: str, predicted_ns: float, fused_byte
             "known_fusion": _KNOWN[cls]}
 
 
+def _entry(registry: Registry, pattern: str) -> CatalogueEntry:
+    """The registry's catalogue entry of ``pattern`` (the audit's: its finder's instances are then found once for
+    both, ``patterns.found_once``), else one of its own. Either finds the same unfused instances: attention reads
+    no entry, and the epilogue's ``fused`` regex adds fused ones only."""
+    return next((e for e in registry.catalogue if e.pattern == pattern), CatalogueEntry(pattern, pattern))
+
+
 def class_instances(units: Units, roof: Roof, copy: CopyModel, registry: Registry) -> list[dict[str, object]]:
     """Every instance of the classes, best first by class: eager attention, horizontal GEMMs, epilogues, gradient
     clipping, zero-grad, linear cross-entropy."""
     costs = Costs(roof, copy, registry)
     rows = []
-    for found in attention(units, CatalogueEntry("eager attention", "attention"), costs):
+    for found in found_once(attention, units, _entry(registry, "attention"), costs):
         if not found.fused and not math.isnan(found.saving_ns):
             measured = sum(u.time_ns for u in found.units)
             rows.append(_row("eager attention → SDPA", found, found.signature, measured - found.saving_ns,
@@ -116,14 +124,14 @@ def class_instances(units: Units, roof: Roof, copy: CopyModel, registry: Registr
         shape = group[0].operand("activation")
         signature = " + ".join(g.op for g in group) + f" (same input {list(shape.dims) if shape else '?'})"
         rows.append(_row("horizontal GEMM", Found(False, tuple(group), ""), signature, predicted, nbytes, costs))
-    for found in epilogue(units, CatalogueEntry("epilogue", "epilogue"), costs):
+    for found in found_once(epilogue, units, _entry(registry, "epilogue"), costs):  # its unfused: whatever its regex
         if not found.fused:
             gemm, consumer = found.units
             rows.append(_row("GEMM epilogue", Found(False, (consumer,), ""), f"{gemm.op} → {consumer.op} (epilogue)",
                              0.0, 0.0, costs))
     for cls, pattern in (("gradient clipping", clip), ("zero-grad", zero_grad), ("linear cross-entropy", linear_ce)):
         entry = next((e for e in registry.catalogue if e.pattern == pattern.__name__), None)
-        for found in pattern(units, entry, costs) if entry is not None else ():
+        for found in found_once(pattern, units, entry, costs) if entry is not None else ():
             if not found.fused and not math.isnan(found.saving_ns):
                 measured = sum(u.time_ns for u in found.units)
                 rows.append(_row(cls, found, found.signature, measured - found.saving_ns, found.fused_bytes, costs))

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -875,6 +876,23 @@ PATTERNS: dict[str, Pattern] = {
 }
 
 
+# Per window's units (weakly: the memo goes with them), each pattern's instances by entry and cost models
+_FOUND: weakref.WeakKeyDictionary[Units, dict[tuple[object, ...], tuple[list[Found], Costs]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def found_once(pattern: Pattern, units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
+    """``pattern(units, entry, costs)``, found once per window: the fusion table's classes (``fusion_classes``) and
+    the audit ask the same finders (attention, epilogue, clipping, zero-grad, linear cross-entropy) of one window's
+    units, entry and cost models (the roof, copy model and registry, by identity: each caller makes its own
+    ``Costs`` of the same three). A new list each time: ``find`` extends its own."""
+    key = (pattern, entry, id(costs.roof), id(costs.copy), id(costs.registry))
+    mine = _FOUND.setdefault(units, {})
+    if key not in mine:
+        mine[key] = (pattern(units, entry, costs), costs)  # the costs kept: their objects' ids stay theirs
+    return list(mine[key][0])
+
+
 def find(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
     """Every instance of one catalogue entry: its pattern's, and units its ``fused`` regex names."""
     pattern = PATTERNS.get(entry.pattern)
@@ -883,7 +901,7 @@ def find(units: Units, entry: CatalogueEntry, costs: Costs) -> list[Found]:
 
         raise InvalidArgumentError(f"catalogue entry {entry.name!r}: no pattern {entry.pattern!r}; the patterns are "
                                    f"{', '.join(PATTERNS)}")
-    found = pattern(units, entry, costs)
+    found = found_once(pattern, units, entry, costs)
     if entry.pattern not in ("kernels", "epilogue") and entry.fused:
         seen = {u.op_id for f in found if f.fused for u in f.units}
         found += [f for f in kernels(units, entry, costs) if f.units[0].op_id not in seen]
