@@ -107,3 +107,19 @@ def test_fusion_table_and_audit_run_each_shared_finder_once(monkeypatch) -> None
     assert {e.name for e in entries} == {"flash attention", "GEMM + bias + activation epilogue"}
     assert (result.fusion["class"] == "GEMM epilogue").any() or not result.audit.set_index("fusion").loc[
         "GEMM + bias + activation epilogue", "unfused_instances"]
+
+
+def test_held_by_splits_a_row_by_the_members_each_entry_holds() -> None:
+    """Two entries on one row share its saving by how many of its members each holds (3 and 1 of 4), an entry alone
+    on a row quotes all of it (its GPU saving where the row has no step saving), and one holding nothing has none."""
+    import math
+
+    import pandas as pd
+
+    from fuseprof.analysis.paths.savings import held_by
+
+    fusion = pd.DataFrame({"members": [[1, 2, 3, 4], [5, 6]], "saving_ns": [100.0, 50.0],
+                           "step_saving_ns": pd.array([80, None], dtype="Float64")})
+    got = held_by(fusion, [{1, 2, 3}, {4, 5}, set(), {99}])
+    assert got[:2] == [(80 * 3 / 4, 100 * 3 / 4), (80 * 1 / 4 + 50, 100 * 1 / 4 + 50)]
+    assert all(math.isnan(x) for pair in got[2:] for x in pair)

@@ -39,8 +39,9 @@ def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyMod
     costs = Costs(roof, copy, registry)
     rows = []
     everything = [find(units, entry, costs) for entry in registry.catalogue]
-    rivals = [_labels([f for f in found if not f.fused]) for found in everything]
-    for entry, found, mine in zip(registry.catalogue, everything, rivals):
+    held = _held(opportunities, [[f for f in found if not f.fused] for found in everything],
+                 [entry.pattern for entry in registry.catalogue])
+    for entry, found, (one, gpu) in zip(registry.catalogue, everything, held):
         done, undone = [f for f in found if f.fused], [f for f in found if not f.fused]
         verdict = ("partly fused" if done and undone else "not fused" if undone else "fused" if done
                    else "not present")
@@ -48,7 +49,6 @@ def audit(events: pd.DataFrame, graph: OpGraph | None, roof: Roof, copy: CopyMod
         savings = [f.saving_ns for f in undone if not math.isnan(f.saving_ns)]
         if undone and not savings and entry.pattern in (opportunity_savings or {}):
             savings = [(opportunity_savings or {})[entry.pattern]]
-        one, gpu = _held(opportunities, undone, entry.pattern, [r for r in rivals if r is not mine])
         rows.append({"fusion": entry.name, "verdict": verdict, "fused_instances": len(done),
                      "unfused_instances": len(undone), "time_ns": _time(shown), "saving_ns": one,
                      "gpu_saving_ns": gpu, "predicted_saving_ns": float(sum(savings)) if savings else float("nan"),
@@ -61,15 +61,16 @@ def _labels(undone: list[Found]) -> set[object]:
     return {label for f in undone for u in f.units for label in u.labels}
 
 
-def _held(opportunities: pd.DataFrame | None, undone: list[Found], pattern: str, others: list[set[object]]
-          ) -> tuple[float, float]:
-    """The saving of the opportunity rows holding the unfused instances' kernels, shared with the ``others``
-    entries' holding the same rows (the optimizer step: its class's rows, whose kernels its pattern does not
-    name)."""
-    if opportunities is None or opportunities.empty or not undone:
-        return float("nan"), float("nan")
-    found = held_by(opportunities, _labels(undone), others)
-    return of_class(opportunities, OPTIMIZER) if math.isnan(found[0]) and pattern == "optimizer" else found
+def _held(opportunities: pd.DataFrame | None, undone: list[list[Found]], patterns: list[str]
+          ) -> list[tuple[float, float]]:
+    """Per entry (its unfused instances), the saving of the opportunity rows holding their kernels, shared with
+    the other entries holding the same rows (``savings.held_by``); the optimizer step, whose pattern does not name
+    its class's rows' kernels, quotes its class's rows where it holds none."""
+    if opportunities is None or opportunities.empty:
+        return [(float("nan"), float("nan"))] * len(undone)
+    held = held_by(opportunities, [_labels(mine) for mine in undone])
+    return [of_class(opportunities, OPTIMIZER) if mine and math.isnan(found[0]) and pattern == "optimizer" else found
+            for found, pattern, mine in zip(held, patterns, undone)]
 
 
 def _time(found: list[Found]) -> int:

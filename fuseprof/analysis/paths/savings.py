@@ -11,7 +11,7 @@ the audit, the report and the dashboard all quote this number (``saving``), the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,27 +41,27 @@ def saving(fusion: pd.DataFrame) -> pd.Series:
     return step.fillna(fusion["saving_ns"].astype("Float64")).astype("float64")
 
 
-def held_by(fusion: pd.DataFrame, labels: Iterable[object], rivals: Sequence[set[object]] = ()
-            ) -> tuple[float, float]:
-    """The saving and GPU saving of the opportunity rows that hold any of ``labels`` (GPU events: a catalogue
-    fusion's instances), summed; NaN where no row holds one. Where ``rivals`` (the other catalogue entries'
-    labels) hold members of the same row, the row's saving is split by how many of its members each
-    holds: the Q/K/V and the gate/up GEMMs in one "same input" row share its one saving instead of each claiming
-    all of it; an entry alone on its rows quotes their number."""
-    wanted = set(labels)
-    if fusion.empty or not wanted:
-        return float("nan"), float("nan")
-    share = []
-    for members in fusion["members"]:
-        mine = len(wanted.intersection(members))
-        held = mine + sum(len(r.intersection(members)) for r in rivals)
-        share.append(mine / held if mine else 0.0)
-    shares = np.array(share, np.float64)
-    rows = np.flatnonzero(shares > 0)  # by position: the table's index is unique (its rows' order, or a subset's)
-    if not len(rows):
-        return float("nan"), float("nan")
-    return (_sum(saving(fusion).to_numpy(np.float64)[rows] * shares[rows]),
-            _sum(fusion["saving_ns"].astype("float64").to_numpy()[rows] * shares[rows]))
+def held_by(fusion: pd.DataFrame, entries: Sequence[set[object]]) -> list[tuple[float, float]]:
+    """Per entry (its labels: GPU events, a catalogue fusion's instances), the saving and GPU saving of the
+    opportunity rows that hold any of them, summed; NaN where no row holds one. Where the other entries' labels hold
+    members of the same row, the row's saving is split by how many of its members each holds: the Q/K/V and the
+    gate/up GEMMs in one "same input" row share its one saving instead of each claiming all of it; an entry alone on
+    its rows quotes their number. Every entry at once: a row's members held by each entry are counted once (the
+    split's whole is the same sum for every entry), and the table's savings read once, not per entry."""
+    out = [(float("nan"), float("nan"))] * len(entries)
+    if fusion.empty or not any(entries):
+        return out
+    rows = [set(members) for members in fusion["members"]]
+    held = np.array([[len(labels.intersection(members)) for members in rows] for labels in entries], np.int64)
+    total = held.sum(axis=0)
+    one, gpu = saving(fusion).to_numpy(np.float64), fusion["saving_ns"].astype("float64").to_numpy()
+    for k, mine in enumerate(held):
+        # by position: the table's index is unique (its rows' order, or a subset's)
+        found = np.flatnonzero(mine > 0)
+        if len(found):
+            shares = mine[found] / total[found]
+            out[k] = (_sum(one[found] * shares), _sum(gpu[found] * shares))
+    return out
 
 
 def _sum(values: np.ndarray) -> float:
