@@ -113,13 +113,14 @@ def path_top(graphs: Sequence[StepGraph], path: pd.DataFrame, top: int) -> pd.Da
     summed = [(key, int(durations[rows].sum())) for key, rows in members.items()]
     chosen = sorted(summed, key=lambda pair: -pair[1])[:top]  # stable: equals keep their first appearance's order
     text = text_dtype()
-    table = pd.DataFrame({c: pd.Series([key[k] for key, _ in chosen], dtype=text) for k, c in enumerate(_GROUP)})
-    table["time_ns"] = np.array([ns for _, ns in chosen], np.int64)
-    table["share_pct"] = 100.0 * table["time_ns"] / max(int(durations.sum()), 1)
+    time_ns = np.array([ns for _, ns in chosen], np.int64)
     columns_of = {c: path[c].to_numpy() for c in ("graph", "item", "to_item", "dep", "dur_ns")}
-    table["step_saving_if_zero_ns"] = _savings(graphs, [{c: values[members[key]] for c, values in columns_of.items()}
-                                                        for key, _ in chosen])
-    return table[columns]
+    saved = _savings(graphs, [{c: values[members[key]] for c, values in columns_of.items()} for key, _ in chosen])
+    # made from its columns at once, in their order: not a frame grown column by column and selected again
+    return pd.DataFrame({**{c: pd.Series([key[k] for key, _ in chosen], dtype=text) for k, c in enumerate(_GROUP)},
+                         "time_ns": time_ns, "share_pct": 100.0 * time_ns / max(int(durations.sum()), 1),
+                         # (no row, ``top`` 0: float64, what pandas made of an empty list set as the column)
+                         "step_saving_if_zero_ns": np.array(saved, np.int64 if saved else np.float64)}, columns=columns)
 
 
 def _savings(graphs: Sequence[StepGraph], rows: list[dict[str, np.ndarray]]) -> list[int]:
