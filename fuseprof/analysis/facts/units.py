@@ -247,7 +247,8 @@ class _PerUnit(NamedTuple):
     """The units' sums and picks. Indexed by a unit's code (its place among the units by first event):
     ``time_ns`` summed, ``kernels`` (its events), ``order`` (its first place by start, from 1). One per unit, in the
     order of their longest events: ``codes``, ``longest`` (that event's position) and ``described`` (the position
-    of the event whose kernel and category it takes: its longest kernel, else its longest event)."""
+    of the event whose kernel and category it takes: its longest kernel, else its longest event). Per event:
+    ``event_codes``, its unit's code."""
 
     time_ns: np.ndarray
     kernels: np.ndarray
@@ -255,6 +256,7 @@ class _PerUnit(NamedTuple):
     codes: np.ndarray
     longest: np.ndarray
     described: np.ndarray
+    event_codes: np.ndarray
 
 
 def _per_unit(events: pd.DataFrame, apart: np.ndarray | None = None) -> tuple[np.ndarray, _PerUnit]:
@@ -282,7 +284,7 @@ def _per_unit(events: pd.DataFrame, apart: np.ndarray | None = None) -> tuple[np
     main_of = np.full(k, -1, np.int64)
     main_of[main_codes] = main_rows
     described = np.where(main_of[longest_codes] >= 0, main_of[longest_codes], longest)
-    return unit, _PerUnit(time_ns, np.bincount(codes, minlength=k), order, longest_codes, longest, described)
+    return unit, _PerUnit(time_ns, np.bincount(codes, minlength=k), order, longest_codes, longest, described, codes)
 
 
 def _in_regions(events: pd.DataFrame, registry: Registry) -> np.ndarray | None:
@@ -309,11 +311,11 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
         graph = event_op_graph(events, registry)
     unit, per = _per_unit(events, _in_regions(events, registry))
     longest, described = per.longest, per.described
-    labels: dict[int, list[Any]] = {}
-    names: dict[int, dict[str, None]] = {}
-    for key, label, name in zip(unit.tolist(), events.index.tolist(), events["name"].astype(str).tolist()):
-        labels.setdefault(key, []).append(label)
-        names.setdefault(key, {})[name] = None
+    # each unit's events' labels and kernel names in the window's order, one slice per unit (between its code's
+    # bounds), not a dict of lists filled an event at a time
+    by_unit = np.argsort(per.event_codes, kind="stable")
+    labels, names = events.index.to_numpy()[by_unit].tolist(), events["name"].astype(str).to_numpy()[by_unit].tolist()
+    bounds = np.concatenate([[0], np.cumsum(per.kernels)]).tolist()
 
     def at_longest(column: str, as_object: bool = False) -> list[Any]:
         if column not in events:
@@ -335,10 +337,11 @@ def window_units(events: pd.DataFrame, graph: OpGraph | None, registry: Registry
         role = registry.role(op)
         arguments, outputs = shapes.of(op, role, dims, types)
         units[key] = Unit(
-            op_id=key, op=op, kinds=registry.kinds(op, tuple(names[key])), category=str(category),
+            op_id=key, op=op, kinds=registry.kinds(op, names[bounds[code]:bounds[code + 1]]), category=str(category),
             gemm=role.gemm, args=arguments, outputs=outputs,
             time_ns=int(per.time_ns[code]), kernels=int(per.kernels[code]), kernel=str(kernel),
             ranges=ranges if isinstance(ranges, str) else "", order=int(per.order[code]),
-            inputs=(dims, types, concrete), labels=tuple(labels[key]), module=module if isinstance(module, str) else "",
+            inputs=(dims, types, concrete), labels=tuple(labels[bounds[code]:bounds[code + 1]]),
+            module=module if isinstance(module, str) else "",
             phase=phase if isinstance(phase, str) else "", forward_op=forward_op if isinstance(forward_op, str) else "")
     return Units(units, graph, regions)
