@@ -24,13 +24,15 @@ without the profiler as fuseprof estimates it (with its range) and as measured (
 per step predicted (traced − estimate) against measured (traced − measured), and for every change the truth measured,
 the saving fuseprof's "worth doing" rows predict for it (the first row naming that change; "-" where none of the rows
 shown names it; a fusion row, as the score reads it, may not be the fusion the truth measured) against the measured
-saving, and the change each row shown names (a graph replay must have no ``graphs`` among them).
+saving, the change each row shown names (a graph replay must have no ``graphs`` among them), and, where the truth
+recorded it, the host's speed around the capture against the timed rounds (``host_drift``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -125,12 +127,24 @@ def calibration(truth: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]
                             "spread_ms": v["saving_spread_ms"]} for c, v in measured.items()}}
 
 
+def host_drift(truth: dict[str, Any]) -> str:
+    """The host's speed around the capture over its median across the timed rounds (``host_reference_ms``'s fixed
+    work: above 1, the host was slower while the trace was taken), for each reference; blank where not recorded.
+    Diagnostic only: the score compares with the measured truth as it is."""
+    ref = truth.get("host_reference_ms") or {}
+    if not ref.get("rounds") or not ref.get("before_capture"):
+        return ""
+    around = ref["before_capture"] + ref.get("after_capture", [])
+    return ", ".join(f"{kind} {statistics.mean(r[kind] for r in around) / statistics.median(r[kind] for r in ref['rounds']):.2f}"
+                     for kind in ref["rounds"][0])
+
+
 def score(truth_path: Path) -> dict[str, Any]:
     truth = json.loads(truth_path.read_text())
     result = analyze(truth_path.parent / truth["trace"])
     verdict = (result.get("verdict") or [{}])[0]
     return {"trace": f"{truth_path.parent.name}/{truth['name']}", "card": truth["card"]["gpu"],
-            "calibration": calibration(truth, result),
+            "calibration": calibration(truth, result), "host_drift": host_drift(truth),
             "settings": "+".join(k.replace("record_", "").replace("with_", "").replace("profile_", "")
                                  for k in ("record_shapes", "with_modules", "with_stack", "profile_memory")
                                  if truth["profiler"].get(k)) or "activities",
@@ -162,11 +176,12 @@ def table(rows: list[dict[str, Any]]) -> str:
 def calibration_table(rows: list[dict[str, Any]]) -> str:
     """The calibration rows as Markdown: one line per capture (ms per step)."""
     lines = ["| capture | settings | traced | without profiler: estimated (range) | measured (p10–p90) | est/meas | "
-             "profiler cost: predicted / measured | change: predicted / measured saving | rows advised |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "profiler cost: predicted / measured | change: predicted / measured saving | rows advised | "
+             "host at capture / in rounds |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['trace']} | error: {r['error']} | | | | | | | |")
+            lines.append(f"| {r['trace']} | error: {r['error']} | | | | | | | | |")
             continue
         c = r["calibration"]
         changes = "; ".join(f"{name} {'-' if v['predicted_ms'] is None else format(v['predicted_ms'], '.3f')} / "
@@ -176,7 +191,7 @@ def calibration_table(rows: list[dict[str, Any]]) -> str:
             f"({c['estimate_low_ms']:.3f}–{c['estimate_high_ms']:.3f}) | {c['measured_ms']:.3f} "
             f"({c['measured_p10_ms']:.3f}–{c['measured_p90_ms']:.3f}) | {c['estimate_ms'] / c['measured_ms']:.2f} | "
             f"{c['traced_ms'] - c['estimate_ms']:.3f} / {c['traced_ms'] - c['measured_ms']:.3f} | {changes} | "
-            f"{', '.join(c['advised']) or '(none)'} |")
+            f"{', '.join(c['advised']) or '(none)'} | {r.get('host_drift', '')} |")
     return "\n".join(lines)
 
 

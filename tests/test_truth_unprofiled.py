@@ -159,6 +159,17 @@ def test_the_calibration_row_sets_each_prediction_beside_its_measurement() -> No
     assert "graphs 9.000 / 8.000 ±0.500; compile - / 3.000 ±0.200 | graphs, graphs |" in table
 
 
+def test_the_host_drift_is_the_capture_over_the_rounds_median_per_reference() -> None:
+    """host_drift: the mean of the readings on either side of the capture over the median of the rounds' (4.0 over
+    median(2, 4, 6) = 4 -> 1.00; 3.0 over median(1, 1, 2) = 1 -> 3.00); nothing recorded, nothing said."""
+    scorer = _scorer()
+    ref = {"rounds": [{"python": 2.0, "launches": 1.0}, {"python": 4.0, "launches": 1.0},
+                      {"python": 6.0, "launches": 2.0}],
+           "before_capture": [{"python": 3.0, "launches": 2.0}], "after_capture": [{"python": 5.0, "launches": 4.0}]}
+    assert scorer.host_drift({"host_reference_ms": ref}) == "python 1.00, launches 3.00"
+    assert scorer.host_drift({}) == ""
+
+
 def test_the_h100h_set_scores_with_the_profilers_share() -> None:
     """h100h (truth timed before its process ran any profiler) was held out and scored once with the rules frozen at
     e52484c: bound 13/13, first advice 7/13, CUDA graphs over-claimed 1.26-1.67x
@@ -193,9 +204,17 @@ def test_paired_rounds_rotate_the_variants_and_capture_after_the_middle_round(mo
     steps = {"base": lambda: None, "a": lambda: None, "b": lambda: None}
     names = {id(f): n for n, f in steps.items()}
     monkeypatch.setattr(module, "step_times", lambda step, n=30: log.append(names[id(step)]) or [1.0] * n)
-    times = module.timed_variants(steps, 4, lambda: log.append("capture"))
-    assert log == ["base", "a", "b", "a", "b", "base", "capture", "b", "base", "a", "base", "a", "b"]
+    monkeypatch.setattr(module, "host_reference_ms", lambda: log.append("host") or {"python": float(len(log))})
+    host: dict[str, list[dict[str, float]]] = {}
+    times = module.timed_variants(steps, 4, lambda: log.append("capture"), host)
+    assert log == ["host", "base", "a", "b", "host", "a", "b", "base", "host", "capture", "host", "host", "b", "base",
+                   "a", "host", "base", "a", "b"]
     assert {k: len(v) for k, v in times.items()} == {"base": 4, "a": 4, "b": 4}
+    # the host's speed read before each round and on either side of the capture, in the order taken
+    assert host == {"rounds": [{"python": 1.0}, {"python": 5.0}, {"python": 12.0}, {"python": 16.0}],
+                    "before_capture": [{"python": 9.0}], "after_capture": [{"python": 11.0}]}
+    log = [x for x in log if x != "host"]
+    assert log == ["base", "a", "b", "a", "b", "base", "capture", "b", "base", "a", "base", "a", "b"]
     log.clear()
     times = module.timed_variants(steps, 0, lambda: log.append("capture"))
     assert log == ["capture", "base", "a", "b"] and all(len(v) == 1 and len(v[0]) == 30 for v in times.values())
