@@ -120,12 +120,12 @@ def attribute_replays(events: pd.DataFrame, windows: list[pd.DataFrame]) -> tupl
     named = any(w["kernel"].notna().any() for w in windows)
     expected = [tuple(None if pd.isna(k) else k for k in w["kernel"]) for w in windows]
     node_kinds = [tuple(w["node"]) for w in windows]  # a copy node replays as a memcpy, in its place
-    replays = [part for _, part in out[graph].groupby("correlation", sort=False)] if graph.any() else []
     seen: dict[tuple[object, ...], int] = defaultdict(int)
-    for number, replay in enumerate(sorted(replays, key=lambda r: r["start_ns"].min()), start=1):
-        rows = replay.sort_values("start_ns", kind="stable").index.to_numpy()
+    replays = _replays(out, graph)
+    all_names, all_kinds = (list(out["name"]), list(out["kind"])) if replays else ([], [])  # read where some ran
+    for number, rows in enumerate(replays, start=1):
         replay_of[rows] = number
-        names, kinds = tuple(out.loc[rows, "name"]), tuple(out.loc[rows, "kind"])
+        names, kinds = tuple(all_names[i] for i in rows), tuple(all_kinds[i] for i in rows)
         matches = [w for w, kernels, nodes in zip(windows, expected, node_kinds) if len(w) == len(names)
                    and nodes == kinds and all(k is None or k == n for k, n in zip(kernels, names))]
         if not matches:
@@ -146,6 +146,24 @@ def attribute_replays(events: pd.DataFrame, windows: list[pd.DataFrame]) -> tupl
     out["graph_replay"] = pd.Series(replay_of, dtype="Int64").where(replay_of > 0)
     out["graph_attributed"] = attributed
     return out, "kernel names and order" if named else "kernel count and order (the CUDA capture names no kernels)"
+
+
+def _replays(events: pd.DataFrame, graph: pd.Series) -> list[np.ndarray]:
+    """The rows (positions) of each graph replay among ``events`` — the kernels of one ``cudaGraphLaunch``, rows
+    that ``graph`` marks, by their correlation id — in start order (ties: the rows' order), the replays in order
+    of their first start (ties: the order they first appear). One stable sort of the marked rows for all of them,
+    not a group, a minimum and a sorted frame per replay (hta_torchrec's 70)."""
+    rows = np.flatnonzero(graph)
+    if not len(rows):
+        return []
+    codes = pd.factorize(events["correlation"].iloc[rows])[0]  # by first appearance; a missing id is no replay
+    rows, codes = rows[codes >= 0], codes[codes >= 0]
+    order = np.lexsort((events["start_ns"].to_numpy()[rows], codes))
+    rows, codes = rows[order], codes[order]
+    firsts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.zeros(0, np.intp)
+    parts = np.split(rows, firsts[1:])
+    earliest = events["start_ns"].to_numpy()[rows[firsts]]  # each replay's first start, replays by code
+    return [parts[k] for k in np.argsort(earliest, kind="stable")]
 
 
 def is_capture_trace(tables: TraceTables) -> bool:
