@@ -186,19 +186,6 @@ def test_the_h100h_set_scores_with_the_profilers_share() -> None:
     assert 0.7 * measured["saving_ms"] < graphs["claimed_ms"] < 0.75 * measured["saving_ms"]
 
 
-def test_the_h200l_set_scores_every_bound_and_first_advice() -> None:
-    """h200l (each workload in its own process under TEARDOWN_CUPTI=1, the capture between the middle two paired
-    rounds: truth and trace on one host within seconds) was held out and scored once at 46fab6d: first advice 13/13,
-    bound 12/13 (prefill_eager, GPU-bound by the truth at 86%); since 725fddc the bound's rule counts the GPU's own
-    start latency with busy, as the truth measures busy, and every bound is right. The scorer reads the truth files."""
-    scorer = _scorer()
-    rows = {p.name.removesuffix(".truth.json"): scorer.score(p) for p in sorted((TRUTH / "h200l").glob("*.truth.json"))}
-    assert len(rows) == 13
-    assert [name for name, r in rows.items() if not (r["bound_ok"] and r["ok"])] == []
-    prefill = json.loads((TRUTH / "h200l" / "prefill_eager.truth.json").read_text())
-    assert prefill["bound"] == "GPU-bound" and rows["prefill_eager"]["bound"] == "GPU-bound"
-
-
 def _capture_module() -> Any:
     pytest.importorskip("torch")
     spec = importlib.util.spec_from_file_location("capture_unprofiled_truth",
