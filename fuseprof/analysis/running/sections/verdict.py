@@ -32,10 +32,8 @@ GPU_BOUND_SHARE = 0.8
 
 def bound(idle: pd.DataFrame, estimate: pd.DataFrame | None = None) -> str:
     """What bounds the window without the profiler, by the rule its truth states (``GPU_BOUND_SHARE``): GPU-bound
-    (or communication-bound, ``idle.verdict_of``) where the GPU's fed time is at least 80% of busy and idle by cause
-    summed over the window's rows, else the largest idle cause. The fed time is busy plus the "other" idle (work
-    launched and not yet started: the GPU's own latency), as the truth measures busy, with the kernels queued back
-    to back (h200l/prefill_eager: kernels 3.685 ms a step, queued 3.995, its other idle 0.42). The idle is without the profiler where ``estimate`` (the
+    (or communication-bound, ``idle.verdict_of``) where busy is at least 80% of busy and idle by cause summed over
+    the window's rows, else the largest idle cause. The idle is without the profiler where ``estimate`` (the
     unprofiled table) is given: the launch and data idle less the profiler's host time, the sync idle what removing
     the syncs saves (``fuseprof.analysis.paths.sync_saving``). A GPU 70% busy whose idle is mostly syncs is
     sync-bound: that idle is what a user can take off the step. ``bound_as_traced`` keeps the labels' rule."""
@@ -47,8 +45,7 @@ def bound(idle: pd.DataFrame, estimate: pd.DataFrame | None = None) -> str:
             totals[f"idle_{cause}_ns"] -= launch_removed(estimate, cause)
     causes = {k: totals.get(k, 0.0) for k in VERDICTS if k != "busy_ns"}
     busy = totals.get("busy_ns", 0.0)
-    fed = busy + causes["idle_other_ns"]  # the GPU's time with its work queued: its own latency to start it counts
-    if fed >= GPU_BOUND_SHARE * (busy + sum(causes.values())) or max(causes.values()) <= 0:
+    if busy >= GPU_BOUND_SHARE * (busy + sum(causes.values())) or max(causes.values()) <= 0:
         return verdict_of({**totals, **dict.fromkeys(causes, 0.0)})  # GPU-bound, or communication-bound
     return VERDICTS[max(causes, key=lambda k: causes[k])]
 
@@ -168,8 +165,7 @@ def headline(verdict: pd.DataFrame) -> str:
 SECTION = Section(
     name="verdict", order=0, build=_build,
     needs=("timeline", "idle", "unprofiled", "categories", "top_ops", "fusion", "slow_ops"),
-    description="What bounds the run without the profiler (GPU-bound from 80% busy, the GPU's own latency to start "
-                "queued work counted with busy; else the largest idle cause: host "
+    description="What bounds the run without the profiler (GPU-bound from 80% busy, else the largest idle cause: host "
                 "launches, syncs, data loading, the allocator, event waits; the idle section's causes summed over its "
                 "steps, the launch idle less the host time the "
                 "profiler added: fuseprof/analysis/facts/unprofiled.py) and as traced, where the GPU time goes (top category "
