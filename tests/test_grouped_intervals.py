@@ -11,7 +11,7 @@ import pytest
 from fuseprof.analysis.facts.integrity import _overlap_on_streams
 from fuseprof.analysis.facts.timeline import breakdowns
 from fuseprof.analysis.running.analyze import Options, windowed_events
-from fuseprof.model.intervals import apart
+from fuseprof.model.intervals import apart, grouped_in_start_order
 from fuseprof.parse.trace_events import read_trace_tables
 from tests.conftest import ROOT, SHARED, TRACES, covered_ns, trace_at
 
@@ -80,3 +80,12 @@ def test_kernel_overlap_on_one_stream_is_the_sum_of_each_streams_own(name: str) 
     assert _overlap_on_streams(events) == want
     if name == "b200":
         assert want > 0
+
+
+def test_grouped_in_start_order_groups_by_code_then_start_ties_in_row_order() -> None:
+    """By hand: codes [1, 0, 1, 0, 1] with starts [5, 9, 2, 9, 2]: group 0 is rows 1, 3 (a tie at 9: row order),
+    group 1 rows 2, 4 (a tie at 2), then 0 (start 5); bounds [0, 2, 5]. Nothing to group: no rows, one bound."""
+    order, bounds = grouped_in_start_order(np.array([1, 0, 1, 0, 1]), np.array([5, 9, 2, 9, 2]))
+    assert order.tolist() == [1, 3, 2, 4, 0] and bounds == [0, 2, 5]
+    order, bounds = grouped_in_start_order(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert order.tolist() == [] and bounds == [0]

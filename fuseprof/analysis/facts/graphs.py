@@ -26,6 +26,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
+from fuseprof.model.intervals import grouped_in_start_order
 from fuseprof.parse.trace_events import TraceTables
 from fuseprof.parse.trace_link import enclosing, matching
 
@@ -158,11 +159,10 @@ def _replays(events: pd.DataFrame, graph: pd.Series) -> list[np.ndarray]:
         return []
     codes = pd.factorize(events["correlation"].iloc[rows])[0]  # by first appearance; a missing id is no replay
     rows, codes = rows[codes >= 0], codes[codes >= 0]
-    order = np.lexsort((events["start_ns"].to_numpy()[rows], codes))
-    rows, codes = rows[order], codes[order]
-    firsts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.zeros(0, np.intp)
-    parts = np.split(rows, firsts[1:])
-    earliest = events["start_ns"].to_numpy()[rows[firsts]]  # each replay's first start, replays by code
+    order, bounds = grouped_in_start_order(codes, events["start_ns"].to_numpy()[rows])
+    rows = rows[order]
+    parts = [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    earliest = events["start_ns"].to_numpy()[rows[bounds[:-1]]]  # each replay's first start, replays by code
     return [parts[k] for k in np.argsort(earliest, kind="stable")]
 
 

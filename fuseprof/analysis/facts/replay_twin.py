@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.facts.graphs import REPLAY_ID_SCALE
+from fuseprof.model.intervals import grouped_in_start_order
 
 MIN_RATIO = 0.8  # below this the best eager step holds too few of the replay's kernels in order (docstring)
 COLUMNS = ("op", "input_dims", "input_type", "concrete", "module")
@@ -42,10 +43,8 @@ def eager_steps(events: pd.DataFrame) -> list[pd.DataFrame]:
     key = eager["step"].astype(object).fillna("") if "step" in eager else pd.Series("", index=eager.index)
     # every step's rows in start order from one stable sort (steps in the order they first appear), and the tokens
     # of all of them made once: a grouped, sorted frame per step cost most of it (hta_torchrec's 26 steps)
-    codes = pd.factorize(key)[0]
-    order = np.lexsort((eager["start_ns"].to_numpy(), codes))
+    order, bounds = grouped_in_start_order(pd.factorize(key)[0], eager["start_ns"].to_numpy())
     tokens, has_op = _tokens(eager[["kind", "name"]].iloc[order]), eager["op"].notna().to_numpy()[order]
-    bounds = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1], True]).tolist()
     steps, seen = [], set()
     for a, b in zip(bounds[:-1], bounds[1:]):
         names = tokens[a:b]
@@ -115,12 +114,11 @@ def _replays(events: pd.DataFrame, todo: pd.Series) -> Iterator[tuple[int, np.nd
     and its tokens (``_tokens``)."""
     part = events[todo]
     numbers = part["graph_replay"].to_numpy(dtype=np.int64)
-    order = np.lexsort((part["start_ns"].to_numpy(), numbers))  # stable: by number, then start, then row
+    order, bounds = grouped_in_start_order(numbers, part["start_ns"].to_numpy())  # by number, then start, then row
     labels, numbers = part.index.to_numpy()[order], numbers[order]
     tokens = list(zip(part["kind"].astype(str).to_numpy()[order].tolist(),
                       part["name"].astype(str).str.strip().to_numpy()[order].tolist()))
-    bounds = np.flatnonzero(np.diff(numbers)) + 1
-    for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(numbers)]):
+    for a, b in zip(bounds[:-1], bounds[1:]):
         yield int(numbers[a]), labels[a:b], tuple(tokens[a:b])
 
 
