@@ -49,7 +49,8 @@
 #   perprocess a set (PERPROCESS_SETS="fit heldout": two) of unprofiled's captures, every workload in its own process with --time-first: timed, then
 #              profiled seconds later (no after-effect, and no drift of the host across the set between the two)
 #   paired     a set (PAIRED_SETS="fit heldout": two) of unprofiled's captures, every workload in its own process under
-#              TEARDOWN_CUPTI=1, the capture between the middle two paired rounds, the host's speed beside each round
+#              TEARDOWN_CUPTI=1, the capture between the middle two paired rounds, the host's speed beside each round;
+#              SETTINGS_SHIFT=N moves each workload's profiler settings N places (a held-out set unlike the rule-writing ones)
 #   aftereffect the profiler's after-effect (scripts/probe_profiler_after_effect.py), as torch leaves it and with
 #              TEARDOWN_CUPTI=1 (Kineto then finalises CUPTI when a session ends: pytorch/pytorch#144455)
 #   truthset   small models of known truth, each trace with its execution trace and truth file (scripts/capture_truth_set.py),
@@ -284,7 +285,7 @@ step_paired() {
   for set in ${PAIRED_SETS:-heldout}; do
     for name in $names; do
       TEARDOWN_CUPTI=1 timeout 120 python3 scripts/capture_unprofiled_truth.py --out "$W/paired-$set" --only "$name" \
-        >"$W/paired-$set-$name.log" 2>&1
+        --settings-shift "${SETTINGS_SHIFT:-0}" >"$W/paired-$set-$name.log" 2>&1
       grep -E "^$name:" "$W/paired-$set-$name.log" || tail -5 "$W/paired-$set-$name.log"
     done
   done
