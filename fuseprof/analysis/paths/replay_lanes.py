@@ -248,21 +248,40 @@ class Union(StepArrays):
         ordered = np.lexsort((np.arange(self.size), self.lane, self.group, level))
         key = level[ordered] * len(_GROUPS) + self.group[ordered]
         cuts = np.flatnonzero(np.diff(key)) + 1
-        self.groups = [self._group(items) for items in np.split(ordered, cuts)] if self.size else []
+        self.groups = self._groups(ordered, cuts) if self.size else []
 
-    def _group(self, items: np.ndarray) -> _Group:
+    def _groups(self, ordered: np.ndarray, cuts: np.ndarray) -> list[_Group]:
+        """Each group's chains and its other dependencies. A dependency belongs to its item's group (a chain too: it
+        is one of its item's own), so the other dependencies of every group come from one sort of them all by
+        (group, position in the group, dependency), not from a scan of every dependency and item per group (a
+        window of 814 groups over 65k items, hta_v100_ddp_profile_memory's: ``Union.of`` 280-295 -> 120-123 ms)."""
+        parts = np.split(ordered, cuts)
+        sizes = np.diff(np.concatenate(([0], cuts, [self.size])))
+        gid = np.empty(self.size, np.int64)
+        position = np.empty(self.size, np.int64)
+        gid[ordered] = np.repeat(np.arange(len(parts)), sizes)
+        position[ordered] = np.arange(self.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        chains = [self._chain(items) for items in parts]
+        chained = np.zeros(len(self.dep_src), bool)
+        for _, chain in chains:
+            chained[chain[chain >= 0]] = True
+        ext = np.flatnonzero(~chained)
+        ext = ext[np.lexsort((ext, position[self.dep_item[ext]], gid[self.dep_item[ext]]))]
+        bounds = np.searchsorted(gid[self.dep_item[ext]], np.arange(len(parts) + 1))
+        return [self._group(items, pred, chain, ext[bounds[g]:bounds[g + 1]], position)
+                for g, (items, (pred, chain)) in enumerate(zip(parts, chains))]
+
+    def _chain(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A group's items' previous item on their lane (-1 at a lane's first) and their dependency on it (-1: none)."""
         same = np.zeros(len(items), bool)
         same[1:] = self.lane[items[1:]] == self.lane[items[:-1]]
         pred = np.where(same, np.roll(items, 1), -1)
         chain = np.where(same, self.chain[items], -1)
-        chain = np.where((chain >= 0) & (self.dep_src[np.maximum(chain, 0)] == pred), chain, -1)
-        position = np.full(self.size, -1, np.int64)
-        position[items] = np.arange(len(items))
-        in_group = position[self.dep_item] >= 0
-        chained = np.zeros(len(self.dep_src), bool)
-        chained[chain[chain >= 0]] = True
-        ext = np.flatnonzero(in_group & ~chained)
-        ext = ext[np.argsort(position[self.dep_item[ext]], kind="stable")]
+        return pred, np.where((chain >= 0) & (self.dep_src[np.maximum(chain, 0)] == pred), chain, -1)
+
+    def _group(self, items: np.ndarray, pred: np.ndarray, chain: np.ndarray, ext: np.ndarray, position: np.ndarray
+               ) -> _Group:
+        """One group from its chains and its other dependencies (``ext``, by position in the group)."""
         at_pos = position[self.dep_item[ext]]
         starts = np.flatnonzero(np.r_[True, at_pos[1:] != at_pos[:-1]]) if len(ext) else np.zeros(0, np.int64)
         has_ext = np.zeros(len(items), bool)
