@@ -224,6 +224,10 @@ class _Group:
     ext_at: np.ndarray  # where each item's run of ``ext`` starts (items with none: not listed)
     has_ext: np.ndarray  # per position: whether it has any other dependency
     no_deps: np.ndarray  # per position: no dependency at all (it starts when it did)
+    # whether any item follows a synchronising call on its lane, and whether any item is one: a pass skips the
+    # waits' arrays where none is (most groups; a replay's sync matrix only clears syncs, never sets one)
+    after_sync: bool
+    syncs: bool
 
 
 @dataclass
@@ -286,7 +290,9 @@ class Union(StepArrays):
         starts = np.flatnonzero(np.r_[True, at_pos[1:] != at_pos[:-1]]) if len(ext) else np.zeros(0, np.int64)
         has_ext = np.zeros(len(items), bool)
         has_ext[at_pos[starts]] = True
-        return _Group(items, pred, chain, ext, starts, has_ext, ~has_ext & (chain < 0))
+        return _Group(items, pred, chain, ext, starts, has_ext, ~has_ext & (chain < 0),
+                      bool(((self.sync_on[np.maximum(pred, 0)] >= 0) & (chain >= 0)).any()),
+                      bool((self.sync_on[items] >= 0).any()))
 
 
 def replay_union(union: Union, plans: Sequence[Sequence[Plan]]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -383,18 +389,20 @@ def _pass(union: Union, g: _Group, start: np.ndarray, end: np.ndarray, dur: np.n
         other[:, g.no_deps] = union.t0[items[g.no_deps]]
     linked = g.chain >= 0
     pred, chain = np.maximum(g.pred, 0), np.maximum(g.chain, 0)
-    waits = sync[:, pred] & linked
-    own = np.where(waits, np.minimum(union.tail[pred], dur[:, pred]), dur[:, pred])
+    own = dur[:, pred]
+    if g.after_sync:
+        waits = sync[:, pred] & linked
+        own = np.where(waits, np.minimum(union.tail[pred], own), own)
+        waited = end[:, np.maximum(union.sync_on[pred], 0)] + union.tail[pred] + lag[:, chain]
+        other = np.where(waits, np.maximum(other, waited), other)
     step = np.where(linked, own + lag[:, chain], -cut)
-    waited = end[:, np.maximum(union.sync_on[pred], 0)] + union.tail[pred] + lag[:, chain]
-    other = np.where(waits, np.maximum(other, waited), other)
     total = np.cumsum(step, axis=1)
     start[:, items] = total + np.maximum.accumulate(other - total, axis=1)
     mine = start[:, items]
     end[:, items] = np.where(sync[:, items],
                              np.maximum(mine + np.minimum(union.tail[items], dur[:, items]),
                                         end[:, np.maximum(union.sync_on[items], 0)] + union.tail[items]),
-                             mine + dur[:, items])
+                             mine + dur[:, items]) if g.syncs else mine + dur[:, items]
 
 
 def batches(count: int, size: int) -> list[range]:
