@@ -438,7 +438,7 @@ def _infer(variant: str, batch: int = 1, length: int = 32, layers: int = 2, eage
     model = base.Llama(layers=layers).to(DEVICE, DTYPE).eval()
     for layer in model.layers:
         layer.self_attn.eager = eager_attention and variant != "fusion"
-    if variant == "fusion" and not eager_attention:
+    if variant == "fusion_norm" or (variant == "fusion" and not eager_attention):
         fuse_norms(model)
     forward = compiled(model) if "compile" in variant else model
     tokens, positions = _tokens(batch, length)
@@ -508,8 +508,9 @@ def workloads(out: Path) -> list[Workload]:
         Workload("prefill_eager", "4-layer Llama forward, 4 x 1024 tokens, bf16, attention written eagerly (QK^T, "
                  "scale, mask, softmax, V)", "shapes",
                  lambda v: _infer(v, batch=4, length=1024, layers=4, eager_attention=True),
-                 {"fusion": "fusion", "compile": "compile", "graphs": "graphs"}, tolerance=5e-2,
-                 extra={"fusion_is": "eager attention -> scaled_dot_product_attention"}),
+                 {"fusion": "fusion", "fusion_norm": "fusion_norm", "compile": "compile", "graphs": "graphs"},
+                 tolerance=5e-2, extra={"fusion_is": "eager attention -> scaled_dot_product_attention",
+                                        "fusion_norm_is": "every eager RMSNorm -> F.rms_norm, attention eager"}),
         Workload("decode_eager", "2-layer decode step, batch 1, static KV cache, argmax written back, eager",
                  "modules", _decode, {"graphs": "graphs", "compile": "compile", "fusion": "fusion"}),
         Workload("decode_graph", "the decode_eager step as a CUDA-graph replay (its capture profiled beside)",
