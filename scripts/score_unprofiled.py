@@ -17,7 +17,8 @@ For each, ``fuseprof analyze TRACE --format json`` is run and read:
   graph replay or on a loop calling ``.item()``, a fused optimizer on a fused one) is wrong; no advice is right when
   no measured change saves more than 5% of the step or its spread. A fusion row is compared with the fusion the
   truth measured (its ``fusion_is``, else every eager RMSNorm as F.rms_norm), which may not be the chain advised:
-  the table says which.
+  the table says which; where the truth also measured ``fusion_norm`` (every RMSNorm as F.rms_norm beside another
+  fusion), an RMSNorm chain's row is compared with that.
 
 ``--calibration PATH`` also writes, per capture, the calibration table (issue 59's closing note): the step traced,
 without the profiler as fuseprof estimates it (with its range) and as measured (median, p10-p90), the profiler's cost
@@ -47,6 +48,7 @@ CHANGES = (("fusion", ("fuse:",)), ("host_idle", ("between graph replays",)),
            ("graphs", ("cuda graph", "host-bound gaps", "reduce-overhead")),
            ("no_syncs", ("sync",)), ("data_prefetched", ("data", "loader")),
            ("fused_optimizer", ("optimizer",)), ("compile", ("compile",)))
+NORM_OPS = ("aten::pow", "aten::mean", "aten::rsqrt")  # an eager RMSNorm's chain
 
 
 # the truth's words for a bound and fuseprof's for the same one (the truth files are never edited to match)
@@ -57,9 +59,13 @@ def same_bound(truth: str, got: str | None) -> bool:
     return SAME_BOUND.get(truth, truth) == SAME_BOUND.get(str(got), str(got))
 
 
-def change_of(what: str) -> str | None:
+def change_of(what: str, truth: dict[str, Any] | None = None) -> str | None:
+    """The candidate change an advice row names; a fusion of an RMSNorm chain (its ops hold pow, mean and rsqrt) is
+    the truth's ``fusion_norm`` where it measured that apart from its ``fusion`` (prefill_eager: SDPA)."""
     text = what.lower()
-    return next((change for change, words in CHANGES if any(w in text for w in words)), None)
+    change = next((change for change, words in CHANGES if any(w in text for w in words)), None)
+    norm = change == "fusion" and all(op in text for op in NORM_OPS)
+    return "fusion_norm" if norm and truth is not None and "fusion_norm" in truth["changes"] else change
 
 
 def analyze(trace: Path) -> dict[str, Any]:
@@ -89,7 +95,7 @@ def score_advice(truth: dict[str, Any], result: dict[str, Any]) -> dict[str, Any
                 "ok": ok, "why": "no advice" + ("" if ok else f": {best and best['variant']} saves more")}
     first = advice[0]
     claimed = float(first["saving_ns"]) / 1e6 / steps_in(result)
-    change = change_of(str(first["what"]))
+    change = change_of(str(first["what"]), truth)
     row = {"advice": str(first["what"])[:70], "change": change or "?", "claimed_ms": claimed}
     entry = truth["changes"].get(change or "", "not a candidate change of this workload")
     if change == "host_idle":  # the host's work between replays: at most all the idle of the un-profiled step
@@ -113,7 +119,7 @@ def calibration(truth: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]
         return sum(float(r[key]) for r in steps) / len(steps) / 1e6 if steps else float("nan")
 
     predicted: dict[str, float] = {}
-    advised = [change_of(str(row["what"])) or "?" for row in result.get("worth_doing") or []]
+    advised = [change_of(str(row["what"]), truth) or "?" for row in result.get("worth_doing") or []]
     for row, change in zip(result.get("worth_doing") or [], advised):
         if change not in predicted:
             predicted[change] = float(row["saving_ns"]) / 1e6 / steps_in(result)

@@ -105,6 +105,10 @@ def test_advice_maps_to_the_change_it_names() -> None:
     assert change_of("fuse: cross-entropy — aten::nll_loss_backward → aten::_log_softmax_backward_data") == "fusion"
     assert change_of("overlap data loading (DataLoader workers)") == "data_prefetched"
     assert change_of("tune aten::mm") is None
+    norm = "fuse: memory-bound chain — aten::add → aten::pow → aten::mean → aten::add → aten::rsqrt → aten::mul ×24"
+    assert change_of(norm, {"changes": {"fusion": {}, "fusion_norm": {}}}) == "fusion_norm"
+    assert change_of(norm, {"changes": {"fusion": {}}}) == "fusion"  # no RMSNorm fusion measured apart
+    assert change_of("fuse: softmax — aten::mul → aten::softmax", {"changes": {"fusion_norm": {}}}) == "fusion"
 
 
 def test_a_saving_counts_within_25_percent_or_the_spread_per_step() -> None:
