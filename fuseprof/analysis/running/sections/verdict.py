@@ -32,22 +32,34 @@ GPU_BOUND_SHARE = 0.8
 
 def bound(idle: pd.DataFrame, estimate: pd.DataFrame | None = None) -> str:
     """What bounds the window without the profiler, by the rule its truth states (``GPU_BOUND_SHARE``): GPU-bound
-    (or communication-bound, ``idle.verdict_of``) where busy is at least 80% of busy and idle by cause summed over
-    the window's rows, else the largest idle cause. The idle is without the profiler where ``estimate`` (the
-    unprofiled table) is given: the launch and data idle less the profiler's host time, the sync idle what removing
-    the syncs saves (``fuseprof.analysis.paths.sync_saving``). A GPU 70% busy whose idle is mostly syncs is
-    sync-bound: that idle is what a user can take off the step. ``bound_as_traced`` keeps the labels' rule."""
+    (or communication-bound, ``idle.verdict_of``) where busy, as the kernels take queued back to back
+    (``queued_busy``), is at least 80% of busy and idle by cause summed over the window's rows, else the largest idle
+    cause. The idle is without the profiler where ``estimate`` (the unprofiled table) is given: the launch and data
+    idle less the profiler's host time, the sync idle what removing the syncs saves
+    (``fuseprof.analysis.paths.sync_saving``). A GPU 70% busy whose idle is mostly syncs is sync-bound: that idle is
+    what a user can take off the step. ``bound_as_traced`` keeps the labels' rule."""
     if idle.empty:
         return "unknown"
     totals = {k: float(idle[k].sum()) for k in TERMS if k in idle}
     for cause in ("launch", "data", "sync"):
         if f"idle_{cause}_ns" in totals:
             totals[f"idle_{cause}_ns"] -= launch_removed(estimate, cause)
+    busy, totals = queued_busy(totals, float(idle["idle_queued_ns"].sum()) if "idle_queued_ns" in idle else 0.0)
     causes = {k: totals.get(k, 0.0) for k in VERDICTS if k != "busy_ns"}
-    busy = totals.get("busy_ns", 0.0)
     if busy >= GPU_BOUND_SHARE * (busy + sum(causes.values())) or max(causes.values()) <= 0:
         return verdict_of({**totals, **dict.fromkeys(causes, 0.0)})  # GPU-bound, or communication-bound
     return VERDICTS[max(causes, key=lambda k: causes[k])]
+
+
+def queued_busy(totals: dict[str, float], queued: float) -> tuple[float, dict[str, float]]:
+    """Busy as the truth measures it, the kernels queued back to back: busy with the gaps' ``queued`` latency
+    (``fuseprof.analysis.facts.queued``), taken from the idle the window has left without the profiler, from its
+    ``other`` part first (a queued gap is all other), then its launch part; and ``totals`` with that idle less."""
+    left, busy = dict(totals), totals.get("busy_ns", 0.0)
+    for cause in ("idle_other_ns", "idle_launch_ns"):
+        taken = min(max(left.get(cause, 0.0), 0.0), queued)
+        left[cause], busy, queued = left.get(cause, 0.0) - taken, busy + taken, queued - taken
+    return busy, left
 
 
 def bound_as_traced(idle: pd.DataFrame) -> str:
@@ -117,6 +129,7 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     whole, idle, estimate = built["timeline"].iloc[0], built["idle"], built["unprofiled"]
     span = int(whole["span_ns"])
     removed = sum(launch_removed(estimate, cause) for cause in ("launch", "data", "sync"))
+    queued = float(idle["idle_queued_ns"].sum()) if "idle_queued_ns" in idle else 0.0  # the bound's busy, as queued
     spans = {f"span_unprofiled{s}_ns": span - int((estimate["span_ns"] - estimate[f"step_unprofiled{s}_ns"]).sum())
              if len(estimate) else span for s in ("", "_low", "_high")}
     fusion = built["fusion"]
@@ -130,7 +143,7 @@ def _build(context: Context) -> Mapping[str, pd.DataFrame]:
     verdict = pd.DataFrame([{
         "bound": bound(idle, estimate), "bound_as_traced": bound_as_traced(idle), "busy_ns": int(whole["busy_ns"]),
         "span_ns": span, "busy_pct": float(whole["busy_pct"]), **spans,
-        "busy_unprofiled_pct": 100 * float(whole["busy_ns"]) / spans["span_unprofiled_ns"]
+        "busy_unprofiled_pct": min(100.0, 100 * (float(whole["busy_ns"]) + queued) / spans["span_unprofiled_ns"])
         if spans["span_unprofiled_ns"] else float("nan"),
         "host_removed_ns": int(estimate["host_removed_ns"].sum()) if len(estimate) else 0,
         "launch_idle_removed_ns": int(removed),
@@ -178,7 +191,7 @@ SECTION = Section(
             Column("busy µs", "busy_ns", "us"),
             Column("span µs", "span_ns", "us"), Column("busy %", "busy_pct", "round:1"),
             Column("span without profiler µs", "span_unprofiled_ns", "us"),
-            Column("busy % without profiler", "busy_unprofiled_pct", "round:1")), summary=headline),
+            Column("busy % without profiler (queued)", "busy_unprofiled_pct", "round:1")), summary=headline),
         Table("worth_doing", "Worth doing, by the step time each removes without the profiler", (
             Column("what", "what", "text:100"), Column("saving µs", "saving_ns", "us"),
             Column("GPU time µs", "gpu_saving_ns", "us"),
