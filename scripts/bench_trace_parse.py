@@ -1,7 +1,11 @@
 """The whole ``fuseprof analyze`` command against a plain ``json.load`` of the same file, cold and warm.
 
     python scripts/bench_trace_parse.py [--mb 131] [--scales 1,2,4] [--repeats 3] [--public PATH|none]
-                                        [--hta-python PYTHON]
+                                        [--hta-python PYTHON] [--plain-only]
+
+A 1 GB-class trace (issue 61's memory target: the cold command's peak RSS <= 3x the decompressed JSON's bytes):
+
+    python scripts/bench_trace_parse.py --mb 1000 --scales 1 --repeats 1 --public none --plain-only
 
 Builds decode-sized torch.profiler traces by repeating the committed H200 Llama trace (each copy
 shifted in time, its correlation and External ids offset, so joins stay one-to-one) to about MB ×
@@ -19,7 +23,7 @@ fresh process timed from outside (start-up and imports included):
 
 It prints the medians, each side's ratio to json.load of the same bytes (CPU time, the process's and its
 children's, as the median of each round's own ratio: this machine's speed drifts within minutes; wall
-time; peak RSS: each process's own VmHWM), the MB of JSON per second per core (the command runs on one
+time; peak RSS: each process's own VmHWM, and the cold command's over the JSON's bytes, ``RSS/B``), the MB of JSON per second per core (the command runs on one
 core), and seconds per 100 MB (linear growth keeps it flat across sizes). The machines are shared:
 compare the ratios, which come from one run.
 """
@@ -141,7 +145,8 @@ def report(path: Path, mb: float, events: str, m: dict[str, tuple[float, float, 
     hta = f"{m['hta'][1]:>6.2f} {m['hta'][3]:>6.2f}" if "hta" in m else f"{'-':>6} {'-':>6}"
     print(f"{path.name[:24]:>24} {mb:>7.0f} {events:>9} | {j:>11.2f} {c:>7.2f} {w:>7.2f} | "
           f"{c / j:>6.2f} {w / j:>6.2f} | {jc:>9.2f} {cc:>6.2f} {wc:>5.2f} {cx:>6.2f} {wx:>6.2f} | {hta} | "
-          f"{jp:>7.0f} {cp:>7.0f} {cp / jp:>5.2f} | {mb / c:>9.1f} {100 * c / mb:>7.2f}", flush=True)
+          f"{jp:>7.0f} {cp:>7.0f} {cp / jp:>5.2f} {cp * 2**20 / (mb * 1e6):>5.2f} | {mb / c:>9.1f} {100 * c / mb:>7.2f}",
+          flush=True)
 
 
 def main() -> None:
@@ -152,13 +157,15 @@ def main() -> None:
     parser.add_argument("--public", default=None, help="the public trace to measure as is (default: public_trace; "
                                                        "'none': none)")
     parser.add_argument("--hta-python", default=None, help="an interpreter with HolisticTraceAnalysis installed")
+    parser.add_argument("--plain-only", action="store_true", help="measure the built traces as plain JSON only, "
+                                                                 "not gzipped too (a 1 GB trace: half the run)")
     args = parser.parse_args()
     hta = hta_python(args.hta_python)
     print(f"Every ratio (x) is to json.load of the same bytes in the same round; CPU x: the median of {args.repeats} "
           f"rounds' own ratios (the process and its children); HTA: {'beside' if hta else 'not installed'}")
     print(f"{'file':>24} {'JSON MB':>7} {'events':>9} | {'json.load s':>11} {'cold s':>7} {'warm s':>7} | "
           f"{'cold x':>6} {'warm x':>6} | {'CPU: json':>9} {'cold':>6} {'warm':>5} {'cold x':>6} {'warm x':>6} | "
-          f"{'HTA':>6} {'HTA x':>6} | {'json MB':>7} {'cold MB':>7} {'RSS x':>5} | {'MB/s/core':>9} {'s/100MB':>7}")
+          f"{'HTA':>6} {'HTA x':>6} | {'json MB':>7} {'cold MB':>7} {'RSS x':>5} {'RSS/B':>5} | {'MB/s/core':>9} {'s/100MB':>7}")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         public = public_trace(args.public)
@@ -170,14 +177,15 @@ def main() -> None:
             plain = tmp / f"trace-{scale:g}x.json"
             counts = build(args.mb * scale, plain)
             gz = plain.with_suffix(".json.gz")
-            with plain.open("rb") as src, gzip.open(gz, "wb", compresslevel=1) as dst:
-                while chunk := src.read(2**24):
-                    dst.write(chunk)
+            if not args.plain_only:
+                with plain.open("rb") as src, gzip.open(gz, "wb", compresslevel=1) as dst:
+                    while chunk := src.read(2**24):
+                        dst.write(chunk)
             mb = plain.stat().st_size / 1e6
-            for path in (plain, gz):
+            for path in (plain,) if args.plain_only else (plain, gz):
                 report(path, mb, f"{counts['events']:,}", measure(path, args.repeats, tmp, hta))
             plain.unlink()
-            gz.unlink()
+            gz.unlink(missing_ok=True)
 
 if __name__ == "__main__":
     main()
