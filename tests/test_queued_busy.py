@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.facts.queued import DEFAULT_NS, MIN_QUEUED, queued_ns
+from fuseprof.analysis.facts.queued import DEFAULT_NS, MIN_QUEUED, graph_closes_ns, queued_ns
 from fuseprof.analysis.running.sections.verdict import queued_busy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +30,17 @@ def test_a_trace_with_enough_queued_gaps_uses_their_median_and_one_without_the_d
     assert got.tolist() == [1_000, 1_200, 1_300, median, median, median, median, min(700, DEFAULT_NS[True])]
     few = queued_ns(length[:MIN_QUEUED - 1], graph[:MIN_QUEUED - 1], other[:MIN_QUEUED - 1])
     assert few.tolist() == np.minimum(length[:MIN_QUEUED - 1], DEFAULT_NS[False]).tolist()
+
+
+def test_a_graph_closes_the_other_idle_after_eager_launches_beyond_a_node_latency() -> None:
+    # queued graph-node gaps of 400-600 ns and one of 800 (six: median 525); eager gaps: a late launch whose work
+    # started 3,000 ns after its call returned, a queued 1,400 ns gap, a gap all launch idle (no other part)
+    length = np.array([400, 450, 500, 550, 600, 20_000, 1_400, 9_000, 800])
+    other = np.array([400, 450, 500, 550, 600, 3_000, 1_400, 0, 800])
+    graph = np.array([True] * 5 + [False, False, False, True])
+    assert graph_closes_ns(length, graph, other).tolist() == [0, 0, 0, 0, 0, 3_000 - 525, 1_400 - 525, 0, 0]
+    few = graph_closes_ns(length[5:8], graph[5:8], other[5:8])  # no graph gaps: the default node latency
+    assert few.tolist() == [3_000 - DEFAULT_NS[True], 1_400 - DEFAULT_NS[True], 0]
 
 
 def test_the_queued_part_comes_from_other_idle_first_then_launch() -> None:

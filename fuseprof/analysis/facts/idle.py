@@ -42,7 +42,9 @@ counted busy) and is more exposed communication than computation is ``communicat
 
 Each gap also holds the part a GPU fed back to back would leave too (``idle_queued_ns``,
 ``fuseprof.analysis.facts.queued``: the trace's queued latency, at most the gap): the bound without the profiler
-counts it as busy, as the un-profiled truth measures busy; the causes above keep it.
+counts it as busy, as the un-profiled truth measures busy; the causes above keep it. And the other idle before an
+eager launch beyond what a graph's node leaves (``idle_graph_closes_ns``: the launch's submission latency), which
+CUDA graphs close with the launch idle: their advice saves both.
 
 The verdict *as traced* (``verdict_as_traced``, the ``traced_<cause>_ns`` columns) reads each gap whole, as a
 reader of the raw trace would and as the labelled traces state their rule: ``sync`` when a synchronising or
@@ -64,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 from fuseprof.analysis.facts.graphs import is_graph_launch
-from fuseprof.analysis.facts.queued import queued_ns
+from fuseprof.analysis.facts.queued import graph_closes_ns, queued_ns
 from fuseprof.model.intervals import covered_ns, merge, runs
 from fuseprof.model.registry import Registry
 from fuseprof.model.registry_data import SYNC_OPS
@@ -87,7 +89,7 @@ TRACED_VERDICTS = {"busy_ns": "GPU-bound", "traced_launch_ns": "host-bound", "tr
                    "traced_other_ns": "other idle", "traced_data_ns": "data-bound"}
 _EMPTY = ["gap_start_ns", "gap_end_ns", "idle_ns", "cause", "cause_as_traced", "step", "prev_step", "leading",
           "launch_ns", "tid", "next_graph", "sync_call", "sync_name", *(f"idle_{c}_ns" for c in CAUSES),
-          "idle_startup_ns", "idle_queued_ns"]
+          "idle_startup_ns", "idle_queued_ns", "idle_graph_closes_ns"]
 
 
 def _of_thread(threads: pd.Series, tid: object) -> np.ndarray:
@@ -171,10 +173,15 @@ def _labelled(gaps: pd.DataFrame, parts: dict[str, np.ndarray], syncs: tuple[np.
     added = {**{f"idle_{cause}_ns": values for cause, values in parts.items()},
              "sync_call": np.where(held, syncs[0], ""), "sync_name": np.where(held, syncs[1], ""),
              "cause": names[np.argmax(largest, axis=0)],
-             "idle_queued_ns": queued_ns(gaps["idle_ns"].to_numpy(np.int64), gaps["next_graph"].to_numpy(bool),
-                                         parts["other"]),
+             **_queued(gaps["idle_ns"].to_numpy(np.int64), gaps["next_graph"].to_numpy(bool), parts["other"]),
              "cause_as_traced": np.where(gaps["leading"].to_numpy(bool), np.where(data, "data", "lead"), traced)}
     return pd.concat([gaps, pd.DataFrame(added, index=gaps.index)], axis=1)[_EMPTY]
+
+
+def _queued(length: np.ndarray, graph: np.ndarray, other: np.ndarray) -> dict[str, np.ndarray]:
+    """A gap's part a GPU fed back to back leaves too, and its other idle a CUDA graph closes
+    (``fuseprof.analysis.facts.queued``)."""
+    return {"idle_queued_ns": queued_ns(length, graph, other), "idle_graph_closes_ns": graph_closes_ns(length, graph, other)}
 
 
 def _at_step_starts(gaps: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFrame:
@@ -404,7 +411,9 @@ def idle_by_step(events: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
         np.ones(len(gaps), bool)
     # summed per step as lists (a step's few gaps; a frame's filter and grouping cost a millisecond each)
     idle = {c: gaps[f"idle_{c}_ns"].to_numpy(np.int64) for c in (*CAUSES, "startup", "queued")}
-    idle["launch_graph"] = np.where(_graphed(events, gaps, has_steps), idle["launch"] - idle["startup"], 0)
+    graphed = _graphed(events, gaps, has_steps)
+    idle["launch_graph"] = np.where(graphed, idle["launch"] - idle["startup"], 0)
+    idle["graph_closes"] = np.where(graphed, 0, gaps["idle_graph_closes_ns"].to_numpy(np.int64))
     calls = gaps["sync_call"].to_numpy(object)
     for call in SYNC_CALLS:
         idle[f"sync_{call}"] = np.where(calls == call, idle["sync"], 0)
@@ -456,7 +465,7 @@ def _graphed(events: pd.DataFrame, gaps: pd.DataFrame, has_steps: bool) -> np.nd
 
 def _verdict(row: dict[str, object], idle: dict[str, int]) -> dict[str, object]:
     row["busy_compute_ns"] = int(row["busy_ns"]) - int(row["comm_exposed_ns"])  # type: ignore[call-overload]
-    for cause in (*CAUSES, "launch_graph", "startup", "queued", *(f"sync_{c}" for c in SYNC_CALLS)):
+    for cause in (*CAUSES, "launch_graph", "startup", "queued", "graph_closes", *(f"sync_{c}" for c in SYNC_CALLS)):
         row[f"idle_{cause}_ns"] = int(idle.get(cause, 0))
     row["sync_reads"] = int(idle.get("reads", 0))
     row["verdict"] = verdict_of(row)

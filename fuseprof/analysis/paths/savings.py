@@ -80,8 +80,9 @@ def of_class(fusion: pd.DataFrame, cls: str) -> tuple[float, float]:
 
 
 def scaled_graph_part(idle: pd.DataFrame, estimate: pd.DataFrame) -> tuple[float, float]:
-    """The launch idle without the profiler, split: before eager launches (what CUDA graphs would close) and before
-    graph launches (the host's own work between replays), each step's graph part scaled as its launch idle."""
+    """The launch idle without the profiler, split: before eager launches (what CUDA graphs would close, with the
+    other idle after those launches beyond a graph node's latency, ``idle_graph_closes_ns``) and before graph launches
+    (the host's own work between replays), each step's graph part scaled as its launch idle."""
     if idle.empty:
         return 0.0, 0.0
     by_step = estimate.set_index(estimate["step"].astype(str))["idle_launch_unprofiled_ns"] if len(estimate) else \
@@ -91,4 +92,5 @@ def scaled_graph_part(idle: pd.DataFrame, estimate: pd.DataFrame) -> tuple[float
     after = steps.map(by_step).fillna(idle["idle_launch_ns"]).to_numpy(np.float64)  # between steps: unchanged
     ratio = np.divide(after, launch, out=np.ones_like(after), where=launch > 0)
     graphed = idle["idle_launch_graph_ns"].to_numpy(np.float64) * ratio
-    return float(after.sum() - graphed.sum()), float(graphed.sum())
+    closes = float(idle["idle_graph_closes_ns"].sum()) if "idle_graph_closes_ns" in idle else 0.0
+    return float(after.sum() - graphed.sum()) + closes, float(graphed.sum())
