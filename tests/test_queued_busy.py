@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fuseprof.analysis import analyze
-from fuseprof.analysis.facts.queued import DEFAULT_NS, MIN_QUEUED, graph_closes_ns, queued_ns
+from fuseprof.analysis.facts.queued import DEFAULT_NS, MAX_NS, MIN_QUEUED, SUBMIT_NS, graph_closes_ns, queued_ns
 from fuseprof.analysis.running.sections.verdict import queued_busy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,26 +21,35 @@ PAIRED = sorted((ROOT / "tests" / "fixtures" / "truth_unprofiled").glob("h200l/*
 
 
 def test_a_trace_with_enough_queued_gaps_uses_their_median_and_one_without_the_default() -> None:
-    # six whole-other gaps before stream launches (queued: 1.0-2.0 us), one launch gap of 50 us, one graph gap
-    length = np.array([1_000, 1_200, 1_300, 1_500, 1_900, 2_000, 50_000, 700])
-    other = np.array([1_000, 1_200, 1_300, 1_500, 1_900, 2_000, 3_000, 700])
-    graph = np.array([False] * 7 + [True])
+    # MIN_QUEUED whole-other gaps before stream launches (median 1.4 us), one launch gap of 50 us whose
+    # work started 3 us after its call returned, one graph gap (too few of them: the default)
+    spread = 1_020 + 40 * np.arange(MIN_QUEUED)  # 1,020-1,780 ns: the middle two 1,380 and 1,420
+    length = np.append(spread, [50_000, 700])
+    other = np.append(spread, [3_000, 700])
+    graph = np.array([False] * (MIN_QUEUED + 1) + [True])
     got = queued_ns(length, graph, other)
-    median = 1_400  # of the six queued stream gaps: (1,300 + 1,500) / 2
-    assert got.tolist() == [1_000, 1_200, 1_300, median, median, median, median, min(700, DEFAULT_NS[True])]
-    few = queued_ns(length[:MIN_QUEUED - 1], graph[:MIN_QUEUED - 1], other[:MIN_QUEUED - 1])
-    assert few.tolist() == np.minimum(length[:MIN_QUEUED - 1], DEFAULT_NS[False]).tolist()
+    median = int(np.median(spread))
+    assert median == 1_400 and got.tolist() == [*np.minimum(spread, median).tolist(), median, DEFAULT_NS[True]]
+    few = queued_ns(length[1:MIN_QUEUED], graph[1:MIN_QUEUED], other[1:MIN_QUEUED])  # one queued gap short
+    assert few.tolist() == np.minimum(length[1:MIN_QUEUED], DEFAULT_NS[False]).tolist()
 
 
-def test_a_graph_closes_the_other_idle_after_eager_launches_beyond_a_node_latency() -> None:
-    # queued graph-node gaps of 400-600 ns and one of 800 (six: median 525); eager gaps: a late launch whose work
-    # started 3,000 ns after its call returned, a queued 1,400 ns gap, a gap all launch idle (no other part)
-    length = np.array([400, 450, 500, 550, 600, 20_000, 1_400, 9_000, 800])
-    other = np.array([400, 450, 500, 550, 600, 3_000, 1_400, 0, 800])
-    graph = np.array([True] * 5 + [False, False, False, True])
-    assert graph_closes_ns(length, graph, other).tolist() == [0, 0, 0, 0, 0, 3_000 - 525, 1_400 - 525, 0, 0]
-    few = graph_closes_ns(length[5:8], graph[5:8], other[5:8])  # no graph gaps: the default node latency
-    assert few.tolist() == [3_000 - DEFAULT_NS[True], 1_400 - DEFAULT_NS[True], 0]
+def test_a_median_of_waits_on_other_streams_is_no_latency_of_the_gpu() -> None:
+    waits = np.full(MIN_QUEUED, 189_000)  # hta_torchrec's graph-node "queued" gaps: other streams' work
+    assert queued_ns(waits, np.ones(MIN_QUEUED, bool), waits).tolist() == [MAX_NS] * MIN_QUEUED
+
+
+def test_a_graph_closes_the_submission_latency_after_eager_launches_beyond_a_node_latency() -> None:
+    # MIN_QUEUED queued graph-node gaps of 500 ns; eager gaps: a late launch whose work started 3,000 ns after its
+    # call returned, a queued 1,400 ns gap, a gap all launch idle, a 50 ms wait after the launch (another rank's)
+    nodes = np.full(MIN_QUEUED, 500)
+    length = np.append(nodes, [20_000, 1_400, 9_000, 50_000_000])
+    other = np.append(nodes, [3_000, 1_400, 0, 50_000_000])
+    graph = np.array([True] * MIN_QUEUED + [False] * 4)
+    closes = graph_closes_ns(length, graph, other)
+    assert closes.tolist() == [0] * MIN_QUEUED + [3_000 - 500, 1_400 - 500, 0, SUBMIT_NS - 500]
+    few = graph_closes_ns(length[MIN_QUEUED:], graph[MIN_QUEUED:], other[MIN_QUEUED:])  # no graph gaps: the default
+    assert few.tolist() == [3_000 - DEFAULT_NS[True], 1_400 - DEFAULT_NS[True], 0, SUBMIT_NS - DEFAULT_NS[True]]
 
 
 def test_the_queued_part_comes_from_other_idle_first_then_launch() -> None:

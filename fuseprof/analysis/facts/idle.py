@@ -42,9 +42,9 @@ counted busy) and is more exposed communication than computation is ``communicat
 
 Each gap also holds the part a GPU fed back to back would leave too (``idle_queued_ns``,
 ``fuseprof.analysis.facts.queued``: the trace's queued latency, at most the gap): the bound without the profiler
-counts it as busy, as the un-profiled truth measures busy; the causes above keep it. And the other idle before an
-eager launch beyond what a graph's node leaves (``idle_graph_closes_ns``: the launch's submission latency), which
-CUDA graphs close with the launch idle: their advice saves both.
+counts it as busy, as the un-profiled truth measures busy; the causes above keep it. And the other idle after an
+eager launch call returned, beyond what a graph's node leaves (``idle_graph_closes_ns``: the launch's submission
+latency, at most 10 µs a gap), which CUDA graphs close with the launch idle: their advice saves both.
 
 The verdict *as traced* (``verdict_as_traced``, the ``traced_<cause>_ns`` columns) reads each gap whole, as a
 reader of the raw trace would and as the labelled traces state their rule: ``sync`` when a synchronising or

@@ -10,8 +10,14 @@ latency added is 0.99-1.10x the measured busy. So the bound counts, per gap, at 
 time (``idle_queued_ns``), not only the union.
 
 The latency is the trace's own where it holds enough queued gaps of the kind (``MIN_QUEUED``): their median,
-for gaps before a graph's node and before a stream launch apart; else the H100/H200 figure above (a trace with
-no queued gap is host-bound throughout, where a microsecond a gap does not move its bound).
+for gaps before a graph's node and before a stream launch apart, at most ``MAX_NS`` (a larger median is waits on
+another stream or rank, not the GPU's own gap: 189 µs before hta_torchrec's graph nodes); else the H100/H200
+figure above, on any GPU (a trace with few queued gaps is host-bound throughout, where a microsecond a gap does not
+move its bound). A trace whose kernels abut (AMD traces, vLLM's graph replays: 1 ns apart) keeps its own median.
+
+What CUDA graphs close after a launch (``graph_closes_ns``) is the submission latency of a late launch, a few
+microseconds: at most ``SUBMIT_NS`` of a gap's other part counts, the rest of a long wait after the launch returned
+being a dependency (another rank, another stream) a graph keeps.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 DEFAULT_NS = {False: 1_400, True: 430}  # by whether a graph launch queued the gap's next work
-MIN_QUEUED = 5  # queued gaps of a kind a trace needs for its own median
+MIN_QUEUED = 20  # queued gaps of a kind a trace needs for its own median (5 gave mi300_bert_small 6.9 µs)
+MAX_NS = 5_000  # the most a trace's median may be
+SUBMIT_NS = 10_000  # the most of a gap's other part that is a launch's submission latency
 
 
 def latencies(length: np.ndarray, graph: np.ndarray, other: np.ndarray) -> dict[bool, int]:
@@ -30,7 +38,7 @@ def latencies(length: np.ndarray, graph: np.ndarray, other: np.ndarray) -> dict[
     out = {}
     for kind in (False, True):
         seen = length[queued & (graph == kind)]
-        out[kind] = int(np.median(seen)) if seen.size >= MIN_QUEUED else DEFAULT_NS[kind]
+        out[kind] = min(int(np.median(seen)), MAX_NS) if seen.size >= MIN_QUEUED else DEFAULT_NS[kind]
     return out
 
 
@@ -43,8 +51,9 @@ def queued_ns(length: np.ndarray, graph: np.ndarray, other: np.ndarray) -> np.nd
 
 
 def graph_closes_ns(length: np.ndarray, graph: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """Per gap before a stream launch: its ``other`` part beyond what a graph's node leaves (the trace's graph
-    latency, at most the gap), which a CUDA graph of the step closes along with the launch idle: the submission
-    latency after each launch call (0.4 against 1.4 µs queued, 2-5 µs after a late launch); 0 before a graph's node."""
+    """Per gap before a stream launch: its ``other`` part (at most ``SUBMIT_NS``) beyond what a graph's node leaves
+    (the trace's graph latency, at most the gap), which a CUDA graph of the step closes along with the launch idle:
+    the submission latency after each launch call (0.4 against 1.4 µs queued, 2-5 µs after a late launch on H100);
+    0 before a graph's node."""
     node = np.minimum(length, latencies(length, graph, other)[True])
-    return np.where(graph, 0, np.maximum(other - node, 0))
+    return np.where(graph, 0, np.maximum(np.minimum(other, SUBMIT_NS) - node, 0))

@@ -64,7 +64,7 @@ def graphs_after_syncs(frame: pd.DataFrame, idle: pd.DataFrame) -> pd.DataFrame:
     # without the syncs the host runs ahead and the launches queue: the submission latency a graph would close
     # (``idle_graph_closes_ns``) is gone with them, in the sync row's saving (h100n/sync_bound: graphs after the
     # syncs saved 0.114 ms a step more than the syncs alone, where the launch idle and that latency add to 0.33)
-    closes = float(idle["idle_graph_closes_ns"].sum()) if "idle_graph_closes_ns" in idle else 0.0
+    closes = float(steps["idle_graph_closes_ns"].sum()) if "idle_graph_closes_ns" in steps else 0.0  # the row's own
     graph_part = max(float(out.loc[graphs[0], "saving_ns"]) - closes, 0.0)
     out.loc[graphs[0], "what"] = THEN + str(out.loc[graphs[0], "what"])
     out.loc[graphs[0], "saving_ns"] = graph_part + float(out.loc[syncs[0], "saving_ns"])
