@@ -179,15 +179,16 @@ def test_the_h100h_set_scores_with_the_profilers_share() -> None:
     e52484c: bound 13/13, first advice 7/13, CUDA graphs over-claimed 1.26-1.67x
     (docs/measurements/unprofiled-scores-h100h-heldout-20261207.txt). It is a fitting set since (the profiler's share,
     ``scripts/fit_profiler_cost.py``): the bound stays right on all, and every first advice is within 25% of its
-    truth but train_sgd_fused's CUDA graphs (0.74x the measured saving), the scorer reading the truth files."""
+    truth, the scorer reading the truth files; train_sgd_fused's CUDA graphs, 0.74x the measured saving before the
+    graph row counted the launches' submission latency (a9d43ae), is 0.75-0.9x since."""
     scorer = _scorer()
     rows = {p.name.removesuffix(".truth.json"): scorer.score(p) for p in sorted((TRUTH / "h100h").glob("*.truth.json"))}
     assert len(rows) == 13 and all(r["bound_ok"] for r in rows.values())
-    assert {name for name, r in rows.items() if not r["ok"]} == {"train_sgd_fused"}
+    assert {name for name, r in rows.items() if not r["ok"]} == set()
     graphs = rows["train_sgd_fused"]
     measured = json.loads((TRUTH / "h100h" / "train_sgd_fused.truth.json").read_text())["changes"]["graphs"]
     assert graphs["change"] == "graphs" and graphs["measured_ms"] == pytest.approx(measured["saving_ms"])
-    assert 0.7 * measured["saving_ms"] < graphs["claimed_ms"] < 0.75 * measured["saving_ms"]
+    assert 0.75 * measured["saving_ms"] < graphs["claimed_ms"] < 0.9 * measured["saving_ms"]
 
 
 def _capture_module() -> Any:
